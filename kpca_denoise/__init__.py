@@ -1,0 +1,29 @@
+"""kpca-denoise: kernel-PCA image denoising.
+
+>>> from kpca_denoise import KernelPCA, denoise_image
+"""
+
+from .core.kpca import KernelPCA, NotFittedError
+from .core.progress import Cancelled, CancelToken, ProgressEvent
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KernelPCA",
+    "NotFittedError",
+    "Cancelled",
+    "CancelToken",
+    "ProgressEvent",
+    "denoise_image",
+    "denoise_set",
+    "DenoiseParams",
+    "__version__",
+]
+
+
+def __getattr__(name):  # lazy: importing the estimator should not pull in the pipeline
+    if name in ("denoise_image", "denoise_set", "DenoiseParams"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(name)

@@ -1,0 +1,354 @@
+"""Kernel PCA with exact feature-space centring and a fixed-point pre-image.
+
+The estimator follows scikit-learn's contract (``sklearn.decomposition.KernelPCA``):
+``__init__`` only stores parameters, ``fit`` validates and returns ``self``,
+learned attributes end in ``_``.  Unlike scikit-learn it reports progress,
+can be cancelled, resolves the RBF width from the data and the noise level,
+and inverts the projection with the pre-image of Mika et al. (1998).
+
+References
+----------
+Schölkopf, Smola, Müller (1998), "Nonlinear component analysis as a kernel
+eigenvalue problem", Neural Computation 10(5).
+Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from . import eigen
+from .kernels import KERNELS, kernel_matrix, rbf_gram
+from .noise import estimate_sigma_pca
+from .preimage import PreimageStats, expansion_weights, preimage_fixed_point
+from .progress import ProgressCallback, check_cancel, report
+
+__all__ = ["KernelPCA", "NotFittedError", "rbf_width", "GAMMA_RULE"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """The estimator was used before ``fit``."""
+
+
+#: Scale c in the width rule ``gamma = 1 / (c * s2)``; see :func:`rbf_width`.
+GAMMA_RULE = {"scale": 1.0}
+
+
+def rbf_width(X: np.ndarray, noise_sigma: float | None, *, max_pairs: int = 20000,
+              random_state: int | None = 0) -> float:
+    """Kernel parameter ``gamma`` for the RBF kernel, from the data and the noise level.
+
+    Noise adds about ``2 d sigma^2`` to every squared distance between two
+    samples of dimension d.  The rule removes that inflation from the median
+    squared distance before using it as the width:
+    ``s2 = max(median ||x_i - x_j||^2 - 2 d sigma^2, 2 d sigma^2)`` and
+    ``gamma = 1 / (c * s2)`` with ``c = GAMMA_RULE['scale']``.
+    With ``noise_sigma=None`` sigma is estimated from the samples.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    rng = np.random.default_rng(random_state)
+    m = min(max_pairs, n * (n - 1) // 2)
+    i = rng.integers(0, n, m)
+    j = rng.integers(0, n, m)
+    keep = i != j
+    d2 = np.einsum("ij,ij->i", X[i[keep]] - X[j[keep]], X[i[keep]] - X[j[keep]])
+    med = float(np.median(d2)) if d2.size else 0.0
+    if noise_sigma is None:
+        noise_sigma = estimate_sigma_pca(X) if d >= 4 and n >= 2 else 0.0
+    inflation = 2.0 * d * float(noise_sigma) ** 2
+    s2 = max(med - inflation, inflation)
+    if not np.isfinite(s2) or s2 <= 0:
+        s2 = med if med > 0 else 1.0  # all samples identical: any width will do
+    return 1.0 / (GAMMA_RULE["scale"] * s2)
+
+
+class KernelPCA:
+    """Kernel principal component analysis (low-rank) with a pre-image.
+
+    Parameters
+    ----------
+    n_components : int
+        Number of components kept (the largest rank any caller will use;
+        smaller ranks are prefixes).
+    kernel : {'rbf', 'poly', 'sigmoid', 'linear'}
+    gamma : float or None
+        Kernel parameter.  ``None``: for 'rbf' chosen by :func:`rbf_width`
+        from the data and ``noise_sigma``; for 'poly'/'sigmoid' ``1/n_features``
+        as in scikit-learn.  The value used is stored in ``gamma_``.
+    degree, coef0 : polynomial / sigmoid parameters (scikit-learn's meaning).
+    noise_sigma : float or None
+        Noise standard deviation of the samples, used by the width rule;
+        ``None`` estimates it (``noise_sigma_``).
+    eigen_solver : {'auto', 'dense', 'arpack', 'randomized'}
+        'auto' is dense LAPACK for ``n <= 1500`` or ``n_components > n/4``
+        and randomized subspace iteration otherwise
+        (:func:`kpca_denoise.core.eigen.choose_solver`).
+    tol : float
+        Relative residual tolerance of the iterative eigensolvers.
+    max_iter : int or None
+        Iteration cap of the iterative eigensolvers.
+    preimage_tol, preimage_max_iter : pre-image stopping rule (per point).
+    dtype : 'float32' or 'float64'
+        Precision of the Gram matrix.  float32 halves memory and time and is
+        accurate to ~1e-6 relative; the eigensolver's small Rayleigh-Ritz
+        problem, projections and pre-image are float64.
+    random_state : int or None
+    progress : callable or None
+        Receives :class:`~kpca_denoise.core.progress.ProgressEvent`.
+    cancel : token or None
+        Checked between chunks; raises ``Cancelled``.
+
+    Attributes
+    ----------
+    eigenvalues_ : (k,) eigenvalues of the centred Gram matrix, descending,
+        negative values clipped to 0.
+    eigenvectors_ : (n, k) unit-norm eigenvectors, sign fixed so that the
+        largest-magnitude entry of each is positive.
+    alphas_ : (n, k) expansion coefficients of the feature-space axes,
+        ``eigenvectors_ / sqrt(eigenvalues_)`` so that ``lambda ||alpha||^2 = 1``
+        (zero for zero eigenvalues).
+    X_fit_, gamma_, noise_sigma_, K_fit_rows_, K_fit_all_, solver_,
+    n_iter_, preimage_stats_ (after ``inverse_transform``).
+    """
+
+    def __init__(
+        self,
+        n_components: int = 8,
+        *,
+        kernel: str = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        noise_sigma: float | None = None,
+        eigen_solver: str = "auto",
+        tol: float = 1e-6,
+        max_iter: int | None = None,
+        preimage_tol: float = 1e-5,
+        preimage_max_iter: int = 100,
+        dtype: str = "float32",
+        random_state: int | None = 0,
+        progress: ProgressCallback | None = None,
+        cancel: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.noise_sigma = noise_sigma
+        self.eigen_solver = eigen_solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.preimage_tol = preimage_tol
+        self.preimage_max_iter = preimage_max_iter
+        self.dtype = dtype
+        self.random_state = random_state
+        self.progress = progress
+        self.cancel = cancel
+
+    # -- scikit-learn parameter protocol ---------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "KernelPCA":
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"invalid parameter {key!r} for KernelPCA; valid are {sorted(valid)}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, gamma={self.gamma!r})"
+
+    # -- validation -------------------------------------------------------
+    def _check_params(self, n_samples: int) -> None:
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        k = self.n_components
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {k!r}")
+        if k > n_samples:
+            raise ValueError(
+                f"n_components={k} is more than the {n_samples} training samples; "
+                f"use at most {n_samples} components or more training samples"
+            )
+        if self.gamma is not None:
+            g = self.gamma
+            if not isinstance(g, (int, float, np.floating, np.integer)) or not np.isfinite(g) or g <= 0:
+                raise ValueError(
+                    f"gamma must be a positive finite number or None (automatic), got {g!r}"
+                )
+        if self.noise_sigma is not None and not (np.isfinite(self.noise_sigma) and self.noise_sigma >= 0):
+            raise ValueError(f"noise_sigma must be >= 0 or None, got {self.noise_sigma!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+
+    @staticmethod
+    def _check_X(X, what: str = "X") -> np.ndarray:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"{what} must be 2-D (n_samples, n_features), got shape {X.shape}")
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"{what} is empty (shape {X.shape})")
+        if not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"{what} must be numeric, got dtype {X.dtype}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError(f"{what} contains NaN or Inf values; remove or replace them first")
+        return X
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "alphas_"):
+            raise NotFittedError(
+                "This KernelPCA instance is not fitted yet; call 'fit' with training data first"
+            )
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y=None) -> "KernelPCA":
+        X = self._check_X(X)
+        n, d = X.shape
+        if n < 2:
+            raise ValueError("kernel PCA needs at least 2 training samples")
+        self._check_params(n)
+        dt = np.dtype(self.dtype)
+        self.X_fit_ = np.ascontiguousarray(X, dtype=np.float64)
+        if self.noise_sigma is None and self.kernel == "rbf" and self.gamma is None:
+            self.noise_sigma_ = estimate_sigma_pca(self.X_fit_) if d >= 4 else 0.0
+        else:
+            self.noise_sigma_ = None if self.noise_sigma is None else float(self.noise_sigma)
+        if self.gamma is not None:
+            self.gamma_ = float(self.gamma)
+        elif self.kernel == "rbf":
+            self.gamma_ = rbf_width(self.X_fit_, self.noise_sigma_, random_state=self.random_state)
+        else:
+            self.gamma_ = 1.0 / d
+        if self.kernel == "rbf":
+            K = rbf_gram(self.X_fit_.astype(dt), self.gamma_, progress=self.progress,
+                         cancel=self.cancel)
+        else:
+            report(self.progress, "gram", 0, 1)
+            K = kernel_matrix(self.X_fit_, self.X_fit_, self.kernel, gamma=self.gamma_,
+                              degree=self.degree, coef0=self.coef0).astype(dt)
+            report(self.progress, "gram", 1, 1)
+        check_cancel(self.cancel)
+        # exact feature-space centring: K~ = L K L with L = I - 11^T/n
+        self.K_fit_rows_ = K.mean(axis=0, dtype=np.float64)
+        self.K_fit_all_ = float(self.K_fit_rows_.mean())
+        K -= self.K_fit_rows_.astype(dt)[None, :]
+        K -= self.K_fit_rows_.astype(dt)[:, None]
+        K += dt.type(self.K_fit_all_)
+        w, V, info = eigen.eigh_top(
+            K, int(self.n_components), solver=self.eigen_solver, tol=self.tol,
+            max_iter=self.max_iter, random_state=self.random_state,
+            progress=self.progress, cancel=self.cancel,
+        )
+        del K
+        self.solver_ = info["solver"]
+        self.n_iter_ = info["iterations"]
+        # centred Gram matrices are PSD for PSD kernels: tiny negatives are
+        # round-off; sigmoid can give real negatives, which carry no variance
+        self.n_negative_eigenvalues_ = int((w < 0).sum())
+        w = np.where(w > 0, w, 0.0)
+        # deterministic signs: the largest-magnitude entry of each vector positive
+        idx = np.argmax(np.abs(V), axis=0)
+        signs = np.sign(V[idx, np.arange(V.shape[1])])
+        signs[signs == 0] = 1.0
+        V = V * signs
+        self.eigenvalues_ = w
+        self.eigenvectors_ = V
+        # guard the division: a zero eigenvalue gives a zero axis, not Inf
+        nz = w > max(w.max(initial=0.0), 0.0) * 1e-12
+        alphas = np.zeros_like(V)
+        alphas[:, nz] = V[:, nz] / np.sqrt(w[nz])
+        self.alphas_ = alphas
+        return self
+
+    # -- projection -------------------------------------------------------
+    def _centred_kernel(self, Y: np.ndarray) -> np.ndarray:
+        Kt = kernel_matrix(Y, self.X_fit_, self.kernel, gamma=self.gamma_,
+                           degree=self.degree, coef0=self.coef0).astype(np.float64, copy=False)
+        # centre with the training means: k~(y, x_j) = k(y, x_j) - mean_i k(x_i, x_j)
+        #   - mean_i k(y, x_i) + mean_ij k(x_i, x_j)
+        row_means = Kt.mean(axis=1, keepdims=True)
+        Kt -= self.K_fit_rows_[None, :]
+        Kt -= row_means
+        Kt += self.K_fit_all_
+        return Kt
+
+    def transform(self, X, *, n_components: int | None = None, block: int = 4096) -> np.ndarray:
+        """Projections onto the leading components, shape (m, n_components)."""
+        self._check_fitted()
+        X = self._check_X(X)
+        if X.shape[1] != self.X_fit_.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the model was fitted with {self.X_fit_.shape[1]}"
+            )
+        k = self.alphas_.shape[1] if n_components is None else int(n_components)
+        if not 1 <= k <= self.alphas_.shape[1]:
+            raise ValueError(f"n_components must be in [1, {self.alphas_.shape[1]}], got {k}")
+        m = X.shape[0]
+        Z = np.empty((m, k))
+        report(self.progress, "projection", 0, m)
+        for s in range(0, m, block):
+            check_cancel(self.cancel)
+            e = min(s + block, m)
+            Z[s:e] = self._centred_kernel(X[s:e]) @ self.alphas_[:, :k]
+            report(self.progress, "projection", e, m)
+        return Z
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        self.fit(X)
+        # for training points the centred kernel rows are the centred Gram,
+        # so the projection is eigenvectors * sqrt(eigenvalues)
+        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+
+    # -- pre-image ----------------------------------------------------------
+    def inverse_transform(self, Z, init=None) -> np.ndarray:
+        """Pre-images of projections Z (m, r) with r <= n_components.
+
+        RBF: the fixed-point iteration of Mika et al. (1998), started from
+        ``init`` (the noisy inputs) when given; see
+        :mod:`kpca_denoise.core.preimage`.  ``linear``: exact
+        (``mean + Z @ axes``).  'poly' and 'sigmoid' have no fixed-point
+        pre-image here: a ValueError says to use ``kernel='rbf'`` (or
+        scikit-learn's learned ``fit_inverse_transform``).
+        """
+        self._check_fitted()
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2 or not 1 <= Z.shape[1] <= self.alphas_.shape[1]:
+            raise ValueError(
+                f"Z must have shape (m, r) with 1 <= r <= {self.alphas_.shape[1]}, got {Z.shape}"
+            )
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("Z contains NaN or Inf values")
+        r = Z.shape[1]
+        W = expansion_weights(Z, self.alphas_[:, :r])
+        if self.kernel == "linear":
+            # Phi is the identity: the expansion is already the pre-image
+            self.preimage_stats_ = PreimageStats(n_points=Z.shape[0])
+            return W @ self.X_fit_
+        if self.kernel != "rbf":
+            raise ValueError(
+                f"no pre-image for kernel={self.kernel!r}: the fixed-point iteration needs "
+                "kernel='rbf' (or 'linear'); for other kernels use scikit-learn's "
+                "KernelPCA(fit_inverse_transform=True)"
+            )
+        if init is not None:
+            init = self._check_X(init, "init")
+        out, stats = preimage_fixed_point(
+            W, self.X_fit_, self.gamma_, init=init, tol=self.preimage_tol,
+            max_iter=self.preimage_max_iter, progress=self.progress, cancel=self.cancel,
+        )
+        self.preimage_stats_ = stats
+        return out

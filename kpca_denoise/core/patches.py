@@ -1,0 +1,66 @@
+"""Patch extraction and reassembly for single-channel images."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["patch_positions", "extract_patches", "reassemble"]
+
+
+def patch_positions(length: int, patch_size: int, stride: int) -> np.ndarray:
+    """Top-left coordinates along one axis: every ``stride``, plus the last
+    position ``length - patch_size`` so that the border is always covered."""
+    if patch_size > length:
+        raise ValueError(f"patch size {patch_size} is larger than the image side {length}")
+    pos = np.arange(0, length - patch_size + 1, stride)
+    if pos[-1] != length - patch_size:
+        pos = np.append(pos, length - patch_size)
+    return pos
+
+
+def extract_patches(
+    image: np.ndarray, patch_size: int, stride: int
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """All patches on a stride grid, as rows.
+
+    Returns ``(P, (ys, xs))`` where P has shape (len(ys) * len(xs), p * p),
+    row-major over the grid, in the image's dtype.
+    """
+    if patch_size < 1 or stride < 1:
+        raise ValueError(f"patch_size and stride must be >= 1, got {patch_size} and {stride}")
+    img = np.asarray(image)
+    if img.ndim != 2:
+        raise ValueError(f"expected a single-channel (H, W) image, got shape {img.shape}")
+    ys = patch_positions(img.shape[0], patch_size, stride)
+    xs = patch_positions(img.shape[1], patch_size, stride)
+    win = np.lib.stride_tricks.sliding_window_view(img, (patch_size, patch_size))
+    P = win[ys][:, xs].reshape(len(ys) * len(xs), patch_size * patch_size)
+    return np.ascontiguousarray(P), (ys, xs)
+
+
+def reassemble(
+    P: np.ndarray,
+    positions: tuple[np.ndarray, np.ndarray],
+    shape: tuple[int, int],
+    patch_size: int,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """Average overlapping patches back into an image of ``shape`` (float64).
+
+    ``weights`` (one per patch) turns the plain average into a weighted one.
+    """
+    ys, xs = positions
+    p = patch_size
+    grid = np.asarray(P, dtype=np.float64).reshape(len(ys), len(xs), p, p)
+    wgrid = np.ones((len(ys), len(xs))) if weights is None else np.asarray(
+        weights, dtype=np.float64).reshape(len(ys), len(xs))
+    acc = np.zeros(shape)
+    cnt = np.zeros(shape)
+    for a in range(p):
+        rows = (ys + a)[:, None]
+        for b in range(p):
+            cols = (xs + b)[None, :]
+            # indices inside one (a, b) slice are distinct, so += is exact
+            acc[rows, cols] += grid[:, :, a, b] * wgrid
+            cnt[rows, cols] += wgrid
+    return acc / np.maximum(cnt, np.finfo(float).tiny)

@@ -1,0 +1,90 @@
+"""Progress reporting and cancellation shared by every long step.
+
+Long work reports :class:`ProgressEvent` objects through a plain callable and
+checks a cancel token between chunks.  A cancel token is anything with an
+``is_set()`` method (:class:`CancelToken`, :class:`threading.Event`) or a
+zero-argument callable returning ``True`` when the work should stop.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "Cancelled",
+    "CancelToken",
+    "ProgressEvent",
+    "ProgressCallback",
+    "report",
+    "check_cancel",
+]
+
+
+class Cancelled(RuntimeError):
+    """Raised between chunks when the cancel token is set."""
+
+
+class CancelToken:
+    """A thread-safe flag: ``cancel()`` from any thread, ``is_set()`` from the worker."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def reset(self) -> None:
+        self._event.clear()
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One progress report.
+
+    stage : one of ``"gram"``, ``"eigensolver"``, ``"projection"``, ``"preimage"``,
+        ``"reassembly"``, ``"grouping"``, ``"noise"`` (and ``"image"`` for set-level
+        progress).
+    done, total : units of work finished and expected in this stage.
+    eigenvalues : the current estimate of the leading eigenvalues (descending),
+        sent by the eigensolver while it iterates so a plot can update live.
+    message : optional human-readable detail.
+    """
+
+    stage: str
+    done: int
+    total: int
+    eigenvalues: np.ndarray | None = None
+    message: str = ""
+
+
+ProgressCallback = Callable[[ProgressEvent], Any]
+
+
+def report(
+    progress: ProgressCallback | None,
+    stage: str,
+    done: int,
+    total: int,
+    *,
+    eigenvalues: np.ndarray | None = None,
+    message: str = "",
+) -> None:
+    """Send one event if a callback was given."""
+    if progress is not None:
+        progress(ProgressEvent(stage, int(done), int(total), eigenvalues, message))
+
+
+def check_cancel(cancel: Any) -> None:
+    """Raise :class:`Cancelled` if the token says so; ``None`` never cancels."""
+    if cancel is None:
+        return
+    flag = cancel.is_set() if hasattr(cancel, "is_set") else cancel()
+    if flag:
+        raise Cancelled("cancelled by the user")
