@@ -47,11 +47,21 @@ def _match(guide, refs_y, refs_x, p, R, n, out_y, out_x):
                         s += t * t
                 dist[iy * nx + ix] = s
         dist[(ry - y0) * nx + (rx - x0)] = -1.0
-        order = np.argsort(dist, kind="mergesort")
-        for k in range(n):
-            j = order[k]
-            out_y[r, k] = y0 + j // nx
-            out_x[r, k] = x0 + j % nx
+        # n smallest by a partition (O(m)) instead of a full sort; ties broken by scan order
+        thr = np.partition(dist, n - 1)[n - 1]
+        k = 0
+        for j in range(ny * nx):
+            if dist[j] < thr:
+                out_y[r, k] = y0 + j // nx
+                out_x[r, k] = x0 + j % nx
+                k += 1
+        for j in range(ny * nx):
+            if k >= n:
+                break
+            if dist[j] == thr:
+                out_y[r, k] = y0 + j // nx
+                out_x[r, k] = x0 + j % nx
+                k += 1
 
 
 @njit(cache=True, parallel=True)
@@ -347,21 +357,23 @@ def denoise_grouped(
     ranks=(None,),
     kernel="rbf",
     patch_size=None,
-    group_size=32,
+    group_size=40,
     group_size1=None,
     search_radius=12,
-    stride=3,
-    gamma_scale=4.0,
-    gamma_scale2=None,
-    kappa1=1.0,
-    kappa2=1.0,
-    max_iter=10,
-    tol=1e-3,
+    stride=None,
+    stride1=None,
+    gamma_scale=8.0,
+    gamma_scale2=16.0,
+    kappa1=None,
+    kappa2=1.4,
+    max_iter=6,
+    tol=1e-2,
     preimage_init="basis",
     two_stage=True,
     window_beta=0.0,
     progress=None,
     cancel=None,
+    _pilot=None,
 ):
     t_all = time.perf_counter()
     img = np.asarray(image, dtype=np.float64)
@@ -373,7 +385,7 @@ def denoise_grouped(
     if kernel not in ("rbf", "linear"):
         raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
     if patch_size is None:
-        patch_size = 6
+        patch_size = 5
     p = int(patch_size)
     H, W = img.shape
     if H < p or W < p:
@@ -389,20 +401,29 @@ def denoise_grouped(
     n2 = max(1, min(n2, mincand))
     rbf = kernel == "rbf"
     img = np.ascontiguousarray(img)
-    ys = _grid(H, p, stride)
-    xs = _grid(W, p, stride)
-    rows_per_chunk = max(1, 2048 // len(xs))
     sec = dict(grouping=0.0, eigensolver=0.0, projection=0.0, preimage=0.0, reassembly=0.0)
     nfb = 0
     nit = 0
+    ngroups = 0
+    if stride is None:
+        stride = p
+    if stride1 is None:
+        stride1 = stride
+    s1 = int(stride1)
+    if kappa1 is None:
+        kappa1 = 2.5 if kernel == "rbf" else 2.0
     if window_beta > 0:
         k1 = np.kaiser(p, window_beta)
         win = np.outer(k1, k1)
     else:
         win = np.ones((p, p))
 
-    def run_stage(guide, stage, n, ranks_here, gscale):
-        nonlocal nfb, nit
+    def run_stage(guide, stage, n, ranks_here, gscale, st):
+        nonlocal nfb, nit, ngroups
+        ys = _grid(H, p, st)
+        xs = _grid(W, p, st)
+        ngroups += len(ys) * len(xs)
+        rows_per_chunk = max(1, 2048 // len(xs))
         nr = len(ranks_here)
         num = np.zeros((nr, H, W))
         den = np.zeros((nr, H, W))
@@ -471,13 +492,13 @@ def denoise_grouped(
         return num / den
 
     if two_stage:
-        pilot = run_stage(img, 1, n1, np.asarray([-1], np.int64), gamma_scale)[0]
-        out = run_stage(pilot, 2, n2, ranks_arr, gamma_scale2 or gamma_scale)
+        pilot = run_stage(img, 1, n1, np.asarray([-1], np.int64), gamma_scale, s1)[0] if _pilot is None else np.ascontiguousarray(_pilot, dtype=np.float64)
+        out = run_stage(pilot, 2, n2, ranks_arr, gamma_scale2, int(stride))
     else:
-        out = run_stage(img, 1, n1, ranks_arr, gamma_scale)
+        out = run_stage(img, 1, n1, ranks_arr, gamma_scale, s1)
     result = {rk: out[i].copy() for i, rk in enumerate(rank_list)}
     sec["total"] = time.perf_counter() - t_all
-    stats = dict(preimage_fallbacks=nfb, groups=len(ys) * len(xs) * (2 if two_stage else 1),
+    stats = dict(preimage_fallbacks=nfb, groups=ngroups,
                  preimage_iterations=nit, seconds=sec,
                  params=dict(patch_size=p, group_size=n2, group_size1=n1, search_radius=R,
                              stride=stride, kernel=kernel, gamma_scale=gamma_scale))

@@ -1,0 +1,475 @@
+"""The denoising recipe: the only orchestrator every front end calls.
+
+``denoise_set`` takes a set of images (or patch sets), fits what the method
+needs, denoises every item at every requested rank, and returns a
+:class:`SetResult` with the outputs, the eigen-spectrum, the resolved
+parameters and per-stage timings.  ``denoise_image`` is the one-image
+convenience wrapper.  Nothing here reads or writes files (see ``io``) or
+knows about Qt.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .core.color import opponent_to_rgb, rgb_to_opponent
+from .core.kpca import KernelPCA
+from .core.metrics import data_range_for, psnr, ssim
+from .core.noise import estimate_sigma_image, estimate_sigma_pca
+from .core.patches import extract_patches, reassemble
+from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
+from .params import DenoiseParams
+
+__all__ = [
+    "DenoiseParams",
+    "ImageResult",
+    "SetResult",
+    "denoise_set",
+    "denoise_image",
+    "add_noise",
+    "evaluate",
+    "GLOBAL_PATCH_SIZE",
+    "PATCH_SET_DEFAULT_RANK",
+]
+
+GLOBAL_PATCH_SIZE = 8
+#: rank used for patch sets (digits) when the ranks say ``None`` (no cap)
+PATCH_SET_DEFAULT_RANK = 32
+
+
+@dataclass
+class ImageResult:
+    """One item of the set: its outputs per rank, or the error that stopped it."""
+
+    index: int
+    name: str
+    outputs: dict = field(default_factory=dict)  # rank -> array, input's shape and dtype
+    noisy: np.ndarray | None = None  # the input actually denoised (noise added if asked)
+    noise_sigma: float = float("nan")  # pixel units
+    noise_estimated: bool = False
+    seconds: float = 0.0
+    stats: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class SetResult:
+    params: DenoiseParams
+    ranks: tuple
+    images: list
+    eigenvalues: np.ndarray
+    resolved: dict
+    timings: dict
+    model: KernelPCA | None = None
+
+
+# -- helpers -------------------------------------------------------------------
+
+
+class _StageClock:
+    """Wraps a progress callback and attributes wall time to stages."""
+
+    def __init__(self, inner: ProgressCallback | None):
+        self.inner = inner
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+        self._stage: str | None = None
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        now = time.perf_counter()
+        stage = self._stage if self._stage is not None else ev.stage
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + (now - self._last)
+        self._last = now
+        self._stage = ev.stage
+        if self.inner is not None:
+            self.inner(ev)
+
+    def close(self) -> None:
+        self(ProgressEvent("done", 0, 0))
+
+
+def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
+
+    Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
+    """
+    a = np.asarray(image)
+    if a.ndim == 2:
+        return a.astype(np.float64)[..., None], None, False
+    if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
+        alpha = None
+        if a.shape[2] in (2, 4):
+            alpha = a[..., -1].copy()
+            a = a[..., :-1]
+        if a.shape[2] == 1:
+            return a.astype(np.float64), alpha, False
+        return rgb_to_opponent(a), alpha, True
+    raise ValueError(
+        f"expected a grayscale (H, W) or colour (H, W, 3|4) image, got shape {a.shape}"
+    )
+
+
+def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray) -> np.ndarray:
+    out = opponent_to_rgb(work) if colour else work
+    if like.ndim == 2:
+        out = out[..., 0]
+    if alpha is not None:
+        out = np.concatenate([out, alpha[..., None].astype(np.float64)], axis=-1)
+    dt = like.dtype
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        return np.clip(np.rint(out), info.min, info.max).astype(dt)
+    return out.astype(dt)
+
+
+def _check_image(image: np.ndarray, name: str) -> np.ndarray:
+    a = np.asarray(image)
+    if a.size == 0:
+        raise ValueError(f"{name}: the image is empty")
+    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{name}: unsupported pixel type {a.dtype}; use integer or float pixels")
+    if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+        raise ValueError(
+            f"{name}: the image contains NaN or Inf pixels; replace them (e.g. np.nan_to_num) first"
+        )
+    return a
+
+
+def add_noise(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    """The image plus white Gaussian noise of std ``sigma`` (pixel units), float64, unclipped."""
+    rng = np.random.default_rng(seed)
+    a = np.asarray(image, dtype=np.float64)
+    return a + rng.normal(0.0, sigma, a.shape)
+
+
+def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
+    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``."""
+    dtype = np.asarray(reference).dtype if dtype is None else dtype
+    rng = data_range_for(dtype, reference)
+    return {"psnr": psnr(reference, estimate, rng), "ssim": ssim(reference, estimate, rng)}
+
+
+def remaining_noise(image: np.ndarray) -> float:
+    """Estimated noise std left in an image (luminance for colour), pixel units."""
+    work, _, _ = _to_working(image)
+    return estimate_sigma_image(work[..., 0])
+
+
+# -- methods ----------------------------------------------------------------------
+
+
+def _global_patches(work: np.ndarray, p: int, stride: int):
+    """Patches of all channels stacked: rows of length p*p*c, and their grid."""
+    chans = [extract_patches(work[..., c], p, stride) for c in range(work.shape[2])]
+    P = np.concatenate([c[0] for c in chans], axis=1)
+    return P, chans[0][1]
+
+
+def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
+    return tuple(sorted({default if r is None else int(r) for r in params.ranks}))
+
+
+def _denoise_with_model(model: KernelPCA, P: np.ndarray, ranks, progress, cancel):
+    """Project once at the largest rank; pre-image per rank (ranks are prefixes)."""
+    Z = model.transform(P, n_components=max(ranks))
+    out, stats = {}, {}
+    for r in ranks:
+        check_cancel(cancel)
+        out[r] = model.inverse_transform(Z[:, :r], init=P)
+        s = model.preimage_stats_
+        stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
+    return out, stats
+
+
+def denoise_set(
+    images: Sequence[np.ndarray],
+    params: DenoiseParams | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    patch_sets: Sequence[bool] | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: Any = None,
+) -> SetResult:
+    """Denoise a set of images or patch sets at several ranks.
+
+    Parameters
+    ----------
+    images : arrays (H, W), (H, W, 3|4) of uint8/uint16/float, or, where
+        ``patch_sets[i]`` is true, (N, h, w) patch sets whose items are samples.
+    params : :class:`DenoiseParams` (validated here).
+    names : labels for messages (default ``image 0``, ...).
+    progress : receives ProgressEvent; stages 'noise', 'gram', 'eigensolver',
+        'projection', 'preimage', 'reassembly', 'grouping', and 'image'
+        (done = images finished).
+    cancel : token; raises :class:`~kpca_denoise.core.progress.Cancelled`.
+
+    Returns
+    -------
+    SetResult.  An item that cannot be processed (too small, bad values) gets
+    ``error`` set and the others are still denoised.
+    """
+    params = (params or DenoiseParams()).validate()
+    n_items = len(images)
+    if n_items == 0:
+        raise ValueError("no images given; pass at least one image")
+    names = list(names) if names is not None else [f"image {i}" for i in range(n_items)]
+    patch_sets = list(patch_sets) if patch_sets is not None else [False] * n_items
+    clock = _StageClock(progress)
+    t0 = time.perf_counter()
+    results = [ImageResult(index=i, name=names[i]) for i in range(n_items)]
+    resolved: dict[str, Any] = {"method": params.method}
+
+    # 1. read each item into working form, add noise, estimate sigma
+    works: list = [None] * n_items
+    report(clock, "noise", 0, n_items)
+    for i, img in enumerate(images):
+        res = results[i]
+        try:
+            a = _check_image(img, names[i])
+            if patch_sets[i]:
+                if a.ndim != 3:
+                    raise ValueError(f"{names[i]}: a patch set must have shape (N, h, w), got {a.shape}")
+                noisy = a.astype(np.float64)
+            else:
+                noisy = a
+            if params.add_noise:
+                noisy = add_noise(noisy, params.add_noise, params.seed + i)
+            res.noisy = noisy if patch_sets[i] else _from_working(*_to_working(noisy), like=a)
+            if patch_sets[i]:
+                S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
+                sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
+                works[i] = ("patchset", S, a)
+            else:
+                work, alpha, colour = _to_working(noisy)
+                sigma = (params.noise_sigma if params.noise_sigma is not None
+                         else estimate_sigma_image(work[..., 0]))
+                works[i] = ("image", work, (alpha, colour, a))
+            res.noise_sigma = float(sigma)
+            res.noise_estimated = params.noise_sigma is None
+        except (ValueError, TypeError) as exc:
+            res.error = str(exc)
+        report(clock, "noise", i + 1, n_items)
+    check_cancel(cancel)
+
+    # 2. global kernel PCA (method 'global', and patch sets under any method):
+    #    one model per group of items whose samples have the same dimension
+    groups: dict = {}
+    for i, w in enumerate(works):
+        if w is None or results[i].error:
+            continue
+        if w[0] == "patchset":
+            groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
+        elif params.method == "global":
+            groups.setdefault(("image", w[1].shape[2]), []).append(i)
+    eig, model, ranks = np.zeros(0), None, None
+    for key in sorted(groups, key=lambda k: -len(groups[k])):
+        e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel)
+        if model is None:
+            eig, model, ranks = e, m, rk
+    if params.method == "grouped":
+        ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel)
+        ranks = ranks_g if ranks is None else ranks
+        if eig.size == 0:
+            eig = eig_g
+    clock.close()
+    timings = dict(clock.seconds)
+    timings.pop("done", None)
+    timings["total"] = time.perf_counter() - t0
+    return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
+                     eigenvalues=eig, resolved=resolved, timings=timings, model=model)
+
+
+def _run_global(works, results, members, params, resolved, clock, cancel):
+    p = params.patch_size or GLOBAL_PATCH_SIZE
+    stride = params.stride or max(1, p // 2)
+    rng = np.random.default_rng(params.seed)
+    is_patchset = works[members[0]][0] == "patchset"
+    default_rank = PATCH_SET_DEFAULT_RANK if is_patchset else 16
+    ranks = _global_ranks(params, default_rank)
+    # training samples from every usable item, in proportion to their patch counts
+    pools = []
+    for i in members:
+        w = works[i]
+        if w[0] == "patchset":
+            pools.append((i, w[1]))
+        else:
+            work = w[1]
+            if min(work.shape[:2]) < p:
+                results[i].error = (
+                    f"{results[i].name}: image {work.shape[1]}x{work.shape[0]} is smaller than "
+                    f"the {p}x{p} patch; use a smaller patch size"
+                )
+                continue
+            P, _ = _global_patches(work, p, max(1, stride // 2))
+            pools.append((i, P))
+    if not pools:  # every item too small: their errors say so
+        return np.zeros(0), None, ranks
+    total = sum(P.shape[0] for _, P in pools)
+    n_train = min(params.n_train, total)
+    take = [max(1, round(n_train * P.shape[0] / total)) for _, P in pools]
+    train = np.concatenate([P[rng.choice(P.shape[0], min(t, P.shape[0]), replace=False)]
+                            for (_, P), t in zip(pools, take)])
+    if max(ranks) > train.shape[0]:
+        raise ValueError(
+            f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
+            "ask for smaller ranks or more training patches"
+        )
+    sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
+    model = KernelPCA(
+        n_components=max(ranks), kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+        eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
+        preimage_max_iter=params.preimage_iterations, random_state=params.seed,
+        progress=clock, cancel=cancel,
+    )
+    model.fit(train)
+    resolved.setdefault("models", []).append(dict(
+        items=[results[i].name for i, _ in pools],
+        gamma=getattr(model, "gamma_", None), patch_size=p, stride=stride,
+        n_train=int(train.shape[0]), solver=model.solver_, noise_sigma=sigma,
+        eigensolver_iterations=model.n_iter_,
+    ))
+    if "gamma" not in resolved:
+        resolved.update(resolved["models"][-1])
+    for k, (i, _) in enumerate(pools):
+        check_cancel(cancel)
+        res = results[i]
+        t = time.perf_counter()
+        kind, data, extra = works[i]
+        if kind == "patchset":
+            outs, stats = _denoise_with_model(model, data, ranks, clock, cancel)
+            src = extra
+            for r, O in outs.items():
+                O = O.reshape(src.shape)
+                if np.issubdtype(src.dtype, np.integer):
+                    info = np.iinfo(src.dtype)
+                    O = np.clip(np.rint(O), info.min, info.max)
+                res.outputs[r] = O.astype(src.dtype)
+        else:
+            work = data
+            alpha, colour, src = extra
+            P, pos = _global_patches(work, p, stride)
+            outs, stats = _denoise_with_model(model, P, ranks, clock, cancel)
+            c = work.shape[2]
+            d = p * p
+            for r, O in outs.items():
+                report(clock, "reassembly", 0, c)
+                chans = [reassemble(O[:, j * d:(j + 1) * d], pos, work.shape[:2], p)
+                         for j in range(c)]
+                report(clock, "reassembly", c, c)
+                res.outputs[r] = _from_working(np.stack(chans, axis=-1), alpha, colour, src)
+        res.stats["preimage"] = stats
+        res.seconds = time.perf_counter() - t
+        report(clock, "image", k + 1, len(pools))
+    return model.eigenvalues_.copy(), model, ranks
+
+
+def _run_grouped(works, results, params, resolved, clock, cancel):
+    from .core.grouped import denoise_grouped
+
+    ranks = tuple(params.ranks)
+    spectra = []
+    todo = [i for i, w in enumerate(works) if w is not None and w[0] == "image" and not results[i].error]
+    for k, i in enumerate(todo):
+        res = results[i]
+        work = works[i][1]
+        alpha, colour, src = works[i][2]
+        t = time.perf_counter()
+        try:
+            chans: dict = {r: [] for r in ranks}
+            stats_all = []
+            for c in range(work.shape[2]):
+                out, stats = denoise_grouped(
+                    work[..., c], res.noise_sigma, ranks=ranks, kernel=params.kernel,
+                    patch_size=params.patch_size, progress=clock, cancel=cancel,
+                    **params.extra,
+                )
+                for r in ranks:
+                    chans[r].append(out[r])
+                stats_all.append(stats)
+                if "spectrum" in stats:
+                    spectra.append(np.asarray(stats["spectrum"]))
+            report(clock, "reassembly", 1, 1)
+            for r in ranks:
+                res.outputs[r] = _from_working(np.stack(chans[r], axis=-1), alpha, colour, src)
+            res.stats["grouped"] = stats_all
+            resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
+                                            if k2 not in ("seconds", "spectrum")})
+        except Cancelled:
+            raise
+        except ValueError as exc:
+            res.error = f"{res.name}: {exc}"
+        res.seconds = time.perf_counter() - t
+        report(clock, "image", k + 1, len(todo))
+    if spectra:
+        L = min(s.size for s in spectra)
+        eig = np.mean([s[:L] for s in spectra], axis=0)
+    else:
+        eig = np.zeros(0)
+    return ranks, eig
+
+
+def denoise_image(
+    image: np.ndarray,
+    *,
+    noise_sigma: float | None = None,
+    method: str = "grouped",
+    patch_size: int | None = None,
+    stride: int | None = None,
+    n_components: int | None = None,
+    gamma: float | None = None,
+    n_train: int = 2000,
+    kernel: str = "rbf",
+    preimage_iterations: int = 100,
+    random_state: int = 0,
+    progress: ProgressCallback | None = None,
+    cancel: Any = None,
+) -> np.ndarray:
+    """Denoise one image; returns an array of the same shape and dtype.
+
+    Parameters
+    ----------
+    image : (H, W) or (H, W, 3|4) uint8, uint16 or float.
+    noise_sigma : noise std in the units of the pixel values (25 means 25
+        grey levels of a uint8 image); ``None`` estimates it.
+    method : 'grouped' (default: non-local kernel PCA with shrinkage, two
+        stages) or 'global' (one kernel PCA on patches of the image, Mika et al.).
+    patch_size, stride : patch geometry; ``None`` lets the method choose.
+    n_components : rank; ``None`` means the method's default (16 for
+        'global'; shrinkage only, no cap, for 'grouped').
+    gamma : RBF kernel parameter; ``None`` chooses it from the data and noise.
+    n_train : training patches for 'global'.
+    kernel : 'rbf' or 'linear' (ablation).
+
+    Raises
+    ------
+    ValueError naming the problem, e.g. an image smaller than a patch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_denoise import denoise_image
+    >>> rng = np.random.default_rng(0)
+    >>> clean = np.tile(np.linspace(0, 255, 64), (64, 1)).astype(np.uint8)
+    >>> noisy = np.clip(clean + rng.normal(0, 20, clean.shape), 0, 255).astype(np.uint8)
+    >>> denoise_image(noisy, noise_sigma=20, method="global", n_components=8).shape
+    (64, 64)
+    """
+    params = DenoiseParams(
+        method=method, ranks=(n_components,) if (n_components is not None or method == "grouped")
+        else (16,), patch_size=patch_size, stride=stride, n_train=n_train, gamma=gamma,
+        noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
+        seed=random_state,
+    )
+    res = denoise_set([image], params, progress=progress, cancel=cancel)
+    item = res.images[0]
+    if item.error:
+        raise ValueError(item.error)
+    return item.outputs[res.ranks[-1] if len(res.ranks) else None]
