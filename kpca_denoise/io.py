@@ -223,11 +223,11 @@ def _to_pil(array: np.ndarray, fmt: str) -> Image.Image:
             raise InputError("16-bit colour images cannot be written; only 16-bit grayscale")
         if fmt in ("JPEG", "BMP"):
             raise InputError(f"{fmt} cannot store 16-bit images; use PNG or TIFF")
-        return Image.fromarray(a.astype("<u2"), mode="I;16")
+        return Image.fromarray(np.ascontiguousarray(a, dtype="<u2"))  # mode I;16
     if np.issubdtype(a.dtype, np.floating):
         if fmt != "TIFF" or a.ndim != 2:
             raise InputError(f"floating-point images can only be written as grayscale TIFF, not {fmt}")
-        return Image.fromarray(a.astype(np.float32), mode="F")
+        return Image.fromarray(np.ascontiguousarray(a, dtype=np.float32))  # mode F
     if a.dtype != np.uint8:
         raise InputError(f"cannot write pixel type {a.dtype}")
     return Image.fromarray(a)

@@ -130,7 +130,7 @@ def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _project1(lam, V, tau, ranks, Gam, aggw):
+def _project1(lam, V, tau, ranks, agg0, Gam, aggw):
     """Stage 1: shrinkage weights on the group's own components."""
     nref, n = lam.shape
     nr = ranks.shape[0]
@@ -158,11 +158,11 @@ def _project1(lam, V, tau, ranks, Gam, aggw):
                 c = (1.0 - rs) / n
                 for j in range(n):
                     Gam[r, q, i, j] += c
-                aggw[r, q, i] = 1.0 / (1.0 + ss)
+                aggw[r, q, i] = 1.0 / (agg0 + ss)
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, ranks, Gam, aggw):
+def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, ranks, agg0, Gam, aggw):
     """Stage 2: basis from the pilot group, coefficients of the noisy patches,
     empirical Wiener weights from the pilot coefficients."""
     nref, n, d = P.shape
@@ -242,7 +242,7 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, ranks, Gam, agg
                 c = (1.0 - rs) / n
                 for j in range(n):
                     Gam[r, q, i, j] += c
-                aggw[r, q, i] = 1.0 / (1.0 + ss)
+                aggw[r, q, i] = 1.0 / (agg0 + ss)
 
 
 @njit(cache=True, parallel=True, fastmath=True)
@@ -371,6 +371,7 @@ def denoise_grouped(
     preimage_init="basis",
     two_stage=True,
     window_beta=0.0,
+    agg_const=1.0,
     progress=None,
     cancel=None,
     _pilot=None,
@@ -439,6 +440,7 @@ def denoise_grouped(
         gx = gamma / max(1.0 - 2.0 * gamma * sigma * sigma, 1e-3)
         kscale = (1.0 + 2.0 * gx * sigma * sigma) ** (d / 2.0)
         tau2 = kappa2 * (2.0 * gamma * sigma * sigma if rbf else sigma * sigma)
+        agg0 = float(agg_const) if agg_const is not None else d / n
         nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
         for c in range(nchunks):
             check_cancel(cancel)
@@ -470,9 +472,9 @@ def denoise_grouped(
             Gam = np.empty((m, nr, n, n))
             aggw = np.empty((m, nr, n))
             if stage == 1:
-                _project1(lam, V, tau1, ranks_here, Gam, aggw)
+                _project1(lam, V, tau1, ranks_here, agg0, Gam, aggw)
             else:
-                _project2(lam, V, rmean, Pg, Xg, rbf, gx, kscale, tau2, ranks_here, Gam, aggw)
+                _project2(lam, V, rmean, Pg, Xg, rbf, gx, kscale, tau2, ranks_here, agg0, Gam, aggw)
             t3 = time.perf_counter()
             sec["projection"] += t3 - t2
             report(progress, "projection", c + 1, nchunks, message=f"stage {stage}")

@@ -46,7 +46,7 @@ def squared_norms(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X, dtype=np.float64).astype(X.dtype, copy=False)
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_fill_upper_block(G, sq, i0, gamma, K):  # pragma: no cover - numba
     # G holds <x_i, x_j> for rows i0..i0+b and columns i0..n (upper block row).
     # Each prange task owns a tile of columns: it writes K[i, j] for j >= i and
@@ -70,7 +70,7 @@ def _rbf_fill_upper_block(G, sq, i0, gamma, K):  # pragma: no cover - numba
         _mirror_tile(K, i0, b, c0, c1)
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_fill_upper_block_f32(G, sq, i0, gamma, K):  # pragma: no cover - numba
     # float32 variant with an inlined, vectorisable exp (Cody-Waite reduction
     # plus the degree-6 minimax polynomial of Cephes' expf; relative error
@@ -119,7 +119,7 @@ def _mirror_tile(K, i0, b, c0, c1):  # pragma: no cover - numba
             K[j, i0 + r] = K[i0 + r, j]
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_fill_cross(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
     m, n = G.shape
     for i in prange(m):
@@ -174,6 +174,8 @@ def rbf_gram(
         G = X[i0:i1] @ X[i0:].T
         fill(G, sq, i0, g, K)
         report(progress, "gram", bi + 1, nblocks)
+    # ||x - x|| = 0 exactly; the float32 |x|^2 + |x|^2 - 2<x,x> is off by round-off
+    np.fill_diagonal(K, 1.0)
     return K
 
 

@@ -67,7 +67,7 @@ def expansion_weights(Z: np.ndarray, alphas: np.ndarray) -> np.ndarray:
     return W
 
 
-@njit(parallel=True, fastmath=True, cache=True)
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _weighted_kernel_rows(G, sqz, sqx, W, gamma, out, den, den_abs):  # pragma: no cover
     m, n = G.shape
     for i in prange(m):

@@ -1,0 +1,266 @@
+"""Loaded images and the image-set panel (list with thumbnails, drag and drop).
+
+An :class:`ImageEntry` is one loaded file (:class:`kpca_denoise.io.LoadedItem`)
+plus what the GUI attaches to it: an optional clean reference and display
+levels.  Display helpers turn any supported array into something an
+``ImageItem`` or a ``QImage`` can show: patch sets (N, h, w) become a mosaic
+of samples.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..io import SUPPORTED_SUFFIXES, LoadedItem
+
+__all__ = [
+    "ImageEntry",
+    "ImageSetPanel",
+    "patch_mosaic",
+    "display_array",
+    "display_levels",
+    "to_uint8",
+    "qimage_from_array",
+]
+
+#: patch sets show at most this many samples (a 12 x 12 grid stays readable)
+MOSAIC_MAX_SAMPLES = 144
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class ImageEntry:
+    """One loaded file and the GUI state attached to it."""
+
+    item: LoadedItem
+    reference: np.ndarray | None = None
+    reference_path: Path | None = None
+    key: str = field(default="")
+
+    def __post_init__(self) -> None:
+        # the key names the image in the result cache; a counter keeps two
+        # loads of the same path (after it changed on disk) apart
+        if not self.key:
+            self.key = f"{next(_ids)}:{self.item.path.resolve()}"
+
+    @property
+    def name(self) -> str:
+        return self.item.name
+
+    @property
+    def path(self) -> Path:
+        return self.item.path
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.item.array
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.item.is_patchset
+
+    def describe(self) -> str:
+        a = self.array
+        if self.is_patchset:
+            return f"{a.shape[0]} samples of {a.shape[1]}×{a.shape[2]}, {a.dtype}, {self.item.format}"
+        chans = "" if a.ndim == 2 else f"×{a.shape[2]}"
+        return f"{a.shape[1]}×{a.shape[0]}{chans}, {a.dtype}, {self.item.format}"
+
+
+def patch_mosaic(a: np.ndarray, max_samples: int = MOSAIC_MAX_SAMPLES, gap: int = 1,
+                 fill: float | None = None) -> np.ndarray:
+    """(N, h, w) samples -> one (H, W) float image of the first ``max_samples``.
+
+    Samples are laid out row by row on a near-square grid separated by ``gap``
+    pixels of ``fill`` (default: the array's minimum, so gaps read as dark).
+    """
+    a = np.asarray(a)
+    n = min(a.shape[0], max_samples)
+    h, w = a.shape[1:3]
+    cols = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / cols))
+    fill = float(np.min(a[:n])) if fill is None else fill
+    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), fill, dtype=np.float64)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]
+    return out
+
+
+def display_array(a: np.ndarray, is_patchset: bool) -> np.ndarray:
+    """What to draw for an array: images as they are, patch sets as a mosaic.
+
+    Colour images keep 3 channels; an alpha channel is dropped (the views
+    compare pixel values, not compositing).
+    """
+    a = np.asarray(a)
+    if is_patchset:
+        return patch_mosaic(a)
+    if a.ndim == 3 and a.shape[2] in (2, 4):
+        a = a[..., :-1]
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[..., 0]
+    return a
+
+
+def display_levels(a: np.ndarray) -> tuple[float, float]:
+    """Black and white points shared by the input and every result.
+
+    8-bit data uses the full 0..255 so brightness means the same in every
+    view; 16-bit and float data use robust percentiles, because a 12-bit
+    camera in a 16-bit file would otherwise look black.
+    """
+    a = np.asarray(a)
+    if a.dtype == np.uint8:
+        return 0.0, 255.0
+    flat = a.ravel()
+    flat = flat[:: max(1, flat.size // 500_000)]  # percentiles of a sample are plenty
+    lo, hi = np.percentile(flat, [0.5, 99.5])
+    if not hi > lo:
+        hi = lo + 1.0
+    return float(lo), float(hi)
+
+
+def to_uint8(a: np.ndarray, levels: tuple[float, float]) -> np.ndarray:
+    """Scale to 0..255 with the given levels (for thumbnails and the PNG sheet)."""
+    lo, hi = levels
+    f = (np.asarray(a, dtype=np.float64) - lo) * (255.0 / max(hi - lo, 1e-12))
+    return np.clip(np.rint(f), 0, 255).astype(np.uint8)
+
+
+def qimage_from_array(a8: np.ndarray) -> QImage:
+    """A detached QImage from a (H, W) or (H, W, 3) uint8 array."""
+    a8 = np.ascontiguousarray(a8)
+    h, w = a8.shape[:2]
+    if a8.ndim == 2:
+        img = QImage(a8.data, w, h, w, QImage.Format.Format_Grayscale8)
+    else:
+        img = QImage(a8.data, w, h, 3 * w, QImage.Format.Format_RGB888)
+    # copy: the QImage must not outlive the numpy buffer it wraps
+    return img.copy()
+
+
+def make_thumbnail(entry: ImageEntry, size: int = 72) -> QIcon:
+    a = display_array(entry.array, entry.is_patchset)
+    step = max(1, int(max(a.shape[:2]) // (2 * size)))  # cheap decimation before smooth scaling
+    small = a[::step, ::step]
+    img = qimage_from_array(to_uint8(small, display_levels(entry.array)))
+    pix = QPixmap.fromImage(img).scaled(size, size, Qt.AspectRatioMode.KeepAspectRatio,
+                                        Qt.TransformationMode.SmoothTransformation)
+    return QIcon(pix)
+
+
+class _DropList(QListWidget):
+    """A list that accepts files and folders dropped from a file manager."""
+
+    pathsDropped = Signal(list)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DropOnly)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt naming)
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            event.acceptProposedAction()
+            self.pathsDropped.emit(urls)
+        else:
+            super().dropEvent(event)
+
+
+class ImageSetPanel(QWidget):
+    """The list of loaded images with thumbnails; emits the current index."""
+
+    currentChanged = Signal(int)
+    pathsDropped = Signal(list)
+    openFilesRequested = Signal()
+    openFolderRequested = Signal()
+    removeRequested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.list = _DropList(self)
+        self.list.setIconSize(QSize(72, 72))
+        self.list.setUniformItemSizes(True)
+        self.list.setSpacing(2)
+        self.list.setWordWrap(True)
+        self.list.setToolTip(
+            "Drop image files (" + ", ".join(sorted(SUPPORTED_SUFFIXES)) + ") or folders here.\n"
+            "PageDown / PageUp: next / previous image."
+        )
+        self.list.currentRowChanged.connect(self.currentChanged)
+        self.list.pathsDropped.connect(self.pathsDropped)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        for text, tip, sig in (("Open…", "Open image files or patch sets (Ctrl+O)", self.openFilesRequested),
+                               ("Folder…", "Open every supported file in a folder (Ctrl+Shift+O)",
+                                self.openFolderRequested)):
+            b = QToolButton(self)
+            b.setText(text)
+            b.setToolTip(tip)
+            b.clicked.connect(sig)
+            bar.addWidget(b)
+        rm = QToolButton(self)
+        rm.setText("Remove")
+        rm.setToolTip("Remove the selected image from the set (Delete)")
+        rm.clicked.connect(lambda: self.removeRequested.emit(self.list.currentRow()))
+        bar.addWidget(rm)
+        bar.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(bar)
+        lay.addWidget(self.list, 1)
+
+    def add_entry(self, entry: ImageEntry) -> None:
+        it = QListWidgetItem(make_thumbnail(entry), f"{entry.name}\n{entry.describe()}")
+        it.setToolTip(str(entry.path))
+        self.list.addItem(it)
+
+    def remove_row(self, row: int) -> None:
+        self.list.takeItem(row)
+
+    def set_status(self, row: int, text: str | None) -> None:
+        """Append a short status (e.g. 'denoised', 'error') to an entry's label."""
+        it = self.list.item(row)
+        if it is None:
+            return
+        base = it.text().split("\n")[:2]
+        it.setText("\n".join(base + ([text] if text else [])))
+
+    def set_current(self, row: int) -> None:
+        self.list.setCurrentRow(row)
+
+    def current(self) -> int:
+        return self.list.currentRow()
+
+    def count(self) -> int:
+        return self.list.count()

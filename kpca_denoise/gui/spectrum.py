@@ -1,0 +1,145 @@
+"""The eigen-spectrum plot: live eigenvalues, cumulative explained variance, ranks.
+
+One ``PlotDataItem`` per curve, updated with ``setData`` (the eigensolver
+sends a new estimate every iteration; rebuilding the plot each time would
+flicker and cost the GUI thread).  Clicking the plot selects the rank under
+the cursor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QWidget
+
+__all__ = ["SpectrumPlot"]
+
+
+class SpectrumPlot(pg.PlotWidget):
+    """Eigenvalues λₖ (log scale, left axis) and cumulative explained variance (right)."""
+
+    rankClicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent, background="w")
+        pi = self.getPlotItem()
+        pi.setLogMode(x=False, y=True)
+        pi.showGrid(x=True, y=True, alpha=0.25)
+        pi.setLabel("bottom", "component k")
+        pi.setLabel("left", "eigenvalue λₖ (centred Gram)")
+        pi.setMenuEnabled(False)
+        pi.hideButtons()
+        self.curve = pi.plot([], [], pen=pg.mkPen("#1f5fbf", width=2), symbol="o", symbolSize=5,
+                             symbolBrush="#1f5fbf", symbolPen=None, name="λₖ")
+        # the cumulative curve lives in its own ViewBox bound to the right axis
+        self.cum_vb = pg.ViewBox(enableMenu=False)
+        pi.showAxis("right")
+        pi.scene().addItem(self.cum_vb)
+        right = pi.getAxis("right")
+        right.linkToView(self.cum_vb)
+        right.setLabel("cumulative explained variance", color="#c0392b")
+        self.cum_vb.setXLink(pi)
+        self.cum_vb.setYRange(0.0, 1.02, padding=0)
+        self.cum_vb.setMouseEnabled(x=False, y=False)
+        self.cum_curve = pg.PlotDataItem([], [], pen=pg.mkPen("#c0392b", width=2, style=Qt.PenStyle.DashLine))
+        self.cum_vb.addItem(self.cum_curve)
+        pi.vb.sigResized.connect(self._sync_views)
+        self.status = pg.TextItem("", color="#444444", anchor=(1, 0))
+        self.status.setParentItem(pi.vb)
+        self.message = pg.TextItem("", color="#777777", anchor=(0.5, 0.5))
+        self.message.setParentItem(pi.vb)
+        self._rank_lines: dict = {}
+        self.ranks: tuple = ()
+        self.selected = None
+        self.eigenvalues = np.zeros(0)
+        self.total_variance: float | None = None
+        self.n_updates = 0
+        self.scene().sigMouseClicked.connect(self._on_click)
+        self.setMinimumHeight(150)
+        self.show_message("The eigen-spectrum appears here while the eigensolver runs.")
+
+    def _sync_views(self) -> None:
+        vb = self.getPlotItem().vb
+        self.cum_vb.setGeometry(vb.sceneBoundingRect())
+        self.cum_vb.linkedViewChanged(vb, self.cum_vb.XAxis)
+        r = vb.boundingRect()
+        self.status.setPos(r.width() - 6, 4)
+        self.message.setPos(r.width() / 2, r.height() / 2)
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self._sync_views()
+
+    def clear_spectrum(self, message: str = "") -> None:
+        self.eigenvalues = np.zeros(0)
+        self.total_variance = None
+        self.curve.setData([], [])
+        self.cum_curve.setData([], [])
+        self.status.setText("")
+        self.show_message(message)
+
+    def set_eigenvalues(self, eigenvalues: np.ndarray, *, final: bool = False,
+                        total_variance: float | None = None) -> None:
+        """Show the current estimate; ``final`` with the trace adds the cumulative curve."""
+        ev = np.asarray(eigenvalues, dtype=np.float64).ravel()
+        self.eigenvalues = ev
+        self.n_updates += 1
+        k = np.arange(1, ev.size + 1)
+        pos = ev > 0  # a log axis cannot show zeros (round-off clipped by the fit)
+        self.curve.setData(k[pos], ev[pos])
+        self.message.setText("" if ev.size else "no spectrum for this method")
+        if final and total_variance and total_variance > 0 and ev.size:
+            self.total_variance = total_variance
+            cum = np.cumsum(np.clip(ev, 0, None)) / total_variance
+            self.cum_curve.setData(k, cum)
+            self.status.setText(f"top {ev.size}: {100 * cum[-1]:.1f}% of the variance")
+            self.cum_vb.setYRange(0.0, max(1.02 * float(cum[-1]), 0.05), padding=0)
+        elif not final:
+            self.cum_curve.setData([], [])
+            self.status.setText("eigensolver iterating…")
+        else:
+            self.status.setText("")
+        if ev.size:
+            self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
+        self._update_rank_lines()
+
+    def set_ranks(self, ranks: tuple, selected=None) -> None:
+        """Mark the compared ranks; the selected one is drawn bold."""
+        ranks = tuple(r for r in ranks if r is not None)
+        if ranks != self.ranks:
+            for line in self._rank_lines.values():
+                self.getPlotItem().removeItem(line)
+            self._rank_lines = {}
+            for r in ranks:
+                line = pg.InfiniteLine(pos=r, angle=90, movable=False,
+                                       label=f"r={r}", labelOpts={"position": 0.92, "color": "#555"})
+                self.getPlotItem().addItem(line, ignoreBounds=True)
+                self._rank_lines[r] = line
+            self.ranks = ranks
+        self.selected = selected
+        self._update_rank_lines()
+
+    def _update_rank_lines(self) -> None:
+        for r, line in self._rank_lines.items():
+            sel = r == self.selected
+            line.setPen(pg.mkPen("#e67e22" if sel else "#888888", width=3 if sel else 1,
+                                 style=Qt.PenStyle.SolidLine if sel else Qt.PenStyle.DotLine))
+
+    def rank_at(self, x: float) -> int | None:
+        """The component index nearest to data coordinate x (None if outside)."""
+        n = self.eigenvalues.size
+        if n == 0:
+            return None
+        k = int(round(x))
+        return min(max(k, 1), n)
+
+    def _on_click(self, ev) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return
+        vb = self.getPlotItem().vb
+        if not vb.sceneBoundingRect().contains(ev.scenePos()):
+            return
+        k = self.rank_at(vb.mapSceneToView(ev.scenePos()).x())
+        if k is not None:
+            self.rankClicked.emit(k)

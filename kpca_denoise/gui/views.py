@@ -1,0 +1,301 @@
+"""Image views: one panel per image, the comparison grid, the split view.
+
+Every panel owns a pyqtgraph ``ViewBox``; the grid and the split view link
+all of them with ``setXLink``/``setYLink`` so zoom and pan are shared.  The
+views only draw arrays they are given; nothing here computes a result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "format_metrics"]
+
+# images are (row, column) arrays everywhere in this project
+pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+
+_SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
+_NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
+
+
+def format_metrics(m: dict | None) -> str:
+    """One line under a view: PSNR/SSIM, or the remaining-noise estimate."""
+    if not m:
+        return ""
+    if "error" in m:
+        return f"⚠ {m['error']}"
+    if "psnr" in m:
+        p = m["psnr"]
+        ptxt = "∞" if not np.isfinite(p) else f"{p:.2f}"
+        return f"PSNR {ptxt} dB · SSIM {m['ssim']:.3f}"
+    if "remaining_noise" in m:
+        return f"remaining noise σ̂ {m['remaining_noise']:.2f}"
+    if "noise_sigma" in m:
+        return f"noise σ̂ {m['noise_sigma']:.2f}"
+    return ""
+
+
+class ImagePanel(QFrame):
+    """A titled image view with a line of metrics under it."""
+
+    clicked = Signal()
+
+    def __init__(self, title: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("ImagePanel")
+        self.setStyleSheet(_NORMAL_STYLE)
+        self.title = QLabel(title, self)
+        f = QFont(self.title.font())
+        f.setBold(True)
+        self.title.setFont(f)
+        self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.view = pg.GraphicsView(self)
+        self.view.setBackground("#202020")
+        self.vb = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
+        self.vb.setDefaultPadding(0.0)
+        self.view.setCentralItem(self.vb)
+        self.image = pg.ImageItem()
+        self.vb.addItem(self.image)
+        self.placeholder = pg.TextItem("", color="#bbbbbb", anchor=(0.5, 0.5))
+        self.vb.addItem(self.placeholder, ignoreBounds=True)
+        self.metrics = QLabel("", self)
+        self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.view.setMinimumSize(120, 120)
+        self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.view.scene().sigMouseClicked.connect(self._on_click)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.setSpacing(1)
+        lay.addWidget(self.title)
+        lay.addWidget(self.view, 1)
+        lay.addWidget(self.metrics)
+        self._shape: tuple | None = None
+
+    def _on_click(self, ev) -> None:
+        if ev.button() == Qt.MouseButton.LeftButton and not ev.double():
+            self.clicked.emit()
+
+    def set_image(self, a: np.ndarray | None, levels: tuple[float, float] | None = None,
+                  placeholder: str = "") -> None:
+        """Show ``a`` (or an empty view with a centred message)."""
+        if a is None:
+            self.image.clear()
+            self.image.setVisible(False)
+        else:
+            self.image.setVisible(True)
+            self.image.setImage(a, levels=levels, autoLevels=levels is None)
+            if self._shape != a.shape[:2]:
+                self._shape = a.shape[:2]
+        self.placeholder.setText(placeholder)
+        if placeholder:
+            h, w = self._shape if self._shape else (1, 1)
+            self.placeholder.setPos(w / 2, h / 2)
+
+    def set_title(self, text: str) -> None:
+        self.title.setText(text)
+
+    def set_metrics(self, text: str) -> None:
+        self.metrics.setText(text)
+
+    def set_selected(self, on: bool) -> None:
+        self.setStyleSheet(_SELECTED_STYLE if on else _NORMAL_STYLE)
+
+    def has_image(self) -> bool:
+        return self.image.isVisible() and self.image.image is not None
+
+
+class ComparisonGrid(QWidget):
+    """Noisy input and one column per rank; residuals (noisy − denoised) below.
+
+    Layout (ranks r1..rk)::
+
+        noisy / input   | rank r1   | ... | rank rk
+        reference/blank | resid. r1 | ... | resid. rk
+
+    All panels share one zoom and pan.
+    """
+
+    rankClicked = Signal(object)  # rank (int or None)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setSpacing(4)
+        self.input_panel = ImagePanel("input", self)
+        self.ref_panel = ImagePanel("reference", self)
+        self.master = self.input_panel.vb
+        self.rank_panels: dict = {}
+        self.resid_panels: dict = {}
+        self.ranks: tuple = ()
+        self.show_residuals = True
+        self._relayout()
+
+    def panels(self) -> list[ImagePanel]:
+        return [self.input_panel, self.ref_panel, *self.rank_panels.values(),
+                *self.resid_panels.values()]
+
+    def viewboxes(self) -> list[pg.ViewBox]:
+        return [p.vb for p in self.panels()]
+
+    def set_ranks(self, ranks: tuple) -> None:
+        """Create one column per rank; existing panels are reused."""
+        ranks = tuple(ranks)
+        if ranks == self.ranks:
+            return
+        for r in list(self.rank_panels):
+            if r not in ranks:
+                for d in (self.rank_panels, self.resid_panels):
+                    p = d.pop(r)
+                    self.grid.removeWidget(p)
+                    p.setParent(None)
+                    p.deleteLater()
+        for r in ranks:
+            if r not in self.rank_panels:
+                label = "auto" if r is None else str(r)
+                p = ImagePanel(f"rank {label}", self)
+                p.clicked.connect(lambda r=r: self.rankClicked.emit(r))
+                q = ImagePanel(f"residual, rank {label}", self)
+                q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
+                for panel in (p, q):
+                    panel.vb.setXLink(self.master)
+                    panel.vb.setYLink(self.master)
+                self.rank_panels[r], self.resid_panels[r] = p, q
+        self.ranks = ranks
+        self._relayout()
+
+    def set_show_residuals(self, on: bool) -> None:
+        self.show_residuals = on
+        self._relayout()
+
+    def _relayout(self) -> None:
+        for p in self.panels():
+            self.grid.removeWidget(p)
+        self.ref_panel.vb.setXLink(self.master)
+        self.ref_panel.vb.setYLink(self.master)
+        self.grid.addWidget(self.input_panel, 0, 0)
+        for c, r in enumerate(self.ranks, start=1):
+            self.grid.addWidget(self.rank_panels[r], 0, c)
+            self.rank_panels[r].show()
+            if self.show_residuals:
+                self.grid.addWidget(self.resid_panels[r], 1, c)
+                self.resid_panels[r].show()
+            else:
+                self.resid_panels[r].hide()
+        if self.show_residuals:
+            self.grid.addWidget(self.ref_panel, 1, 0)
+            self.ref_panel.show()
+        else:
+            self.ref_panel.hide()
+        for c in range(self.grid.columnCount()):
+            self.grid.setColumnStretch(c, 1 if c <= len(self.ranks) else 0)
+        for r in range(self.grid.rowCount()):
+            self.grid.setRowStretch(r, 1 if (r == 0 or self.show_residuals) and r < 2 else 0)
+
+    def set_selected(self, rank) -> None:
+        for r, p in self.rank_panels.items():
+            p.set_selected(r == rank)
+            self.resid_panels[r].set_selected(r == rank)
+
+    def auto_range(self) -> None:
+        self.master.autoRange(padding=0.0)
+
+
+class SplitView(QWidget):
+    """Before/after: the noisy image left of a draggable line, the result right of it."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.panel = ImagePanel("before ◀ ▶ after", self)
+        self.vb = self.panel.vb
+        self.line = pg.InfiniteLine(angle=90, movable=True,
+                                    pen=pg.mkPen("#ffd84a", width=2),
+                                    hoverPen=pg.mkPen("#ffffff", width=3))
+        self.vb.addItem(self.line, ignoreBounds=True)
+        self.slider = QSlider(Qt.Orientation.Horizontal, self)
+        self.slider.setRange(0, 1000)
+        self.slider.setValue(500)
+        self.slider.setToolTip("Drag to move the split between the noisy input and the result")
+        self.left_label = QLabel("noisy", self)
+        self.right_label = QLabel("denoised", self)
+        self.right_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        row = QHBoxLayout()
+        row.addWidget(self.left_label)
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.right_label)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.panel, 1)
+        lay.addLayout(row)
+        self.before: np.ndarray | None = None
+        self.after: np.ndarray | None = None
+        self.levels: tuple | None = None
+        self.slider.valueChanged.connect(self._on_slider)
+        self.line.sigPositionChanged.connect(self._on_line)
+        self._syncing = False
+
+    def fraction(self) -> float:
+        return self.slider.value() / 1000.0
+
+    def set_fraction(self, f: float) -> None:
+        self.slider.setValue(int(round(1000 * min(max(f, 0.0), 1.0))))
+
+    def set_images(self, before: np.ndarray | None, after: np.ndarray | None,
+                   levels: tuple | None, before_label: str = "noisy",
+                   after_label: str = "denoised") -> None:
+        self.before, self.after, self.levels = before, after, levels
+        self.left_label.setText(f"◀ {before_label}")
+        self.right_label.setText(f"{after_label} ▶")
+        self.panel.set_title(f"{before_label}  |  {after_label}")
+        self._redraw()
+
+    def split_column(self) -> int:
+        if self.before is None:
+            return 0
+        return int(round(self.fraction() * self.before.shape[1]))
+
+    def composite(self) -> np.ndarray | None:
+        """Left of the split from ``before``, right of it from ``after``."""
+        if self.before is None:
+            return None
+        if self.after is None or self.after.shape != self.before.shape:
+            return self.before
+        x = self.split_column()
+        out = self.after.copy()
+        out[:, :x] = self.before[:, :x]
+        return out
+
+    def _redraw(self) -> None:
+        comp = self.composite()
+        if comp is None:
+            self.panel.set_image(None, placeholder="load an image")
+            self.line.hide()
+            return
+        self.panel.set_image(comp, self.levels,
+                             placeholder="" if self.after is not None else "run to see the result")
+        self.line.setVisible(self.after is not None)
+        self._syncing = True
+        self.line.setValue(self.split_column())
+        self._syncing = False
+
+    def _on_slider(self, _v: int) -> None:
+        self._redraw()
+
+    def _on_line(self) -> None:
+        if self._syncing or self.before is None:
+            return
+        self.set_fraction(self.line.value() / max(1, self.before.shape[1]))

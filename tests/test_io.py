@@ -1,0 +1,167 @@
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from kpca_denoise.io import (InputError, LoadedItem, expand_inputs, read_item, read_items,
+                             write_item)
+
+
+def _save(path, array, **kw):
+    Image.fromarray(array).save(path, **kw)  # uint16 -> I;16, float32 -> F
+    return path
+
+
+CASES = [
+    ("png", np.uint8, 1), ("png", np.uint8, 3), ("png", np.uint8, 4), ("png", np.uint16, 1),
+    ("tif", np.uint8, 1), ("tif", np.uint16, 1), ("tif", np.float32, 1), ("tiff", np.uint8, 3),
+    ("bmp", np.uint8, 1), ("bmp", np.uint8, 3),
+]
+
+
+@pytest.mark.parametrize("ext,dtype,channels", CASES)
+def test_lossless_round_trip_keeps_format_and_bit_depth(tmp_path, rng, ext, dtype, channels):
+    shape = (17, 23) if channels == 1 else (17, 23, channels)
+    hi = 1.0 if dtype == np.float32 else np.iinfo(dtype).max
+    a = (rng.uniform(0, hi, shape)).astype(dtype)
+    src = _save(tmp_path / f"in.{ext}", a)
+    item = read_item(src)
+    assert item.kind == "image" and item.array.dtype == dtype and item.array.shape == shape
+    np.testing.assert_array_equal(item.array, a)
+    out = write_item(item, item.array, tmp_path / "out" / f"res.{ext}", inputs=[src])
+    back = read_item(out)
+    assert back.array.dtype == dtype
+    np.testing.assert_array_equal(back.array, a)
+    with Image.open(out) as im:
+        assert im.format == item.format
+
+
+def test_jpeg_round_trip_is_close(tmp_path, rng):
+    a = np.tile(np.linspace(0, 255, 32), (32, 1)).astype(np.uint8)
+    src = _save(tmp_path / "in.jpg", a)
+    item = read_item(src)
+    out = write_item(item, item.array, tmp_path / "o.jpg")
+    assert np.abs(read_item(out).array.astype(int) - a).mean() < 3
+
+
+def test_patch_sets_npy_and_npz(tmp_path, rng):
+    a = rng.uniform(size=(10, 8, 8))
+    np.save(tmp_path / "s.npy", a)
+    np.savez(tmp_path / "s.npz", images=a.astype(np.float32), target=np.arange(10))
+    np.savez(tmp_path / "one.npz", anything=a)
+    it = read_item(tmp_path / "s.npy")
+    assert it.kind == "patchset" and it.array.shape == (10, 8, 8)
+    it2 = read_item(tmp_path / "s.npz")
+    assert it2.npz_key == "images" and "target" in it2.npz_extra
+    assert read_item(tmp_path / "one.npz").npz_key == "anything"
+    out = write_item(it2, it2.array * 2, tmp_path / "o" / "s_out.npz")
+    with np.load(out) as z:
+        np.testing.assert_allclose(z["images"], a.astype(np.float32) * 2)
+        np.testing.assert_array_equal(z["target"], np.arange(10))
+    out = write_item(it, it.array, tmp_path / "o" / "s_out.npy")
+    np.testing.assert_array_equal(np.load(out), a)
+
+
+@pytest.mark.parametrize("maker,msg", [
+    (lambda p: p.write_bytes(b""), "the file is empty"),
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png"), "not a readable image"),
+])
+def test_bad_image_files(tmp_path, maker, msg):
+    p = tmp_path / "bad.png"
+    maker(p)
+    with pytest.raises(InputError, match=msg):
+        read_item(p)
+
+
+def test_truncated_png(tmp_path, rng):
+    p = _save(tmp_path / "t.png", rng.integers(0, 255, (64, 64), dtype=np.uint8))
+    p.write_bytes(p.read_bytes()[:200])
+    with pytest.raises(InputError, match="t.png"):
+        read_item(p)
+
+
+def test_unsupported_and_missing(tmp_path):
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(InputError, match="unsupported file type '.txt'"):
+        read_item(tmp_path / "notes.txt")
+    with pytest.raises(InputError, match="unsupported file type"):
+        expand_inputs([tmp_path / "notes.txt"])
+    with pytest.raises(InputError, match="no such file or folder"):
+        expand_inputs([tmp_path / "missing.png"])
+
+
+def test_empty_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "readme.txt").write_text("x")
+    with pytest.raises(InputError, match="the folder has no supported files"):
+        expand_inputs([tmp_path / "empty"])
+
+
+def test_folder_lists_supported_files_sorted(tmp_path, rng):
+    for name in ("b.png", "a.tif", "c.npy"):
+        if name.endswith(".npy"):
+            np.save(tmp_path / name, rng.uniform(size=(3, 4, 4)))
+        else:
+            _save(tmp_path / name, rng.integers(0, 255, (8, 8), dtype=np.uint8))
+    (tmp_path / "skip.txt").write_text("x")
+    assert [p.name for p in expand_inputs([tmp_path])] == ["a.tif", "b.png", "c.npy"]
+
+
+def test_npz_mixed_and_missing(tmp_path, rng):
+    np.savez(tmp_path / "mixed.npz", a=rng.uniform(size=(5, 4, 4)), b=rng.uniform(size=(3, 2)))
+    np.savez(tmp_path / "none.npz")
+    np.save(tmp_path / "flat.npy", rng.uniform(size=(5, 16)))
+    with pytest.raises(InputError, match="mixes several arrays"):
+        read_item(tmp_path / "mixed.npz")
+    with pytest.raises(InputError, match="holds no arrays"):
+        read_item(tmp_path / "none.npz")
+    with pytest.raises(InputError, match=r"shape \(N, h, w\)"):
+        read_item(tmp_path / "flat.npy")
+
+
+def test_nan_pixels_rejected(tmp_path):
+    a = np.ones((8, 8), np.float32)
+    a[3, 3] = np.nan
+    with pytest.raises(InputError, match="NaN or Inf"):
+        read_item(_save(tmp_path / "n.tif", a))
+    np.save(tmp_path / "n.npy", np.full((3, 4, 4), np.inf))
+    with pytest.raises(InputError, match="NaN or Inf"):
+        read_item(tmp_path / "n.npy")
+
+
+def test_read_items_keeps_the_good_ones(tmp_path, rng):
+    good = _save(tmp_path / "g.png", rng.integers(0, 255, (8, 8), dtype=np.uint8))
+    bad = tmp_path / "b.png"
+    bad.write_bytes(b"garbage")
+    items, errors = read_items([good, bad])
+    assert [i.path for i in items] == [good]
+    assert errors[0][0] == bad and "not a readable image" in errors[0][1]
+
+
+def test_never_overwrites_an_input(tmp_path, rng):
+    a = rng.integers(0, 255, (8, 8), dtype=np.uint8)
+    src = _save(tmp_path / "x.png", a)
+    before = src.read_bytes()
+    item = read_item(src)
+    with pytest.raises(InputError, match="would overwrite the input"):
+        write_item(item, a // 2, src)
+    link = tmp_path / "link.png"
+    os.symlink(src, link)
+    with pytest.raises(InputError, match="would overwrite the input"):
+        write_item(item, a // 2, link)
+    assert src.read_bytes() == before
+
+
+def test_failed_write_leaves_no_partial_file(tmp_path, rng):
+    src = _save(tmp_path / "x.bmp", rng.integers(0, 255, (8, 8), dtype=np.uint8))
+    item = read_item(src)
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="BMP cannot store 16-bit"):
+        write_item(item, np.zeros((8, 8), np.uint16), out / "y.bmp")
+    assert list(out.iterdir()) == []
+
+
+def test_loaded_item_name(tmp_path):
+    it = LoadedItem(tmp_path / "a.png", np.zeros((2, 2), np.uint8), "image", "PNG")
+    assert it.name == "a.png" and not it.is_patchset

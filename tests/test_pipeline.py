@@ -1,0 +1,154 @@
+import numpy as np
+import pytest
+
+from kpca_denoise import CancelToken, Cancelled, DenoiseParams, denoise_image, denoise_set
+from kpca_denoise.core.metrics import psnr
+from kpca_denoise.core.noise import estimate_sigma_image
+from kpca_denoise.pipeline import add_noise, evaluate
+
+
+def _smooth(shape, rng):
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    img = 128 + 60 * np.sin(x / 7.0) * np.cos(y / 11.0) + 30 * (x > shape[1] // 2)
+    return img
+
+
+FAST = dict(method="global", n_components=8, n_train=600)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
+def test_denoise_image_keeps_shape_and_dtype(rng, dtype):
+    scale = {np.uint8: 1, np.uint16: 256, np.float32: 1 / 255, np.float64: 1 / 255}[dtype]
+    clean = _smooth((40, 44), rng) * scale
+    noisy = add_noise(clean, 12 * scale, seed=1)
+    if np.issubdtype(dtype, np.integer):
+        noisy = np.clip(np.rint(noisy), 0, np.iinfo(dtype).max)
+    noisy = noisy.astype(dtype)
+    out = denoise_image(noisy, noise_sigma=12 * scale, **FAST)
+    assert out.shape == noisy.shape and out.dtype == dtype
+    assert psnr(clean, out, 255 * scale) > psnr(clean, noisy, 255 * scale) + 3
+
+
+def test_colour_image_rgb_and_rgba(rng):
+    base = _smooth((36, 40), rng)
+    rgb = np.stack([base, base * 0.8 + 20, 255 - base], axis=-1)
+    noisy = np.clip(add_noise(rgb, 15, seed=2), 0, 255).astype(np.uint8)
+    out = denoise_image(noisy, noise_sigma=15, **FAST)
+    assert out.shape == noisy.shape and out.dtype == np.uint8
+    assert psnr(rgb, out, 255) > psnr(rgb, noisy, 255) + 3
+    alpha = np.full(base.shape, 200, np.uint8)
+    rgba = np.dstack([noisy, alpha])
+    out4 = denoise_image(rgba, noise_sigma=15, **FAST)
+    assert out4.shape == rgba.shape
+    np.testing.assert_array_equal(out4[..., 3], alpha)  # alpha passes through
+
+
+def test_noise_estimate_is_close_on_a_photo(camera):
+    # texture leaks into the smallest patch eigenvalues at low noise: measured
+    # 11.7 / 25.6 / 50.6 for 10 / 25 / 50 (scikit-image's wavelet estimate: 11.2 / 25.7 / 50.4)
+    for sigma, tol in ((10, 0.2), (25, 0.05), (50, 0.05)):
+        est = estimate_sigma_image(add_noise(camera, sigma, seed=3))
+        assert abs(est - sigma) < tol * sigma, (sigma, est)
+
+
+def test_several_ranks_from_one_eigendecomposition(camera):
+    img = camera[200:264, 200:264]
+    events = []
+    res = denoise_set([img], DenoiseParams(method="global", ranks=(2, 4, 8), n_train=500,
+                                           add_noise=20.0, noise_sigma=20.0),
+                      progress=events.append)
+    eig_starts = [e for e in events if e.stage == "eigensolver" and e.done == 0]
+    assert len(eig_starts) == 1
+    assert res.ranks == (2, 4, 8) and set(res.images[0].outputs) == {2, 4, 8}
+    assert res.eigenvalues.shape == (8,)
+    for stage in ("gram", "eigensolver", "projection", "preimage", "reassembly"):
+        assert stage in res.timings
+    assert res.resolved["gamma"] > 0 and res.resolved["noise_sigma"] == 20.0
+    outs = [res.images[0].outputs[r] for r in (2, 4, 8)]
+    assert not np.array_equal(outs[0], outs[2])
+
+
+def test_set_fits_one_model_and_isolates_a_failing_image(rng):
+    good1 = np.clip(add_noise(_smooth((40, 40), rng), 10, 1), 0, 255).astype(np.uint8)
+    good2 = np.clip(add_noise(_smooth((32, 48), rng), 10, 2), 0, 255).astype(np.uint8)
+    tiny = np.zeros((5, 5), np.uint8)
+    res = denoise_set([good1, tiny, good2], DenoiseParams(method="global", ranks=(4,), n_train=400),
+                      names=["a", "tiny", "b"])
+    assert res.images[0].ok and res.images[2].ok
+    assert "tiny" in res.images[1].error and "smaller than the 8x8 patch" in res.images[1].error
+    assert len(res.resolved["models"]) == 1
+
+
+def test_cancel_is_honoured(camera):
+    tok = CancelToken()
+    seen = []
+
+    def progress(ev):
+        seen.append(ev.stage)
+        if ev.stage == "projection":
+            tok.cancel()
+
+    with pytest.raises(Cancelled):
+        denoise_set([camera[:96, :96]], DenoiseParams(method="global", ranks=(4,), n_train=300),
+                    progress=progress, cancel=tok)
+    assert "preimage" not in seen
+
+
+def test_patch_set_denoising_improves_digits():
+    from sklearn.datasets import load_digits
+
+    clean = load_digits().images[:600] / 16.0
+    noisy = add_noise(clean, 0.25, seed=4)
+    res = denoise_set([noisy], DenoiseParams(method="global", ranks=(32,), n_train=600,
+                                             noise_sigma=0.25), patch_sets=[True])
+    out = res.images[0].outputs[32]
+    assert out.shape == clean.shape
+    assert np.mean((out - clean) ** 2) < 0.5 * np.mean((noisy - clean) ** 2)
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(patch_size=0), "patch size must be a positive integer"),
+    (dict(patch_size=-3), "patch size must be a positive integer"),
+    (dict(n_components=0), "rank .* must be an integer >= 1"),
+    (dict(gamma=0.0), "gamma must be > 0"),
+    (dict(gamma=float("nan")), "gamma must be a finite number"),
+    (dict(noise_sigma=-1.0), "noise_sigma must be >= 0"),
+    (dict(method="magic"), "method must be one of"),
+])
+def test_bad_parameters(kw, msg):
+    args = dict(method="global", n_components=4)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        denoise_image(np.zeros((32, 32), np.uint8), **args)
+
+
+def test_rank_more_than_training_samples():
+    img = np.random.default_rng(0).integers(0, 255, (32, 32)).astype(np.uint8)
+    with pytest.raises(ValueError, match="more than the 50 training samples"):
+        denoise_image(img, method="global", n_components=60, n_train=50, noise_sigma=10)
+
+
+def test_image_smaller_than_patch():
+    with pytest.raises(ValueError, match="smaller than the 8x8 patch; use a smaller patch size"):
+        denoise_image(np.zeros((6, 30), np.uint8), method="global", n_components=2)
+
+
+def test_nan_pixels():
+    a = np.ones((20, 20))
+    a[1, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or Inf pixels"):
+        denoise_image(a, method="global", n_components=2)
+
+
+def test_params_json_round_trip():
+    p = DenoiseParams(method="global", ranks=(4, 8), gamma=1e-5, add_noise=25.0)
+    assert DenoiseParams.from_dict(p.to_dict()) == p
+    with pytest.raises(ValueError, match="unknown parameter"):
+        DenoiseParams.from_dict({"rnaks": [1]})
+
+
+def test_evaluate_reports_psnr_and_ssim(camera):
+    noisy = add_noise(camera, 20, seed=0)
+    m = evaluate(camera, noisy)
+    assert 21 < m["psnr"] < 23 and 0 < m["ssim"] < 0.6
+    assert evaluate(camera, camera)["ssim"] == pytest.approx(1.0)
