@@ -1,0 +1,131 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from kpca_denoise.cli import main
+
+
+def _img(path, rng, shape=(40, 40), dtype=np.uint8):
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    hi = np.iinfo(dtype).max
+    clean = (hi * (0.5 + 0.3 * np.sin(x / 6) * np.cos(y / 9))).astype(dtype)
+    Image.fromarray(clean).save(path)
+    return clean
+
+
+FAST = ["--method", "global", "--ranks", "4,8", "--train-patches", "400", "-q"]
+
+
+def test_end_to_end_on_a_tiny_image(tmp_path, rng, capsys):
+    clean = _img(tmp_path / "tiny.png", rng)
+    out = tmp_path / "out"
+    rc = main(["denoise", str(tmp_path / "tiny.png"), "-o", str(out), "--add-noise", "20",
+               "--seed", "3", *FAST])
+    assert rc == 0
+    stdout = capsys.readouterr().out
+    assert "tiny.png" in stdout and "PSNR dB" in stdout and str(out.resolve()) in stdout
+    for tag in ("noisy", "kpca_r4", "kpca_r8"):
+        f = out / f"tiny_{tag}.png"
+        assert f.is_file()
+        a = np.asarray(Image.open(f))
+        assert a.dtype == np.uint8 and a.shape == clean.shape
+    side = json.loads((out / "kpca-denoise.json").read_text())
+    r8 = side["items"][0]["outputs"]["8"]
+    noisy = np.asarray(Image.open(out / "tiny_noisy.png")).astype(float)
+    den = np.asarray(Image.open(out / "tiny_kpca_r8.png")).astype(float)
+    mse = lambda a: np.mean((a - clean) ** 2)  # noqa: E731
+    assert mse(den) < mse(noisy) / 2
+    assert r8["psnr"] == pytest.approx(10 * np.log10(255**2 / mse(den)), abs=1e-6)
+    # the sidecar reproduces the run
+    out2 = tmp_path / "again"
+    assert main(["denoise", str(tmp_path / "tiny.png"), "-o", str(out2), "--params",
+                 str(out / "kpca-denoise.json"), "-q"]) == 0
+    np.testing.assert_array_equal(np.asarray(Image.open(out2 / "tiny_kpca_r8.png")), den)
+
+
+def test_sixteen_bit_tiff_with_reference(tmp_path, rng, capsys):
+    clean = _img(tmp_path / "clean.tif", rng, dtype=np.uint16)
+    noisy = np.clip(clean + rng.normal(0, 3000, clean.shape), 0, 65535).astype(np.uint16)
+    Image.fromarray(noisy).save(tmp_path / "noisy.tif")
+    rc = main(["denoise", str(tmp_path / "noisy.tif"), "-o", str(tmp_path / "o"),
+               "--reference", str(tmp_path / "clean.tif"), *FAST])
+    assert rc == 0
+    a = np.asarray(Image.open(tmp_path / "o" / "noisy_kpca_r8.tif"))
+    assert a.dtype == np.uint16
+    assert "-" not in capsys.readouterr().out.splitlines()[2].split()[4]  # a PSNR value is shown
+
+
+def _run_err(args, capsys):
+    rc = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    return rc, err
+
+
+def test_missing_input(tmp_path, capsys):
+    rc, err = _run_err(["denoise", str(tmp_path / "nope.png"), "-o", str(tmp_path / "o")], capsys)
+    assert rc == 2 and err == [f"error: {tmp_path / 'nope.png'}: no such file or folder"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_corrupt_file_fails_but_others_are_written(tmp_path, rng, capsys):
+    _img(tmp_path / "good.png", rng)
+    (tmp_path / "bad.png").write_bytes(b"not an image at all")
+    rc, err = _run_err(["denoise", str(tmp_path), "-o", str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 1
+    assert any("bad.png: not a readable image" in e for e in err)
+    assert (tmp_path / "o" / "good_kpca_r8.png").is_file()
+    assert not any(p.name.startswith("bad") for p in (tmp_path / "o").iterdir())
+
+
+def test_empty_folder(tmp_path, capsys):
+    (tmp_path / "e").mkdir()
+    rc, err = _run_err(["denoise", str(tmp_path / "e"), "-o", str(tmp_path / "o")], capsys)
+    assert rc == 2 and "the folder has no supported files" in err[-1]
+
+
+def test_output_that_would_overwrite_an_input(tmp_path, rng, capsys):
+    _img(tmp_path / "x.png", rng)
+    # an input named like an output in the output folder itself
+    _img(tmp_path / "x_kpca_r4.png", rng)
+    before = (tmp_path / "x_kpca_r4.png").read_bytes()
+    rc, err = _run_err(["denoise", str(tmp_path / "x.png"), str(tmp_path / "x_kpca_r4.png"),
+                        "-o", str(tmp_path), *FAST], capsys)
+    assert rc == 2 and "would overwrite the input" in err[-1]
+    assert (tmp_path / "x_kpca_r4.png").read_bytes() == before
+    assert not (tmp_path / "x_kpca_r8.png").exists()
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--patch-size", "0"], "patch size must be a positive integer"),
+    (["--gamma", "-1"], "gamma must be > 0"),
+    (["--gamma", "nan"], "gamma must be a finite number"),
+    (["--ranks", "0,4"], "must be an integer >= 1"),
+    (["--ranks", "500"], "more than the"),
+    (["--patch-size", "64"], "smaller than the 64x64 patch"),
+])
+def test_bad_parameters_one_line_error_no_output(tmp_path, rng, capsys, extra, msg):
+    _img(tmp_path / "x.png", rng)
+    args = ["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--method", "global",
+            "--ranks", "4", "--train-patches", "200", "-q", *extra]
+    rc, err = _run_err(args, capsys)
+    assert rc != 0
+    assert any(msg in e for e in err), err
+    assert all(e.startswith("error: ") for e in err)
+    out = tmp_path / "o"
+    assert not out.exists() or not any(p.suffix == ".png" for p in out.iterdir())
+
+
+def test_bad_ranks_syntax(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["denoise", "x.png", "-o", "o", "--ranks", "a,b"])
+    assert exc.value.code == 2
+    assert "ranks must be integers separated by commas" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("kpca-denoise ")

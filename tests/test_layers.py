@@ -1,0 +1,49 @@
+"""The layer rule of DESIGN.md: core imports only numpy/scipy/numba (no Qt,
+no Pillow, no files); only gui/ imports Qt."""
+
+import ast
+import pathlib
+
+PKG = pathlib.Path(__file__).resolve().parent.parent / "kpca_denoise"
+QT = ("PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "superqt")
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name.split(".")[0], node
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module.split(".")[0], node
+
+
+def test_core_imports_only_numeric_libraries():
+    allowed = {"numpy", "scipy", "numba", "math", "dataclasses", "typing", "__future__",
+               "threading", "inspect", "time", "warnings", "functools", "collections"}
+    for f in (PKG / "core").rglob("*.py"):
+        for mod, node in _imports(f):
+            if mod == "kpca_denoise":  # absolute imports inside core are fine
+                assert node.module.startswith("kpca_denoise.core"), f"{f.name} imports {node.module}"
+                continue
+            assert mod in allowed, f"{f.name} imports {mod}"
+        src = f.read_text()
+        assert "open(" not in src and "np.load" not in src and "np.save" not in src, f.name
+
+
+def test_only_gui_imports_qt():
+    for f in PKG.rglob("*.py"):
+        if "gui" in f.relative_to(PKG).parts:
+            continue
+        for mod, _ in _imports(f):
+            assert mod not in QT, f"{f.relative_to(PKG)} imports {mod}"
+
+
+def test_importing_the_library_does_not_load_qt():
+    import subprocess
+    import sys
+
+    code = ("import sys, kpca_denoise, kpca_denoise.pipeline, kpca_denoise.cli; "
+            "print(any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
