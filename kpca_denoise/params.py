@@ -48,7 +48,7 @@ class DenoiseParams:
     gamma: float | None = None
     noise_sigma: float | None = None
     preimage_iterations: int = 100
-    preimage_tol: float = 1e-5
+    preimage_tol: float = 1e-4
     kernel: str = "rbf"
     eigen_solver: str = "auto"
     seed: int = 0

@@ -131,6 +131,33 @@ def _rbf_fill_cross(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
             out[i, j] = math.exp(-gamma * d)
 
 
+@njit(parallel=True, fastmath=True, cache=True, nogil=True)
+def _rbf_fill_cross_f32(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
+    # the inlined exp of _rbf_fill_upper_block_f32, row by row
+    m, n = G.shape
+    bits = out.view(np.int32)
+    for i in prange(m):
+        si = sqY[i]
+        ebits = np.empty(n, np.int32)
+        for j in range(n):
+            d = si + sqX[j] - np.float32(2.0) * G[i, j]
+            y = -gamma * d
+            y = min(y, np.float32(0.0))
+            y = max(y, np.float32(-87.0))
+            kf = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
+            x = y - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
+            p = np.float32(1.9875691500e-4)
+            p = p * x + np.float32(1.3981999507e-3)
+            p = p * x + np.float32(8.3334519073e-3)
+            p = p * x + np.float32(4.1665795894e-2)
+            p = p * x + np.float32(1.6666665459e-1)
+            p = p * x + np.float32(5.0000001201e-1)
+            out[i, j] = p * x * x + x + np.float32(1.0)
+            ebits[j] = np.int32(kf) << 23
+        for j in range(n):
+            bits[i, j] += ebits[j]
+
+
 def rbf_gram(
     X: np.ndarray,
     gamma: float,
@@ -194,7 +221,8 @@ def rbf_cross(
         sqX = squared_norms(X)
     G = Y @ X.T
     out = np.empty_like(G)
-    _rbf_fill_cross(G, squared_norms(Y), sqX.astype(dt, copy=False), dt.type(gamma), out)
+    fill = _rbf_fill_cross_f32 if dt == np.float32 else _rbf_fill_cross
+    fill(G, squared_norms(Y), sqX.astype(dt, copy=False), dt.type(gamma), out)
     return out
 
 

@@ -238,6 +238,7 @@ class KernelPCA:
         self._check_params(n)
         dt = np.dtype(self.dtype)
         self.X_fit_ = np.ascontiguousarray(X, dtype=np.float64)
+        self._X_kernel = None
         if self.noise_sigma is None and self.kernel == "rbf" and self.gamma is None:
             self.noise_sigma_ = estimate_sigma_pca(self.X_fit_) if d >= 4 else 0.0
         else:
@@ -292,14 +293,18 @@ class KernelPCA:
 
     # -- projection -------------------------------------------------------
     def _centred_kernel(self, Y: np.ndarray) -> np.ndarray:
-        Kt = kernel_matrix(Y, self.X_fit_, self.kernel, gamma=self.gamma_,
-                           degree=self.degree, coef0=self.coef0).astype(np.float64, copy=False)
+        # the RBF test kernel is computed in the Gram matrix's precision
+        dt = np.dtype(self.dtype) if self.kernel == "rbf" else np.dtype(np.float64)
+        if getattr(self, "_X_kernel", None) is None or self._X_kernel.dtype != dt:
+            self._X_kernel = self.X_fit_.astype(dt)
+        Kt = kernel_matrix(np.asarray(Y, dtype=dt), self._X_kernel, self.kernel, gamma=self.gamma_,
+                           degree=self.degree, coef0=self.coef0)
         # centre with the training means: k~(y, x_j) = k(y, x_j) - mean_i k(x_i, x_j)
         #   - mean_i k(y, x_i) + mean_ij k(x_i, x_j)
         row_means = Kt.mean(axis=1, keepdims=True)
-        Kt -= self.K_fit_rows_[None, :]
+        Kt -= self.K_fit_rows_.astype(dt)[None, :]
         Kt -= row_means
-        Kt += self.K_fit_all_
+        Kt += dt.type(self.K_fit_all_)
         return Kt
 
     def transform(self, X, *, n_components: int | None = None, block: int = 4096) -> np.ndarray:
@@ -319,7 +324,8 @@ class KernelPCA:
         for s in range(0, m, block):
             check_cancel(self.cancel)
             e = min(s + block, m)
-            Z[s:e] = self._centred_kernel(X[s:e]) @ self.alphas_[:, :k]
+            Kt = self._centred_kernel(X[s:e])
+            Z[s:e] = Kt @ self.alphas_[:, :k].astype(Kt.dtype)
             report(self.progress, "projection", e, m)
         return Z
 
