@@ -174,7 +174,8 @@ def _denoise(args) -> int:
         if clean is None and params.add_noise:
             clean = it.array
         entry = {"input": str(it.path), "noise_sigma": res.noise_sigma,
-                 "noise_estimated": res.noise_estimated, "outputs": {}}
+                 "noise_estimated": res.noise_estimated, "seconds": res.seconds,
+                 "stats": res.stats, "outputs": {}}
         if params.add_noise:
             target = output_path(it, outdir, "noisy")
             write_item(it, res.noisy, target, inputs=paths)
