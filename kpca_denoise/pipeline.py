@@ -254,7 +254,10 @@ def denoise_set(
                         f"{side}x{side} patch; use a smaller patch size"
                     )
             if params.add_noise:
-                noisy = add_noise(noisy, params.add_noise, params.seed + i)
+                # the noisy input is what the source type can hold (rounded and
+                # clipped for integer images): the file a user would have, and
+                # the one written next to the results
+                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + i), a)
             res.noisy = _cast_like(noisy, a)
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)

@@ -90,7 +90,7 @@ def _weighted_kernel_rows(G, sqz, sqx, W, gamma, out, den, den_abs):  # pragma: 
         den_abs[i] = sa
 
 
-def _fixed_point_block(Z0, X, sqx, W, gamma, tol, max_iter, stats):
+def _fixed_point_block(Z0, X, sqx, W, gamma, tol, max_iter, stats, cancel=None):
     m = Z0.shape[0]
     z = Z0.copy()
     active = np.arange(m)
@@ -98,6 +98,7 @@ def _fixed_point_block(Z0, X, sqx, W, gamma, tol, max_iter, stats):
     restarted = np.zeros(m, dtype=bool)
     it = 0
     while active.size and it < max_iter:
+        check_cancel(cancel)  # per iteration: a block of a large image takes seconds
         it += 1
         za = z[active]
         G = za @ X.T
@@ -140,7 +141,7 @@ def preimage_fixed_point(
     init: np.ndarray | None = None,
     tol: float = 1e-5,
     max_iter: int = 100,
-    block: int = 2048,
+    block: int = 1024,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
 ) -> tuple[np.ndarray, PreimageStats]:
@@ -176,6 +177,7 @@ def preimage_fixed_point(
     for bi in range(nb):
         check_cancel(cancel)
         s = slice(bi * block, min((bi + 1) * block, m))
-        out[s] = _fixed_point_block(init[s], X, sqx, W[s], float(gamma), tol, max_iter, stats)
+        out[s] = _fixed_point_block(init[s], X, sqx, W[s], float(gamma), tol, max_iter, stats,
+                                    cancel)
         report(progress, "preimage", s.stop, m)
     return out, stats

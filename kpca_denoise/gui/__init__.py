@@ -14,3 +14,8 @@ spectrum     the live eigen-spectrum plot
 params_panel the parameter form
 imageset     loaded images, thumbnails, the image-set list
 """
+
+from ._compat import guard_emit_refcount_bug
+
+# before any widget exists: PySide6 6.12.0 loses a reference to True per emit()
+guard_emit_refcount_bug()

@@ -38,6 +38,8 @@ class SpectrumPlot(pg.PlotWidget):
         pi.scene().addItem(self.cum_vb)
         right = pi.getAxis("right")
         right.linkToView(self.cum_vb)
+        right.setLogMode(False, False)  # setLogMode(y=True) above switched every axis
+        right.enableAutoSIPrefix(False)  # a fraction, not "x0.001" milli-units
         right.setLabel("cumulative explained variance", color="#c0392b")
         self.cum_vb.setXLink(pi)
         self.cum_vb.setYRange(0.0, 1.02, padding=0)
@@ -94,7 +96,7 @@ class SpectrumPlot(pg.PlotWidget):
             cum = np.cumsum(np.clip(ev, 0, None)) / total_variance
             self.cum_curve.setData(k, cum)
             self.status.setText(f"top {ev.size}: {100 * cum[-1]:.1f}% of the variance")
-            self.cum_vb.setYRange(0.0, max(1.02 * float(cum[-1]), 0.05), padding=0)
+            self.cum_vb.setYRange(0.0, 1.0, padding=0.02)
         elif not final:
             self.cum_curve.setData([], [])
             self.status.setText("eigensolver iterating…")
@@ -113,7 +115,7 @@ class SpectrumPlot(pg.PlotWidget):
             self._rank_lines = {}
             for r in ranks:
                 line = pg.InfiniteLine(pos=r, angle=90, movable=False,
-                                       label=f"r={r}", labelOpts={"position": 0.92, "color": "#555"})
+                                       label=f"r={r}", labelOpts={"position": 0.55, "color": "#555", "fill": (255, 255, 255, 200)})
                 self.getPlotItem().addItem(line, ignoreBounds=True)
                 self._rank_lines[r] = line
             self.ranks = ranks

@@ -1,12 +1,14 @@
-"""The denoising worker thread and the result cache.
+"""The worker that runs denoising off the GUI thread, and the result cache.
 
-The GUI thread never computes: :class:`RunController` moves a
-:class:`DenoiseWorker` (a QObject) to a fresh ``QThread``, the worker calls
-:func:`kpca_denoise.pipeline.denoise_set` once per image and sends progress,
-live eigenvalues and finished results back by queued signals.  Cancel sets a
-:class:`~kpca_denoise.core.progress.CancelToken` that the pipeline checks
-between chunks.  ``RunController.finished`` is emitted only after the thread
-has stopped, so "finished" always means "no worker left running".
+:class:`RunController` starts a ``QThread`` whose :class:`DenoiseWorker`
+(a QObject) hands the job to the compute process
+(:mod:`kpca_denoise.gui.compute`, spawned once and reused) and relays its
+messages as Qt signals: progress per stage, live eigenvalues, finished
+images.  The GUI thread only draws.  Cancel sets the pipeline's cancel event;
+if the process has not stopped within :data:`CANCEL_GRACE` seconds (a
+pre-image block can take longer) the process is ended and a fresh one is
+started for the next run.  ``RunController.finished`` is emitted only after
+the thread has stopped, so "finished" always means "no worker left running".
 
 Results are cached per (image, parameters without ranks, rank): asking for
 ranks that were already computed costs nothing, and a run computes only the
@@ -15,20 +17,30 @@ missing ones (:class:`ResultCache`).
 
 from __future__ import annotations
 
-import json
+import atexit
+import multiprocessing as mp
+import sys
 import time
-import traceback
+import types
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from ..core.progress import CancelToken, Cancelled, ProgressEvent
+from ..core.progress import CancelToken
 from ..params import DenoiseParams
-from ..pipeline import denoise_set, evaluate, remaining_noise
-from .imageset import patch_mosaic
+from .compute import (
+    ItemOutcome,
+    Job,
+    JobItem,
+    compute_metrics,
+    drain,
+    params_key,
+    rank_label,
+    rank_sort_key,
+    serve,
+)
 
 __all__ = [
     "JobItem",
@@ -41,16 +53,16 @@ __all__ = [
     "FitRecord",
     "RankRecord",
     "params_key",
+    "rank_label",
     "rank_sort_key",
     "compute_metrics",
     "active_threads",
+    "compute_server",
+    "discard_compute_server",
 ]
 
-#: minimum seconds between two progress signals of the same stage; a numba
-#: loop can report thousands of times a second and the GUI only needs ~30 Hz
-PROGRESS_INTERVAL = 0.03
-#: minimum seconds between two live-spectrum updates
-SPECTRUM_INTERVAL = 0.06
+#: seconds a cancelled run may take to stop by itself before its process is ended
+CANCEL_GRACE = 0.8
 
 _LIVE_THREADS: "weakref.WeakSet[QThread]" = weakref.WeakSet()
 
@@ -65,92 +77,6 @@ def active_threads() -> list[QThread]:
         except RuntimeError:  # the C++ object is gone: not running
             pass
     return out
-
-
-def params_key(params: DenoiseParams) -> str:
-    """Everything that decides a result except the ranks, as a stable string."""
-    d = params.to_dict()
-    d.pop("ranks", None)
-    return json.dumps(d, sort_keys=True, default=str)
-
-
-def rank_sort_key(rank: int | None) -> float:
-    """Order ranks with ``None`` (no cap) last: it keeps the most components."""
-    return float("inf") if rank is None else float(rank)
-
-
-def rank_label(rank: int | None) -> str:
-    return "auto" if rank is None else str(rank)
-
-
-def _tiled(a: np.ndarray) -> np.ndarray:
-    # PSNR/SSIM of a patch set: all samples on one gap-free canvas
-    return patch_mosaic(a, max_samples=a.shape[0], gap=0, fill=0.0)
-
-
-def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dtype,
-                    is_patchset: bool) -> dict:
-    """PSNR/SSIM against ``clean`` when there is one, else the remaining noise.
-
-    Returns ``{'psnr', 'ssim'}``, ``{'remaining_noise'}``, or ``{}`` (patch
-    set without a reference, where a noise estimate of a mosaic means nothing),
-    or ``{'error': text}`` when the reference does not match.
-    """
-    if clean is not None:
-        if np.shape(clean) != np.shape(estimate):
-            return {"error": f"reference shape {np.shape(clean)} ≠ image shape {np.shape(estimate)}"}
-        if is_patchset:
-            return evaluate(_tiled(clean), _tiled(estimate), dtype)
-        return evaluate(clean, estimate, dtype)
-    if is_patchset:
-        return {}
-    return {"remaining_noise": remaining_noise(estimate)}
-
-
-# -- jobs and outcomes -------------------------------------------------------------
-
-
-@dataclass
-class JobItem:
-    """One image of a job and the ranks still missing for it."""
-
-    key: str
-    name: str
-    array: np.ndarray
-    is_patchset: bool
-    ranks: tuple
-    reference: np.ndarray | None = None
-
-
-@dataclass
-class Job:
-    items: list
-    params: DenoiseParams
-    purpose: str = "run"  # 'run' or 'export' (what to do when it finishes)
-    job_id: int = 0
-
-
-@dataclass
-class ItemOutcome:
-    """What the worker computed for one image (sent to the GUI thread)."""
-
-    key: str
-    name: str
-    params_key: str
-    params: DenoiseParams
-    outputs: dict = field(default_factory=dict)  # rank -> array
-    metrics: dict = field(default_factory=dict)  # rank -> dict
-    residual_std: dict = field(default_factory=dict)  # rank -> float
-    noisy: np.ndarray | None = None
-    noisy_metrics: dict = field(default_factory=dict)
-    noise_sigma: float = float("nan")
-    noise_estimated: bool = False
-    eigenvalues: np.ndarray | None = None
-    total_variance: float | None = None
-    resolved: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    error: str | None = None
 
 
 @dataclass
@@ -229,11 +155,78 @@ class ResultCache:
         return len(self._fits)
 
 
-# -- the worker --------------------------------------------------------------------
+# -- the compute process -------------------------------------------------------------
+
+
+class ComputeServer:
+    """The spawned process that runs the pipeline, with its queues and cancel event."""
+
+    def __init__(self) -> None:
+        # spawn, not fork: the GUI process has Qt and numba threads that a fork would copy half-way
+        ctx = mp.get_context("spawn")
+        self.jobs = ctx.Queue()
+        self.events = ctx.Queue()
+        self.cancel = ctx.Event()
+        self.proc = ctx.Process(target=serve, args=(self.jobs, self.events, self.cancel),
+                                name="kpca-denoise compute", daemon=True)
+        # spawn re-runs the parent's __main__ in the child unless it is a package's
+        # __main__; a script without an ``if __name__ == "__main__"`` guard (a test
+        # driver, an interactive session) would open a second window there.  The
+        # child needs nothing from __main__ (``serve`` lives in an importable
+        # module), so show multiprocessing an empty one while it starts.
+        real_main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            self.proc.start()
+        finally:
+            if real_main is not None:
+                sys.modules["__main__"] = real_main
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+        for q in (self.jobs, self.events):
+            q.cancel_join_thread()  # the queues may hold half a message: do not wait on them
+            q.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.alive():
+            try:
+                self.cancel.set()
+                self.jobs.put(None)
+            except (OSError, ValueError):
+                pass
+            self.proc.join(timeout)
+        if self.alive():
+            self.kill()
+
+
+_SERVER: ComputeServer | None = None
+
+
+def compute_server() -> ComputeServer:
+    """The running compute process, started (or restarted) if needed."""
+    global _SERVER
+    if _SERVER is None or not _SERVER.alive():
+        _SERVER = ComputeServer()
+    return _SERVER
+
+
+def discard_compute_server(kill: bool = True) -> None:
+    global _SERVER
+    srv, _SERVER = _SERVER, None
+    if srv is not None:
+        srv.kill() if kill else srv.stop()
+
+
+atexit.register(lambda: discard_compute_server(kill=False))
 
 
 class DenoiseWorker(QObject):
-    """Runs a :class:`Job` in its thread; talks to the GUI only by signals."""
+    """Lives in a QThread: sends a :class:`Job` to the compute process and relays its messages."""
 
     itemStarted = Signal(int, int, str)  # index, count, name
     progress = Signal(str, int, int, str)  # stage, done, total, message
@@ -245,25 +238,7 @@ class DenoiseWorker(QObject):
         super().__init__()
         self.job = job
         self.token = token
-        self._last: dict[str, float] = {}
-        self._last_stage: str | None = None
-        self._last_spectrum = 0.0
         self.summary: RunSummary | None = None
-
-    def _on_progress(self, ev: ProgressEvent) -> None:
-        # runs in the worker thread: throttle here so the GUI queue stays short
-        if ev.stage == "done":
-            return
-        now = time.monotonic()
-        if ev.eigenvalues is not None and (now - self._last_spectrum >= SPECTRUM_INTERVAL
-                                           or ev.done >= ev.total):
-            self._last_spectrum = now
-            self.spectrum.emit(np.array(ev.eigenvalues, dtype=np.float64))
-        edge = ev.stage != self._last_stage or ev.done <= 0 or ev.done >= ev.total
-        if edge or now - self._last.get(ev.stage, 0.0) >= PROGRESS_INTERVAL:
-            self._last[ev.stage] = now
-            self._last_stage = ev.stage
-            self.progress.emit(ev.stage, ev.done, ev.total, ev.message)
 
     @Slot()
     def run(self) -> None:
@@ -271,88 +246,56 @@ class DenoiseWorker(QObject):
         t0 = time.perf_counter()
         summary = RunSummary(job=job, status="done")
         try:
-            for i, item in enumerate(job.items):
-                if self.token.is_set():
-                    raise Cancelled("cancelled by the user")
-                self.itemStarted.emit(i, len(job.items), item.name)
-                outcome = self._run_item(item, job.params)
-                if outcome.error:
-                    summary.failed += 1
-                else:
-                    summary.done += 1
-                self.itemDone.emit(outcome)
-        except Cancelled:
-            summary.status = "cancelled"
-            summary.message = "cancelled by the user"
-        except Exception as exc:  # noqa: BLE001 - a worker must report, never die silently
+            self._relay(job, summary)
+        except Exception as exc:  # noqa: BLE001 - report, never die silently
             summary.status = "failed"
             summary.message = f"{type(exc).__name__}: {exc}"
-            traceback.print_exc()
+            discard_compute_server()
         summary.seconds = time.perf_counter() - t0
         self.summary = summary
         self.finished.emit(summary)
 
-    def _run_item(self, item: JobItem, base: DenoiseParams) -> ItemOutcome:
-        params = base.replace(ranks=tuple(item.ranks))
-        out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
-        t = time.perf_counter()
-        try:
-            res = denoise_set([item.array], params, names=[item.name],
-                              patch_sets=[item.is_patchset], progress=self._on_progress,
-                              cancel=self.token)
-        except Cancelled:
-            raise
-        except (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError) as exc:
-            out.error = f"{item.name}: {exc}"
-            return out
-        img = res.images[0]
-        out.seconds = time.perf_counter() - t
-        out.timings = dict(res.timings)
-        out.resolved = dict(res.resolved)
-        if img.error:
-            out.error = img.error
-            return out
-        out.noisy = img.noisy
-        out.noise_sigma = img.noise_sigma
-        out.noise_estimated = img.noise_estimated
-        if res.eigenvalues is not None and res.eigenvalues.size:
-            out.eigenvalues = np.asarray(res.eigenvalues, dtype=np.float64)
-            out.total_variance = _total_variance(res.model)
-        # a clean reference: the one the user gave, or the input itself when noise was added
-        clean = item.reference if item.reference is not None else (
-            item.array if params.add_noise else None)
-        dtype = item.array.dtype
-        self.progress.emit("metrics", 0, len(img.outputs), "")
-        if clean is not None:
-            out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
-        elif not item.is_patchset:
-            out.noisy_metrics = {"noise_sigma": img.noise_sigma}
-        noisy_f = np.asarray(img.noisy, dtype=np.float64)
-        for k, (r, arr) in enumerate(img.outputs.items()):
-            out.outputs[r] = arr
-            out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
-            out.residual_std[r] = float(np.std(noisy_f - arr))
-            self.progress.emit("metrics", k + 1, len(img.outputs), "")
-        return out
-
-
-def _total_variance(model: Any) -> float | None:
-    """Trace of the centred Gram matrix, the denominator of explained variance.
-
-    trace(LKL) = trace(K) - 1ᵀK1/n; for the RBF kernel trace(K) = n.  Only
-    read from the fitted model's stored means, nothing is recomputed.
-    """
-    try:
-        n = model.X_fit_.shape[0]
-        if model.kernel == "rbf":
-            tr = float(n)
-        elif model.kernel == "linear":
-            tr = float(np.einsum("ij,ij->", model.X_fit_, model.X_fit_))
-        else:
-            return None
-        return tr - n * float(model.K_fit_all_)
-    except AttributeError:
-        return None
+    def _relay(self, job: Job, summary: RunSummary) -> None:
+        srv = compute_server()
+        srv.cancel.clear()
+        srv.jobs.put(job)
+        cancel_sent: float | None = None
+        while True:
+            if self.token.is_set() and cancel_sent is None:
+                srv.cancel.set()
+                cancel_sent = time.monotonic()
+            if cancel_sent is not None and time.monotonic() - cancel_sent > CANCEL_GRACE:
+                # the pipeline is inside a long chunk: end the process, keep nothing half-done
+                discard_compute_server(kill=True)
+                summary.status = "cancelled"
+                summary.message = "cancelled by the user (compute process ended)"
+                return
+            msg = drain(srv.events, 0.02)
+            if msg is None:
+                if not srv.alive():
+                    code = srv.proc.exitcode
+                    discard_compute_server()
+                    summary.status = "failed"
+                    summary.message = f"the compute process stopped unexpectedly (exit code {code})"
+                    return
+                continue
+            kind, payload = msg
+            if kind == "progress":
+                self.progress.emit(*payload)
+            elif kind == "spectrum":
+                self.spectrum.emit(payload)
+            elif kind == "item_started":
+                self.itemStarted.emit(*payload)
+            elif kind == "item":
+                if cancel_sent is None:
+                    self.itemDone.emit(payload)
+            elif kind == "finished":
+                summary.status = payload["status"]
+                summary.done = payload["done"]
+                summary.failed = payload["failed"]
+                summary.message = payload["message"]
+                return
+            # 'ready' needs nothing
 
 
 class RunController(QObject):

@@ -1,0 +1,290 @@
+"""What the GUI computes, with no Qt: jobs, outcomes, metrics, the compute process.
+
+The numerical work runs in a separate *process* (spawned once and kept for
+later runs) driven by a QThread relay in :mod:`kpca_denoise.gui.worker`.  A
+thread alone is not enough here: numpy and parts of the pipeline hold the
+GIL for tens of milliseconds at a time, and measured event-loop gaps reached
+115-400 ms with the pipeline in a thread of the GUI process (96×96 image,
+1600 training patches).  In a process the GUI thread never waits for the
+pipeline's GIL, and a cancel that the pipeline cannot honour quickly (one
+pre-image block of a 512×512 image takes longer than a second) can end the
+process instead.
+
+Everything here is plain Python so that the child imports no widgets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue as queue_mod
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.progress import Cancelled, ProgressEvent
+from ..params import DenoiseParams
+from ..pipeline import denoise_set, evaluate, remaining_noise
+
+__all__ = [
+    "JobItem",
+    "Job",
+    "ItemOutcome",
+    "compute_metrics",
+    "params_key",
+    "rank_sort_key",
+    "rank_label",
+    "run_job",
+    "serve",
+    "PROGRESS_INTERVAL",
+    "SPECTRUM_INTERVAL",
+]
+
+#: minimum seconds between two progress messages of the same stage; a numba
+#: loop can report thousands of times a second and a progress bar needs ~15 Hz
+PROGRESS_INTERVAL = 0.066
+#: minimum seconds between two live-spectrum updates (each one repaints the plot)
+SPECTRUM_INTERVAL = 0.1
+
+
+def params_key(params: DenoiseParams) -> str:
+    """Everything that decides a result except the ranks, as a stable string."""
+    d = params.to_dict()
+    d.pop("ranks", None)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def rank_sort_key(rank: int | None) -> float:
+    """Order ranks with ``None`` (no cap) last: it keeps the most components."""
+    return float("inf") if rank is None else float(rank)
+
+
+def rank_label(rank: int | None) -> str:
+    return "auto" if rank is None else str(rank)
+
+
+def _tiled(a: np.ndarray) -> np.ndarray:
+    # PSNR/SSIM of a patch set: all samples side by side on one gap-free canvas
+    a = np.asarray(a)
+    n, h, w = a.shape
+    cols = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / cols))
+    out = np.zeros((rows * h, cols * w), dtype=np.float64)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        out[r * h:(r + 1) * h, c * w:(c + 1) * w] = a[i]
+    return out
+
+
+def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dtype,
+                    is_patchset: bool) -> dict:
+    """PSNR/SSIM against ``clean`` when there is one, else the remaining noise.
+
+    Returns ``{'psnr', 'ssim'}``, ``{'remaining_noise'}``, ``{}`` (a patch set
+    without a reference: a noise estimate of a mosaic means nothing), or
+    ``{'error': text}`` when the reference does not match.
+    """
+    if clean is not None:
+        if np.shape(clean) != np.shape(estimate):
+            return {"error": f"reference shape {np.shape(clean)} ≠ image shape {np.shape(estimate)}"}
+        if is_patchset:
+            return evaluate(_tiled(clean), _tiled(estimate), dtype)
+        return evaluate(clean, estimate, dtype)
+    if is_patchset:
+        return {}
+    return {"remaining_noise": remaining_noise(estimate)}
+
+
+@dataclass
+class JobItem:
+    """One image of a job and the ranks still missing for it."""
+
+    key: str
+    name: str
+    array: np.ndarray
+    is_patchset: bool
+    ranks: tuple
+    reference: np.ndarray | None = None
+
+
+@dataclass
+class Job:
+    items: list
+    params: DenoiseParams
+    purpose: str = "run"  # 'run' or 'export' (what the window does when it finishes)
+    job_id: int = 0
+
+
+@dataclass
+class ItemOutcome:
+    """What was computed for one image (sent to the GUI)."""
+
+    key: str
+    name: str
+    params_key: str
+    params: DenoiseParams
+    outputs: dict = field(default_factory=dict)  # rank -> array, the input's shape and dtype
+    metrics: dict = field(default_factory=dict)  # rank -> dict
+    residual_std: dict = field(default_factory=dict)  # rank -> float
+    noisy: np.ndarray | None = None
+    noisy_metrics: dict = field(default_factory=dict)
+    noise_sigma: float = float("nan")
+    noise_estimated: bool = False
+    eigenvalues: np.ndarray | None = None
+    total_variance: float | None = None
+    resolved: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def _total_variance(model: Any) -> float | None:
+    """Trace of the centred Gram matrix, the denominator of explained variance.
+
+    trace(LKL) = trace(K) - 1ᵀK1/n, and trace(K) = n for the RBF kernel; read
+    from the fitted model's stored means, nothing is recomputed.
+    """
+    try:
+        n = model.X_fit_.shape[0]
+        if model.kernel == "rbf":
+            tr = float(n)
+        elif model.kernel == "linear":
+            tr = float(np.einsum("ij,ij->", model.X_fit_, model.X_fit_))
+        else:
+            return None
+        return tr - n * float(model.K_fit_all_)
+    except AttributeError:
+        return None
+
+
+Emit = Callable[[str, Any], None]
+
+
+class _Throttle:
+    """Progress callback for the pipeline: forwards at most ~15 messages a second per stage."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.last: dict[str, float] = {}
+        self.last_stage: str | None = None
+        self.last_spectrum = 0.0
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        if ev.stage == "done":
+            return
+        now = time.monotonic()
+        if ev.eigenvalues is not None and (now - self.last_spectrum >= SPECTRUM_INTERVAL
+                                           or ev.done >= ev.total):
+            self.last_spectrum = now
+            self.emit("spectrum", np.array(ev.eigenvalues, dtype=np.float64))
+        edge = ev.stage != self.last_stage or ev.done <= 0 or ev.done >= ev.total
+        if edge or now - self.last.get(ev.stage, 0.0) >= PROGRESS_INTERVAL:
+            self.last[ev.stage] = now
+            self.last_stage = ev.stage
+            self.emit("progress", (ev.stage, int(ev.done), int(ev.total), ev.message))
+
+
+def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any) -> ItemOutcome:
+    params = base.replace(ranks=tuple(item.ranks))
+    out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
+    t = time.perf_counter()
+    try:
+        res = denoise_set([item.array], params, names=[item.name], patch_sets=[item.is_patchset],
+                          progress=progress, cancel=cancel)
+    except Cancelled:
+        raise
+    except (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError) as exc:
+        out.error = f"{item.name}: {exc}"
+        return out
+    img = res.images[0]
+    out.seconds = time.perf_counter() - t
+    out.timings = dict(res.timings)
+    out.resolved = dict(res.resolved)
+    if img.error:
+        out.error = img.error
+        return out
+    out.noisy = img.noisy
+    out.noise_sigma = img.noise_sigma
+    out.noise_estimated = img.noise_estimated
+    if res.eigenvalues is not None and res.eigenvalues.size:
+        out.eigenvalues = np.asarray(res.eigenvalues, dtype=np.float64)
+        out.total_variance = _total_variance(res.model)
+    # the clean reference: the one the user gave, or the input itself when noise was added
+    clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
+    dtype = item.array.dtype
+    progress.emit("progress", ("metrics", 0, len(img.outputs), ""))
+    if clean is not None:
+        out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
+    elif not item.is_patchset:
+        out.noisy_metrics = {"noise_sigma": img.noise_sigma}
+    noisy_f = np.asarray(img.noisy, dtype=np.float64)
+    for k, (r, arr) in enumerate(img.outputs.items()):
+        out.outputs[r] = arr
+        out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
+        out.residual_std[r] = float(np.std(noisy_f - arr))
+        progress.emit("progress", ("metrics", k + 1, len(img.outputs), ""))
+    return out
+
+
+def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
+    """Run every item of ``job``; messages go through ``emit(kind, payload)``.
+
+    kinds: 'item_started' (index, count, name), 'progress' (stage, done,
+    total, message), 'spectrum' (eigenvalues), 'item' (ItemOutcome).
+    Returns the summary ``{'status', 'done', 'failed', 'message', 'seconds'}``.
+    """
+    t0 = time.perf_counter()
+    summary = {"status": "done", "done": 0, "failed": 0, "message": "", "seconds": 0.0}
+    throttle = _Throttle(emit)
+    try:
+        for i, item in enumerate(job.items):
+            if cancel.is_set():
+                raise Cancelled("cancelled by the user")
+            emit("item_started", (i, len(job.items), item.name))
+            outcome = _run_item(item, job.params, throttle, cancel)
+            summary["failed" if outcome.error else "done"] += 1
+            emit("item", outcome)
+    except Cancelled:
+        summary["status"] = "cancelled"
+        summary["message"] = "cancelled by the user"
+    except Exception as exc:  # noqa: BLE001 - report every failure to the window
+        summary["status"] = "failed"
+        summary["message"] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+    summary["seconds"] = time.perf_counter() - t0
+    return summary
+
+
+def serve(jobs, events, cancel) -> None:
+    """Main loop of the compute process: run jobs from ``jobs`` until ``None`` arrives."""
+    # background work: below the GUI's priority, so drawing never waits for a core
+    # (on 2 cores numba's and BLAS's threads otherwise take both)
+    try:
+        os.nice(10)
+    except (AttributeError, OSError):
+        pass
+    events.put(("ready", None))
+    while True:
+        try:
+            job = jobs.get()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if job is None:
+            return
+
+        def emit(kind: str, payload: Any) -> None:
+            events.put((kind, payload))
+
+        summary = run_job(job, emit, cancel)
+        events.put(("finished", summary))
+
+
+def drain(q, timeout: float):
+    """One message from a multiprocessing queue, or None after ``timeout`` seconds."""
+    try:
+        return q.get(timeout=timeout)
+    except queue_mod.Empty:
+        return None

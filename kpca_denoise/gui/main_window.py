@@ -1,0 +1,1056 @@
+"""The main window: image set, comparison views, parameters, spectrum, progress, log.
+
+The window is glue.  It reads files through :mod:`kpca_denoise.io`, builds a
+:class:`~kpca_denoise.params.DenoiseParams` from the form, asks the
+:class:`~kpca_denoise.gui.worker.RunController` for the ranks that are not in
+the :class:`~kpca_denoise.gui.worker.ResultCache` yet, and draws what comes
+back.  Errors (unreadable files, failed runs, exports that cannot be written)
+go to the inline banner, the status bar and the log; nothing here opens a
+blocking dialog except the file choosers the user asked for.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PySide6.QtCore import QByteArray, QRectF, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QImage, QKeySequence, QPainter
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import __version__
+from ..io import (
+    SUPPORTED_SUFFIXES,
+    InputError,
+    check_not_input,
+    expand_inputs,
+    output_path,
+    read_item,
+    read_items,
+    write_item,
+)
+from ..params import DenoiseParams
+from .imageset import ImageEntry, ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
+from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
+from .params_panel import ParamsPanel
+from .spectrum import SpectrumPlot
+from .views import ComparisonGrid, SplitView, format_metrics
+from .worker import (
+    FitRecord,
+    Job,
+    JobItem,
+    ResultCache,
+    RunController,
+    RunSummary,
+    compute_metrics,
+    compute_server,
+    params_key,
+    rank_label,
+    rank_sort_key,
+)
+
+__all__ = ["MainWindow", "SETTINGS_ORG", "SETTINGS_APP", "rank_tag", "jsonable"]
+
+SETTINGS_ORG = "kpca-denoise"
+SETTINGS_APP = "kpca-denoise"
+_FILE_FILTER = "Images and patch sets (" + " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES)) + ")"
+
+
+def rank_tag(rank: int | None) -> str:
+    """Output name tag, the same as the command line's (``x_kpca_r8.png``)."""
+    return "kpca" if rank is None else f"kpca_r{rank}"
+
+
+def jsonable(obj):
+    """numpy scalars/arrays and tuples -> plain JSON types."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None if np.isnan(obj) else str(obj)
+    return obj
+
+
+def _atomic_write(target: Path, write: Callable[[Path], None]) -> Path:
+    """Write through a temporary file in the target folder, then rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarray:
+    r = np.asarray(noisy, dtype=np.float64) - np.asarray(out, dtype=np.float64)
+    if r.ndim == 3 and not is_patchset:
+        r = r[..., : 3 if r.shape[2] >= 3 else 1].mean(axis=2)  # one grey map; alpha is untouched
+    return display_array(r, is_patchset)
+
+
+class MainWindow(QMainWindow):
+    """The kpca-denoise desktop window."""
+
+    viewsRefreshed = Signal()
+
+    def __init__(self, settings: QSettings | None = None, *, persist: bool = True) -> None:
+        super().__init__()
+        self.setWindowTitle(f"kpca-denoise {__version__}")
+        self.setAcceptDrops(True)
+        self.settings = settings if settings is not None else QSettings(
+            QSettings.Format.IniFormat, QSettings.Scope.UserScope, SETTINGS_ORG, SETTINGS_APP)
+        self.persist = persist
+        self.entries: list[ImageEntry] = []
+        self.cache = ResultCache()
+        self.runner = RunController(self)
+        self.selected_rank = None
+        self._levels: dict[str, tuple[float, float]] = {}
+        self._pending_export: tuple | None = None
+        self._running_keys: set[str] = set()
+        self._current_job_method = "global"
+        self._last_params: DenoiseParams | None = None
+        self._about: AboutDialog | None = None
+        self._refresh_pending = False
+        self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
+        self._build_ui()
+        self._build_actions()
+        self._connect()
+        self._restore_settings()
+        self._update_actions()
+        self.refresh_views()
+        # start the compute process now: its imports and numba caches load while the user picks files
+        compute_server()
+        # the widgets, Qt wrappers and modules above live as long as the window; a full
+        # cyclic-GC pass over them took 100+ ms in the GUI thread mid-run, so exempt them
+        gc.collect()
+        gc.freeze()
+
+    # ------------------------------------------------------------------ UI
+    def _build_ui(self) -> None:
+        # central: banner, view controls, grid / split tabs
+        central = QWidget(self)
+        v = QVBoxLayout(central)
+        v.setContentsMargins(4, 4, 4, 4)
+        v.setSpacing(4)
+        self.banner = MessageBanner(central)
+        v.addWidget(self.banner)
+        bar = QHBoxLayout()
+        self.info = QLabel("Open images (Ctrl+O), a folder (Ctrl+Shift+O), or drop files here.", central)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bar.addWidget(self.info, 1)
+        bar.addWidget(QLabel("selected rank:", central))
+        self.rank_combo = QComboBox(central)
+        self.rank_combo.setToolTip("rank shown in the split view and exported (keys 1–9, or click "
+                                   "a view or the spectrum)")
+        self.rank_combo.setMinimumContentsLength(5)
+        bar.addWidget(self.rank_combo)
+        self.residuals_box = QCheckBox("residuals", central)
+        self.residuals_box.setChecked(True)
+        self.residuals_box.setToolTip("show noisy − denoised under each rank")
+        bar.addWidget(self.residuals_box)
+        v.addLayout(bar)
+        self.tabs = QTabWidget(central)
+        self.grid = ComparisonGrid()
+        self.split = SplitView()
+        self.tabs.addTab(self.grid, "Compare ranks")
+        self.tabs.addTab(self.split, "Before / after")
+        # the grid's panels are linked (setXLink/setYLink); the split view is a
+        # wider widget on another tab, where a live link would fight the aspect
+        # lock, so it takes over the grid's zoom and pan when shown and back
+        self._tab = 0
+        v.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+        # left: the image set
+        self.imageset = ImageSetPanel()
+        dock = QDockWidget("Images", self)
+        dock.setObjectName("dock_images")
+        dock.setWidget(self.imageset)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        self.dock_images = dock
+
+        # right: parameters
+        self.params_panel = ParamsPanel()
+        self.params_panel.setMinimumWidth(340)
+        dock = QDockWidget("Parameters", self)
+        dock.setObjectName("dock_params")
+        dock.setWidget(self.params_panel)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.dock_params = dock
+
+        # bottom: spectrum | progress + log
+        self.spectrum = SpectrumPlot()
+        self.progress = ProgressPanel()
+        self.log_view = LogView()
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.progress)
+        right.addWidget(self.log_view)
+        right.setStretchFactor(0, 0)
+        right.setStretchFactor(1, 1)
+        bottom = QSplitter(Qt.Orientation.Horizontal)
+        bottom.addWidget(self.spectrum)
+        bottom.addWidget(right)
+        bottom.setStretchFactor(0, 3)
+        bottom.setStretchFactor(1, 2)
+        bottom.setSizes([600, 420])
+        self.bottom_splitter = bottom
+        dock = QDockWidget("Eigen-spectrum · progress · log", self)
+        dock.setObjectName("dock_bottom")
+        dock.setWidget(bottom)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+        self.dock_bottom = dock
+        self.resizeDocks([self.dock_bottom], [270], Qt.Orientation.Vertical)
+        self.resizeDocks([self.dock_images, self.dock_params], [210, 350], Qt.Orientation.Horizontal)
+        self.statusBar().showMessage("ready")
+
+    def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            seqs = shortcut if isinstance(shortcut, list) else [shortcut]
+            a.setShortcuts([QKeySequence(s) for s in seqs])
+        a.setToolTip(f"{tip or text} ({a.shortcut().toString()})" if shortcut else (tip or text))
+        a.setStatusTip(tip or text)
+        a.triggered.connect(lambda _=False: slot())
+        self.addAction(a)  # shortcuts work even when the toolbar is hidden
+        return a
+
+    def _build_actions(self) -> None:
+        self.act_open = self._act("Open…", self.open_files_dialog, QKeySequence.StandardKey.Open,
+                                  "Open image files or patch sets")
+        self.act_folder = self._act("Open folder…", self.open_folder_dialog, "Ctrl+Shift+O",
+                                    "Open every supported file in a folder")
+        self.act_run = self._act("Run", self.run_current, ["Ctrl+R", "F5"],
+                                 "Denoise the current image at the missing ranks")
+        self.act_run_all = self._act("Run set", self.run_all, "Ctrl+Shift+R",
+                                     "Denoise every image of the set")
+        self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
+        self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
+                                    "Write the selected rank of the current image to a folder")
+        self.act_export_set = self._act("Export set…", self.export_set, "Ctrl+Shift+E",
+                                        "Write the selected rank of every image to a folder")
+        self.act_sheet = self._act("Comparison sheet…", self.export_sheet, "Ctrl+Shift+S",
+                                   "Save the ranks side by side as a PNG")
+        self.act_next = self._act("Next image", self.next_image, ["PgDown", "]"], "Next image")
+        self.act_prev = self._act("Previous image", self.previous_image, ["PgUp", "["], "Previous image")
+        self.act_remove = self._act("Remove image", lambda: self.remove_image(self.current_index()),
+                                    QKeySequence.StandardKey.Delete, "Remove the image from the set")
+        self.act_split = self._act("Toggle split view", self.toggle_split, "S",
+                                   "Switch between the rank grid and the before/after split")
+        self.act_reset_zoom = self._act("Reset zoom", self.grid.auto_range, "Ctrl+0", "Fit the image")
+        self.act_about = self._act("About", self.show_about, "F1", "Method, references, licence")
+        self.act_quit = self._act("Quit", self.close, QKeySequence.StandardKey.Quit, "Quit")
+        for k in range(1, 10):
+            self._act(f"Select rank {k}", lambda k=k: self.select_rank_index(k - 1), str(k))
+
+        tb = QToolBar("Main", self)
+        tb.setObjectName("toolbar_main")
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.act_open, self.act_folder, None, self.act_run, self.act_run_all, self.act_cancel,
+                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_about):
+            if a is None:
+                tb.addSeparator()
+            else:
+                tb.addAction(a)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+
+        m = self.menuBar()
+        f = m.addMenu("&File")
+        for a in (self.act_open, self.act_folder, self.act_remove, None, self.act_export,
+                  self.act_export_set, self.act_sheet, None, self.act_quit):
+            f.addSeparator() if a is None else f.addAction(a)
+        r = m.addMenu("&Run")
+        for a in (self.act_run, self.act_run_all, self.act_cancel):
+            r.addAction(a)
+        vw = m.addMenu("&View")
+        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom):
+            vw.addAction(a)
+        vw.addSeparator()
+        for d in (self.dock_images, self.dock_params, self.dock_bottom):
+            vw.addAction(d.toggleViewAction())
+        h = m.addMenu("&Help")
+        h.addAction(self.act_about)
+
+    def _connect(self) -> None:
+        self.imageset.currentChanged.connect(self._on_current_changed)
+        self.imageset.pathsDropped.connect(self.load_paths)
+        self.imageset.openFilesRequested.connect(self.open_files_dialog)
+        self.imageset.openFolderRequested.connect(self.open_folder_dialog)
+        self.imageset.removeRequested.connect(self.remove_image)
+        self.params_panel.changed.connect(self._on_params_changed)
+        self.params_panel.referenceRequested.connect(self.choose_reference)
+        self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
+        self.grid.rankClicked.connect(self.select_rank)
+        self.spectrum.rankClicked.connect(self._on_spectrum_click)
+        self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
+        self.residuals_box.toggled.connect(self.grid.set_show_residuals)
+        self.progress.cancelRequested.connect(self.cancel_run)
+        self.runner.started.connect(self._on_run_started)
+        self.runner.itemStarted.connect(self.progress.item_started)
+        self.runner.progress.connect(self.progress.update_stage)
+        self.runner.spectrum.connect(self._on_live_spectrum)
+        self.runner.itemDone.connect(self._on_item_done)
+        self.runner.finished.connect(self._on_run_finished)
+        self.tabs.currentChanged.connect(self._on_tab_changed)
+        # rank edits that only need ranks missing from a fitted image run by themselves,
+        # after a short pause so typing "16, 32" does not start two runs
+        self._auto_timer = QTimer(self)
+        self._auto_timer.setSingleShot(True)
+        self._auto_timer.setInterval(400)
+        self._auto_timer.timeout.connect(self._auto_run_missing)
+
+    # ------------------------------------------------------------- settings
+    def _restore_settings(self) -> None:
+        raw = self.settings.value("params")
+        if raw:
+            try:
+                self.params_panel.set_params(DenoiseParams.from_dict(json.loads(str(raw))))
+            except (ValueError, TypeError) as exc:
+                self.log(f"ignored the saved parameters ({exc})", "warning")
+        geo = self.settings.value("geometry")
+        if isinstance(geo, QByteArray):
+            self.restoreGeometry(geo)
+        state = self.settings.value("window_state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        res = self.settings.value("show_residuals")
+        if res is not None:
+            self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
+
+    def save_settings(self) -> None:
+        if not self.persist:
+            return
+        try:
+            self.settings.setValue("params", json.dumps(self.params_panel.params().to_dict()))
+        except ValueError:
+            pass  # keep the last valid parameters
+        self.settings.setValue("last_dir", self.last_dir)
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("show_residuals", self.residuals_box.isChecked())
+        self.settings.sync()
+
+    # ------------------------------------------------------------- messages
+    def log(self, text: str, level: str = "info") -> None:
+        self.log_view.log(text, level)
+
+    def report_error(self, text: str, details: list[str] | None = None) -> None:
+        """Banner + status bar + log; never a modal dialog."""
+        self.banner.show_message(text, "error")
+        self.statusBar().showMessage(text.splitlines()[0], 15000)
+        self.log(text, "error")
+        for d in details or []:
+            self.log(d, "error")
+
+    def report_info(self, text: str, banner: bool = False) -> None:
+        if banner:
+            self.banner.show_message(text, "info")
+        self.statusBar().showMessage(text, 10000)
+        self.log(text)
+
+    # ---------------------------------------------------------------- loading
+    def open_files_dialog(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Open images or patch sets", self.last_dir,
+                                                _FILE_FILTER + ";;All files (*)")
+        if files:
+            self.load_paths(files)
+
+    def open_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a folder of images", self.last_dir)
+        if folder:
+            self.load_paths([folder])
+
+    def load_paths(self, paths) -> int:
+        """Load files and folders; bad ones are reported, the rest are kept. Returns how many loaded."""
+        files: list[Path] = []
+        errors: list[str] = []
+        for p in paths:
+            try:
+                files.extend(expand_inputs([p]))
+            except InputError as exc:
+                errors.append(str(exc))
+        known = {e.path.resolve(): i for i, e in enumerate(self.entries)}
+        fresh = []
+        for f in files:
+            if f.resolve() in known or any(f.resolve() == g.resolve() for g in fresh):
+                continue
+            fresh.append(f)
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            items, bad = read_items(fresh)
+        finally:
+            QApplication.restoreOverrideCursor()
+        errors.extend(msg for _, msg in bad)
+        first_new = len(self.entries)
+        for it in items:
+            e = ImageEntry(it)
+            self.entries.append(e)
+            self.imageset.add_entry(e)
+            self.log(f"loaded {e.path} ({e.describe()})")
+        if paths:
+            p0 = Path(paths[0])
+            self.last_dir = str(p0 if p0.is_dir() else p0.parent)
+        if errors:
+            n = len(errors)
+            head = errors[0] if n == 1 else f"{n} inputs could not be read; the others are loaded. First: {errors[0]}"
+            self.report_error(head, errors if n > 1 else None)
+        if items:
+            self.imageset.set_current(first_new)
+            if not errors:  # an error message must stay visible, not be replaced
+                self.statusBar().showMessage(f"loaded {len(items)} file{'s' if len(items) != 1 else ''}", 5000)
+        elif not errors and files:
+            # everything was already loaded: show the first of them
+            self.imageset.set_current(known.get(files[0].resolve(), self.current_index()))
+        self._update_actions()
+        return len(items)
+
+    def remove_image(self, row: int) -> None:
+        if not 0 <= row < len(self.entries):
+            return
+        e = self.entries.pop(row)
+        self.cache.drop_image(e.key)
+        self._levels.pop(e.key, None)
+        self.imageset.remove_row(row)
+        self.log(f"removed {e.name} from the set")
+        if self.entries:
+            self.imageset.set_current(min(row, len(self.entries) - 1))
+        self._update_actions()
+        self.refresh_views()
+
+    def choose_reference(self) -> None:
+        if self.current_entry() is None:
+            self.report_error("Load an image first, then choose its clean reference.")
+            return
+        f, _ = QFileDialog.getOpenFileName(self, "Clean reference image", self.last_dir, _FILE_FILTER)
+        if f:
+            self.set_reference(f)
+
+    def set_reference(self, path) -> bool:
+        """Attach a clean reference to the current image (None clears it)."""
+        e = self.current_entry()
+        if e is None:
+            return False
+        if path is None:
+            e.reference, e.reference_path = None, None
+        else:
+            try:
+                ref = read_item(path)
+            except InputError as exc:
+                self.report_error(f"Reference not loaded: {exc}")
+                return False
+            if ref.array.shape != e.array.shape:
+                self.report_error(f"Reference not loaded: {ref.path.name} is {ref.array.shape}, "
+                                  f"{e.name} is {e.array.shape}; they must have the same size and channels.")
+                return False
+            e.reference, e.reference_path = ref.array, ref.path
+            self.log(f"reference for {e.name}: {ref.path}")
+        # metrics of cached results now mean something else: recompute them
+        for rec in self.cache.records_for(e.key):
+            self._recompute_metrics(e, rec)
+        self.refresh_views()
+        return True
+
+    def _clean_for(self, e: ImageEntry, params: DenoiseParams) -> np.ndarray | None:
+        if e.reference is not None:
+            return e.reference
+        return e.array if params.add_noise else None
+
+    def _recompute_metrics(self, e: ImageEntry, rec: FitRecord) -> None:
+        clean = self._clean_for(e, rec.params)
+        dtype = e.array.dtype
+        if clean is not None:
+            rec.noisy_metrics = compute_metrics(rec.noisy, clean, dtype, e.is_patchset)
+        elif not e.is_patchset:
+            rec.noisy_metrics = {"noise_sigma": rec.noise_sigma}
+        for rr in rec.ranks.values():
+            rr.metrics = compute_metrics(rr.output, clean, dtype, e.is_patchset)
+
+    # ------------------------------------------------------------- navigation
+    def current_index(self) -> int:
+        return self.imageset.current()
+
+    def current_entry(self) -> ImageEntry | None:
+        i = self.current_index()
+        return self.entries[i] if 0 <= i < len(self.entries) else None
+
+    def next_image(self) -> None:
+        if self.entries:
+            self.imageset.set_current((self.current_index() + 1) % len(self.entries))
+
+    def previous_image(self) -> None:
+        if self.entries:
+            self.imageset.set_current((self.current_index() - 1) % len(self.entries))
+
+    def _on_current_changed(self, _row: int) -> None:
+        e = self.current_entry()
+        self.params_panel.set_reference_text(str(e.reference_path) if e and e.reference_path else None)
+        self.refresh_views(reset_zoom=True)
+
+    def toggle_split(self) -> None:
+        self.tabs.setCurrentIndex(1 - self.tabs.currentIndex())
+
+    def _on_tab_changed(self, i: int) -> None:
+        src, dst = (self.grid.master, self.split.vb) if i == 1 else (self.split.vb, self.grid.master)
+        if i == self._tab:
+            return
+        self._tab = i
+        (x0, x1), (y0, y1) = src.viewRange()
+        cx, cy, w, h = (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0
+        # same centre and the same zoom (data units per pixel), once the new tab has its size
+        def apply() -> None:
+            sw = max(src.width(), 1.0)
+            scale = w / sw
+            dw, dh = dst.width() * scale, dst.height() * scale
+            if dw <= 0 or dh <= 0:
+                dw, dh = w, h
+            dst.setRange(xRange=(cx - dw / 2, cx + dw / 2), yRange=(cy - dh / 2, cy + dh / 2), padding=0)
+        # at once, not deferred: a zoom made right after the switch must not be undone
+        # (the pages of a QTabWidget already share one size)
+        apply()
+
+    # ---------------------------------------------------------------- params
+    def current_params(self) -> DenoiseParams | None:
+        try:
+            p = self.params_panel.params()
+        except ValueError:
+            return self._last_params
+        self._last_params = p
+        return p
+
+    def _on_params_changed(self) -> None:
+        p = self.current_params()
+        if p is None:
+            return
+        self.save_settings()
+        self.refresh_views()
+        e = self.current_entry()
+        if e is not None and not self.runner.is_running():
+            rec = self.cache.get(e.key, params_key(p))
+            if rec is not None and self.cache.missing(e.key, params_key(p), p.ranks):
+                self._auto_timer.start()
+
+    def _auto_run_missing(self) -> None:
+        e, p = self.current_entry(), self.current_params()
+        if e is None or p is None or self.runner.is_running():
+            return
+        if self.cache.get(e.key, params_key(p)) is not None:
+            self.log("computing only the ranks not computed yet for these parameters")
+            self.run_current()
+
+    # ------------------------------------------------------------- ranks
+    def compared_ranks(self) -> tuple:
+        p = self.current_params()
+        return tuple(sorted(p.ranks, key=rank_sort_key)) if p else ()
+
+    def select_rank(self, rank) -> None:
+        if rank not in self.compared_ranks():
+            return
+        self.selected_rank = rank
+        self.refresh_views()
+
+    def select_rank_index(self, i: int) -> None:
+        ranks = self.compared_ranks()
+        if 0 <= i < len(ranks):
+            self.select_rank(ranks[i])
+
+    def _on_spectrum_click(self, k: int) -> None:
+        """Select the compared rank near the click, or add k to the comparison."""
+        ranks = [r for r in self.compared_ranks() if r is not None]
+        n = max(self.spectrum.eigenvalues.size, 1)
+        near = [r for r in ranks if abs(r - k) <= max(0.5, 0.02 * n)]
+        if near:
+            self.select_rank(min(near, key=lambda r: abs(r - k)))
+            return
+        p = self.current_params()
+        if p is None:
+            return
+        new = tuple(sorted(set(p.ranks) | {k}, key=rank_sort_key))
+        self.selected_rank = k
+        self.log(f"rank {k} added to the comparison (clicked on the spectrum)")
+        self.params_panel.set_ranks(new)
+
+    # ------------------------------------------------------------- running
+    def _job_items(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None) -> list[JobItem]:
+        pkey = params_key(params)
+        ranks = tuple(params.ranks) if ranks is None else tuple(ranks)
+        items = []
+        for e in entries:
+            missing = self.cache.missing(e.key, pkey, ranks)
+            if missing:
+                items.append(JobItem(key=e.key, name=e.name, array=e.array, is_patchset=e.is_patchset,
+                                     ranks=missing, reference=e.reference))
+        return items
+
+    def _params_or_report(self) -> DenoiseParams | None:
+        try:
+            return self.params_panel.params()
+        except ValueError as exc:
+            self.report_error(f"Cannot run: {exc}")
+            return None
+
+    def run_current(self) -> bool:
+        """Denoise the current image at the ranks not cached yet. Returns True if a run started."""
+        e = self.current_entry()
+        if e is None:
+            self.report_error("Nothing to denoise: open an image first (Ctrl+O).")
+            return False
+        return self._start([e], "run")
+
+    def run_all(self) -> bool:
+        if not self.entries:
+            self.report_error("Nothing to denoise: open images first (Ctrl+O).")
+            return False
+        return self._start(list(self.entries), "run")
+
+    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None) -> bool:
+        if self.runner.is_running():
+            self.report_info("A run is in progress; wait for it or cancel it (Esc).")
+            return False
+        params = self._params_or_report()
+        if params is None:
+            return False
+        items = self._job_items(entries, params, ranks)
+        if not items:
+            if purpose == "run":
+                self.report_info("All requested ranks are already computed for these parameters.")
+            return False
+        self._running_keys = {it.key for it in items}
+        self._current_job_method = params.method
+        self.banner.hide()
+        return self.runner.start(Job(items=items, params=params, purpose=purpose))
+
+    def cancel_run(self) -> None:
+        if self.runner.is_running():
+            self.runner.cancel()
+            self.progress.overall.setText("cancelling…")
+            self.log("cancel requested")
+        self._pending_export = None
+
+    def _on_run_started(self, job: Job) -> None:
+        n = len(job.items)
+        ranks = sorted({r for it in job.items for r in it.ranks}, key=rank_sort_key)
+        self.progress.start(job.params.method, n)
+        self.log(f"run started: {n} image{'s' if n != 1 else ''}, method {job.params.method}, "
+                 f"ranks {', '.join(rank_label(r) for r in ranks)}")
+        self.statusBar().showMessage("running…")
+        e = self.current_entry()
+        if e is not None and e.key in self._running_keys:
+            self.spectrum.clear_spectrum("waiting for the eigensolver…" if job.params.method == "global"
+                                         else "the grouped method fits one small kernel PCA per group;\n"
+                                              "no single spectrum to show")
+        self._update_actions()
+        self.refresh_views()
+
+    def _on_live_spectrum(self, ev: np.ndarray) -> None:
+        e = self.current_entry()
+        if e is not None and e.key in self._running_keys and self._current_job_method == "global":
+            self.spectrum.set_eigenvalues(ev, final=False)
+
+    def _entry_row(self, key: str) -> int:
+        return next((i for i, e in enumerate(self.entries) if e.key == key), -1)
+
+    def _on_item_done(self, out) -> None:
+        row = self._entry_row(out.key)
+        if row < 0:
+            return  # removed while it was computing
+        if out.error:
+            self.imageset.set_status(row, "⚠ failed")
+            self.report_error(f"Denoising failed for {out.name}: {out.error}")
+            return
+        rec = self.cache.add(out)
+        ranks = ", ".join(rank_label(r) for r in out.outputs)
+        timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
+        self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
+        if out.noise_estimated:
+            self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
+        self.imageset.set_status(row, f"✓ {len(rec.ranks)} rank{'s' if len(rec.ranks) != 1 else ''}")
+        if row == self.current_index():
+            self.schedule_refresh()
+
+    def schedule_refresh(self) -> None:
+        """Redraw once at the next event-loop turn, however many results arrived."""
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            QTimer.singleShot(0, self._deferred_refresh)
+
+    def _deferred_refresh(self) -> None:
+        if self._refresh_pending:
+            self.refresh_views()
+
+    def _on_run_finished(self, summary: RunSummary) -> None:
+        self._running_keys = set()
+        if summary.status == "cancelled":
+            self.progress.finish(f"cancelled after {summary.seconds:.1f} s — earlier results kept")
+            self.report_info(f"Run cancelled after {summary.seconds:.1f} s; earlier results are kept.")
+        elif summary.status == "failed":
+            self.progress.finish("failed")
+            self.report_error(f"The run failed: {summary.message}")
+        else:
+            msg = f"done: {summary.done} image{'s' if summary.done != 1 else ''} in {summary.seconds:.1f} s"
+            if summary.failed:
+                msg += f", {summary.failed} failed"
+            self.progress.finish(msg)
+            self.statusBar().showMessage(msg, 10000)
+            self.log(msg)
+        self._update_actions()
+        self.schedule_refresh()
+        pending, self._pending_export = self._pending_export, None
+        if pending is not None and summary.status == "done" and summary.job.purpose == "export":
+            self._export_entries(*pending)
+
+    def _update_actions(self) -> None:
+        running = self.runner.is_running()
+        has = bool(self.entries)
+        self.act_run.setEnabled(has and not running)
+        self.act_run_all.setEnabled(has and not running)
+        self.act_cancel.setEnabled(running)
+        self.progress.cancel_button.setEnabled(running)
+        for a in (self.act_export, self.act_export_set, self.act_sheet):
+            a.setEnabled(has and not running)
+
+    # ------------------------------------------------------------- drawing
+    def _levels_for(self, e: ImageEntry) -> tuple[float, float]:
+        if e.key not in self._levels:
+            self._levels[e.key] = display_levels(e.array)
+        return self._levels[e.key]
+
+    def refresh_views(self, reset_zoom: bool = False) -> None:
+        """Draw the current image and every cached rank; only draws, never computes a result."""
+        self._refresh_pending = False
+        e = self.current_entry()
+        p = self.current_params()
+        ranks = self.compared_ranks()
+        self.grid.set_ranks(ranks)
+        if self.selected_rank not in ranks:
+            self.selected_rank = ranks[-1] if ranks else None
+        self.rank_combo.blockSignals(True)
+        self.rank_combo.clear()
+        for r in ranks:
+            self.rank_combo.addItem(rank_label(r), r)
+        if ranks:
+            self.rank_combo.setCurrentIndex(ranks.index(self.selected_rank))
+        self.rank_combo.blockSignals(False)
+        self.grid.set_selected(self.selected_rank)
+        self.spectrum.set_ranks(ranks, self.selected_rank)
+        if e is None:
+            for panel in self.grid.panels():
+                panel.set_image(None, placeholder="")
+                panel.set_metrics("")
+            self.grid.input_panel.set_image(None, placeholder="open or drop images")
+            self.split.set_images(None, None, None)
+            self.info.setText("Open images (Ctrl+O), a folder (Ctrl+Shift+O), or drop files here.")
+            self.viewsRefreshed.emit()
+            return
+        levels = self._levels_for(e)
+        rec = self.cache.get(e.key, params_key(p)) if p is not None else None
+        running = e.key in self._running_keys
+        noisy = rec.noisy if rec is not None else e.array
+        noisy_d = display_array(noisy, e.is_patchset)
+        title = "input"
+        if rec is not None and rec.params.add_noise:
+            title = f"noisy (input + σ {rec.params.add_noise:g})"
+        elif rec is not None:
+            title = "input (noisy)"
+        self.grid.input_panel.set_title(title)
+        self.grid.input_panel.set_image(noisy_d, levels)
+        self.grid.input_panel.set_metrics(format_metrics(rec.noisy_metrics) if rec else e.describe())
+
+        clean = self._clean_for(e, p) if p is not None else None
+        if clean is not None:
+            self.grid.ref_panel.set_title("reference" if e.reference is not None else "clean (before noise)")
+            self.grid.ref_panel.set_image(display_array(clean, e.is_patchset), levels)
+            self.grid.ref_panel.set_metrics(str(e.reference_path.name) if e.reference_path else "")
+        else:
+            self.grid.ref_panel.set_title("no reference")
+            self.grid.ref_panel.set_image(None, placeholder="no clean reference:\nmetrics show the\n"
+                                                            "remaining noise σ̂")
+            self.grid.ref_panel.set_metrics("")
+        sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
+        for r in ranks:
+            panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
+            rr = rec.ranks.get(r) if rec is not None else None
+            if rr is not None:
+                panel.set_image(display_array(rr.output, e.is_patchset), levels)
+                panel.set_metrics(format_metrics(rr.metrics))
+                res = _residual(rec.noisy, rr.output, e.is_patchset)
+                span = 3.0 * (sigma if sigma else max(rr.residual_std, 1e-12))
+                rpanel.set_image(res, (-span, span))
+                rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
+            else:
+                msg = "computing…" if running else "not computed\nRun (Ctrl+R)"
+                panel._shape = noisy_d.shape[:2]  # centre the message on the image area
+                panel.set_image(None, placeholder=msg)
+                panel.set_metrics("")
+                rpanel.set_image(None, placeholder="")
+                rpanel.set_metrics("")
+        # split view: noisy left, selected rank right
+        sel = rec.ranks.get(self.selected_rank) if rec is not None else None
+        self.split.set_images(noisy_d, display_array(sel.output, e.is_patchset) if sel else None, levels,
+                              "noisy", f"rank {rank_label(self.selected_rank)}")
+        # spectrum and what 'auto' chose
+        if not running:
+            if rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
+                self.spectrum.set_eigenvalues(rec.eigenvalues, final=True, total_variance=rec.total_variance)
+            elif rec is not None:
+                self.spectrum.clear_spectrum("the grouped method has no single spectrum\n"
+                                             "(choose 'global' to see one)")
+            else:
+                self.spectrum.clear_spectrum("run to see the eigen-spectrum")
+        if rec is not None:
+            self.params_panel.show_resolved(rec.resolved.get("gamma"), rec.noise_sigma, rec.noise_estimated)
+        else:
+            self.params_panel.show_resolved(None, None, False)
+        parts = [f"<b>{e.name}</b>", e.describe()]
+        if rec is not None:
+            parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
+            if rec.resolved.get("gamma"):
+                parts.append(f"γ {rec.resolved['gamma']:.3g}")
+            parts.append(f"{rec.timings.get('total', 0):.1f} s")
+        self.info.setText(" · ".join(parts))
+        if reset_zoom:
+            # after the layout has given the views their size, or the fit is wrong
+            QTimer.singleShot(0, self.grid.auto_range)
+        self.viewsRefreshed.emit()
+
+    # ------------------------------------------------------------- export
+    def _input_paths(self) -> list[Path]:
+        paths = [e.path for e in self.entries]
+        paths += [e.reference_path for e in self.entries if e.reference_path is not None]
+        return paths
+
+    def _choose_folder(self, title: str) -> str | None:
+        folder = QFileDialog.getExistingDirectory(self, title, self.last_dir)
+        return folder or None
+
+    def export_current(self, folder=None) -> list[Path]:
+        """Write the selected rank of the current image (+ JSON sidecar) to ``folder``."""
+        e = self.current_entry()
+        if e is None:
+            self.report_error("Nothing to export: open and denoise an image first.")
+            return []
+        folder = folder or self._choose_folder("Export the selected rank to a folder")
+        if not folder:
+            return []
+        return self._export_or_compute([e], Path(folder))
+
+    def export_set(self, folder=None) -> list[Path]:
+        """Write the selected rank of every image; missing results are computed first."""
+        if not self.entries:
+            self.report_error("Nothing to export: open images first.")
+            return []
+        folder = folder or self._choose_folder("Export the whole set to a folder")
+        if not folder:
+            return []
+        return self._export_or_compute(list(self.entries), Path(folder))
+
+    def _export_or_compute(self, entries: list[ImageEntry], folder: Path) -> list[Path]:
+        params = self._params_or_report()
+        if params is None:
+            return []
+        rank = self.selected_rank
+        if self._job_items(entries, params, (rank,)):
+            # compute what is missing, then export when the run finishes
+            self._pending_export = (entries, folder, params, rank)
+            if self._start(entries, "export", (rank,)):
+                self.log(f"computing rank {rank_label(rank)} where it is missing before exporting")
+                return []
+            self._pending_export = None
+            return []
+        return self._export_entries(entries, folder, params, rank)
+
+    def _export_entries(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
+        written: list[Path] = []
+        errors: list[str] = []
+        pkey = params_key(params)
+        inputs = self._input_paths()
+        for e in entries:
+            rec = self.cache.get(e.key, pkey)
+            rr = rec.ranks.get(rank) if rec is not None else None
+            if rr is None:
+                errors.append(f"{e.name}: rank {rank_label(rank)} was not computed")
+                continue
+            target = output_path(e.item, folder, rank_tag(rank))
+            try:
+                written.append(write_item(e.item, rr.output, target, inputs=inputs))
+                if params.add_noise:
+                    written.append(write_item(e.item, rec.noisy, output_path(e.item, folder, "noisy"),
+                                              inputs=inputs))
+                written.append(self._write_sidecar(e, rec, rank, target, params, inputs))
+            except (InputError, OSError, ValueError) as exc:
+                errors.append(f"{target}: cannot write ({exc})")
+        for w in written:
+            self.log(f"wrote {w}")
+        if errors:
+            self.report_error(f"Export: {len(errors)} problem{'s' if len(errors) != 1 else ''}. {errors[0]}",
+                              errors[1:])
+        if written:
+            self.report_info(f"Exported rank {rank_label(rank)} to {folder} "
+                             f"({sum(1 for w in written if w.suffix != '.json')} file(s))", banner=not errors)
+            self.last_export_dir = str(folder)
+        return written
+
+    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path,
+                       params: DenoiseParams, inputs) -> Path:
+        """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
+        side = target.with_name(target.stem + ".json")
+        check_not_input(side, inputs)
+        used = rec.params.replace(ranks=(rank,))
+        rr = rec.ranks[rank]
+        data = {
+            "params": used.to_dict(),
+            "resolved": jsonable({**rec.resolved, "noise_sigma": rec.noise_sigma,
+                                  "noise_estimated": rec.noise_estimated}),
+            "input": str(e.path),
+            "output": str(target),
+            "reference": str(e.reference_path) if e.reference_path else None,
+            "ranks_compared": jsonable(sorted(rec.ranks, key=rank_sort_key)),
+            "metrics": jsonable(rr.metrics),
+            "timings": jsonable(rec.timings),
+            "software": f"kpca-denoise {__version__} (GUI)",
+        }
+        text = json.dumps(data, indent=2)
+        return _atomic_write(side, lambda p: p.write_text(text))
+
+    def export_sheet(self, path=None) -> Path | None:
+        """Save the noisy image and every computed rank side by side as a PNG."""
+        e, p = self.current_entry(), self.current_params()
+        rec = self.cache.get(e.key, params_key(p)) if e is not None and p is not None else None
+        if rec is None or not rec.ranks:
+            self.report_error("No comparison to save: run the current image first (Ctrl+R).")
+            return None
+        if path is None:
+            default = str(Path(self.last_dir) / f"{e.path.stem}_comparison.png")
+            path, _ = QFileDialog.getSaveFileName(self, "Save comparison sheet", default, "PNG (*.png)")
+            if not path:
+                return None
+        path = Path(path)
+        if path.suffix.lower() != ".png":
+            path = path.with_suffix(".png")
+        try:
+            check_not_input(path, self._input_paths())
+            sheet = self.comparison_sheet(e, rec)
+
+            def save(tmp: Path) -> None:
+                if not sheet.save(str(tmp), "PNG"):
+                    raise OSError("Qt could not encode the PNG")
+
+            _atomic_write(path, save)
+        except (InputError, OSError) as exc:
+            self.report_error(f"Comparison sheet not saved: {path}: {exc}")
+            return None
+        self.report_info(f"Comparison sheet saved to {path}", banner=True)
+        return path
+
+    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, tile: int = 320) -> QImage:
+        levels = self._levels_for(e)
+        tiles = [("noisy" if rec.params.add_noise else "input", rec.noisy, rec.noisy_metrics)]
+        clean = self._clean_for(e, rec.params)
+        if clean is not None:
+            tiles.insert(0, ("reference" if e.reference is not None else "clean", clean, {}))
+        for r in sorted(rec.ranks, key=rank_sort_key):
+            tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
+        imgs = [qimage_from_array(to_uint8(display_array(a, e.is_patchset), levels)) for _, a, _ in tiles]
+        h0, w0 = imgs[0].height(), imgs[0].width()
+        scale = tile / max(h0, w0)
+        tw, th = max(1, round(w0 * scale)), max(1, round(h0 * scale))
+        pad, head, foot = 12, 34, 26
+        sheet = QImage(pad + len(tiles) * (tw + pad), head + th + foot + pad, QImage.Format.Format_RGB32)
+        sheet.fill(QColor("white"))
+        qp = QPainter(sheet)
+        qp.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, scale < 1)
+        f = QFont(qp.font())
+        f.setPixelSize(15)
+        f.setBold(True)
+        small = QFont(f)
+        small.setBold(False)
+        small.setPixelSize(12)
+        for i, ((title, _, m), img) in enumerate(zip(tiles, imgs)):
+            x = pad + i * (tw + pad)
+            qp.setFont(f)
+            qp.setPen(QColor("#222222"))
+            qp.drawText(QRectF(x, 6, tw, head - 8), Qt.AlignmentFlag.AlignCenter, title)
+            qp.drawImage(QRectF(x, head, tw, th), img)
+            qp.setFont(small)
+            qp.drawText(QRectF(x, head + th + 2, tw, foot), Qt.AlignmentFlag.AlignCenter, format_metrics(m))
+        qp.end()
+        return sheet
+
+    # ------------------------------------------------------------- misc
+    def show_about(self) -> AboutDialog:
+        if self._about is None:
+            self._about = AboutDialog(self)
+        self._about.show()
+        self._about.raise_()
+        return self._about
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        urls = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            event.acceptProposedAction()
+            self.load_paths(urls)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        QTimer.singleShot(0, self.grid.auto_range)
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel any run and wait for the worker thread; True if it stopped."""
+        self._auto_timer.stop()
+        if self.runner.is_running():
+            self.runner.cancel()
+            t = time.monotonic()
+            ok = self.runner.wait(timeout_ms)
+            # deliver the thread's finished signal so the controller forgets it
+            QApplication.sendPostedEvents()
+            QApplication.processEvents()
+            self.log(f"worker stopped in {time.monotonic() - t:.2f} s")
+            return ok
+        return True
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.shutdown()
+        self.save_settings()
+        if self._about is not None:
+            self._about.close()
+        super().closeEvent(event)

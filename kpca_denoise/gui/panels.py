@@ -1,0 +1,243 @@
+"""Small widgets of the main window: progress per stage, log, message banner, About."""
+
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QTextCursor
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import __version__
+
+__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "STAGES"]
+
+#: (stage name sent by the pipeline, label); the order is the order of the work
+STAGES = (
+    ("noise", "noise estimate"),
+    ("gram", "Gram matrix"),
+    ("grouping", "grouping"),
+    ("eigensolver", "eigensolver"),
+    ("projection", "projection"),
+    ("preimage", "pre-image"),
+    ("reassembly", "reassembly"),
+    ("metrics", "metrics"),
+)
+
+
+class ProgressPanel(QWidget):
+    """One bar per pipeline stage with counts, an overall line and Cancel."""
+
+    cancelRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        grid = QGridLayout()
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(6)
+        grid.setVerticalSpacing(1)
+        self.rows: dict[str, tuple[QLabel, QProgressBar]] = {}
+        small = QFont(self.font())
+        small.setPointSizeF(max(7.0, small.pointSizeF() * 0.9))
+        for i, (stage, label) in enumerate(STAGES):
+            name = QLabel(label, self)
+            name.setFont(small)
+            bar = QProgressBar(self)
+            bar.setRange(0, 1)
+            bar.setValue(0)
+            bar.setFormat("")
+            bar.setTextVisible(True)
+            bar.setFixedHeight(15)
+            bar.setFont(small)
+            grid.addWidget(name, i, 0)
+            grid.addWidget(bar, i, 1)
+            self.rows[stage] = (name, bar)
+        grid.setColumnStretch(1, 1)
+        self.overall = QLabel("idle", self)
+        # fixed height and no word wrap: a new text must not re-layout the dock on every update
+        self.overall.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setToolTip("Stop the run (Esc); results computed so far are kept")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancelRequested)
+        row = QHBoxLayout()
+        row.addWidget(self.overall, 1)
+        row.addWidget(self.cancel_button)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(grid)
+        lay.addLayout(row)
+        self._t0 = 0.0
+        self.last_stage: str | None = None
+        self.set_method("global")
+
+    def set_method(self, method: str) -> None:
+        # 'global' builds one Gram matrix; 'grouped' groups similar patches instead
+        self.rows["gram"][0].setVisible(method == "global")
+        self.rows["gram"][1].setVisible(method == "global")
+        self.rows["grouping"][0].setVisible(method != "global")
+        self.rows["grouping"][1].setVisible(method != "global")
+
+    def start(self, method: str, n_items: int) -> None:
+        self.set_method(method)
+        for _, bar in self.rows.values():
+            bar.setRange(0, 1)
+            bar.setValue(0)
+            bar.setFormat("")
+        self._t0 = time.monotonic()
+        self.last_stage = None
+        self.overall.setText(f"starting ({n_items} image{'s' if n_items != 1 else ''})…")
+        self.cancel_button.setEnabled(True)
+
+    def item_started(self, index: int, count: int, name: str) -> None:
+        for _, bar in self.rows.values():
+            bar.setRange(0, 1)
+            bar.setValue(0)
+            bar.setFormat("")
+        self._item = f"image {index + 1}/{count}: {name}"
+        self.overall.setText(self._item)
+
+    def update_stage(self, stage: str, done: int, total: int, message: str = "") -> None:
+        row = self.rows.get(stage)
+        if self.last_stage == "eigensolver" and stage != "eigensolver":
+            # the iterative solver stops early when converged: show it as complete
+            _, ebar = self.rows["eigensolver"]
+            if ebar.value() < ebar.maximum():
+                ebar.setRange(0, max(1, ebar.value()))
+                ebar.setFormat(f"converged, {ebar.value()} it.")
+        self.last_stage = stage
+        if row is None:
+            return
+        _, bar = row
+        total = max(int(total), 1)
+        bar.setRange(0, total)
+        bar.setValue(min(int(done), total))
+        extra = f"  ({message})" if message else ""
+        bar.setFormat(f"{done:,} / {total:,}{extra}")
+        elapsed = time.monotonic() - self._t0
+        label = dict(STAGES).get(stage, stage)
+        self.overall.setText(f"{getattr(self, '_item', '')} — {label} {done:,}/{total:,} · {elapsed:.1f} s")
+
+    def finish(self, text: str) -> None:
+        self.overall.setText(text)
+        self.cancel_button.setEnabled(False)
+
+
+class LogView(QPlainTextEdit):
+    """Timestamped, read-only log; errors in red."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setMaximumBlockCount(5000)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setPlaceholderText("log")
+        self.lines: list[str] = []
+
+    def log(self, text: str, level: str = "info") -> None:
+        stamp = time.strftime("%H:%M:%S")
+        self.lines.append(f"{level}: {text}")
+        colour = {"error": "#b71c1c", "warning": "#e65100"}.get(level, "#222222")
+        prefix = {"error": "error: ", "warning": "warning: "}.get(level, "")
+        self.appendHtml(f'<span style="color:#777">{stamp}</span> '
+                        f'<span style="color:{colour}">{html.escape(prefix + text)}</span>')
+        self.moveCursor(QTextCursor.MoveOperation.End)
+
+
+class MessageBanner(QFrame):
+    """An inline, non-modal message bar above the images (never a blocking dialog)."""
+
+    _STYLES = {
+        "error": "background:#fdecea; color:#611a15; border:1px solid #f5c6cb; border-radius:4px;",
+        "warning": "background:#fff4e5; color:#663c00; border:1px solid #ffd8a8; border-radius:4px;",
+        "info": "background:#e8f4fd; color:#0d3c61; border:1px solid #b6dcf7; border-radius:4px;",
+    }
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.label = QLabel("", self)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton(self)
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.hide)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 4, 4)
+        lay.addWidget(self.label, 1)
+        lay.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.level = "info"
+        self.hide()
+
+    def show_message(self, text: str, level: str = "error") -> None:
+        self.level = level
+        self.setStyleSheet(f"MessageBanner {{{self._STYLES.get(level, self._STYLES['info'])}}}"
+                           f" QLabel {{ border: none; background: transparent; }}")
+        self.label.setText(text)
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+
+ABOUT_HTML = f"""
+<h2>kpca-denoise {__version__}</h2>
+<p>Image denoising with kernel principal component analysis. Noisy patches are
+mapped into an RBF feature space, projected onto the leading kernel principal
+components, and brought back to pixel space by a fixed-point pre-image
+iteration.</p>
+<p><b>global</b>: one kernel PCA on patches of the image (Mika et al. 1998).<br>
+<b>grouped</b>: kernel PCA on groups of similar patches with shrinkage, two
+stages, in the spirit of LPG-PCA and BM3D.</p>
+<h3>References</h3>
+<ol>
+<li>B. Schölkopf, A. Smola, K.-R. Müller. <i>Nonlinear component analysis as a
+kernel eigenvalue problem.</i> Neural Computation 10(5):1299–1319, 1998.</li>
+<li>S. Mika, B. Schölkopf, A. Smola, K.-R. Müller, M. Scholz, G. Rätsch.
+<i>Kernel PCA and de-noising in feature spaces.</i> Advances in Neural
+Information Processing Systems 11 (NIPS 1998), 536–542, 1999.</li>
+<li>L. Zhang, W. Dong, D. Zhang, G. Shi. <i>Two-stage image denoising by
+principal component analysis with local pixel grouping (LPG-PCA).</i> Pattern
+Recognition 43(4):1531–1549, 2010.</li>
+<li>K. Dabov, A. Foi, V. Katkovnik, K. Egiazarian. <i>Image denoising by sparse
+3-D transform-domain collaborative filtering (BM3D).</i> IEEE Transactions on
+Image Processing 16(8):2080–2095, 2007.</li>
+</ol>
+<p>Licence: BSD-3-Clause. Sample images: scikit-image and scikit-learn data
+(see <code>sample_images/README.md</code>).</p>
+"""
+
+
+class AboutDialog(QDialog):
+    """Shown with ``show()`` (non-modal), so it never blocks the event loop."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("About kpca-denoise")
+        self.setModal(False)
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenExternalLinks(True)
+        self.browser.setHtml(ABOUT_HTML)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.close)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.browser)
+        lay.addWidget(buttons)
+        self.resize(620, 520)

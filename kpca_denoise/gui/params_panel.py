@@ -1,0 +1,335 @@
+"""The parameter form: builds a :class:`~kpca_denoise.params.DenoiseParams`.
+
+Automatic choices (kernel width, noise level, patch size) are the ``None``
+values of ``DenoiseParams``; after a run the panel shows the value the
+method chose next to the "auto" box, so the user can copy it to manual.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QDoubleValidator
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..params import DenoiseParams
+
+__all__ = ["ParamsPanel", "parse_ranks", "format_ranks"]
+
+_METHOD_TEXT = {
+    "grouped": "grouped (non-local, default)",
+    "global": "global (Mika et al. 1998)",
+}
+
+
+def parse_ranks(text: str) -> tuple:
+    """'4, 8 16' -> (4, 8, 16); 'auto' means no cap (None).  Raises ValueError."""
+    out: list = []
+    for part in text.replace(",", " ").split():
+        p = part.strip().lower()
+        if p in ("auto", "none", "all"):
+            val = None
+        else:
+            try:
+                val = int(p)
+            except ValueError:
+                raise ValueError(f"ranks: '{part}' is not a whole number; write e.g. 4, 8, 16, 32") from None
+            if val < 1:
+                raise ValueError(f"ranks: {val} must be at least 1")
+        if val not in out:
+            out.append(val)
+    if not out:
+        raise ValueError("ranks: give at least one rank, e.g. 4, 8, 16, 32")
+    return tuple(sorted(out, key=lambda r: math.inf if r is None else r))
+
+
+def format_ranks(ranks) -> str:
+    return ", ".join("auto" if r is None else str(r) for r in ranks)
+
+
+def _auto_spin(minimum: int, maximum: int, tip: str, auto_text: str = "auto") -> QSpinBox:
+    # the minimum shows as "auto": one widget instead of a checkbox + spin box
+    s = QSpinBox()
+    s.setRange(minimum - 1, maximum)
+    s.setSpecialValueText(auto_text)
+    s.setValue(minimum - 1)
+    s.setToolTip(tip)
+    s.setKeyboardTracking(False)
+    return s
+
+
+class _AutoFloat(QWidget):
+    """'auto' check box + a number field + the value the method chose."""
+
+    changed = Signal()
+
+    def __init__(self, tip: str, fmt: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.fmt = fmt
+        self.auto = QCheckBox("auto", self)
+        self.auto.setChecked(True)
+        self.edit = QLineEdit(self)
+        v = QDoubleValidator(0.0, 1e12, 8, self.edit)
+        v.setNotation(QDoubleValidator.Notation.ScientificNotation)
+        self.edit.setValidator(v)
+        self.edit.setPlaceholderText("value")
+        self.edit.setMinimumWidth(60)
+        self.edit.setEnabled(False)
+        self.edit.setToolTip(tip)
+        self.auto.setToolTip(tip)
+        self.chosen = QLabel("", self)
+        self.chosen.setStyleSheet("color: #2e7d32;")
+        self.chosen.setToolTip("the value the method chose in the last run")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.auto)
+        lay.addWidget(self.edit, 1)
+        lay.addWidget(self.chosen)
+        self.auto.toggled.connect(self._on_auto)
+        self.edit.editingFinished.connect(self.changed)
+
+    def _on_auto(self, on: bool) -> None:
+        self.edit.setEnabled(not on)
+        if not on and not self.edit.text() and self.chosen.property("value") is not None:
+            # switching to manual starts from what automatic chose
+            self.edit.setText(self.fmt.format(self.chosen.property("value")))
+        self.changed.emit()
+
+    def value(self, name: str) -> float | None:
+        if self.auto.isChecked():
+            return None
+        t = self.edit.text().strip()
+        try:
+            return float(t)
+        except ValueError:
+            raise ValueError(f"{name}: enter a number or tick 'auto'") from None
+
+    def set_value(self, v: float | None) -> None:
+        self.auto.setChecked(v is None)
+        if v is not None:
+            self.edit.setText(self.fmt.format(v))
+
+    def show_chosen(self, v: float | None, prefix: str = "→ ") -> None:
+        self.chosen.setProperty("value", v)
+        self.chosen.setText("" if v is None else prefix + self.fmt.format(v))
+
+
+class ParamsPanel(QScrollArea):
+    """Every denoising parameter, plus the clean-reference controls."""
+
+    changed = Signal()
+    referenceRequested = Signal()
+    referenceCleared = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        body = QWidget()
+        self.setWidget(body)
+        outer = QVBoxLayout(body)
+        outer.setContentsMargins(6, 6, 6, 6)
+
+        # -- method --------------------------------------------------------
+        g_method = QGroupBox("Method", body)
+        f = QFormLayout(g_method)
+        self.method = QComboBox(g_method)
+        for m, text in _METHOD_TEXT.items():
+            self.method.addItem(text, m)
+        self.method.setToolTip(
+            "grouped: kernel PCA on groups of similar patches with shrinkage, two stages.\n"
+            "global: one kernel PCA on patches sampled from the image (Mika et al. 1998);\n"
+            "its eigen-spectrum is shown live.")
+        f.addRow("method", self.method)
+        self.ranks = QLineEdit("4, 8, 16, 32", g_method)
+        self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
+                              "'auto' = no cap ('grouped' only). Already computed ranks show instantly.")
+        f.addRow("ranks to compare", self.ranks)
+        outer.addWidget(g_method)
+
+        # -- patches and kernel ----------------------------------------------
+        g_patch = QGroupBox("Patches and kernel", body)
+        f = QFormLayout(g_patch)
+        self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
+                                            "from the noise level for 'grouped'")
+        f.addRow("patch size", self.patch_size)
+        self.stride = _auto_spin(1, 64, "step between patches ('global'); auto: patch size / 2")
+        f.addRow("stride", self.stride)
+        self.n_train = QSpinBox(g_patch)
+        self.n_train.setRange(2, 100_000)
+        self.n_train.setSingleStep(250)
+        self.n_train.setValue(2000)
+        self.n_train.setKeyboardTracking(False)
+        self.n_train.setToolTip("training patches sampled for the kernel PCA ('global');\n"
+                                "cost grows as n² (Gram) and n per pre-image")
+        f.addRow("training patches", self.n_train)
+        self.gamma = _AutoFloat("RBF kernel parameter γ in k(x,y)=exp(-γ‖x−y‖²); "
+                                "auto chooses it from the data and the noise level", "{:.4g}")
+        f.addRow("kernel width γ", self.gamma)
+        self.iterations = QSpinBox(g_patch)
+        self.iterations.setRange(1, 10_000)
+        self.iterations.setValue(100)
+        self.iterations.setKeyboardTracking(False)
+        self.iterations.setToolTip("cap on the fixed-point pre-image iterations per patch")
+        f.addRow("pre-image iterations", self.iterations)
+        self.seed = QSpinBox(g_patch)
+        self.seed.setRange(0, 2_147_483_647)
+        self.seed.setKeyboardTracking(False)
+        self.seed.setToolTip("random seed: training-patch sampling, eigensolver start, added noise")
+        f.addRow("seed", self.seed)
+        outer.addWidget(g_patch)
+
+        # -- noise -------------------------------------------------------------
+        g_noise = QGroupBox("Noise", body)
+        f = QFormLayout(g_noise)
+        self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
+                                      "of an 8-bit image); auto estimates it per image", "{:.3g}")
+        f.addRow("noise level σ", self.noise_sigma)
+        row = QWidget(g_noise)
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.add_noise_on = QCheckBox("add", row)
+        self.add_noise_on.setToolTip("add white Gaussian noise before denoising, to try the method "
+                                     "on a clean image; PSNR/SSIM are then measured against it")
+        self.add_noise = QDoubleSpinBox(row)
+        self.add_noise.setRange(0.1, 1e6)
+        self.add_noise.setDecimals(1)
+        self.add_noise.setValue(25.0)
+        self.add_noise.setKeyboardTracking(False)
+        self.add_noise.setEnabled(False)
+        h.addWidget(self.add_noise_on)
+        h.addWidget(self.add_noise, 1)
+        f.addRow("Gaussian noise σ", row)
+        outer.addWidget(g_noise)
+
+        # -- reference ---------------------------------------------------------------
+        g_ref = QGroupBox("Clean reference (current image)", body)
+        v = QVBoxLayout(g_ref)
+        self.reference_label = QLabel("none — metrics show the remaining noise", g_ref)
+        self.reference_label.setWordWrap(True)
+        v.addWidget(self.reference_label)
+        h = QHBoxLayout()
+        b = QPushButton("Choose…", g_ref)
+        b.setToolTip("a clean version of the current image: PSNR and SSIM are measured against it")
+        b.clicked.connect(self.referenceRequested)
+        c = QPushButton("Clear", g_ref)
+        c.clicked.connect(self.referenceCleared)
+        h.addWidget(b)
+        h.addWidget(c)
+        h.addStretch(1)
+        v.addLayout(h)
+        outer.addWidget(g_ref)
+
+        self.error = QLabel("", body)
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #b71c1c;")
+        outer.addWidget(self.error)
+        outer.addStretch(1)
+
+        # every edit re-validates and tells the window (which shows cached ranks)
+        self.method.currentIndexChanged.connect(self._on_method)
+        self.ranks.editingFinished.connect(self._emit)
+        for s in (self.patch_size, self.stride, self.n_train, self.iterations, self.seed):
+            s.valueChanged.connect(self._emit)
+        self.gamma.changed.connect(self._emit)
+        self.noise_sigma.changed.connect(self._emit)
+        self.add_noise_on.toggled.connect(self.add_noise.setEnabled)
+        self.add_noise_on.toggled.connect(self._emit)
+        self.add_noise.valueChanged.connect(self._emit)
+        self._blocked = False
+        self._on_method()
+
+    # -- reading and writing ---------------------------------------------------
+    def _on_method(self) -> None:
+        is_global = self.method.currentData() == "global"
+        # these only mean something for plain kernel PCA
+        self.stride.setEnabled(is_global)
+        self.n_train.setEnabled(is_global)
+        self.gamma.setEnabled(is_global)
+        self._emit()
+
+    def _emit(self) -> None:
+        if self._blocked:
+            return
+        try:
+            self.params()
+            self.error.setText("")
+        except ValueError as exc:
+            self.error.setText(str(exc))
+        self.changed.emit()
+
+    def params(self) -> DenoiseParams:
+        """The parameters in the form, validated; raises ValueError naming the field."""
+        method = self.method.currentData()
+        ranks = parse_ranks(self.ranks.text())
+        p = DenoiseParams(
+            method=method,
+            ranks=ranks,
+            patch_size=self.patch_size.value() if self.patch_size.value() >= 2 else None,
+            stride=self.stride.value() if self.stride.value() >= 1 else None,
+            n_train=self.n_train.value(),
+            gamma=self.gamma.value("kernel width γ"),
+            noise_sigma=self.noise_sigma.value("noise level σ"),
+            preimage_iterations=self.iterations.value(),
+            seed=self.seed.value(),
+            add_noise=float(self.add_noise.value()) if self.add_noise_on.isChecked() else None,
+        )
+        if method == "global":
+            if None in p.ranks:
+                raise ValueError("ranks: 'auto' (no cap) is for the grouped method; "
+                                 "give numbers such as 4, 8, 16 for 'global'")
+        else:
+            # stride, training patches and γ do not apply: keep them at their
+            # defaults so they do not split the result cache or the sidecar
+            p = p.replace(stride=None, n_train=DenoiseParams.n_train, gamma=None)
+        return p.validate()
+
+    def set_params(self, p: DenoiseParams) -> None:
+        """Fill the form (without emitting one signal per field)."""
+        self._blocked = True
+        try:
+            i = self.method.findData(p.method)
+            self.method.setCurrentIndex(max(i, 0))
+            self.ranks.setText(format_ranks(p.ranks))
+            self.patch_size.setValue(p.patch_size if p.patch_size else 1)
+            self.stride.setValue(p.stride if p.stride else 0)
+            self.n_train.setValue(int(p.n_train))
+            self.gamma.set_value(p.gamma)
+            self.noise_sigma.set_value(p.noise_sigma)
+            self.iterations.setValue(int(p.preimage_iterations))
+            self.seed.setValue(int(p.seed))
+            self.add_noise_on.setChecked(p.add_noise is not None)
+            if p.add_noise is not None:
+                self.add_noise.setValue(float(p.add_noise))
+        finally:
+            self._blocked = False
+        self._on_method()
+
+    def set_ranks(self, ranks) -> None:
+        self.ranks.setText(format_ranks(ranks))
+        self._emit()
+
+    def show_resolved(self, gamma: float | None, noise_sigma: float | None,
+                      estimated: bool) -> None:
+        """Show what 'auto' chose in the last run for the current image."""
+        self.gamma.show_chosen(gamma)
+        self.noise_sigma.show_chosen(noise_sigma if estimated else None,
+                                     prefix="estimated ")
+
+    def set_reference_text(self, text: str | None) -> None:
+        self.reference_label.setText(text or "none — metrics show the remaining noise")

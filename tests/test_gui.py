@@ -1,0 +1,485 @@
+"""Tests of the desktop GUI (pytest-qt, offscreen).
+
+Small synthetic images and method='global' keep every run to a second or two.
+No sleeps: waits are on signals (``qtbot.waitSignal``) or conditions
+(``qtbot.waitUntil``).  An autouse fixture fails any test that leaves a
+worker thread running, and another keeps QSettings inside ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QTimer, QUrl  # noqa: E402
+from PySide6.QtGui import QDropEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from kpca_denoise import cli  # noqa: E402
+from kpca_denoise.gui import app as gui_app  # noqa: E402
+from kpca_denoise.gui.main_window import MainWindow, rank_tag  # noqa: E402
+from kpca_denoise.gui.worker import active_threads, params_key  # noqa: E402
+from kpca_denoise.io import read_item  # noqa: E402
+from kpca_denoise.params import DenoiseParams  # noqa: E402
+
+RUN_TIMEOUT_MS = 60_000
+FAST = DenoiseParams(method="global", ranks=(2, 4, 8), n_train=300, preimage_iterations=30)
+
+
+# -- fixtures -------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def temp_settings(tmp_path_factory):
+    """Every QSettings in the test (including the default constructor's) lives in tmp."""
+    d = tmp_path_factory.mktemp("settings")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(d))
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(d))
+    return d
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left_running(qapp):
+    """Fail a test that leaves a worker thread running (then stop it, so others are clean)."""
+    yield
+    QApplication.processEvents()
+    left = active_threads()
+    for t in left:
+        t.wait(10_000)
+    QApplication.processEvents()
+    assert not left, f"worker thread(s) still running after the test: {[t.objectName() for t in left]}"
+
+
+def _smooth(h: int, w: int, peak: float, seed: int = 0) -> np.ndarray:
+    y, x = np.mgrid[0:h, 0:w]
+    img = 0.5 + 0.3 * np.sin(x / 5.0) * np.cos(y / 7.0) + 0.15 * (x > w / 2)
+    rng = np.random.default_rng(seed)
+    return np.clip(img * peak + rng.normal(0, 0.03 * peak, img.shape), 0, peak)
+
+
+@pytest.fixture
+def images(tmp_path) -> dict:
+    """48x48 uint8 and uint16 PNGs, a patch set, a corrupt PNG, a 96x96 image."""
+    d = tmp_path / "in"
+    d.mkdir()
+    out = {}
+    out["u8"] = d / "gray8.png"
+    Image.fromarray(_smooth(48, 48, 255).astype(np.uint8)).save(out["u8"])
+    out["u16"] = d / "gray16.png"
+    Image.fromarray(_smooth(48, 48, 4000, 1).astype(np.uint16)).save(out["u16"])
+    rng = np.random.default_rng(2)
+    out["npz"] = tmp_path / "patches.npz"
+    np.savez(out["npz"], images=rng.integers(0, 255, (40, 8, 8)).astype(np.uint8))
+    out["bad"] = tmp_path / "broken.png"
+    out["bad"].write_bytes(b"\x89PNG\r\n\x1a\n this is not an image")
+    out["big"] = tmp_path / "big96.png"
+    Image.fromarray(_smooth(96, 96, 255, 3).astype(np.uint8)).save(out["big"])
+    out["dir"] = d
+    return out
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings)
+    qtbot.addWidget(w)
+    w.resize(1280, 820)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.shutdown()
+
+
+def _run(qtbot, w: MainWindow, params: DenoiseParams, run=None):
+    w.params_panel.set_params(params)
+    with qtbot.waitSignal(w.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        started = (run or w.run_current)()
+        assert started, w.banner.text()
+    _settle(qtbot, w)
+    return blocker.args[0]
+
+
+def _settle(qtbot, w: MainWindow) -> None:
+    """Results are drawn at the next event-loop turn after they arrive."""
+    qtbot.waitUntil(lambda: not w._refresh_pending, timeout=5000)
+
+
+# -- loading -------------------------------------------------------------------------
+
+
+def test_load_folder_files_and_keyboard_navigation(window, images, qtbot):
+    n = window.load_paths([images["dir"]])
+    assert n == 2 and window.imageset.count() == 2
+    assert window.load_paths([images["npz"]]) == 1
+    assert window.current_index() == 2  # the newly loaded patch set is shown
+    mosaic = window.grid.input_panel.image.image
+    assert mosaic.ndim == 2 and mosaic.shape[0] > 8 and mosaic.shape[1] > 8  # a grid of samples
+    assert window.load_paths([images["u8"]]) == 0  # already loaded: not duplicated
+    assert window.imageset.count() == 3
+    window.imageset.set_current(0)
+    window.activateWindow()
+    window.grid.setFocus()
+    qtbot.keyClick(window, Qt.Key.Key_PageDown)
+    assert window.current_index() == 1
+    qtbot.keyClick(window, Qt.Key.Key_PageUp)
+    assert window.current_index() == 0
+    icon = window.imageset.list.item(0).icon()
+    assert not icon.isNull()
+
+
+def test_drop_files_loads_them(window, images):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(images["u8"])), QUrl.fromLocalFile(str(images["u16"]))])
+    ev = QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                    Qt.KeyboardModifier.NoModifier)
+    window.imageset.list.dropEvent(ev)
+    assert [e.name for e in window.entries] == ["gray8.png", "gray16.png"]
+
+
+def test_corrupt_file_is_reported_and_the_rest_stays_usable(window, images, qtbot):
+    window.load_paths([images["u8"], images["bad"]])
+    assert [e.name for e in window.entries] == ["gray8.png"]
+    assert window.banner.isVisible() and "broken.png" in window.banner.text()
+    assert any("broken.png" in line and line.startswith("error") for line in window.log_view.lines)
+    assert "broken.png" in window.statusBar().currentMessage()
+    assert QApplication.activeModalWidget() is None  # no blocking dialog
+    summary = _run(qtbot, window, FAST.replace(ranks=(2,)))  # the good image still runs
+    assert summary.status == "done" and summary.done == 1
+
+
+# -- running -------------------------------------------------------------------------
+
+
+def test_run_to_completion_shows_every_rank_with_metrics(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    summary = _run(qtbot, window, FAST.replace(add_noise=20.0))
+    assert summary.status == "done" and summary.failed == 0
+    assert not window.runner.is_running() and not active_threads()
+    e = window.entries[0]
+    rec = window.cache.get(e.key, params_key(window.params_panel.params()))
+    assert set(rec.ranks) == {2, 4, 8}
+    for r in (2, 4, 8):
+        out = rec.ranks[r].output
+        assert out.shape == e.array.shape and out.dtype == np.uint8
+        panel = window.grid.rank_panels[r]
+        assert panel.has_image()
+        assert "PSNR" in panel.metrics.text() and "SSIM" in panel.metrics.text()
+        assert window.grid.resid_panels[r].has_image()
+    assert "PSNR" in window.grid.input_panel.metrics.text()  # noisy against the clean input
+    # the spectrum shows the final eigenvalues with the compared ranks marked
+    xs, ys = window.spectrum.curve.getData()
+    assert len(xs) == 8 and np.all(np.diff(ys) <= 1e-9)
+    assert set(window.spectrum._rank_lines) == {2, 4, 8}
+    assert window.params_panel.gamma.chosen.text()  # the automatic kernel width is shown
+
+
+def test_without_reference_metrics_show_remaining_noise(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(4,)))
+    assert "remaining noise" in window.grid.rank_panels[4].metrics.text()
+    assert window.params_panel.noise_sigma.chosen.text().startswith("estimated")
+    # a clean reference turns it into PSNR / SSIM
+    assert window.set_reference(images["u8"])
+    assert "PSNR" in window.grid.rank_panels[4].metrics.text()
+
+
+def test_event_loop_stays_responsive_and_spectrum_is_live(window, images, qtbot):
+    """The longest gap between 10 ms timer ticks during a run stays under 100 ms.
+
+    The machine is shared: another process can take a core from the GUI thread
+    for 100 ms whatever the GUI does.  So up to three runs are measured (new
+    seed each, nothing cached) and the best must pass; a GUI that blocks on the
+    computation (measured: 115-400 ms with the pipeline in a thread of this
+    process) fails every one of them.
+    """
+    window.load_paths([images["big"]])
+    live = []
+    window.runner.spectrum.connect(lambda ev: live.append(ev.size))
+    worst_per_run = []
+    for seed in range(3):
+        # 1600 training patches: the iterative eigensolver, which reports every iteration
+        params = DenoiseParams(method="global", ranks=(4, 8), n_train=1600, preimage_iterations=20,
+                               seed=seed)
+        window.params_panel.set_params(params)  # builds the rank panels: before the measurement
+        ticks = []
+        timer = QTimer()
+        timer.setTimerType(Qt.TimerType.PreciseTimer)
+        timer.setInterval(10)
+        timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+        timer.start()
+        try:
+            with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+                assert window.run_current()
+        finally:
+            timer.stop()
+        assert blocker.args[0].status == "done"
+        assert len(ticks) > 20
+        worst_per_run.append(float(np.diff(ticks).max()))
+        if worst_per_run[-1] < 0.100:
+            break
+    assert min(worst_per_run) < 0.100, (
+        "longest event-loop gap per run: " + ", ".join(f"{1000 * g:.0f} ms" for g in worst_per_run))
+    assert len(live) >= 2, "the eigen-spectrum should update while the eigensolver iterates"
+    assert window.spectrum.n_updates >= 2
+
+
+def test_cancel_stops_quickly_and_keeps_previous_results(window, images, qtbot):
+    window.load_paths([images["big"]])
+    base = DenoiseParams(method="global", ranks=(2,), n_train=1600, preimage_iterations=200)
+    assert _run(qtbot, window, base).status == "done"
+    key = window.entries[0].key
+    pkey = params_key(base)
+    before = window.cache.get(key, pkey).ranks[2].output.copy()
+    window._auto_timer.setInterval(10**6)  # start the second run by hand
+    window.params_panel.set_params(base.replace(ranks=(2, 16, 32)))
+    stages = []
+    window.runner.progress.connect(lambda s, d, t, m: stages.append(s))
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_current()
+        qtbot.waitUntil(lambda: "gram" in stages or "eigensolver" in stages, timeout=RUN_TIMEOUT_MS)
+        t0 = time.perf_counter()
+        window.cancel_run()
+    elapsed = time.perf_counter() - t0
+    assert blocker.args[0].status == "cancelled"
+    assert elapsed < 1.5, f"cancel took {elapsed:.2f} s"
+    assert not window.runner.is_running() and not active_threads()
+    rec = window.cache.get(key, pkey)
+    assert set(rec.ranks) == {2}  # nothing half-done was stored
+    np.testing.assert_array_equal(rec.ranks[2].output, before)
+    assert window.grid.rank_panels[2].has_image()  # previous result still shown
+    assert not window.grid.rank_panels[16].has_image()
+    assert any("cancel" in line for line in window.log_view.lines)
+
+
+def test_rank_switching_reuses_cached_ranks(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2, 4)))
+    jobs = []
+    window.runner.started.connect(jobs.append)
+    # a subset of computed ranks: shown at once, nothing computed
+    window.params_panel.set_ranks((4,))
+    assert not window.runner.is_running() and jobs == []
+    assert window.grid.rank_panels[4].has_image()
+    # one more rank: only the missing one is computed (automatically)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.set_ranks((2, 4, 8))
+    assert [tuple(it.ranks) for it in jobs[0].items] == [(8,)]
+    qtbot.waitUntil(lambda: all(window.grid.rank_panels[r].has_image() for r in (2, 4, 8)), timeout=5000)
+    # run again: nothing to do
+    assert window.run_current() is False
+    # keyboard and view clicks select a rank
+    window.select_rank_index(0)
+    assert window.selected_rank == 2
+    window.grid.rank_panels[4].clicked.emit()
+    assert window.selected_rank == 4
+
+
+def test_clicking_the_spectrum_selects_a_rank(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2, 4, 8)))
+    window.select_rank(8)
+    plot = window.spectrum
+    qtbot.waitUntil(lambda: plot.getPlotItem().vb.width() > 50)
+    vb = plot.getPlotItem().vb
+    y = float(np.log10(plot.eigenvalues[3]))  # the y axis is logarithmic
+    scene_pt = vb.mapViewToScene(QPointF(4.0, y))
+    view_pt = plot.mapFromScene(scene_pt)
+    with qtbot.waitSignal(plot.rankClicked, timeout=2000) as blocker:
+        qtbot.mouseClick(plot.viewport(), Qt.MouseButton.LeftButton, pos=view_pt)
+    assert blocker.args == [4]
+    assert window.selected_rank == 4
+    assert window.rank_combo.currentData() == 4
+
+
+def test_views_share_zoom_and_split_slider(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2, 8)))
+    window.grid.master.setRange(xRange=(10, 30), yRange=(10, 30), padding=0)
+    QApplication.processEvents()
+    def same_view(a, b):
+        # linked: same centre; the extent differs only by a panel's aspect ratio (lockAspect)
+        (ax, ay), (bx, by) = np.asarray(a.viewRange()), np.asarray(b.viewRange())
+        np.testing.assert_allclose([ax.mean(), ay.mean()], [bx.mean(), by.mean()], atol=1e-6)
+        np.testing.assert_allclose([np.ptp(ax), np.ptp(ay)], [np.ptp(bx), np.ptp(by)], rtol=0.05)
+
+    for vb in window.grid.viewboxes():
+        same_view(vb, window.grid.master)
+    assert np.ptp(window.grid.master.viewRange()[1]) < 25  # really zoomed in, not reset
+    # zooming any other panel moves the master too
+    window.grid.rank_panels[8].vb.setRange(xRange=(0, 24), yRange=(0, 24), padding=0)
+    QApplication.processEvents()
+    for vb in window.grid.viewboxes():
+        same_view(vb, window.grid.rank_panels[8].vb)
+    # the split view takes over the same centre
+    (x0, x1), (y0, y1) = window.grid.master.viewRange()
+    window.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: abs(np.mean(window.split.vb.viewRange()[0]) - (x0 + x1) / 2) < 0.5)
+    # before/after: left of the split is the noisy input, right of it the selected rank
+    window.select_rank(8)
+    window.split.set_fraction(0.25)
+    comp = window.split.composite()
+    rec = window.cache.get(window.entries[0].key, params_key(window.params_panel.params()))
+    x = window.split.split_column()
+    assert x == 12
+    np.testing.assert_array_equal(comp[:, :x], rec.noisy[:, :x])
+    np.testing.assert_array_equal(comp[:, x:], rec.ranks[8].output[:, x:])
+    assert window.split.line.value() == pytest.approx(x)
+
+
+# -- errors --------------------------------------------------------------------------
+
+
+def test_failed_run_is_reported_not_raised(window, tmp_path, qtbot):
+    tiny = tmp_path / "tiny.png"
+    Image.fromarray(np.full((6, 6), 100, np.uint8)).save(tiny)
+    window.load_paths([tiny])
+    summary = _run(qtbot, window, FAST.replace(ranks=(2,), patch_size=8))
+    assert summary.failed == 1
+    assert window.banner.isVisible() and "smaller" in window.banner.text()
+    assert any(line.startswith("error") for line in window.log_view.lines)
+    assert QApplication.activeModalWidget() is None
+    assert window.act_run.isEnabled()  # the window is usable again
+
+
+def test_invalid_parameters_are_reported(window, images):
+    window.load_paths([images["u8"]])
+    window.params_panel.set_params(FAST)
+    window.params_panel.ranks.setText("4, x")
+    window.params_panel.ranks.editingFinished.emit()
+    assert "ranks" in window.params_panel.error.text()
+    assert window.run_current() is False
+    assert "ranks" in window.banner.text()
+
+
+# -- export --------------------------------------------------------------------------
+
+
+def test_export_keeps_format_and_bit_depth_and_never_overwrites(window, images, tmp_path, qtbot):
+    window.load_paths([images["u16"], images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(4,)))
+    window.select_rank(4)
+    outdir = tmp_path / "out"
+    written = window.export_current(outdir)
+    target = outdir / "gray16_kpca_r4.png"
+    assert target in written and (outdir / "gray16_kpca_r4.json").is_file()
+    back = read_item(target)
+    assert back.array.dtype == np.uint16 and back.format == "PNG"
+    rec = window.cache.get(window.entries[0].key, params_key(window.params_panel.params()))
+    np.testing.assert_array_equal(back.array, rec.ranks[4].output)
+    assert not list(outdir.glob(".*"))  # no temporary files left behind
+
+    # export into a folder where the output name is one of the inputs: refused, original intact
+    clash_dir = tmp_path / "clash"
+    clash_dir.mkdir()
+    src = clash_dir / "a.png"
+    Image.fromarray(_smooth(48, 48, 255, 5).astype(np.uint8)).save(src)
+    victim = clash_dir / f"a_{rank_tag(4)}.png"
+    Image.fromarray(np.zeros((48, 48), np.uint8)).save(victim)
+    original = victim.read_bytes()
+    window.load_paths([src, victim])
+    window.imageset.set_current(window._entry_row(next(e.key for e in window.entries if e.path == src)))
+    _run(qtbot, window, FAST.replace(ranks=(4,)))
+    assert window.export_current(clash_dir) == []
+    assert victim.read_bytes() == original
+    assert window.banner.isVisible() and "overwrite" in window.banner.text()
+
+
+def test_export_set_computes_missing_then_writes_all(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"], images["u16"]])
+    _run(qtbot, window, FAST.replace(ranks=(2,)))  # only the first image is computed
+    outdir = tmp_path / "set"
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        assert window.export_set(outdir) == []  # computing first
+    _settle(qtbot, window)
+    qtbot.waitUntil(lambda: (outdir / "gray16_kpca_r2.png").is_file())
+    assert (outdir / "gray8_kpca_r2.png").is_file()
+    assert read_item(outdir / "gray16_kpca_r2.png").array.dtype == np.uint16
+    assert read_item(outdir / "gray8_kpca_r2.png").array.dtype == np.uint8
+
+
+def test_export_error_is_shown(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2,)))
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where the folder should be")
+    assert window.export_current(blocker) == []
+    assert window.banner.isVisible() and "cannot write" in window.banner.text()
+    assert QApplication.activeModalWidget() is None
+
+
+def test_comparison_sheet_png(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2, 4, 8), add_noise=20.0))
+    path = window.export_sheet(tmp_path / "sheet.png")
+    assert path is not None and path.is_file()
+    with Image.open(path) as im:
+        w, h = im.size
+        assert im.format == "PNG"
+    assert w > 3 * h  # clean, noisy and three ranks side by side
+    # the sheet cannot replace an input
+    assert window.export_sheet(images["u8"]) is None
+    assert read_item(images["u8"]).array.shape == (48, 48)
+
+
+def test_sidecar_round_trip_through_the_command_line(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"]])
+    params = FAST.replace(ranks=(4, 8), add_noise=15.0, seed=3)
+    _run(qtbot, window, params)
+    window.select_rank(8)
+    gui_out = tmp_path / "gui"
+    window.export_current(gui_out)
+    sidecar = gui_out / "gray8_kpca_r8.json"
+    data = json.loads(sidecar.read_text())
+    assert set(data) >= {"params", "resolved"}
+    assert DenoiseParams.from_dict(data["params"]) == params.replace(ranks=(8,))
+    assert data["resolved"]["gamma"] > 0
+    cli_out = tmp_path / "cli"
+    rc = cli.main(["denoise", str(images["u8"]), "-o", str(cli_out), "--params", str(sidecar), "-q"])
+    assert rc == 0
+    a = read_item(gui_out / "gray8_kpca_r8.png").array.astype(int)
+    b = read_item(cli_out / "gray8_kpca_r8.png").array.astype(int)
+    assert np.abs(a - b).max() <= 1  # same parameters, same result (rounding aside)
+
+
+# -- settings, about, entry point ----------------------------------------------------------
+
+
+def test_settings_are_remembered_in_the_temporary_location(qtbot, tmp_path, images, temp_settings):
+    w = MainWindow()  # the default constructor: must land in the temporary settings path
+    qtbot.addWidget(w)
+    w.params_panel.set_params(FAST.replace(ranks=(3, 6), seed=7))
+    w.load_paths([images["u8"]])
+    w.close()
+    files = list(Path(temp_settings).rglob("*.ini"))
+    assert files, "settings were not written to the temporary location"
+    w2 = MainWindow()
+    qtbot.addWidget(w2)
+    p = w2.params_panel.params()
+    assert p.ranks == (3, 6) and p.seed == 7 and p.method == "global"
+    assert Path(w2.last_dir) == images["u8"].parent
+
+
+def test_about_box_lists_the_references(window):
+    dlg = window.show_about()
+    text = dlg.browser.toPlainText()
+    for ref in ("Schölkopf", "Neural Computation", "Mika", "NIPS", "LPG-PCA", "Zhang", "Dabov", "BM3D"):
+        assert ref in text
+    assert not dlg.isModal()
+
+
+def test_gui_entry_point_errors(monkeypatch, tmp_path, capsys):
+    assert gui_app.main([], demo=False, screenshot=str(tmp_path / "x.png")) == 2
+    monkeypatch.setattr(gui_app, "sample_images_dir", lambda: tmp_path / "missing")
+    assert gui_app.main([], demo=True, screenshot=str(tmp_path / "x.png")) == 2
+    assert "sample images" in capsys.readouterr().err
