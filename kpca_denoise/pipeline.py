@@ -346,9 +346,7 @@ def _run_global(works, results, members, params, resolved, clock, cancel):
     model = KernelPCA(
         n_components=max(ranks), kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
         width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
-        # residual 1e-4 * lambda_1: eigenvalues to ~1e-5 relative, 3x fewer
-        # iterations than 1e-6 and the same PSNR to 0.001 dB (camera, sigma 25)
-        eigen_solver=params.eigen_solver, tol=1e-4, preimage_tol=params.preimage_tol,
+        eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
         preimage_max_iter=params.preimage_iterations, random_state=params.seed,
         progress=clock, cancel=cancel,
     )

@@ -89,40 +89,43 @@ def eigh_top(
 def _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel):
     n = K.shape[0]
     p = min(n - k, max(10, k // 2))  # oversampling
-    b = k + p
     max_iter = 200 if max_iter is None else int(max_iter)
     rng = np.random.default_rng(random_state)
     dt = K.dtype if K.dtype in (np.float32, np.float64) else np.float64
-    Q = _orthonormalize(rng.standard_normal((n, b))).astype(dt)
+    Q = _orthonormalize(rng.standard_normal((n, k + p)))
     w = np.zeros(k)
-    it = 0
     report(progress, "eigensolver", 0, max_iter)
+    it = 0
     for it in range(1, max_iter + 1):
         check_cancel(cancel)
-        Y = K @ Q
-        # Rayleigh-Ritz on span(Q) in float64: B = Q^T K Q is small (b x b)
-        B = _tdot(Q.astype(np.float64), Y.astype(np.float64))
+        Y = (K @ Q.astype(dt, copy=False)).astype(np.float64)
+        # Rayleigh-Ritz on span(Q): B = Q^T K Q (small, float64)
+        B = _tdot(Q, Y)
         B = 0.5 * (B + B.T)
+        C = _tdot(Y, Y)
         theta, S = np.linalg.eigh(B)
         # reversed views have negative strides, which numpy's matmul does not
         # hand to BLAS: keep everything C-contiguous
         theta, S = theta[::-1].copy(), np.ascontiguousarray(S[:, ::-1])
         w = theta[:k]
-        # residual of the Ritz pairs: ||K u - theta u|| with u = Q s, K u = Y s
-        Q64, Y64 = Q.astype(np.float64), Y.astype(np.float64)
-        U = Q64 @ S[:, :k]
-        R = Y64 @ S[:, :k] - U * theta[:k]
-        scale = max(abs(theta[0]), np.finfo(float).tiny)
-        res = np.linalg.norm(R, axis=0) / scale
+        # residual of Ritz pair (theta, u = Q s) without forming it:
+        # ||K u - theta u||^2 = s^T (Y^T Y) s - theta^2   (Q orthonormal, |s| = 1)
+        Sk = S[:, :k]
+        res2 = np.einsum("ij,ij->j", Sk, C @ Sk) - w**2
+        res = np.sqrt(np.maximum(res2, 0.0)) / max(abs(theta[0]), np.finfo(float).tiny)
         report(progress, "eigensolver", it, max_iter, eigenvalues=w.copy())
-        if res.max() <= tol:
-            return w.copy(), U, {"solver": "randomized", "iterations": it}
-        Q = _orthonormalize(Y64 @ S).astype(dt)
-    report(progress, "eigensolver", max_iter, max_iter, eigenvalues=w.copy())
-    return w.copy(), U, {"solver": "randomized", "iterations": it, "converged": False}
+        if res.max() <= tol or it == max_iter:
+            break
+        # next basis: orthonormal span of Y = K Q, reusing Y^T Y for the first
+        # Cholesky-QR pass
+        Q = _orthonormalize(Y, gram=C)
+    info = {"solver": "randomized", "iterations": it}
+    if res.max() > tol:
+        info["converged"] = False
+    return w.copy(), Q @ Sk, info
 
 
-def _orthonormalize(Y: np.ndarray) -> np.ndarray:
+def _orthonormalize(Y: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
     """Orthonormal basis of the columns of a tall matrix (float64).
 
     Cholesky-QR applied twice (CholeskyQR2): two GEMMs and a tiny Cholesky.
@@ -131,8 +134,8 @@ def _orthonormalize(Y: np.ndarray) -> np.ndarray:
     Householder QR when the Gram matrix is not numerically positive definite.
     """
     Q = np.asarray(Y, dtype=np.float64)
-    for _ in range(2):
-        G = _tdot(Q, Q)
+    for i in range(2):
+        G = gram if (i == 0 and gram is not None) else _tdot(Q, Q)
         try:
             R = np.linalg.cholesky(G).T
         except np.linalg.LinAlgError:

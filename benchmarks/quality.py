@@ -1,0 +1,296 @@
+"""Quality/speed table for the grouped (non-local) kernel-PCA denoiser.
+
+A script, not a test.  It compares, on scikit-image's natural grayscale images
+with additive white Gaussian noise (0..255 scale, not clipped):
+
+* ``pca-glob``  - plain global linear PCA on 8x8 patches (stride 4, top-12 components,
+  overlap averaging);
+* ``kpca-glob`` - plain global kernel PCA (8x8 patches, 2000 training patches, RBF with
+  gamma = 1/median squared distance, top-16 components, Mika fixed-point pre-image,
+  overlap averaging).  Uses ``kpca_denoise.core.kpca.KernelPCA`` if it is importable
+  with ``fit/transform/inverse_transform(Z, init=...)``, otherwise a small local version;
+* ``ours``      - :func:`kpca_denoise.core.grouped.denoise_grouped` (RBF, defaults);
+* ``ours-lin``  - the same with ``kernel="linear"`` (ablation);
+* ``nlm``       - ``skimage.restoration.denoise_nl_means(h=0.8s, sigma=s, fast_mode=True,
+  patch_size=7, patch_distance=11)``;
+* ``bm3d``      - ``bm3d.bm3d(noisy, s)``.
+
+Usage::
+
+    python benchmarks/quality.py            # 256x256 crops, sigma 15/25/50
+    python benchmarks/quality.py --quick    # 256 crops, sigma 25 only
+    python benchmarks/quality.py --full     # 256 crops and full size
+    python benchmarks/quality.py --blind    # also ours with skimage's estimate_sigma
+    python benchmarks/quality.py --no-global  # skip the slow global baselines
+
+At the end it prints the mean time ratio ours/bm3d on 512x512 images
+(camera, and moon/grass/gravel with --full), measured in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from skimage import data  # noqa: E402
+from skimage.color import rgb2gray  # noqa: E402
+from skimage.metrics import peak_signal_noise_ratio  # noqa: E402
+from skimage.restoration import denoise_nl_means, estimate_sigma  # noqa: E402
+
+from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+
+DEV = ("coins", "moon", "grass", "gravel", "hubble")
+
+
+def load(name: str, crop: int | None) -> np.ndarray:
+    """Float64 0..255 grayscale image; centre crop of ``crop`` pixels (hubble: always 256)."""
+    if name == "hubble":
+        im = rgb2gray(data.hubble_deep_field()) * 255.0
+        crop = 256
+    else:
+        im = getattr(data, name)().astype(np.float64)
+    H, W = im.shape
+    if crop and (H > crop or W > crop):
+        c0, c1 = min(crop, H), min(crop, W)
+        y0, x0 = (H - c0) // 2, (W - c1) // 2
+        im = im[y0:y0 + c0, x0:x0 + c1]
+    return np.ascontiguousarray(im, dtype=np.float64)
+
+
+def psnr(ref: np.ndarray, x: np.ndarray) -> float:
+    return float(peak_signal_noise_ratio(ref, x, data_range=255.0))
+
+
+# ---------------------------------------------------------------- baselines
+
+
+def _patches(img: np.ndarray, p: int, stride: int):
+    H, W = img.shape
+    ys = list(range(0, H - p + 1, stride))
+    xs = list(range(0, W - p + 1, stride))
+    if ys[-1] != H - p:
+        ys.append(H - p)
+    if xs[-1] != W - p:
+        xs.append(W - p)
+    pos = [(y, x) for y in ys for x in xs]
+    P = np.stack([img[y:y + p, x:x + p].ravel() for y, x in pos])
+    return P, pos
+
+
+def _reassemble(P: np.ndarray, pos, shape, p: int) -> np.ndarray:
+    num = np.zeros(shape)
+    den = np.zeros(shape)
+    for (y, x), v in zip(pos, P):
+        num[y:y + p, x:x + p] += v.reshape(p, p)
+        den[y:y + p, x:x + p] += 1.0
+    return num / den
+
+
+def global_pca(noisy: np.ndarray, sigma: float, p: int = 8, stride: int = 4, rank: int = 12):
+    P, pos = _patches(noisy, p, stride)
+    m = P.mean(0)
+    Xc = P - m
+    _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
+    V = Vt[:rank].T
+    return _reassemble(m + (Xc @ V) @ V.T, pos, noisy.shape, p)
+
+
+class _LocalKPCA:
+    """Minimal RBF kernel PCA with the Mika et al. (1998) fixed-point pre-image."""
+
+    def __init__(self, n_components: int, gamma: float):
+        self.q = n_components
+        self.gamma = gamma
+
+    def _k(self, A, B):
+        d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+        return np.exp(-self.gamma * np.maximum(d2, 0.0))
+
+    def fit(self, X):
+        self.X = X
+        n = len(X)
+        K = self._k(X, X)
+        self.rm = K.mean(0)
+        self.tm = self.rm.mean()
+        Kc = K - self.rm[:, None] - self.rm[None, :] + self.tm
+        w, V = np.linalg.eigh(Kc)
+        w, V = w[::-1][: self.q], V[:, ::-1][:, : self.q]
+        self.alpha = V / np.sqrt(np.maximum(w, 1e-300))  # lambda ||alpha||^2 = 1
+        self.n = n
+        return self
+
+    def transform(self, Y):
+        Ky = self._k(Y, self.X)
+        Kyc = Ky - Ky.mean(1, keepdims=True) - self.rm[None, :] + self.tm
+        return Kyc @ self.alpha
+
+    def inverse_transform(self, Z, init, n_iter: int = 10):
+        # centring-corrected expansion weights w_i = sum_k beta_k alpha_i^k + (1/n)(1 - sum_j ...)
+        G = Z @ self.alpha.T
+        G += (1.0 - G.sum(1, keepdims=True)) / self.n
+        z = init.copy()
+        for _ in range(n_iter):
+            C = G * self._k(z, self.X)
+            den = C.sum(1, keepdims=True)
+            ok = np.abs(den[:, 0]) > 1e-12 * np.abs(C).sum(1)
+            znew = (C @ self.X) / np.where(ok[:, None], den, 1.0)
+            z = np.where(ok[:, None], znew, z)
+        return z
+
+
+def global_kpca(noisy: np.ndarray, sigma: float, p: int = 8, stride: int = 4, n_train: int = 2000,
+                q: int = 16):
+    P, pos = _patches(noisy, p, stride)
+    rng = np.random.default_rng(0)
+    T = P[rng.choice(len(P), size=min(n_train, len(P)), replace=False)]
+    sub = T[rng.choice(len(T), size=min(500, len(T)), replace=False)]
+    d2 = ((sub[:, None, :] - sub[None, :, :]) ** 2).sum(-1)
+    gamma = 1.0 / np.median(d2[np.triu_indices(len(sub), 1)])
+    model = None
+    try:  # the package's own implementation, if it is there with the expected API
+        from kpca_denoise.core.kpca import KernelPCA  # type: ignore
+
+        model = KernelPCA(n_components=q, gamma=gamma).fit(T)
+        Z = model.transform(P)
+        R = model.inverse_transform(Z, init=P)
+        global_kpca.impl = "kpca_denoise.core.kpca.KernelPCA"
+    except Exception as exc:  # not there yet / different API: the local version
+        global_kpca.impl = f"local _LocalKPCA ({type(exc).__name__})"
+        model = _LocalKPCA(q, gamma).fit(T)
+        R = np.empty_like(P)
+        for s in range(0, len(P), 4096):
+            Z = model.transform(P[s:s + 4096])
+            R[s:s + 4096] = model.inverse_transform(Z, init=P[s:s + 4096])
+    return _reassemble(R, pos, noisy.shape, p)
+
+
+def nlm(noisy, sigma):
+    return denoise_nl_means(noisy, h=0.8 * sigma, sigma=sigma, fast_mode=True, patch_size=7,
+                            patch_distance=11)
+
+
+def bm3d_(noisy, sigma):
+    import bm3d
+
+    return bm3d.bm3d(noisy, sigma)
+
+
+def ours(noisy, sigma):
+    out, st = denoise_grouped(noisy, sigma)
+    ours.stats = st
+    return out[None]
+
+
+def ours_lin(noisy, sigma):
+    out, st = denoise_grouped(noisy, sigma, kernel="linear")
+    return out[None]
+
+
+def ours_blind(noisy, sigma):
+    s = float(estimate_sigma(noisy))
+    out, st = denoise_grouped(noisy, s)
+    return out[None]
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="256 crops, sigma=25 only")
+    ap.add_argument("--full", action="store_true", help="256 crops and full size")
+    ap.add_argument("--blind", action="store_true", help="add ours with estimate_sigma")
+    ap.add_argument("--no-global", action="store_true", help="skip global PCA/KPCA baselines")
+    ap.add_argument("--no-bm3d", action="store_true")
+    ap.add_argument("--sigmas", default=None, help="comma list, overrides the defaults")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+
+    sigmas = [25.0] if a.quick else [15.0, 25.0, 50.0]
+    if a.sigmas:
+        sigmas = [float(s) for s in a.sigmas.split(",")]
+    sizes = [256, None] if a.full else [256]
+
+    methods = []
+    if not a.no_global:
+        methods += [("pca-glob", global_pca), ("kpca-glob", global_kpca)]
+    methods += [("ours", ours), ("ours-lin", ours_lin)]
+    if a.blind:
+        methods.append(("ours-blind", ours_blind))
+    methods.append(("nlm", nlm))
+    if not a.no_bm3d:
+        methods.append(("bm3d", bm3d_))
+
+    # warm-up: numba compilation (cache=True makes later runs cheap) outside the timings
+    w = np.random.default_rng(1).normal(128, 20, (48, 48))
+    denoise_grouped(w, 20.0)
+    denoise_grouped(w, 20.0, kernel="linear")
+
+    names = [m for m, _ in methods]
+    hdr = f"{'image':14s} {'sigma':>5s} {'noisy':>6s} " + " ".join(f"{m:>10s}" for m in names)
+    print(hdr + "   | seconds: " + " ".join(names))
+    rows = []
+    fallbacks = 0
+    for size in sizes:
+        for sigma in sigmas:
+            for name in DEV:
+                if size is None and name == "hubble":
+                    continue  # hubble is always the 256 gray crop
+                im = load(name, size)
+                noisy = im + np.random.default_rng(a.seed).normal(0.0, sigma, im.shape)
+                ps, ts = [], []
+                for m, f in methods:
+                    t0 = time.perf_counter()
+                    out = f(noisy, sigma)
+                    ts.append(time.perf_counter() - t0)
+                    ps.append(psnr(im, out))
+                    if m == "ours":
+                        fallbacks += ours.stats["preimage_fallbacks"]
+                label = f"{name}{'' if size else '-full'}{im.shape[0]}x{im.shape[1]}"
+                rows.append((size, sigma, psnr(im, noisy), ps, ts))
+                print(f"{label:14s} {sigma:5.0f} {psnr(im, noisy):6.2f} "
+                      + " ".join(f"{p:10.2f}" for p in ps) + "   | " + " ".join(f"{t:.2f}" for t in ts),
+                      flush=True)
+    print()
+    print("means per sigma (and crop size)")
+    print(hdr)
+    for size in sizes:
+        for sigma in sigmas:
+            sel = [r for r in rows if r[0] == size and r[1] == sigma]
+            mp = np.mean([r[3] for r in sel], axis=0)
+            mt = np.mean([r[4] for r in sel], axis=0)
+            lab = f"MEAN {size or 'full'}"
+            print(f"{lab:14s} {sigma:5.0f} {np.mean([r[2] for r in sel]):6.2f} "
+                  + " ".join(f"{p:10.2f}" for p in mp) + "   | " + " ".join(f"{t:.2f}" for t in mt))
+    if a.blind:
+        i, j = names.index("ours"), names.index("ours-blind")
+        gaps = [r[3][i] - r[3][j] for r in rows]
+        print(f"blind vs informed: mean gap {np.mean(gaps):.3f} dB, max gap {np.max(gaps):.3f} dB")
+    print(f"pre-image fallbacks (ours, all runs): {fallbacks}")
+    if hasattr(global_kpca, "impl"):
+        print(f"kpca-glob implementation: {global_kpca.impl}")
+
+    # time ratio ours / bm3d on 512x512 images, in this process
+    if not a.no_bm3d:
+        ratios = []
+        for name in (["camera", "moon", "grass", "gravel"] if a.full else ["camera"]):
+            im = load(name, 512)
+            noisy = im + np.random.default_rng(a.seed).normal(0.0, 25.0, im.shape)
+            t0 = time.perf_counter()
+            ours(noisy, 25.0)
+            t1 = time.perf_counter()
+            bm3d_(noisy, 25.0)
+            t2 = time.perf_counter()
+            ratios.append((t1 - t0) / (t2 - t1))
+            print(f"timing 512x512 {name}: ours {t1 - t0:.2f}s bm3d {t2 - t1:.2f}s ratio {ratios[-1]:.3f}")
+        print(f"mean time ratio ours/bm3d (512x512, sigma 25): {np.mean(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
