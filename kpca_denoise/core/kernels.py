@@ -7,11 +7,12 @@ can be compared directly:
 * polynomial: ``k(x, y) = (gamma * <x, y> + coef0) ** degree``
 * sigmoid:    ``k(x, y) = tanh(gamma * <x, y> + coef0)``
 
-The RBF Gram matrix is one BLAS product for the inner products (only the upper
-triangle of block rows, so symmetry halves the work) followed by a fused,
-parallel numba pass that turns inner products into kernel values and mirrors
-them into the lower triangle tile by tile.  Work is done in block rows so that
-progress can be reported and cancellation honoured between blocks.
+The RBF Gram matrix is one BLAS symmetric rank-d update (SYRK: only one
+triangle, so symmetry halves the work) for the inner products, followed by a
+fused, parallel numba pass that turns inner products into kernel values in
+place and mirrors them into the other triangle tile by tile.  The pass works
+in block rows so that progress can be reported and cancellation honoured
+between blocks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.linalg.blas
 from numba import njit, prange
 
 from .progress import ProgressCallback, check_cancel, report
@@ -47,49 +49,43 @@ def squared_norms(X: np.ndarray) -> np.ndarray:
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _rbf_fill_upper_block(G, sq, i0, gamma, K):  # pragma: no cover - numba
-    # G holds <x_i, x_j> for rows i0..i0+b and columns i0..n (upper block row).
-    # Each prange task owns a tile of columns: it writes K[i, j] for j >= i and
-    # mirrors the tile into the lower triangle while the tile is still in cache.
-    b, m = G.shape
-    ntiles = (m + _TILE - 1) // _TILE
+def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
+    # K holds <x_r, x_c> in its lower triangle (c <= r), from one SYRK.  For
+    # rows i0..i1 turn them into kernel values, then mirror them into the
+    # upper triangle.  Each prange task owns a tile of columns, so the mirror
+    # writes (rows of the tile's columns) never collide and stay in cache.
+    ntiles = (i1 + _TILE - 1) // _TILE
     for t in prange(ntiles):
         c0 = t * _TILE
-        c1 = min(c0 + _TILE, m)
-        for r in range(b):
-            i = i0 + r
-            si = sq[i]
-            start = c0 if c0 > r else r
-            for c in range(start, c1):
-                j = i0 + c
-                d = si + sq[j] - 2.0 * G[r, c]
+        c1 = min(c0 + _TILE, i1)
+        for r in range(max(i0, c0), i1):
+            sr = sq[r]
+            for c in range(c0, min(c1, r + 1)):
+                d = sr + sq[c] - 2.0 * K[r, c]
                 # cancellation in |x|^2 + |y|^2 - 2<x,y> can go slightly negative
                 if d < 0.0:
                     d = 0.0
-                K[i, j] = math.exp(-gamma * d)
-        _mirror_tile(K, i0, b, c0, c1)
+                K[r, c] = math.exp(-gamma * d)
+        _mirror_tile(K, i0, i1, c0, c1)
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _rbf_fill_upper_block_f32(G, sq, i0, gamma, K):  # pragma: no cover - numba
+def _rbf_rows_inplace_f32(K, sq, i0, i1, gamma):  # pragma: no cover - numba
     # float32 variant with an inlined, vectorisable exp (Cody-Waite reduction
     # plus the degree-6 minimax polynomial of Cephes' expf; relative error
     # < 1e-6, about float32 rounding).  numba has no vector exp without SVML,
     # and the scalar libm call made this pass 2x slower than the GEMM.
-    b, m = G.shape
     Kbits = K.view(np.int32)
-    ntiles = (m + _TILE - 1) // _TILE
+    ntiles = (i1 + _TILE - 1) // _TILE
     for t in prange(ntiles):
         c0 = t * _TILE
-        c1 = min(c0 + _TILE, m)
+        c1 = min(c0 + _TILE, i1)
         ebits = np.empty(_TILE, np.int32)
-        for r in range(b):
-            i = i0 + r
-            si = sq[i]
-            start = c0 if c0 > r else r
-            for c in range(start, c1):
-                j = i0 + c
-                d = si + sq[j] - np.float32(2.0) * G[r, c]
+        for r in range(max(i0, c0), i1):
+            sr = sq[r]
+            cend = min(c1, r + 1)
+            for c in range(c0, cend):
+                d = sr + sq[c] - np.float32(2.0) * K[r, c]
                 y = -gamma * d
                 # y <= 0 always (d >= 0); below -87 expf leaves the normal range
                 y = min(y, np.float32(0.0))
@@ -102,21 +98,20 @@ def _rbf_fill_upper_block_f32(G, sq, i0, gamma, K):  # pragma: no cover - numba
                 p = p * x + np.float32(4.1665795894e-2)
                 p = p * x + np.float32(1.6666665459e-1)
                 p = p * x + np.float32(5.0000001201e-1)
-                K[i, j] = p * x * x + x + np.float32(1.0)
+                K[r, c] = p * x * x + x + np.float32(1.0)
                 ebits[c - c0] = np.int32(kf) << 23
             # multiply by 2**k by adding k to the exponent field
-            for c in range(start, c1):
-                Kbits[i, i0 + c] += ebits[c - c0]
-        _mirror_tile(K, i0, b, c0, c1)
+            for c in range(c0, cend):
+                Kbits[r, c] += ebits[c - c0]
+        _mirror_tile(K, i0, i1, c0, c1)
 
 
 @njit(inline="always", cache=True)
-def _mirror_tile(K, i0, b, c0, c1):  # pragma: no cover - numba
+def _mirror_tile(K, i0, i1, c0, c1):  # pragma: no cover - numba
+    # upper triangle K[c, r] (c < r) from the lower K[r, c], for rows i0..i1
     for c in range(c0, c1):
-        j = i0 + c
-        rmax = c if c < b else b
-        for r in range(rmax):
-            K[j, i0 + r] = K[i0 + r, j]
+        for r in range(max(i0, c + 1), i1):
+            K[c, r] = K[r, c]
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
@@ -190,16 +185,20 @@ def rbf_gram(
         raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
     n = X.shape[0]
     sq = squared_norms(X)
-    K = np.empty((n, n), dtype=X.dtype)
+    # all inner products in one symmetric rank-d update (half a GEMM's work);
+    # its Fortran-order upper triangle is the C-order lower triangle of K.
+    # One BLAS call, then only numba passes: alternating BLAS and numba
+    # thread pools block by block made the numba pass 2x slower here.
+    syrk = scipy.linalg.blas.ssyrk if X.dtype == np.float32 else scipy.linalg.blas.dsyrk
+    report(progress, "gram", 0, max(1, -(-n // block)))
+    check_cancel(cancel)
+    K = syrk(1.0, X).T
+    fill = _rbf_rows_inplace_f32 if X.dtype == np.float32 else _rbf_rows_inplace
     g = X.dtype.type(gamma)
-    fill = _rbf_fill_upper_block_f32 if X.dtype == np.float32 else _rbf_fill_upper_block
     nblocks = max(1, -(-n // block))
-    report(progress, "gram", 0, nblocks)
     for bi, i0 in enumerate(range(0, n, block)):
         check_cancel(cancel)
-        i1 = min(i0 + block, n)
-        G = X[i0:i1] @ X[i0:].T
-        fill(G, sq, i0, g, K)
+        fill(K, sq, i0, min(i0 + block, n), g)
         report(progress, "gram", bi + 1, nblocks)
     # ||x - x|| = 0 exactly; the float32 |x|^2 + |x|^2 - 2<x,x> is off by round-off
     np.fill_diagonal(K, 1.0)
