@@ -675,7 +675,14 @@ def denoise_grouped(
             _eig(Pg, rbf, gamma, lam, V, rmean)
             t2 = time.perf_counter()
             sec["eigensolver"] += t2 - t1
-            report(progress, "eigensolver", ci + 1, nchunks, message=msg)
+            # the mean spectrum of the final stage's groups, sent as it grows so
+            # a plot can show it while the run goes on
+            final = stage == 2 or not two_stage
+            if final:
+                spectrum[0] = lam.sum(axis=0) + (spectrum[0] if spectrum[0] is not None else 0.0)
+                spectrum[1] += m
+            report(progress, "eigensolver", ci + 1, nchunks, message=msg,
+                   eigenvalues=spectrum[0] / spectrum[1] if final else None)
             Gam = np.empty((m, nr, n, n))
             aggw = np.empty((m, nr, n))
             if stage == 1:
@@ -702,6 +709,7 @@ def denoise_grouped(
         # every pixel is covered by a reference patch (stride <= p, last row/col kept)
         return num / den
 
+    spectrum = [None, 0]  # running sum of final-stage group eigenvalues, group count
     one = np.asarray([-1], np.int64)
     if two_stage:
         pilot = run_stage(img, 1, n1, one, float(gamma_scale), st1)[0]
@@ -717,5 +725,7 @@ def denoise_grouped(
         groups=counters["groups"],
         seconds=sec,
         params=resolved,
+        # mean eigenvalues of the final stage's centred group Gram matrices, descending
+        spectrum=spectrum[0] / max(spectrum[1], 1) if spectrum[0] is not None else np.zeros(0),
     )
     return results, stats
