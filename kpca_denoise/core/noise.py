@@ -55,8 +55,10 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
     """
     img = np.asarray(image, dtype=np.float64)
     p = min(patch_size, img.shape[0], img.shape[1])
-    # the covariance needs several times more patches than dimensions
-    while p > 2 and (img.shape[0] - p + 1) * (img.shape[1] - p + 1) < 4 * p * p:
+    # the covariance needs many more patches than dimensions: at N/d = 24
+    # (40x40 pure noise, 7x7) the spread of the sample eigenvalues biased the
+    # estimate 9 % low; N/d >= 40 keeps it within a few per cent
+    while p > 2 and (img.shape[0] - p + 1) * (img.shape[1] - p + 1) < 40 * p * p:
         p -= 1
     if p < 2:
         raise ValueError(f"image of shape {img.shape} is too small to estimate noise")
