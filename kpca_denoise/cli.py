@@ -17,7 +17,8 @@ import numpy as np
 
 from . import __version__
 from .core.progress import Cancelled, ProgressEvent
-from .io import InputError, expand_inputs, output_path, read_item, read_items, write_item
+from .io import (InputError, atomic_write, check_not_input, expand_inputs, jsonable, output_path,
+                 rank_tag, read_item, read_items, write_item)
 from .params import METHODS, DenoiseParams
 from .pipeline import denoise_set, evaluate, remaining_noise
 
@@ -71,10 +72,6 @@ def _parse_ranks(text: str) -> tuple:
                 f"ranks must be integers separated by commas (e.g. 4,8,16) or 'auto', got {text!r}"
             ) from None
     return tuple(ranks)
-
-
-def _rank_tag(rank) -> str:
-    return "kpca" if rank is None else f"kpca_r{rank}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,9 +150,7 @@ def _denoise(args) -> int:
     refs = _load_reference(args.reference, items)
     outdir = Path(args.output)
     # refuse before computing anything if an output would replace an input
-    planned = [output_path(it, outdir, _rank_tag(r)) for it in items for r in (params.ranks or (None,))]
-    from .io import check_not_input
-
+    planned = [output_path(it, outdir, rank_tag(r)) for it in items for r in (params.ranks or (None,))]
     for target in planned:
         check_not_input(target, paths)
     bar = ProgressBar(enabled=not args.quiet)
@@ -163,7 +158,7 @@ def _denoise(args) -> int:
                          patch_sets=[it.is_patchset for it in items], progress=bar)
     rows = []
     failed = len(errors)
-    sidecar = {"params": params.to_dict(), "resolved": _jsonable(result.resolved),
+    sidecar = {"params": params.to_dict(), "resolved": jsonable(result.resolved),
                "timings": result.timings, "items": []}
     for it, res in zip(items, result.images):
         if res.error:
@@ -184,7 +179,7 @@ def _denoise(args) -> int:
         if clean is not None and np.shape(clean) == np.shape(res.noisy):
             noisy_psnr = evaluate(clean, res.noisy, it.array.dtype)["psnr"]
         for rank, out in res.outputs.items():
-            target = output_path(it, outdir, _rank_tag(rank))
+            target = output_path(it, outdir, rank_tag(rank))
             try:
                 write_item(it, out, target, inputs=paths)
             except (InputError, OSError) as exc:
@@ -210,27 +205,9 @@ def _denoise(args) -> int:
     return 1 if failed else 0
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return obj
-
-
 def _write_sidecar(path: Path, data: dict) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".sidecar.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(_jsonable(data), fh, indent=2)
-    os.replace(tmp, path)
+    text = json.dumps(jsonable(data), indent=2)
+    atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
 def _fmt(v, spec):

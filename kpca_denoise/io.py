@@ -32,6 +32,9 @@ __all__ = [
     "write_item",
     "output_path",
     "check_not_input",
+    "atomic_write",
+    "jsonable",
+    "rank_tag",
 ]
 
 IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG",
@@ -233,33 +236,19 @@ def _to_pil(array: np.ndarray, fmt: str) -> Image.Image:
     return Image.fromarray(a)
 
 
-def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=()) -> Path:
-    """Write ``array`` in ``item``'s format to ``target`` atomically.
+def atomic_write(target, write) -> Path:
+    """Write a file through a temporary file in the target folder, then rename.
 
-    Nothing is left behind on failure; ``inputs`` (the files that were read)
-    are never overwritten.
+    ``write(tmp_path)`` writes the content; on any failure the temporary file
+    is removed, so a half-written file never appears under ``target``.
     """
     target = Path(target)
-    check_not_input(target, list(inputs) + [item.path])
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix + ".part",
                                dir=target.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            if item.kind == "patchset":
-                a = np.asarray(array).astype(item.array.dtype, copy=False)
-                if item.format == "NPY":
-                    np.save(fh, a)
-                else:
-                    np.savez_compressed(fh, **{item.npz_key or "images": a}, **item.npz_extra)
-            else:
-                im = _to_pil(array, item.format)
-                opts = {"quality": 95} if item.format == "JPEG" else {}
-                if item.format == "TIFF":
-                    opts["compression"] = "tiff_deflate"
-                im.save(fh, format=item.format, **opts)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write(Path(tmp))
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -268,3 +257,52 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=()) -> Pat
             pass
         raise
     return target
+
+
+def rank_tag(rank) -> str:
+    """Output name tag of a rank: ``kpca_r8``, or ``kpca`` for the uncapped default."""
+    return "kpca" if rank is None else f"kpca_r{rank}"
+
+
+def jsonable(obj):
+    """numpy scalars/arrays, tuples and non-finite floats -> plain JSON values."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None if np.isnan(obj) else str(obj)
+    return obj
+
+
+def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=()) -> Path:
+    """Write ``array`` in ``item``'s format to ``target`` atomically.
+
+    Nothing is left behind on failure; ``inputs`` (the files that were read)
+    are never overwritten.
+    """
+    target = Path(target)
+    check_not_input(target, list(inputs) + [item.path])
+    if item.kind == "patchset":
+        a = np.asarray(array).astype(item.array.dtype, copy=False)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                if item.format == "NPY":
+                    np.save(fh, a)
+                else:
+                    np.savez_compressed(fh, **{item.npz_key or "images": a}, **item.npz_extra)
+    else:
+        im = _to_pil(array, item.format)  # raises before any file is created
+        opts = {"quality": 95} if item.format == "JPEG" else {}
+        if item.format == "TIFF":
+            opts["compression"] = "tiff_deflate"
+
+        def write(tmp: Path) -> None:
+            im.save(tmp, format=item.format, **opts)
+
+    return atomic_write(target, write)

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from PySide6.QtCore import QByteArray, QRectF, QSettings, Qt, QTimer, Signal
@@ -42,9 +39,12 @@ from .. import __version__
 from ..io import (
     SUPPORTED_SUFFIXES,
     InputError,
+    atomic_write,
     check_not_input,
     expand_inputs,
+    jsonable,
     output_path,
+    rank_tag,
     read_item,
     read_items,
     write_item,
@@ -74,43 +74,6 @@ __all__ = ["MainWindow", "SETTINGS_ORG", "SETTINGS_APP", "rank_tag", "jsonable"]
 SETTINGS_ORG = "kpca-denoise"
 SETTINGS_APP = "kpca-denoise"
 _FILE_FILTER = "Images and patch sets (" + " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES)) + ")"
-
-
-def rank_tag(rank: int | None) -> str:
-    """Output name tag, the same as the command line's (``x_kpca_r8.png``)."""
-    return "kpca" if rank is None else f"kpca_r{rank}"
-
-
-def jsonable(obj):
-    """numpy scalars/arrays and tuples -> plain JSON types."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None if np.isnan(obj) else str(obj)
-    return obj
-
-
-def _atomic_write(target: Path, write: Callable[[Path], None]) -> Path:
-    """Write through a temporary file in the target folder, then rename."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
 
 
 def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarray:
@@ -946,7 +909,7 @@ class MainWindow(QMainWindow):
             "software": f"kpca-denoise {__version__} (GUI)",
         }
         text = json.dumps(data, indent=2)
-        return _atomic_write(side, lambda p: p.write_text(text))
+        return atomic_write(side, lambda p: p.write_text(text))
 
     def export_sheet(self, path=None) -> Path | None:
         """Save the noisy image and every computed rank side by side as a PNG."""
@@ -971,7 +934,7 @@ class MainWindow(QMainWindow):
                 if not sheet.save(str(tmp), "PNG"):
                     raise OSError("Qt could not encode the PNG")
 
-            _atomic_write(path, save)
+            atomic_write(path, save)
         except (InputError, OSError) as exc:
             self.report_error(f"Comparison sheet not saved: {path}: {exc}")
             return None
