@@ -204,6 +204,7 @@ def denoise_set(
     patch_sets: Sequence[bool] | None = None,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
+    model: KernelPCA | None = None,
 ) -> SetResult:
     """Denoise a set of images or patch sets at several ranks.
 
@@ -217,6 +218,10 @@ def denoise_set(
         'projection', 'preimage', 'reassembly', 'grouping', and 'image'
         (done = images finished).
     cancel : token; raises :class:`~kpca_denoise.core.progress.Cancelled`.
+    model : the ``SetResult.model`` of an earlier call on the same items with
+        the same parameters except the ranks.  The global kernel PCA is then
+        not fitted again when the model has at least ``max(ranks)``
+        components: any smaller rank is a prefix of its eigendecomposition.
 
     Returns
     -------
@@ -286,9 +291,11 @@ def denoise_set(
             groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
         elif params.method == "global":
             groups.setdefault(("image", w[1].shape[2]), []).append(i)
+    prior_model = model
     eig, model, ranks = np.zeros(0), None, None
     for key in sorted(groups, key=lambda k: -len(groups[k])):
-        e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel)
+        e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel,
+                               prior_model if len(groups) == 1 else None)
         if model is None:
             eig, model, ranks = e, m, rk
     if params.method == "grouped":
@@ -304,7 +311,7 @@ def denoise_set(
                      eigenvalues=eig, resolved=resolved, timings=timings, model=model)
 
 
-def _run_global(works, results, members, params, resolved, clock, cancel):
+def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None):
     p = params.patch_size or GLOBAL_PATCH_SIZE
     stride = params.stride or max(1, p // 2)
     rng = np.random.default_rng(params.seed)
@@ -343,22 +350,35 @@ def _run_global(works, results, members, params, resolved, clock, cancel):
             "ask for smaller ranks or more training patches"
         )
     sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
-    model = KernelPCA(
-        n_components=max(ranks), kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
-        width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
-        eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
-        preimage_max_iter=params.preimage_iterations, random_state=params.seed,
-        progress=clock, cancel=cancel,
-    )
-    model.fit(train)
+    reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
+             and fitted.alphas_.shape[1] >= max(ranks) and fitted.X_fit_.shape == train.shape
+             and fitted.kernel == params.kernel)
+    if reuse:
+        # one eigendecomposition serves every smaller rank: no refit
+        model = fitted.set_params(progress=clock, cancel=cancel)
+        report(clock, "eigensolver", 1, 1, eigenvalues=model.eigenvalues_,
+               message="reused the fitted model")
+    else:
+        model = KernelPCA(
+            n_components=max(ranks), kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+            width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
+            eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
+            preimage_max_iter=params.preimage_iterations, random_state=params.seed,
+            progress=clock, cancel=cancel,
+        )
+        model.fit(train)
     resolved.setdefault("models", []).append(dict(
         items=[results[i].name for i, _ in pools],
         gamma=getattr(model, "gamma_", None), patch_size=p, stride=stride,
-        n_train=int(train.shape[0]), solver=model.solver_, noise_sigma=sigma,
-        eigensolver_iterations=model.n_iter_,
+        n_train=int(train.shape[0]), solver="reused" if reuse else model.solver_,
+        noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
     if "gamma" not in resolved:
         resolved.update(resolved["models"][-1])
+    return _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel)
+
+
+def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel):
     for k, (i, _) in enumerate(pools):
         check_cancel(cancel)
         res = results[i]

@@ -160,3 +160,20 @@ def test_evaluate_reports_psnr_and_ssim(camera):
     m = evaluate(camera, noisy)
     assert 21 < m["psnr"] < 23 and 0 < m["ssim"] < 0.6
     assert evaluate(camera, camera)["ssim"] == pytest.approx(1.0)
+
+
+def test_new_ranks_reuse_the_fitted_model(camera):
+    img = camera[100:164, 100:164]
+    p = DenoiseParams(method="global", ranks=(4, 8), n_train=400, noise_sigma=20.0, add_noise=20.0)
+    first = denoise_set([img], p)
+    events = []
+    again = denoise_set([img], p.replace(ranks=(2, 6)), model=first.model, progress=events.append)
+    assert not any(e.stage == "gram" for e in events)  # no new Gram matrix, no refit
+    assert again.model is first.model and again.resolved["solver"] == "reused"
+    fresh = denoise_set([img], p.replace(ranks=(2, 6)))
+    for r in (2, 6):
+        diff = np.abs(again.images[0].outputs[r].astype(int) - fresh.images[0].outputs[r].astype(int))
+        assert diff.max() <= 1
+    # a larger rank than the model holds is fitted anew
+    bigger = denoise_set([img], p.replace(ranks=(12,)), model=first.model)
+    assert bigger.model is not first.model and bigger.model.eigenvalues_.shape == (12,)

@@ -187,13 +187,25 @@ class _Throttle:
             self.emit("progress", (ev.stage, int(ev.done), int(ev.total), ev.message))
 
 
+#: fitted global models of this (worker) process, by (image key, parameters
+#: without ranks): a new rank up to a model's size reuses its eigendecomposition
+_MODELS: dict = {}
+_MODELS_KEPT = 16
+
+
 def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any) -> ItemOutcome:
     params = base.replace(ranks=tuple(item.ranks))
     out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
     t = time.perf_counter()
+    model_key = (item.key, out.params_key)
     try:
         res = denoise_set([item.array], params, names=[item.name], patch_sets=[item.is_patchset],
-                          progress=progress, cancel=cancel)
+                          progress=progress, cancel=cancel, model=_MODELS.get(model_key))
+        if res.model is not None:
+            _MODELS.pop(model_key, None)
+            _MODELS[model_key] = res.model
+            while len(_MODELS) > _MODELS_KEPT:
+                _MODELS.pop(next(iter(_MODELS)))
     except Cancelled:
         raise
     except (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError) as exc:
