@@ -48,6 +48,28 @@ def squared_norms(X: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X, dtype=np.float64).astype(X.dtype, copy=False)
 
 
+@njit(inline="always", cache=True)
+def _expf_parts(y):  # pragma: no cover - numba
+    """exp(y) for float32 y in [-87, 0] as (mantissa value, exponent bits).
+
+    Cody-Waite reduction y = k ln2 + x and the degree-6 minimax polynomial of
+    Cephes' expf (relative error < 1e-6, about float32 rounding).  The caller
+    adds the returned ``k << 23`` to the bits of the stored value, i.e.
+    multiplies it by 2**k.  numba has no vector exp without SVML; this
+    inlines and vectorises, and the scalar libm call made the Gram pass 2x
+    slower than the GEMM.
+    """
+    kf = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
+    x = y - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
+    p = np.float32(1.9875691500e-4)
+    p = p * x + np.float32(1.3981999507e-3)
+    p = p * x + np.float32(8.3334519073e-3)
+    p = p * x + np.float32(4.1665795894e-2)
+    p = p * x + np.float32(1.6666665459e-1)
+    p = p * x + np.float32(5.0000001201e-1)
+    return p * x * x + x + np.float32(1.0), np.int32(kf) << 23
+
+
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
     # K holds <x_r, x_c> in its lower triangle (c <= r), from one SYRK.  For
@@ -71,10 +93,7 @@ def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_rows_inplace_f32(K, sq, i0, i1, gamma):  # pragma: no cover - numba
-    # float32 variant with an inlined, vectorisable exp (Cody-Waite reduction
-    # plus the degree-6 minimax polynomial of Cephes' expf; relative error
-    # < 1e-6, about float32 rounding).  numba has no vector exp without SVML,
-    # and the scalar libm call made this pass 2x slower than the GEMM.
+    # float32 variant with the inlined, vectorisable exp of _expf_parts
     Kbits = K.view(np.int32)
     ntiles = (i1 + _TILE - 1) // _TILE
     for t in prange(ntiles):
@@ -90,16 +109,7 @@ def _rbf_rows_inplace_f32(K, sq, i0, i1, gamma):  # pragma: no cover - numba
                 # y <= 0 always (d >= 0); below -87 expf leaves the normal range
                 y = min(y, np.float32(0.0))
                 y = max(y, np.float32(-87.0))
-                kf = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
-                x = y - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
-                p = np.float32(1.9875691500e-4)
-                p = p * x + np.float32(1.3981999507e-3)
-                p = p * x + np.float32(8.3334519073e-3)
-                p = p * x + np.float32(4.1665795894e-2)
-                p = p * x + np.float32(1.6666665459e-1)
-                p = p * x + np.float32(5.0000001201e-1)
-                K[r, c] = p * x * x + x + np.float32(1.0)
-                ebits[c - c0] = np.int32(kf) << 23
+                K[r, c], ebits[c - c0] = _expf_parts(y)
             # multiply by 2**k by adding k to the exponent field
             for c in range(c0, cend):
                 Kbits[r, c] += ebits[c - c0]
@@ -128,7 +138,7 @@ def _rbf_fill_cross(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_fill_cross_f32(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
-    # the inlined exp of _rbf_fill_upper_block_f32, row by row
+    # the inlined exp of _expf_parts, row by row
     m, n = G.shape
     bits = out.view(np.int32)
     for i in prange(m):
@@ -139,16 +149,7 @@ def _rbf_fill_cross_f32(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
             y = -gamma * d
             y = min(y, np.float32(0.0))
             y = max(y, np.float32(-87.0))
-            kf = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
-            x = y - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
-            p = np.float32(1.9875691500e-4)
-            p = p * x + np.float32(1.3981999507e-3)
-            p = p * x + np.float32(8.3334519073e-3)
-            p = p * x + np.float32(4.1665795894e-2)
-            p = p * x + np.float32(1.6666665459e-1)
-            p = p * x + np.float32(5.0000001201e-1)
-            out[i, j] = p * x * x + x + np.float32(1.0)
-            ebits[j] = np.int32(kf) << 23
+            out[i, j], ebits[j] = _expf_parts(y)
         for j in range(n):
             bits[i, j] += ebits[j]
 

@@ -121,6 +121,17 @@ class MainWindow(QMainWindow):
         gc.freeze()
 
     # ------------------------------------------------------------------ UI
+
+    def _add_dock(self, title: str, name: str, widget, area) -> QDockWidget:
+        """A movable, floatable (not closable) dock holding ``widget``."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(area, dock)
+        return dock
+
     def _build_ui(self) -> None:
         # central: banner, view controls, grid / split tabs
         central = QWidget(self)
@@ -158,24 +169,14 @@ class MainWindow(QMainWindow):
 
         # left: the image set
         self.imageset = ImageSetPanel()
-        dock = QDockWidget("Images", self)
-        dock.setObjectName("dock_images")
-        dock.setWidget(self.imageset)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
-        self.dock_images = dock
+        self.dock_images = self._add_dock("Images", "dock_images", self.imageset,
+                                          Qt.DockWidgetArea.LeftDockWidgetArea)
 
         # right: parameters
         self.params_panel = ParamsPanel()
         self.params_panel.setMinimumWidth(340)
-        dock = QDockWidget("Parameters", self)
-        dock.setObjectName("dock_params")
-        dock.setWidget(self.params_panel)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self.dock_params = dock
+        self.dock_params = self._add_dock("Parameters", "dock_params", self.params_panel,
+                                          Qt.DockWidgetArea.RightDockWidgetArea)
 
         # bottom: spectrum | progress + log
         self.spectrum = SpectrumPlot()
@@ -193,13 +194,8 @@ class MainWindow(QMainWindow):
         bottom.setStretchFactor(1, 2)
         bottom.setSizes([600, 420])
         self.bottom_splitter = bottom
-        dock = QDockWidget("Eigen-spectrum · progress · log", self)
-        dock.setObjectName("dock_bottom")
-        dock.setWidget(bottom)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-        self.dock_bottom = dock
+        self.dock_bottom = self._add_dock("Eigen-spectrum · progress · log", "dock_bottom", bottom,
+                                          Qt.DockWidgetArea.BottomDockWidgetArea)
         self.resizeDocks([self.dock_bottom], [270], Qt.Orientation.Vertical)
         self.resizeDocks([self.dock_images, self.dock_params], [210, 350], Qt.Orientation.Horizontal)
         self.statusBar().showMessage("ready")
