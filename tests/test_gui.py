@@ -483,3 +483,20 @@ def test_gui_entry_point_errors(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(gui_app, "sample_images_dir", lambda: tmp_path / "missing")
     assert gui_app.main([], demo=True, screenshot=str(tmp_path / "x.png")) == 2
     assert "sample images" in capsys.readouterr().err
+
+
+def test_throttle_always_delivers_the_final_spectrum():
+    """Iterations faster than the plot's update interval are thinned out, but
+    the converged eigenvalues reach the plot when the next stage starts."""
+    from kpca_denoise.core.progress import ProgressEvent
+    from kpca_denoise.gui.compute import _Throttle
+
+    sent = []
+    th = _Throttle(lambda kind, payload: sent.append((kind, payload)))
+    for it in range(1, 6):  # converges at iteration 5 of at most 200, all within microseconds
+        th(ProgressEvent("eigensolver", it, 200, eigenvalues=np.full(3, float(it))))
+    th(ProgressEvent("projection", 0, 10))
+    spectra = [p for k, p in sent if k == "spectrum"]
+    assert len(spectra) == 2
+    np.testing.assert_array_equal(spectra[0], 1.0)
+    np.testing.assert_array_equal(spectra[-1], 5.0)

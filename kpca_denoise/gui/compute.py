@@ -171,15 +171,24 @@ class _Throttle:
         self.last: dict[str, float] = {}
         self.last_stage: str | None = None
         self.last_spectrum = 0.0
+        self.pending_spectrum = None
 
     def __call__(self, ev: ProgressEvent) -> None:
+        now = time.monotonic()
+        if ev.eigenvalues is not None:
+            if now - self.last_spectrum >= SPECTRUM_INTERVAL or ev.done >= ev.total:
+                self.last_spectrum = now
+                self.pending_spectrum = None
+                self.emit("spectrum", np.array(ev.eigenvalues, dtype=np.float64))
+            else:
+                self.pending_spectrum = ev.eigenvalues
+        elif self.pending_spectrum is not None:
+            # the solver converged between two throttled updates: its final
+            # eigenvalues must still reach the plot
+            self.emit("spectrum", np.array(self.pending_spectrum, dtype=np.float64))
+            self.pending_spectrum = None
         if ev.stage == "done":
             return
-        now = time.monotonic()
-        if ev.eigenvalues is not None and (now - self.last_spectrum >= SPECTRUM_INTERVAL
-                                           or ev.done >= ev.total):
-            self.last_spectrum = now
-            self.emit("spectrum", np.array(ev.eigenvalues, dtype=np.float64))
         edge = ev.stage != self.last_stage or ev.done <= 0 or ev.done >= ev.total
         if edge or now - self.last.get(ev.stage, 0.0) >= PROGRESS_INTERVAL:
             self.last[ev.stage] = now
