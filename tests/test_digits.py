@@ -6,22 +6,11 @@ its best grid point 0.0213 (gamma 0.08, 64 components, alpha 1), linear PCA
 at its best rank 0.0289 (16 components); noisy 0.0627."""
 
 import numpy as np
-import pytest
-from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.decomposition import KernelPCA as SkKernelPCA
 
 from kpca_denoise import KernelPCA
 from kpca_denoise.pipeline import PATCH_SET_DEFAULT_RANK
-
-
-@pytest.fixture(scope="module")
-def digits():
-    X = load_digits().data / 16.0
-    rng = np.random.default_rng(0)
-    X = X[rng.permutation(len(X))]
-    Xtr, Xte = X[:1000], X[1000:]
-    return (Xtr + rng.normal(0, 0.25, Xtr.shape), Xte, Xte + rng.normal(0, 0.25, Xte.shape))
 
 
 def test_automatic_kpca_beats_sklearn_and_pca_at_their_best(digits):

@@ -23,6 +23,7 @@ import numpy as np
 from . import eigen
 from .kernels import KERNELS, kernel_matrix, rbf_gram
 from .noise import estimate_sigma_pca
+from .nystrom import LANDMARK_RTOL, fit_landmark_pca, landmark_weights, select_landmarks
 from .preimage import PreimageStats, expansion_weights, preimage_fixed_point
 from .progress import ProgressCallback, check_cancel, report
 
@@ -115,7 +116,17 @@ class KernelPCA:
     dtype : 'float32' or 'float64'
         Precision of the Gram matrix.  float32 halves memory and time and is
         accurate to ~1e-6 relative; the eigensolver's small Rayleigh-Ritz
-        problem, projections and pre-image are float64.
+        problem, projections and pre-image are float64.  In landmark mode it
+        is the precision of the N x m kernel blocks and of their product with
+        the landmark basis (the O(N m^2) part); K_mm, its eigendecomposition,
+        the covariance accumulation, projections and pre-image are float64.
+    n_landmarks : int or None
+        ``None`` (default): exact kernel PCA, O(N^2) memory.  An integer m
+        (``n_components <= m <= n_samples``): Nyström approximation with m
+        landmarks drawn uniformly from the training samples (``random_state``),
+        O(N m^2 + m^3) time and O(m^2) memory, so N can be much larger; see
+        :mod:`kpca_denoise.core.nystrom`.  ``m = n_samples`` reproduces the
+        exact mode.  Transform and pre-image then cost O(m) per point, not O(N).
     random_state : int or None
     progress : callable or None
         Receives :class:`~kpca_denoise.core.progress.ProgressEvent`.
@@ -133,6 +144,18 @@ class KernelPCA:
         (zero for zero eigenvalues).
     X_fit_, gamma_, noise_sigma_, K_fit_rows_, K_fit_all_, solver_,
     n_iter_, preimage_stats_ (after ``inverse_transform``).
+    n_landmarks_ : None (exact mode) or the number of landmarks m.
+
+    In landmark mode ``eigenvalues_`` and ``eigenvectors_`` are those of the
+    centred approximate Gram matrix ``L K_Nm K_mm^+ K_mN L`` (same scale as
+    the exact mode, same sign rule), ``K_fit_rows_`` / ``K_fit_all_`` are its
+    row means / mean, and additionally:
+    landmarks_ : (m, d) float64 landmark samples, the pre-image's expansion points.
+    landmark_indices_ : (m,) their rows in ``X_fit_``.
+    alphas_ : (m, k) expansion coefficients of the axes over ``landmarks_``.
+    landmark_mean_weights_ : (m,) expansion of the (projected) training mean.
+    landmark_rank_ : number r of K_mm eigenvalues kept (> ``LANDMARK_RTOL`` x largest).
+    landmark_eigenvalues_ : (r,) those eigenvalues, descending.
     """
 
     def __init__(
@@ -154,6 +177,7 @@ class KernelPCA:
         random_state: int | None = 0,
         progress: ProgressCallback | None = None,
         cancel: Any = None,
+        n_landmarks: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -171,6 +195,7 @@ class KernelPCA:
         self.random_state = random_state
         self.progress = progress
         self.cancel = cancel
+        self.n_landmarks = n_landmarks
 
     # -- scikit-learn parameter protocol ---------------------------------
     @classmethod
@@ -192,7 +217,9 @@ class KernelPCA:
         return self
 
     def __repr__(self) -> str:
-        return f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, gamma={self.gamma!r})"
+        extra = "" if self.n_landmarks is None else f", n_landmarks={self.n_landmarks!r}"
+        return (f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, "
+                f"gamma={self.gamma!r}{extra})")
 
     # -- validation -------------------------------------------------------
     def _check_params(self, n_samples: int) -> None:
@@ -216,6 +243,23 @@ class KernelPCA:
             raise ValueError(f"noise_sigma must be >= 0 or None, got {self.noise_sigma!r}")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        m = self.n_landmarks
+        if m is not None:
+            if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+                raise ValueError(
+                    f"n_landmarks must be None (exact kernel PCA) or an integer, got {m!r}"
+                )
+            if m < k:
+                raise ValueError(
+                    f"n_landmarks={m} is fewer than n_components={k}; use n_landmarks >= {k} "
+                    "(or n_landmarks=None for exact kernel PCA)"
+                )
+            if m > n_samples:
+                raise ValueError(
+                    f"n_landmarks={m} is more than the {n_samples} training samples; use at "
+                    f"most {n_samples} (n_landmarks={n_samples} equals exact kernel PCA) or "
+                    "n_landmarks=None"
+                )
 
     @staticmethod
     def _check_X(X, what: str = "X") -> np.ndarray:
@@ -257,6 +301,12 @@ class KernelPCA:
                                     random_state=self.random_state)
         else:
             self.gamma_ = 1.0 / d
+        for name in ("landmarks_", "landmark_indices_", "landmark_mean_weights_",
+                     "landmark_rank_", "landmark_eigenvalues_", "_landmark_offset"):
+            self.__dict__.pop(name, None)
+        self.n_landmarks_ = None
+        if self.n_landmarks is not None:
+            return self._fit_landmarks()
         if self.kernel == "rbf":
             K = rbf_gram(self.X_fit_.astype(dt), self.gamma_, progress=self.progress,
                          cancel=self.cancel)
@@ -298,6 +348,57 @@ class KernelPCA:
         self.alphas_ = alphas
         return self
 
+    def _fit_landmarks(self) -> "KernelPCA":
+        dt = np.dtype(self.dtype)
+        X = self.X_fit_
+        m = int(self.n_landmarks)
+        idx = select_landmarks(X.shape[0], m, self.random_state)
+        L = X[idx]
+        # non-RBF kernels in float64, as _centred_kernel does in the exact mode
+        kdt = dt if self.kernel == "rbf" else np.dtype(np.float64)
+
+        def kern(Y, Lk):
+            return kernel_matrix(Y, Lk, self.kernel, gamma=self.gamma_, degree=self.degree,
+                                 coef0=self.coef0)
+
+        def gram(Lk):  # symmetric RBF Gram with an exact unit diagonal, as the exact mode
+            return rbf_gram(Lk, self.gamma_) if self.kernel == "rbf" else kern(Lk, Lk)
+
+        fit = fit_landmark_pca(
+            X, L, kern, int(self.n_components), gram=gram, dtype=kdt,
+            rtol=LANDMARK_RTOL[self.dtype], eigen_solver=self.eigen_solver, tol=self.tol,
+            max_iter=self.max_iter, random_state=self.random_state, progress=self.progress,
+            cancel=self.cancel,
+        )
+        w, Z = fit["eigenvalues"], fit["projections"]
+        # the exact mode's sign rule on the N-vector eigenvectors Z / sqrt(w):
+        # largest-magnitude entry positive (so m = N reproduces its signs)
+        idx_max = np.argmax(np.abs(Z), axis=0)
+        signs = np.sign(Z[idx_max, np.arange(Z.shape[1])])
+        signs[signs == 0] = 1.0
+        nz = w > max(w.max(initial=0.0), 0.0) * 1e-12
+        V = np.zeros_like(Z)
+        V[:, nz] = Z[:, nz] / np.sqrt(w[nz])
+        alphas = fit["alphas"] * signs
+        alphas[:, ~nz] = 0.0
+        self.eigenvalues_ = w
+        self.eigenvectors_ = V * signs
+        self.alphas_ = alphas
+        self._landmark_offset = np.where(nz, fit["offset"] * signs, 0.0)
+        self.landmark_mean_weights_ = fit["mean_weights"]
+        self.landmarks_ = L
+        self.landmark_indices_ = idx
+        self.landmark_rank_ = fit["rank"]
+        self.landmark_eigenvalues_ = fit["landmark_eigenvalues"]
+        self.K_fit_rows_ = fit["row_means"]
+        self.K_fit_all_ = fit["mean_all"]
+        self.solver_ = fit["solver"]
+        self.n_iter_ = fit["iterations"]
+        self.n_negative_eigenvalues_ = fit["n_negative"]
+        self.n_landmarks_ = m
+        self._X_kernel = None
+        return self
+
     # -- projection -------------------------------------------------------
     def _centred_kernel(self, Y: np.ndarray) -> np.ndarray:
         # the RBF test kernel is computed in the Gram matrix's precision
@@ -327,14 +428,28 @@ class KernelPCA:
             raise ValueError(f"n_components must be in [1, {self.alphas_.shape[1]}], got {k}")
         m = X.shape[0]
         Z = np.empty((m, k))
+        landmark = getattr(self, "n_landmarks_", None) is not None
         report(self.progress, "projection", 0, m)
         for s in range(0, m, block):
             check_cancel(self.cancel)
             e = min(s + block, m)
-            Kt = self._centred_kernel(X[s:e])
-            Z[s:e] = Kt @ self.alphas_[:, :k].astype(Kt.dtype)
+            if landmark:
+                # z = (phi~(x) - mu) . E = k_m(x) alphas - mu . E; the product
+                # in float64: alphas carries S^{-1/2}, so float32 would cancel
+                Kt = self._landmark_kernel(X[s:e])
+                Z[s:e] = Kt.astype(np.float64) @ self.alphas_[:, :k] - self._landmark_offset[:k]
+            else:
+                Kt = self._centred_kernel(X[s:e])
+                Z[s:e] = Kt @ self.alphas_[:, :k].astype(Kt.dtype)
             report(self.progress, "projection", e, m)
         return Z
+
+    def _landmark_kernel(self, Y: np.ndarray) -> np.ndarray:
+        dt = np.dtype(self.dtype) if self.kernel == "rbf" else np.dtype(np.float64)
+        if getattr(self, "_X_kernel", None) is None or self._X_kernel.dtype != dt:
+            self._X_kernel = self.landmarks_.astype(dt)
+        return kernel_matrix(np.asarray(Y, dtype=dt), self._X_kernel, self.kernel,
+                             gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         self.fit(X)
@@ -362,11 +477,18 @@ class KernelPCA:
         if not np.all(np.isfinite(Z)):
             raise ValueError("Z contains NaN or Inf values")
         r = Z.shape[1]
-        W = expansion_weights(Z, self.alphas_[:, :r])
+        if getattr(self, "n_landmarks_", None) is not None:
+            # the projection is an expansion over the landmarks (core/nystrom.py)
+            W = landmark_weights(Z, self.alphas_[:, :r], self.landmark_mean_weights_,
+                                 normalise=self.kernel != "linear")
+            points = self.landmarks_
+        else:
+            W = expansion_weights(Z, self.alphas_[:, :r])
+            points = self.X_fit_
         if self.kernel == "linear":
             # Phi is the identity: the expansion is already the pre-image
             self.preimage_stats_ = PreimageStats(n_points=Z.shape[0])
-            return W @ self.X_fit_
+            return W @ points
         if self.kernel != "rbf":
             raise ValueError(
                 f"no pre-image for kernel={self.kernel!r}: the fixed-point iteration needs "
@@ -376,7 +498,7 @@ class KernelPCA:
         if init is not None:
             init = self._check_X(init, "init")
         out, stats = preimage_fixed_point(
-            W, self.X_fit_, self.gamma_, init=init, tol=self.preimage_tol,
+            W, points, self.gamma_, init=init, tol=self.preimage_tol,
             max_iter=self.preimage_max_iter, progress=self.progress, cancel=self.cancel,
         )
         self.preimage_stats_ = stats
