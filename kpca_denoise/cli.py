@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--stride", type=int, help="step between patches ('global')")
     d.add_argument("--gamma", type=float, help="RBF kernel parameter (default: automatic)")
     d.add_argument("--train-patches", type=int, dest="n_train", help="training patches ('global')")
+    d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
+                   help="Nystrom approximation with M landmarks ('global'; default: exact)")
     d.add_argument("--iterations", type=int, dest="preimage_iterations", help="pre-image iteration cap")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
@@ -111,8 +113,8 @@ def _params_from_args(args) -> DenoiseParams:
             raise InputError(f"{args.params}: cannot read the parameter file ({exc})") from None
         base = DenoiseParams.from_dict(data.get("params", data))
     changes = {}
-    for name in ("method", "ranks", "patch_size", "stride", "gamma", "n_train", "preimage_iterations",
-                 "noise_sigma", "kernel", "seed", "add_noise"):
+    for name in ("method", "ranks", "patch_size", "stride", "gamma", "n_train", "n_landmarks",
+                 "preimage_iterations", "noise_sigma", "kernel", "seed", "add_noise"):
         v = getattr(args, name)
         if v is not None:
             changes[name] = v

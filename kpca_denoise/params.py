@@ -30,6 +30,10 @@ class DenoiseParams:
         (8 for 'global'; from the noise level for 'grouped').
     stride : step between patches for 'global' (default ``patch_size // 2``).
     n_train : training patches sampled from the set ('global').
+    n_landmarks : ``None`` (exact kernel PCA) or m, the Nyström landmarks among the
+        training patches ('global'): time O(n_train m^2) and memory O(m^2) instead
+        of O(n_train^2), so n_train can be far larger.  Measured quality and error
+        are in ``benchmarks/results_nystrom.txt``.
     gamma : RBF kernel parameter; ``None`` chooses it from the data and noise level.
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.
@@ -45,6 +49,7 @@ class DenoiseParams:
     patch_size: int | None = None
     stride: int | None = None
     n_train: int = 2000
+    n_landmarks: int | None = None
     gamma: float | None = None
     noise_sigma: float | None = None
     preimage_iterations: int = 100
@@ -80,6 +85,14 @@ class DenoiseParams:
             raise ValueError(f"stride must be a positive integer, got {self.stride!r}")
         if not isinstance(self.n_train, int) or self.n_train < 2:
             raise ValueError(f"n_train (training patches) must be an integer >= 2, got {self.n_train!r}")
+        if self.n_landmarks is not None and (
+                isinstance(self.n_landmarks, bool) or not isinstance(self.n_landmarks, int)
+                or self.n_landmarks < 1):
+            raise ValueError(
+                f"n_landmarks must be an integer >= 1 (or omitted for exact kernel PCA), "
+                f"got {self.n_landmarks!r}")
+        if self.n_landmarks is not None and self.method != "global":
+            raise ValueError("n_landmarks applies to method='global' only; omit it for 'grouped'")
         for name in ("gamma", "noise_sigma", "add_noise"):
             v = getattr(self, name)
             if v is None:

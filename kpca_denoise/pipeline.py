@@ -349,10 +349,19 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
             f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
             "ask for smaller ranks or more training patches"
         )
+    n_landmarks = params.n_landmarks
+    if n_landmarks is not None:
+        # a set smaller than asked for: every training patch is a landmark (exact)
+        n_landmarks = min(n_landmarks, train.shape[0])
+        if n_landmarks < max(ranks):
+            raise ValueError(
+                f"n_landmarks={params.n_landmarks} is fewer than rank {max(ranks)}; ask for "
+                f"at least {max(ranks)} landmarks or smaller ranks")
     sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
     reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
              and fitted.alphas_.shape[1] >= max(ranks) and fitted.X_fit_.shape == train.shape
-             and fitted.kernel == params.kernel)
+             and fitted.kernel == params.kernel
+             and getattr(fitted, "n_landmarks_", None) == n_landmarks)
     if reuse:
         # one eigendecomposition serves every smaller rank: no refit
         model = fitted.set_params(progress=clock, cancel=cancel)
@@ -364,13 +373,14 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
             preimage_max_iter=params.preimage_iterations, random_state=params.seed,
-            progress=clock, cancel=cancel,
+            progress=clock, cancel=cancel, n_landmarks=n_landmarks,
         )
         model.fit(train)
     resolved.setdefault("models", []).append(dict(
         items=[results[i].name for i, _ in pools],
         gamma=getattr(model, "gamma_", None), patch_size=p, stride=stride,
-        n_train=int(train.shape[0]), solver="reused" if reuse else model.solver_,
+        n_train=int(train.shape[0]), n_landmarks=n_landmarks,
+        solver="reused" if reuse else model.solver_,
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
     if "gamma" not in resolved:
@@ -463,6 +473,7 @@ def denoise_image(
     n_components: int | None = None,
     gamma: float | None = None,
     n_train: int = 2000,
+    n_landmarks: int | None = None,
     kernel: str = "rbf",
     preimage_iterations: int = 100,
     random_state: int = 0,
@@ -483,6 +494,8 @@ def denoise_image(
         'global'; shrinkage only, no cap, for 'grouped').
     gamma : RBF kernel parameter; ``None`` chooses it from the data and noise.
     n_train : training patches for 'global'.
+    n_landmarks : ``None`` (exact) or the number of Nyström landmarks for
+        'global', so that ``n_train`` can be far larger.
     kernel : 'rbf' or 'linear' (ablation).
 
     Raises
@@ -501,7 +514,8 @@ def denoise_image(
     """
     params = DenoiseParams(
         method=method, ranks=(n_components,) if (n_components is not None or method == "grouped")
-        else (16,), patch_size=patch_size, stride=stride, n_train=n_train, gamma=gamma,
+        else (16,), patch_size=patch_size, stride=stride, n_train=n_train,
+        n_landmarks=n_landmarks, gamma=gamma,
         noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
         seed=random_state,
     )
