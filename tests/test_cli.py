@@ -106,6 +106,8 @@ def test_output_that_would_overwrite_an_input(tmp_path, rng, capsys):
     (["--ranks", "0,4"], "must be an integer >= 1"),
     (["--ranks", "500"], "more than the"),
     (["--patch-size", "64"], "smaller than the 64x64 patch"),
+    (["--landmarks", "0"], "n_landmarks must be an integer >= 1"),
+    (["--landmarks", "2"], "n_landmarks=2 is fewer than rank 4"),
 ])
 def test_bad_parameters_one_line_error_no_output(tmp_path, rng, capsys, extra, msg):
     _img(tmp_path / "x.png", rng)

@@ -50,10 +50,18 @@ PROGRESS_INTERVAL = 0.066
 SPECTRUM_INTERVAL = 0.1
 
 
-def params_key(params: DenoiseParams) -> str:
-    """Everything that decides a result except the ranks, as a stable string."""
+def params_key(params: DenoiseParams, fit_set: tuple = ()) -> str:
+    """Everything that decides a result except the ranks, as a stable string.
+
+    ``fit_set``: the keys of the images whose patches trained one shared model
+    (a set fit, see :class:`Job`), in the order they were given; empty for an
+    image fitted alone.  A set fit depends on every member, so it is part of
+    the key.
+    """
     d = params.to_dict()
     d.pop("ranks", None)
+    if len(fit_set) > 1:
+        d["fit_set"] = list(fit_set)
     return json.dumps(d, sort_keys=True, default=str)
 
 
@@ -116,6 +124,10 @@ class Job:
     params: DenoiseParams
     purpose: str = "run"  # 'run' or 'export' (what the window does when it finishes)
     job_id: int = 0
+    #: tuples of indices into ``items`` denoised together by one ``denoise_set``
+    #: call, i.e. one global kernel PCA for the group, as the command line fits
+    #: one for a folder; every other item is fitted alone
+    sets: list = field(default_factory=list)
 
 
 @dataclass
@@ -139,6 +151,7 @@ class ItemOutcome:
     timings: dict = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    fit_set: tuple = ()  # keys of the images the model was fitted on together; () = this one alone
 
 
 def _total_variance(model: Any) -> float | None:
@@ -202,6 +215,18 @@ _MODELS: dict = {}
 _MODELS_KEPT = 16
 
 
+#: what a failed fit raises (anything else is a bug, reported as a failed run)
+_FIT_ERRORS = (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError)
+
+
+def _keep_model(model_key, model) -> None:
+    if model is not None:
+        _MODELS.pop(model_key, None)
+        _MODELS[model_key] = model
+        while len(_MODELS) > _MODELS_KEPT:
+            _MODELS.pop(next(iter(_MODELS)))
+
+
 def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any) -> ItemOutcome:
     params = base.replace(ranks=tuple(item.ranks))
     out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
@@ -210,29 +235,113 @@ def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: A
     try:
         res = denoise_set([item.array], params, names=[item.name], patch_sets=[item.is_patchset],
                           progress=progress, cancel=cancel, model=_MODELS.get(model_key))
-        if res.model is not None:
-            _MODELS.pop(model_key, None)
-            _MODELS[model_key] = res.model
-            while len(_MODELS) > _MODELS_KEPT:
-                _MODELS.pop(next(iter(_MODELS)))
+        _keep_model(model_key, res.model)
     except Cancelled:
         raise
-    except (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError) as exc:
+    except _FIT_ERRORS as exc:
         out.error = f"{item.name}: {exc}"
         return out
-    img = res.images[0]
     out.seconds = time.perf_counter() - t
-    out.timings = dict(res.timings)
-    out.resolved = dict(res.resolved)
+    eig = res.eigenvalues if res.eigenvalues is not None and res.eigenvalues.size else None
+    return _fill_outcome(out, item, res.images[0], res.timings, dict(res.resolved), eig,
+                         _total_variance(res.model) if eig is not None else None, progress)
+
+
+class _FitSpectra:
+    """Progress callback that also keeps the final eigenvalues of every fit, in fit order.
+
+    ``denoise_set`` returns only its first model; a set whose images need
+    several models (grey and colour, patch sets) fits the others too, and
+    their spectra are the last eigensolver reports of each fit.
+    """
+
+    def __init__(self, inner: _Throttle) -> None:
+        self.inner = inner
+        self.spectra: list[np.ndarray] = []
+        self._in_solver = False
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        if ev.eigenvalues is not None:
+            w = np.clip(np.asarray(ev.eigenvalues, dtype=np.float64), 0.0, None)
+            if self._in_solver:
+                self.spectra[-1] = w
+            else:
+                self.spectra.append(w)
+        self._in_solver = ev.stage == "eigensolver" and (ev.eigenvalues is not None or self._in_solver)
+        self.inner(ev)
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    # denoise_set reports which items each model covers by name
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    return out
+
+
+def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any):
+    """Denoise ``items`` with one ``denoise_set`` call (one model for the set); yields outcomes.
+
+    Every item is denoised at every rank missing for any of them: they share
+    the model, and ranks up to its size reuse its eigendecomposition.
+    """
+    ranks = tuple(sorted({r for it in items for r in it.ranks}, key=rank_sort_key))
+    params = base.replace(ranks=ranks)
+    fit_set = tuple(it.key for it in items)
+    pkey = params_key(params, fit_set)
+    names = _unique_names([it.name for it in items])
+    outs = [ItemOutcome(key=it.key, name=it.name, params_key=pkey, params=params, fit_set=fit_set)
+            for it in items]
+    spectra = _FitSpectra(progress)
+    model_key = (fit_set, pkey)
+    t = time.perf_counter()
+    try:
+        res = denoise_set([it.array for it in items], params, names=names,
+                          patch_sets=[it.is_patchset for it in items], progress=spectra,
+                          cancel=cancel, model=_MODELS.get(model_key))
+        _keep_model(model_key, res.model)
+    except Cancelled:
+        raise
+    except _FIT_ERRORS as exc:
+        for out in outs:
+            out.error = f"{out.name}: the set could not be denoised: {exc}"
+            yield out
+        return
+    seconds = time.perf_counter() - t
+    models = res.resolved.get("models", [])
+    # the first model is the one returned; the spectra of the others come from their reports
+    aligned = len(spectra.spectra) == len(models)
+    for i, (item, out, img) in enumerate(zip(items, outs, res.images)):
+        k = next((j for j, m in enumerate(models) if names[i] in m.get("items", ())), None)
+        resolved = dict(res.resolved)
+        eig = total = None
+        if k is not None:
+            resolved.update(models[k])  # gamma, n_train, ... of the model that denoised this item
+            if k == 0 and res.eigenvalues is not None and res.eigenvalues.size:
+                eig, total = res.eigenvalues, _total_variance(res.model)
+            elif aligned and spectra.spectra[k].size:
+                eig = spectra.spectra[k]
+        out.seconds = seconds
+        yield _fill_outcome(out, item, img, res.timings, resolved, eig, total, progress)
+
+
+def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved: dict,
+                  eigenvalues, total_variance, progress: _Throttle) -> ItemOutcome:
+    """Outputs, metrics and residuals of one image of a ``denoise_set`` result."""
+    params = out.params
+    out.timings = dict(timings)
+    out.resolved = resolved
     if img.error:
         out.error = img.error
         return out
     out.noisy = img.noisy
     out.noise_sigma = img.noise_sigma
     out.noise_estimated = img.noise_estimated
-    if res.eigenvalues is not None and res.eigenvalues.size:
-        out.eigenvalues = np.asarray(res.eigenvalues, dtype=np.float64)
-        out.total_variance = _total_variance(res.model)
+    if eigenvalues is not None:
+        out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+        out.total_variance = total_variance
     # the clean reference: the one the user gave, or the input itself when noise was added
     clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
     dtype = item.array.dtype
@@ -253,21 +362,34 @@ def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: A
 def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     """Run every item of ``job``; messages go through ``emit(kind, payload)``.
 
-    kinds: 'item_started' (index, count, name), 'progress' (stage, done,
-    total, message), 'spectrum' (eigenvalues), 'item' (ItemOutcome).
+    kinds: 'item_started' (index, count, name; index -1 for a set fitted
+    together, count its size), 'progress' (stage, done, total, message),
+    'spectrum' (eigenvalues), 'item' (ItemOutcome).
     Returns the summary ``{'status', 'done', 'failed', 'message', 'seconds'}``.
     """
     t0 = time.perf_counter()
     summary = {"status": "done", "done": 0, "failed": 0, "message": "", "seconds": 0.0}
     throttle = _Throttle(emit)
+    n = len(job.items)
+    group_of = {i: tuple(g) for g in job.sets if len(g) > 1 for i in g}
     try:
+        started: set = set()
         for i, item in enumerate(job.items):
             if cancel.is_set():
                 raise Cancelled("cancelled by the user")
-            emit("item_started", (i, len(job.items), item.name))
-            outcome = _run_item(item, job.params, throttle, cancel)
-            summary["failed" if outcome.error else "done"] += 1
-            emit("item", outcome)
+            group = group_of.get(i)
+            if group is None:
+                emit("item_started", (i, n, item.name))
+                outcomes = [_run_item(item, job.params, throttle, cancel)]
+            elif group in started:
+                continue
+            else:
+                started.add(group)
+                emit("item_started", (-1, len(group), f"{len(group)} images, one kernel PCA model"))
+                outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)
+            for outcome in outcomes:
+                summary["failed" if outcome.error else "done"] += 1
+                emit("item", outcome)
     except Cancelled:
         summary["status"] = "cancelled"
         summary["message"] = "cancelled by the user"

@@ -54,7 +54,7 @@ from .imageset import ImageEntry, ImageSetPanel, display_array, display_levels, 
 from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
 from .params_panel import ParamsPanel
 from .spectrum import SpectrumPlot
-from .views import ComparisonGrid, SplitView, format_metrics
+from .views import ComparisonGrid, SplitView, ZoomLink, format_metrics
 from .worker import (
     FitRecord,
     Job,
@@ -161,8 +161,11 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.grid, "Compare ranks")
         self.tabs.addTab(self.split, "Before / after")
         # the grid's panels are linked (setXLink/setYLink); the split view is a
-        # wider widget on another tab, where a live link would fight the aspect
-        # lock, so it takes over the grid's zoom and pan when shown and back
+        # wider widget on another tab, where copying ranges would fight the
+        # aspect lock, so it follows the grid's centre and scale live (ZoomLink)
+        # and never auto-ranges by itself (that would pull the grid along)
+        self.split.vb.disableAutoRange()
+        self.zoom_link = ZoomLink(self.grid.master, self.split.vb, self)
         self._tab = 0
         v.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
@@ -233,7 +236,7 @@ class MainWindow(QMainWindow):
                                     QKeySequence.StandardKey.Delete, "Remove the image from the set")
         self.act_split = self._act("Toggle split view", self.toggle_split, "S",
                                    "Switch between the rank grid and the before/after split")
-        self.act_reset_zoom = self._act("Reset zoom", self.grid.auto_range, "Ctrl+0", "Fit the image")
+        self.act_reset_zoom = self._act("Reset zoom", self.auto_range, "Ctrl+0", "Fit the image")
         self.act_about = self._act("About", self.show_about, "F1", "Method, references, licence")
         self.act_quit = self._act("Quit", self.close, QKeySequence.StandardKey.Quit, "Quit")
         for k in range(1, 10):
@@ -490,19 +493,17 @@ class MainWindow(QMainWindow):
         if i == self._tab:
             return
         self._tab = i
-        (x0, x1), (y0, y1) = src.viewRange()
-        cx, cy, w, h = (x0 + x1) / 2, (y0 + y1) / 2, x1 - x0, y1 - y0
-        # same centre and the same zoom (data units per pixel), once the new tab has its size
-        def apply() -> None:
-            sw = max(src.width(), 1.0)
-            scale = w / sw
-            dw, dh = dst.width() * scale, dst.height() * scale
-            if dw <= 0 or dh <= 0:
-                dw, dh = w, h
-            dst.setRange(xRange=(cx - dw / 2, cx + dw / 2), yRange=(cy - dh / 2, cy + dh / 2), padding=0)
-        # at once, not deferred: a zoom made right after the switch must not be undone
-        # (the pages of a QTabWidget already share one size)
-        apply()
+        # the views follow each other live (ZoomLink); the view just shown has its
+        # real size only now, so its scale is set again from the one left.  At
+        # once, not deferred: a zoom made right after the switch must not be undone
+        self.zoom_link.copy(src, dst)
+
+    def auto_range(self) -> None:
+        """Fit the image in the visible view; the other views follow."""
+        if self.tabs.currentIndex() == 1:
+            self.split.vb.autoRange(padding=0.0)
+        else:
+            self.grid.auto_range()
 
     # ---------------------------------------------------------------- params
     def current_params(self) -> DenoiseParams | None:
@@ -805,7 +806,7 @@ class MainWindow(QMainWindow):
         self.info.setText(" · ".join(parts))
         if reset_zoom:
             # after the layout has given the views their size, or the fit is wrong
-            QTimer.singleShot(0, self.grid.auto_range)
+            QTimer.singleShot(0, self.auto_range)
         self.viewsRefreshed.emit()
 
     # ------------------------------------------------------------- export
@@ -991,7 +992,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        QTimer.singleShot(0, self.grid.auto_range)
+        QTimer.singleShot(0, self.auto_range)
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Cancel any run and wait for the worker thread; True if it stopped."""

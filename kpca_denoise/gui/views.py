@@ -1,7 +1,8 @@
 """Image views: one panel per image, the comparison grid, the split view.
 
-Every panel owns a pyqtgraph ``ViewBox``; the grid and the split view link
-all of them with ``setXLink``/``setYLink`` so zoom and pan are shared.  The
+Every panel owns a pyqtgraph ``ViewBox``; the panels of the grid are linked
+with ``setXLink``/``setYLink``, and :class:`ZoomLink` keeps the split view on
+the grid's centre and zoom, so zoom and pan are shared everywhere.  The
 views only draw arrays they are given; nothing here computes a result.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "format_metrics"]
+__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics"]
 
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
@@ -299,3 +300,56 @@ class SplitView(QWidget):
         if self._syncing or self.before is None:
             return
         self.set_fraction(self.line.value() / max(1, self.before.shape[1]))
+
+
+class ZoomLink(QObject):
+    """Keeps two ViewBoxes of different shapes on one centre and one zoom, live.
+
+    The zoom is the scale, data units per screen pixel, so a wide view shows
+    more of the image around the same centre instead of distorting it.
+    ``setXLink``/``setYLink`` copy the ranges instead (or line the views up
+    by their screen positions when they overlap), which fights the aspect
+    lock when the views differ in shape.  A range change of either view is
+    copied to the other at once; the copy's own signal is ignored (no
+    feedback loop), and so is a change caused by a view being resized (the
+    aspect lock refitting the range is not a pan or a zoom, and a view on a
+    hidden tab only learns its size when it is shown).
+    """
+
+    def __init__(self, a: pg.ViewBox, b: pg.ViewBox, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.views = (a, b)
+        self._copying = False
+        self._size = {id(v): self._size_of(v) for v in self.views}
+        for v in self.views:
+            v.sigRangeChanged.connect(lambda *_, v=v: self._on_range(v))
+            v.sigResized.connect(lambda *_, v=v: self._size.__setitem__(id(v), self._size_of(v)))
+
+    @staticmethod
+    def _size_of(v: pg.ViewBox) -> tuple[float, float]:
+        return (float(v.width()), float(v.height()))
+
+    def _on_range(self, src: pg.ViewBox) -> None:
+        if self._copying:
+            return
+        if self._size_of(src) != self._size[id(src)]:
+            return  # a resize under way (sigResized comes after): not the user's zoom
+        self.copy(src, self.views[1] if src is self.views[0] else self.views[0])
+
+    def copy(self, src: pg.ViewBox, dst: pg.ViewBox) -> None:
+        """Give ``dst`` the centre and the scale (data units per pixel) of ``src``."""
+        (x0, x1), (y0, y1) = src.viewRange()
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        sw, sh = src.width(), src.height()
+        dw, dh = dst.width(), dst.height()
+        if min(sw, sh, dw, dh) < 1:
+            xr, yr = (x0, x1), (y0, y1)  # not laid out yet: the same region
+        else:
+            upp = max((x1 - x0) / sw, (y1 - y0) / sh)
+            xr = (cx - upp * dw / 2, cx + upp * dw / 2)
+            yr = (cy - upp * dh / 2, cy + upp * dh / 2)
+        self._copying = True
+        try:
+            dst.setRange(xRange=xr, yRange=yr, padding=0)
+        finally:
+            self._copying = False

@@ -12,7 +12,8 @@ the thread has stopped, so "finished" always means "no worker left running".
 
 Results are cached per (image, parameters without ranks, rank): asking for
 ranks that were already computed costs nothing, and a run computes only the
-missing ones (:class:`ResultCache`).
+missing ones (:class:`ResultCache`).  A result of a set fitted together (one
+model for several images) is cached under a key that names the whole set.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class FitRecord:
     timings: dict
     params: DenoiseParams
     ranks: dict = field(default_factory=dict)  # rank -> RankRecord
+    fit_set: tuple = ()  # keys of the images fitted together with this one; () = alone
 
 
 class ResultCache:
@@ -132,7 +134,8 @@ class ResultCache:
             rec = FitRecord(noisy=out.noisy, noise_sigma=out.noise_sigma,
                             noise_estimated=out.noise_estimated, noisy_metrics=out.noisy_metrics,
                             eigenvalues=out.eigenvalues, total_variance=out.total_variance,
-                            resolved=out.resolved, timings=out.timings, params=out.params)
+                            resolved=out.resolved, timings=out.timings, params=out.params,
+                            fit_set=out.fit_set)
             self._fits[(out.key, out.params_key)] = rec
         elif out.eigenvalues is not None and (
                 rec.eigenvalues is None or out.eigenvalues.size > rec.eigenvalues.size):
