@@ -37,9 +37,10 @@ __all__ = [
 ]
 
 GLOBAL_PATCH_SIZE = 8
-#: rank used for patch sets (digits) when the ranks say ``None`` (no cap):
-#: noisy digits, sigma 0.25: MSE 0.0213 / 0.0198 / 0.0188 at 32 / 64 / 128
-#: components (benchmarks/gamma_rule.py)
+#: a fixed rank for patch sets (digits): noisy digits, sigma 0.25: MSE 0.0213 /
+#: 0.0198 / 0.0188 at 32 / 64 / 128 components (benchmarks/gamma_rule.py).
+#: When the ranks say ``None`` the rank comes from the noise level instead
+#: (:meth:`KernelPCA.noise_rank`), out of at most half the training samples.
 PATCH_SET_DEFAULT_RANK = 128
 
 
@@ -316,8 +317,10 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
     stride = params.stride or max(1, p // 2)
     rng = np.random.default_rng(params.seed)
     is_patchset = works[members[0]][0] == "patchset"
-    default_rank = PATCH_SET_DEFAULT_RANK if is_patchset else 16
-    ranks = _global_ranks(params, default_rank)
+    # patch sets: None = the rank from the noise level, chosen after the fit
+    auto = is_patchset and None in params.ranks
+    ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
+             else _global_ranks(params, 16))
     # training samples from every usable item, in proportion to their patch counts
     pools = []
     for i in members:
@@ -341,25 +344,25 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
     take = [max(1, round(n_train * P.shape[0] / total)) for _, P in pools]
     train = np.concatenate([P[rng.choice(P.shape[0], min(t, P.shape[0]), replace=False)]
                             for (_, P), t in zip(pools, take)])
-    if is_patchset and None in params.ranks:
-        # the default rank must fit the data: at most half the training samples
-        ranks = tuple(sorted({min(r, max(1, train.shape[0] // 2)) for r in ranks}))
-    if max(ranks) > train.shape[0]:
+    if ranks and max(ranks) > train.shape[0]:
         raise ValueError(
             f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
             "ask for smaller ranks or more training patches"
         )
+    # the automatic rank is chosen among at most half the training samples
+    fit_k = max(ranks + ((max(1, train.shape[0] // 2),) if auto else ()))
     n_landmarks = params.n_landmarks
     if n_landmarks is not None:
         # a set smaller than asked for: every training patch is a landmark (exact)
         n_landmarks = min(n_landmarks, train.shape[0])
-        if n_landmarks < max(ranks):
+        if n_landmarks < max(ranks, default=1):
             raise ValueError(
                 f"n_landmarks={params.n_landmarks} is fewer than rank {max(ranks)}; ask for "
                 f"at least {max(ranks)} landmarks or smaller ranks")
+        fit_k = min(fit_k, n_landmarks)
     sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
     reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
-             and fitted.alphas_.shape[1] >= max(ranks) and fitted.X_fit_.shape == train.shape
+             and fitted.alphas_.shape[1] >= fit_k and fitted.X_fit_.shape == train.shape
              and fitted.kernel == params.kernel
              and getattr(fitted, "n_landmarks_", None) == n_landmarks)
     if reuse:
@@ -369,7 +372,7 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
                message="reused the fitted model")
     else:
         model = KernelPCA(
-            n_components=max(ranks), kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+            n_components=fit_k, kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
             preimage_max_iter=params.preimage_iterations, random_state=params.seed,
@@ -383,12 +386,24 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
         solver="reused" if reuse else model.solver_,
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
+    auto_rank = None
+    if auto:
+        # the automatic result is keyed None ("auto"), as the grouped method's is
+        auto_rank = min(model.noise_rank(sigma), fit_k)
+        resolved["models"][-1]["auto_rank"] = auto_rank
     if "gamma" not in resolved:
         resolved.update(resolved["models"][-1])
-    return _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel)
+    eig, model, _ = _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel,
+                                   auto_rank)
+    return eig, model, ranks + ((None,) if auto else ())
 
 
-def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel):
+def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel, auto_rank=None):
+    """Outputs per rank for every item; the ``auto_rank`` result is stored under ``None``."""
+    keys = {r: [r] for r in ranks}
+    if auto_rank is not None:
+        keys.setdefault(auto_rank, []).append(None)
+        ranks = tuple(sorted(keys))
     for k, (i, _) in enumerate(pools):
         check_cancel(cancel)
         res = results[i]
@@ -398,7 +413,8 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
             outs, stats = _denoise_with_model(model, data, ranks, clock, cancel)
             src = extra
             for r, O in outs.items():
-                res.outputs[r] = _cast_like(O.reshape(src.shape), src)
+                for key in keys[r]:
+                    res.outputs[key] = _cast_like(O.reshape(src.shape), src)
         else:
             work = data
             alpha, colour, src = extra
@@ -411,8 +427,9 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
                 chans = [reassemble(O[:, j * d:(j + 1) * d], pos, work.shape[:2], p)
                          for j in range(c)]
                 report(clock, "reassembly", c, c)
-                res.outputs[r] = _from_working(np.stack(chans, axis=-1), alpha, colour, src)
-        res.stats["preimage"] = stats
+                for key in keys[r]:
+                    res.outputs[key] = _from_working(np.stack(chans, axis=-1), alpha, colour, src)
+        res.stats["preimage"] = {key: v for r, v in stats.items() for key in keys[r]}
         res.seconds = time.perf_counter() - t
         report(clock, "image", k + 1, len(pools))
     return model.eigenvalues_.copy(), model, ranks

@@ -31,6 +31,7 @@ from kpca_denoise.gui.main_window import MainWindow, rank_tag  # noqa: E402
 from kpca_denoise.gui.worker import active_threads, params_key  # noqa: E402
 from kpca_denoise.io import read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
+from kpca_denoise.pipeline import denoise_set  # noqa: E402
 
 RUN_TIMEOUT_MS = 60_000
 FAST = DenoiseParams(method="global", ranks=(2, 4, 8), n_train=300, preimage_iterations=30)
@@ -335,6 +336,206 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
     np.testing.assert_array_equal(comp[:, :x], rec.noisy[:, :x])
     np.testing.assert_array_equal(comp[:, x:], rec.ranks[8].output[:, x:])
     assert window.split.line.value() == pytest.approx(x)
+
+
+def test_split_view_follows_zoom_and_pan_live_both_ways(window, images, qtbot):
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2, 8)))
+    window.select_rank(8)
+    grid, split = window.grid, window.split.vb
+    # before the split view was ever shown it already follows the centre
+    grid.rank_panels[8].vb.setRange(xRange=(4, 16), yRange=(6, 18), padding=0)
+    np.testing.assert_allclose([np.mean(r) for r in split.viewRange()], [10, 12], atol=1e-6)
+    window.tabs.setCurrentIndex(1)  # shown once: every view has its real size
+    window.tabs.setCurrentIndex(0)
+    switches = []
+    window.tabs.currentChanged.connect(switches.append)
+
+    def upp(vb):  # zoom: data units per screen pixel
+        (x0, x1), (y0, y1) = vb.viewRange()
+        return max((x1 - x0) / vb.width(), (y1 - y0) / vb.height())
+
+    def follows(dst, src, centre):
+        # same centre and the same zoom; the extents differ by the views' shapes
+        for vb in (dst, src):
+            np.testing.assert_allclose([np.mean(r) for r in vb.viewRange()], centre, atol=1e-6)
+        assert upp(dst) == pytest.approx(upp(src), rel=1e-6)
+
+    # grid visible: zooming a rank panel moves the split view at once
+    grid.rank_panels[8].vb.setRange(xRange=(22, 28), yRange=(22, 28), padding=0)
+    follows(split, grid.master, (25, 25))
+    assert upp(split) < 0.5 * max(48 / split.width(), 48 / split.height())  # really zoomed in
+    # panning the grid (scaleBy / translateBy, as the mouse does) too
+    grid.master.translateBy(x=-5, y=3)
+    follows(split, grid.master, (20, 28))
+    grid.master.scaleBy((0.5, 0.5))
+    follows(split, grid.master, (20, 28))
+    # split view visible: zooming it moves every grid panel
+    window.tabs.setCurrentIndex(1)
+    switches.clear()
+    split.setRange(xRange=(8, 16), yRange=(8, 16), padding=0)
+    follows(grid.master, split, (12, 12))
+    for vb in grid.viewboxes():
+        np.testing.assert_allclose([np.mean(r) for r in vb.viewRange()], (12, 12), atol=1e-6)
+    split.translateBy(x=10, y=0)
+    follows(grid.master, split, (22, 12))
+    # no feedback: the range set stays as it is
+    before = np.array(split.viewRange())
+    for _ in range(3):
+        QApplication.processEvents()
+    np.testing.assert_allclose(np.array(split.viewRange()), before)
+    assert switches == []  # all of it without a tab switch
+    # the reset zoom fits the visible view; the other follows
+    window.act_reset_zoom.trigger()
+    assert np.ptp(split.viewRange()[1]) >= 47.9 or np.ptp(split.viewRange()[0]) >= 47.9
+    follows(grid.master, split, [np.mean(r) for r in split.viewRange()])
+
+
+def test_run_set_fits_one_model_for_the_set_like_the_command_line(window, images, tmp_path, qtbot):
+    tiny = tmp_path / "tiny.png"  # smaller than a patch: fails, the others must not be lost
+    Image.fromarray(np.full((6, 6), 100, np.uint8)).save(tiny)
+    window.load_paths([images["u8"], images["u16"], tiny])
+    entries = list(window.entries)
+    params = FAST.replace(ranks=(2, 4))
+    jobs, solver_runs, messages = [], [], []
+    window.runner.started.connect(jobs.append)
+    window.runner.progress.connect(lambda s, d, t, m: (messages.append(m),
+                                                       solver_runs.append(1) if s == "eigensolver" and d == 0
+                                                       else None))
+    summary = _run(qtbot, window, params, run=window.run_all)
+    assert summary.status == "done" and summary.done == 2 and summary.failed == 1
+    assert jobs[0].sets == [(0, 1, 2)]
+    assert len(solver_runs) == 1  # one eigendecomposition for the whole set
+    assert "tiny.png" in window.banner.text()
+    # the same as the pipeline (and the command line) on the set
+    names = [e.name for e in entries]
+    direct = denoise_set([e.array for e in entries], params.replace(ranks=(2, 3, 4)), names=names)
+    assert direct.images[2].error and len(direct.resolved["models"]) == 1
+    for i, e in enumerate(entries[:2]):
+        rec = window.cache.get(e.key, window.result_key(e, params))
+        assert rec.fit_set == tuple(x.key for x in entries)
+        assert [m["items"] for m in rec.resolved["models"]] == [["gray8.png", "gray16.png"]]
+        assert rec.resolved["n_train"] == direct.resolved["n_train"]
+        for r in (2, 4):
+            np.testing.assert_array_equal(rec.ranks[r].output, direct.images[i].outputs[r])
+    # not what the image fitted alone gives
+    alone = denoise_set([entries[0].array], params).images[0].outputs[4]
+    rec0 = window.cache.get(entries[0].key, window.result_key(entries[0], params))
+    assert not np.array_equal(alone, rec0.ranks[4].output)
+    # shown per image as before
+    window.imageset.set_current(1)
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[4].has_image()
+    assert "one model for 2 of the 3 images" in window.info.text()
+    # a rank added later comes from the same model: the set again, its model reused
+    messages.clear()
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.set_ranks((2, 3, 4))
+    assert jobs[1].sets == [(0, 1, 2)] and {it.ranks for it in jobs[1].items} == {(3,)}
+    assert "reused the fitted model" in messages
+    rec1 = window.cache.get(entries[1].key, window.result_key(entries[1], params))
+    np.testing.assert_array_equal(rec1.ranks[3].output, direct.images[1].outputs[3])
+
+
+def test_set_of_grey_and_colour_images_keeps_each_models_spectrum():
+    """One denoise_set call fits one model per kind of image (as the CLI); each
+    image's outcome carries the spectrum and kernel width of its own model."""
+    from kpca_denoise.core.progress import CancelToken
+    from kpca_denoise.gui.compute import Job, JobItem, run_job
+
+    grey, grey2 = (_smooth(48, 48, 255, s).astype(np.uint8) for s in (0, 1))
+    colour = np.stack([_smooth(48, 48, 255, s) for s in (4, 5, 6)], axis=-1).astype(np.uint8)
+    arrays = {"grey": grey, "colour": colour, "grey2": grey2}
+    params = FAST.replace(ranks=(2, 4))
+    items = [JobItem(key=k, name=f"{k}.png", array=a, is_patchset=False, ranks=(2, 4))
+             for k, a in arrays.items()]
+    sent = []
+    summary = run_job(Job(items=items, params=params, sets=[(0, 1, 2)]),
+                      lambda kind, payload: sent.append((kind, payload)), CancelToken())
+    assert summary["status"] == "done" and summary["done"] == 3
+    assert ("item_started", (-1, 3, "set of 3 images fitted together")) in sent
+    outs = {o.key: o for kind, o in sent if kind == "item"}
+    direct = denoise_set(list(arrays.values()), params, names=[f"{k}.png" for k in arrays])
+    assert [m["items"] for m in direct.resolved["models"]] == [["grey.png", "grey2.png"], ["colour.png"]]
+    for i, k in enumerate(arrays):
+        assert outs[k].fit_set == ("grey", "colour", "grey2")
+        for r in (2, 4):
+            np.testing.assert_array_equal(outs[k].outputs[r], direct.images[i].outputs[r])
+    np.testing.assert_allclose(outs["grey2"].eigenvalues, direct.eigenvalues)
+    assert outs["grey2"].total_variance > 0
+    # the colour model is not returned by denoise_set: its spectrum comes from its fit's
+    # reports, and equals the one of the colour image fitted alone (sampled the same way)
+    alone = denoise_set([colour], params)
+    np.testing.assert_allclose(outs["colour"].eigenvalues, alone.eigenvalues, rtol=1e-9)
+    assert outs["colour"].resolved["items"] == ["colour.png"]
+    assert outs["colour"].resolved["gamma"] == alone.resolved["gamma"] != outs["grey"].resolved["gamma"]
+
+
+def test_run_set_can_be_cancelled_and_keeps_earlier_results(window, images, qtbot):
+    window.load_paths([images["u8"], images["big"]])
+    window.imageset.set_current(0)
+    base = DenoiseParams(method="global", ranks=(2,), n_train=1600, preimage_iterations=200)
+    assert _run(qtbot, window, base).status == "done"  # the current image alone
+    e0, e1 = window.entries
+    before = window.cache.get(e0.key, params_key(base)).ranks[2].output.copy()
+    stages = []
+    window.runner.progress.connect(lambda s, d, t, m: stages.append(s))
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_all()
+        qtbot.waitUntil(lambda: "gram" in stages or "eigensolver" in stages, timeout=RUN_TIMEOUT_MS)
+        window.cancel_run()
+    assert blocker.args[0].status == "cancelled"
+    assert not window.runner.is_running() and not active_threads()
+    # nothing of the set was stored; the earlier result is still the one shown
+    assert window.result_key(e0, base) == params_key(base)
+    assert window.cache.records_for(e1.key) == []
+    np.testing.assert_array_equal(window.cache.get(e0.key, params_key(base)).ranks[2].output, before)
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[2].has_image()
+
+
+def test_nystrom_landmarks_in_the_panel_the_run_and_the_sidecar(window, images, tmp_path, qtbot):
+    panel = window.params_panel
+    panel.set_params(DenoiseParams())  # 'grouped': landmarks do not apply
+    assert not panel.landmarks_on.isEnabled() and not panel.n_landmarks.isEnabled()
+    assert panel.params().n_landmarks is None
+    assert "O(n_train·m²)" in panel.landmarks_on.toolTip()
+    params = FAST.replace(ranks=(4, 8), n_train=400, n_landmarks=64, add_noise=15.0)
+    panel.set_params(params)
+    assert panel.landmarks_on.isChecked() and panel.n_landmarks.isEnabled()
+    assert panel.n_landmarks.value() == 64 and panel.params() == params
+    panel.landmarks_on.setChecked(False)
+    assert panel.params().n_landmarks is None and not panel.n_landmarks.isEnabled()
+    panel.landmarks_on.setChecked(True)
+    panel.method.setCurrentIndex(panel.method.findData("grouped"))
+    assert panel.params().n_landmarks is None and not panel.n_landmarks.isEnabled()
+    panel.method.setCurrentIndex(panel.method.findData("global"))
+    assert panel.params() == params
+    panel.n_landmarks.setValue(6)  # fewer than the largest rank: named at once
+    assert "landmarks" in panel.error.text()
+    panel.n_landmarks.setValue(64)
+    assert panel.error.text() == ""
+    # run, export: the sidecar carries it and the command line reproduces the result
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, params)
+    rec = window.cache.get(window.entries[0].key, params_key(params))
+    assert rec.resolved["n_landmarks"] == 64 and "Nyström, 64 landmarks" in window.info.text()
+    window.select_rank(8)
+    window.export_current(tmp_path / "gui")
+    sidecar = tmp_path / "gui" / "gray8_kpca_r8.json"
+    data = json.loads(sidecar.read_text())
+    assert data["params"]["n_landmarks"] == 64
+    assert DenoiseParams.from_dict(data["params"]) == params.replace(ranks=(8,))
+    rc = cli.main(["denoise", str(images["u8"]), "-o", str(tmp_path / "cli"), "--params", str(sidecar), "-q"])
+    assert rc == 0
+    a = read_item(tmp_path / "gui" / "gray8_kpca_r8.png").array.astype(int)
+    b = read_item(tmp_path / "cli" / "gray8_kpca_r8.png").array.astype(int)
+    assert np.abs(a - b).max() <= 1
+    # and the remembered settings bring it back
+    window.save_settings()
+    w2 = MainWindow(settings=window.settings)
+    qtbot.addWidget(w2)
+    assert w2.params_panel.params() == params
 
 
 # -- errors --------------------------------------------------------------------------

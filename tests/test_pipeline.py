@@ -215,3 +215,21 @@ def test_landmarks_approach_exact_kernel_pca(camera):
     res = denoise_set([noisy[:40, :40]], DenoiseParams(method="global", ranks=(4,), n_train=100,
                                                        n_landmarks=5000, noise_sigma=20))
     assert res.images[0].ok and res.resolved["n_landmarks"] == 100
+
+
+def test_patch_set_auto_rank_comes_from_the_noise_level():
+    # the shipped digits with noise 25 added and clipped (the quick start):
+    # noisy 21.91 dB, a fixed 128 components 21.39, the noise rank (898 of
+    # 1797) 22.84 (python benchmarks/noise_rank.py)
+    import os
+
+    with np.load(os.path.join(os.path.dirname(__file__), "..", "sample_images", "digits.npz")) as z:
+        clean = z[z.files[0]]
+    res = denoise_set([clean], DenoiseParams(ranks=(None, 128), add_noise=25.0), patch_sets=[True])
+    item = res.images[0]
+    assert item.ok and set(item.outputs) == {None, 128}
+    auto_rank = res.resolved["auto_rank"]
+    assert 128 < auto_rank <= clean.shape[0] // 2
+    p_noisy = psnr(clean, item.noisy, 255)
+    p_auto, p_128 = (psnr(clean, item.outputs[r], 255) for r in (None, 128))
+    assert p_auto > p_128 + 1.0 and p_auto > p_noisy + 0.5, (p_noisy, p_128, p_auto)

@@ -125,8 +125,8 @@ class Job:
     purpose: str = "run"  # 'run' or 'export' (what the window does when it finishes)
     job_id: int = 0
     #: tuples of indices into ``items`` denoised together by one ``denoise_set``
-    #: call, i.e. one global kernel PCA for the group, as the command line fits
-    #: one for a folder; every other item is fitted alone
+    #: call, i.e. one global kernel PCA for the group (one per kind of image),
+    #: as the command line fits them for a folder; every other item is fitted alone
     sets: list = field(default_factory=list)
 
 
@@ -282,7 +282,10 @@ def _unique_names(names: list[str]) -> list[str]:
 
 
 def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any):
-    """Denoise ``items`` with one ``denoise_set`` call (one model for the set); yields outcomes.
+    """Denoise ``items`` with one ``denoise_set`` call; yields their outcomes.
+
+    One model is fitted for all items of a kind (grey, colour, patch sets of
+    one size), exactly as ``kpca-denoise denoise FOLDER`` does.
 
     Every item is denoised at every rank missing for any of them: they share
     the model, and ranks up to its size reuse its eigendecomposition.
@@ -385,7 +388,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 continue
             else:
                 started.add(group)
-                emit("item_started", (-1, len(group), f"{len(group)} images, one kernel PCA model"))
+                emit("item_started", (-1, len(group), f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)
             for outcome in outcomes:
                 summary["failed" if outcome.error else "done"] += 1

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QToolBar,
@@ -83,6 +84,18 @@ def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarr
     return display_array(r, is_patchset)
 
 
+def _shared_model_text(resolved: dict, n_set: int) -> str:
+    """Which images of a set fitted together share this image's model.
+
+    The pipeline fits one model per kind of item (grey, colour, patch sets of
+    one size), as the command line does for a folder.
+    """
+    n = len(resolved.get("items") or ())
+    if n > 1:
+        return f"one model for {n} of the {n_set} images" if n < n_set else f"one model for {n} images"
+    return f"own model (only one of its kind in the set of {n_set})"
+
+
 class MainWindow(QMainWindow):
     """The kpca-denoise desktop window."""
 
@@ -102,6 +115,9 @@ class MainWindow(QMainWindow):
         self._levels: dict[str, tuple[float, float]] = {}
         self._pending_export: tuple | None = None
         self._running_keys: set[str] = set()
+        # (image key, params_key) -> keys of the images its shown result was fitted
+        # on together ("Run set" with 'global'); absent: fitted alone
+        self._fit_sets: dict[tuple[str, str], tuple] = {}
         self._current_job_method = "global"
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
@@ -143,6 +159,8 @@ class MainWindow(QMainWindow):
         bar = QHBoxLayout()
         self.info = QLabel("Open images (Ctrl+O), a folder (Ctrl+Shift+O), or drop files here.", central)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # a long line is cut (full text in the tooltip), it must not widen the window
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar.addWidget(self.info, 1)
         bar.addWidget(QLabel("selected rank:", central))
         self.rank_combo = QComboBox(central)
@@ -408,6 +426,8 @@ class MainWindow(QMainWindow):
             return
         e = self.entries.pop(row)
         self.cache.drop_image(e.key)
+        for k in [k for k in self._fit_sets if k[0] == e.key]:
+            del self._fit_sets[k]
         self._levels.pop(e.key, None)
         self.imageset.remove_row(row)
         self.log(f"removed {e.name} from the set")
@@ -522,15 +542,16 @@ class MainWindow(QMainWindow):
         self.refresh_views()
         e = self.current_entry()
         if e is not None and not self.runner.is_running():
-            rec = self.cache.get(e.key, params_key(p))
-            if rec is not None and self.cache.missing(e.key, params_key(p), p.ranks):
+            rkey = self.result_key(e, p)
+            rec = self.cache.get(e.key, rkey)
+            if rec is not None and self.cache.missing(e.key, rkey, p.ranks):
                 self._auto_timer.start()
 
     def _auto_run_missing(self) -> None:
         e, p = self.current_entry(), self.current_params()
         if e is None or p is None or self.runner.is_running():
             return
-        if self.cache.get(e.key, params_key(p)) is not None:
+        if self.cache.get(e.key, self.result_key(e, p)) is not None:
             self.log("computing only the ranks not computed yet for these parameters")
             self.run_current()
 
@@ -567,16 +588,54 @@ class MainWindow(QMainWindow):
         self.params_panel.set_ranks(new)
 
     # ------------------------------------------------------------- running
-    def _job_items(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None) -> list[JobItem]:
-        pkey = params_key(params)
+    def result_key(self, e: ImageEntry, params: DenoiseParams) -> str:
+        """Cache key of the result shown for ``e``: of the set it was fitted with, or its own."""
+        return params_key(params, self._fit_sets.get((e.key, params_key(params)), ()))
+
+    def _fit_set_of(self, e: ImageEntry, params: DenoiseParams) -> tuple:
+        """The set ``e`` was fitted with, while all of it is loaded (its model can be fitted again)."""
+        group = self._fit_sets.get((e.key, params_key(params)), ())
+        loaded = {x.key for x in self.entries}
+        return group if len(group) > 1 and all(k in loaded for k in group) else ()
+
+    def _plan(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None,
+              whole_set: bool = False) -> tuple[list[JobItem], list[tuple]]:
+        """Job items for the ranks not cached yet, and the groups of them fitted together.
+
+        ``whole_set`` with 'global': one kernel PCA for all ``entries`` (one
+        ``denoise_set`` call, as ``kpca-denoise denoise FOLDER`` fits one).
+        Otherwise an image is fitted as its shown result was: alone, or with
+        its set again, so that a rank added later comes from the same model.
+        """
         ranks = tuple(params.ranks) if ranks is None else tuple(ranks)
-        items = []
+        by_key = {e.key: e for e in self.entries}
+        one_fit = whole_set and params.method == "global" and len(entries) > 1
+        items: list[JobItem] = []
+        sets: list[tuple] = []
+        planned: set[str] = set()
         for e in entries:
-            missing = self.cache.missing(e.key, pkey, ranks)
-            if missing:
-                items.append(JobItem(key=e.key, name=e.name, array=e.array, is_patchset=e.is_patchset,
-                                     ranks=missing, reference=e.reference))
-        return items
+            if e.key in planned:
+                continue
+            group = tuple(x.key for x in entries) if one_fit else self._fit_set_of(e, params)
+            if any(k in planned for k in group):
+                group = ()  # overlapping sets (cannot happen through the window): fit alone
+            members = [by_key[k] for k in group] if group else [e]
+            planned.update(m.key for m in members)
+            pkey = params_key(params, group)
+            # a member the set's earlier run left without a result failed there:
+            # it trains the model again, but does not make every rank run again
+            done = [m for m in members if self.cache.get(m.key, pkey) is not None] or members
+            missing = {r for m in done for r in self.cache.missing(m.key, pkey, ranks)}
+            if not missing:
+                continue
+            todo = tuple(r for r in ranks if r in missing)
+            first = len(items)
+            for m in members:  # a set's members all train the model, computed or not
+                items.append(JobItem(key=m.key, name=m.name, array=m.array, is_patchset=m.is_patchset,
+                                     ranks=todo, reference=m.reference))
+            if group:
+                sets.append(tuple(range(first, len(items))))
+        return items, sets
 
     def _params_or_report(self) -> DenoiseParams | None:
         try:
@@ -594,19 +653,20 @@ class MainWindow(QMainWindow):
         return self._start([e], "run")
 
     def run_all(self) -> bool:
+        """Denoise every image; with 'global' one model is fitted for the whole set (as the CLI does)."""
         if not self.entries:
             self.report_error("Nothing to denoise: open images first (Ctrl+O).")
             return False
-        return self._start(list(self.entries), "run")
+        return self._start(list(self.entries), "run", whole_set=True)
 
-    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None) -> bool:
+    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, whole_set: bool = False) -> bool:
         if self.runner.is_running():
             self.report_info("A run is in progress; wait for it or cancel it (Esc).")
             return False
         params = self._params_or_report()
         if params is None:
             return False
-        items = self._job_items(entries, params, ranks)
+        items, sets = self._plan(entries, params, ranks, whole_set)
         if not items:
             if purpose == "run":
                 self.report_info("All requested ranks are already computed for these parameters.")
@@ -614,7 +674,7 @@ class MainWindow(QMainWindow):
         self._running_keys = {it.key for it in items}
         self._current_job_method = params.method
         self.banner.hide()
-        return self.runner.start(Job(items=items, params=params, purpose=purpose))
+        return self.runner.start(Job(items=items, params=params, purpose=purpose, sets=sets))
 
     def cancel_run(self) -> None:
         if self.runner.is_running():
@@ -626,9 +686,10 @@ class MainWindow(QMainWindow):
     def _on_run_started(self, job: Job) -> None:
         n = len(job.items)
         ranks = sorted({r for it in job.items for r in it.ranks}, key=rank_sort_key)
-        self.progress.start(job.params.method, n)
+        self.progress.start(job.params.method, n, one_model=bool(job.sets))
+        together = "".join(f", the set of {len(g)} images fitted together" for g in job.sets)
         self.log(f"run started: {n} image{'s' if n != 1 else ''}, method {job.params.method}, "
-                 f"ranks {', '.join(rank_label(r) for r in ranks)}")
+                 f"ranks {', '.join(rank_label(r) for r in ranks)}{together}")
         self.statusBar().showMessage("running…")
         e = self.current_entry()
         if e is not None and e.key in self._running_keys:
@@ -655,9 +716,18 @@ class MainWindow(QMainWindow):
             self.report_error(f"Denoising failed for {out.name}: {out.error}")
             return
         rec = self.cache.add(out)
+        base = (out.key, params_key(out.params))
+        if out.fit_set:
+            self._fit_sets[base] = out.fit_set
+        else:
+            self._fit_sets.pop(base, None)
         ranks = ", ".join(rank_label(r) for r in out.outputs)
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
-        self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
+        if out.fit_set:
+            self.log(f"{out.name}: ranks {ranks}; {_shared_model_text(out.resolved, len(out.fit_set))}, "
+                     f"{out.seconds:.1f} s for the set ({timing})")
+        else:
+            self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
         if out.noise_estimated:
             self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
         self.imageset.set_status(row, f"✓ {len(rec.ranks)} rank{'s' if len(rec.ranks) != 1 else ''}")
@@ -739,7 +809,7 @@ class MainWindow(QMainWindow):
             self.viewsRefreshed.emit()
             return
         levels = self._levels_for(e)
-        rec = self.cache.get(e.key, params_key(p)) if p is not None else None
+        rec = self.cache.get(e.key, self.result_key(e, p)) if p is not None else None
         running = e.key in self._running_keys
         noisy = rec.noisy if rec is not None else e.array
         noisy_d = display_array(noisy, e.is_patchset)
@@ -802,8 +872,13 @@ class MainWindow(QMainWindow):
             parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
             if rec.resolved.get("gamma"):
                 parts.append(f"γ {rec.resolved['gamma']:.3g}")
+            if rec.resolved.get("n_landmarks"):
+                parts.append(f"Nyström, {rec.resolved['n_landmarks']} landmarks")
+            if rec.fit_set:
+                parts.append(_shared_model_text(rec.resolved, len(rec.fit_set)))
             parts.append(f"{rec.timings.get('total', 0):.1f} s")
         self.info.setText(" · ".join(parts))
+        self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         if reset_zoom:
             # after the layout has given the views their size, or the fit is wrong
             QTimer.singleShot(0, self.auto_range)
@@ -838,17 +913,18 @@ class MainWindow(QMainWindow):
         folder = folder or self._choose_folder("Export the whole set to a folder")
         if not folder:
             return []
-        return self._export_or_compute(list(self.entries), Path(folder))
+        return self._export_or_compute(list(self.entries), Path(folder), whole_set=True)
 
-    def _export_or_compute(self, entries: list[ImageEntry], folder: Path) -> list[Path]:
+    def _export_or_compute(self, entries: list[ImageEntry], folder: Path, whole_set: bool = False) -> list[Path]:
+        """Export what is shown; what is missing is computed first, as Run (or Run set) would."""
         params = self._params_or_report()
         if params is None:
             return []
         rank = self.selected_rank
-        if self._job_items(entries, params, (rank,)):
+        if any(self.cache.missing(e.key, self.result_key(e, params), (rank,)) for e in entries):
             # compute what is missing, then export when the run finishes
             self._pending_export = (entries, folder, params, rank)
-            if self._start(entries, "export", (rank,)):
+            if self._start(entries, "export", (rank,), whole_set):
                 self.log(f"computing rank {rank_label(rank)} where it is missing before exporting")
                 return []
             self._pending_export = None
@@ -858,10 +934,9 @@ class MainWindow(QMainWindow):
     def _export_entries(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
         written: list[Path] = []
         errors: list[str] = []
-        pkey = params_key(params)
         inputs = self._input_paths()
         for e in entries:
-            rec = self.cache.get(e.key, pkey)
+            rec = self.cache.get(e.key, self.result_key(e, params))
             rr = rec.ranks.get(rank) if rec is not None else None
             if rr is None:
                 errors.append(f"{e.name}: rank {rank_label(rank)} was not computed")
@@ -898,6 +973,8 @@ class MainWindow(QMainWindow):
             "resolved": jsonable({**rec.resolved, "noise_sigma": rec.noise_sigma,
                                   "noise_estimated": rec.noise_estimated}),
             "input": str(e.path),
+            # a set fitted together: ``kpca-denoise denoise`` on these files reproduces it
+            "fit_set": [self._key_path(k) for k in rec.fit_set] if rec.fit_set else None,
             "output": str(target),
             "reference": str(e.reference_path) if e.reference_path else None,
             "ranks_compared": jsonable(sorted(rec.ranks, key=rank_sort_key)),
@@ -908,10 +985,14 @@ class MainWindow(QMainWindow):
         text = json.dumps(data, indent=2)
         return atomic_write(side, lambda p: p.write_text(text))
 
+    def _key_path(self, key: str) -> str:
+        e = next((x for x in self.entries if x.key == key), None)
+        return str(e.path) if e is not None else key.split(":", 1)[-1]  # removed since: the key's path
+
     def export_sheet(self, path=None) -> Path | None:
         """Save the noisy image and every computed rank side by side as a PNG."""
         e, p = self.current_entry(), self.current_params()
-        rec = self.cache.get(e.key, params_key(p)) if e is not None and p is not None else None
+        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
         if rec is None or not rec.ranks:
             self.report_error("No comparison to save: run the current image first (Ctrl+R).")
             return None

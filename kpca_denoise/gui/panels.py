@@ -37,6 +37,7 @@ STAGES = (
     ("projection", "projection"),
     ("preimage", "pre-image"),
     ("reassembly", "reassembly"),
+    ("image", "images"),  # images denoised with a set's model (shown for a set fitted together)
     ("metrics", "metrics"),
 )
 
@@ -87,15 +88,18 @@ class ProgressPanel(QWidget):
         self.last_stage: str | None = None
         self.set_method("global")
 
-    def set_method(self, method: str) -> None:
+    def set_method(self, method: str, one_model: bool = False) -> None:
         # 'global' builds one Gram matrix; 'grouped' groups similar patches instead
         self.rows["gram"][0].setVisible(method == "global")
         self.rows["gram"][1].setVisible(method == "global")
         self.rows["grouping"][0].setVisible(method != "global")
         self.rows["grouping"][1].setVisible(method != "global")
+        # one model for a set: its images are denoised one after another in one run
+        self.rows["image"][0].setVisible(one_model)
+        self.rows["image"][1].setVisible(one_model)
 
-    def start(self, method: str, n_items: int) -> None:
-        self.set_method(method)
+    def start(self, method: str, n_items: int, one_model: bool = False) -> None:
+        self.set_method(method, one_model)
         for _, bar in self.rows.values():
             bar.setRange(0, 1)
             bar.setValue(0)
@@ -110,7 +114,8 @@ class ProgressPanel(QWidget):
             bar.setRange(0, 1)
             bar.setValue(0)
             bar.setFormat("")
-        self._item = f"image {index + 1}/{count}: {name}"
+        # index -1: a set fitted together, ``name`` says what it is
+        self._item = name if index < 0 else f"image {index + 1}/{count}: {name}"
         self.overall.setText(self._item)
 
     def update_stage(self, stage: str, done: int, total: int, message: str = "") -> None:

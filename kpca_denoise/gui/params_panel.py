@@ -29,7 +29,12 @@ from PySide6.QtWidgets import (
 
 from ..params import DenoiseParams
 
-__all__ = ["ParamsPanel", "parse_ranks", "format_ranks"]
+__all__ = ["ParamsPanel", "parse_ranks", "format_ranks", "DEFAULT_LANDMARKS"]
+
+#: landmarks offered when the Nyström box is ticked: at n_train 2000 (the default)
+#: the cost of the fit is then of the order of the exact one, and it falls as m
+#: goes down or pays off as n_train goes up
+DEFAULT_LANDMARKS = 1000
 
 _METHOD_TEXT = {
     "grouped": "grouped (non-local, default)",
@@ -176,8 +181,32 @@ class ParamsPanel(QScrollArea):
         self.n_train.setValue(2000)
         self.n_train.setKeyboardTracking(False)
         self.n_train.setToolTip("training patches sampled for the kernel PCA ('global');\n"
-                                "cost grows as n² (Gram) and n per pre-image")
+                                "exact: cost grows as n² (Gram) and n per pre-image;\n"
+                                "with Nyström landmarks (m): as n·m², and m per pre-image")
         f.addRow("training patches", self.n_train)
+        row = QWidget(g_patch)
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        landmarks_tip = (
+            "Nyström approximation ('global' only): the kernel PCA is fitted through m landmarks\n"
+            "drawn from the training patches instead of the full n × n Gram matrix.\n"
+            "It trades a small approximation error for fitting many more training patches:\n"
+            "time O(n_train·m²) and memory O(m²) instead of O(n_train²); the pre-image\n"
+            "costs O(m) per patch.  m must be at least the largest rank; m ≥ n_train is exact.\n"
+            "Unticked: exact kernel PCA.")
+        self.landmarks_on = QCheckBox("Nyström", row)
+        self.landmarks_on.setToolTip(landmarks_tip)
+        self.n_landmarks = QSpinBox(row)
+        self.n_landmarks.setRange(1, 100_000)
+        self.n_landmarks.setSingleStep(100)
+        self.n_landmarks.setValue(DEFAULT_LANDMARKS)
+        self.n_landmarks.setSuffix(" landmarks")
+        self.n_landmarks.setKeyboardTracking(False)
+        self.n_landmarks.setEnabled(False)
+        self.n_landmarks.setToolTip(landmarks_tip)
+        h.addWidget(self.landmarks_on)
+        h.addWidget(self.n_landmarks, 1)
+        f.addRow("landmarks", row)
         self.gamma = _AutoFloat("RBF kernel parameter γ in k(x,y)=exp(-γ‖x−y‖²); "
                                 "auto chooses it from the data and the noise level", "{:.4g}")
         f.addRow("kernel width γ", self.gamma)
@@ -244,8 +273,9 @@ class ParamsPanel(QScrollArea):
         # every edit re-validates and tells the window (which shows cached ranks)
         self.method.currentIndexChanged.connect(self._on_method)
         self.ranks.editingFinished.connect(self._emit)
-        for s in (self.patch_size, self.stride, self.n_train, self.iterations, self.seed):
+        for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed):
             s.valueChanged.connect(self._emit)
+        self.landmarks_on.toggled.connect(self._on_method)
         self.gamma.changed.connect(self._emit)
         self.noise_sigma.changed.connect(self._emit)
         self.add_noise_on.toggled.connect(self.add_noise.setEnabled)
@@ -261,6 +291,8 @@ class ParamsPanel(QScrollArea):
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
         self.gamma.setEnabled(is_global)
+        self.landmarks_on.setEnabled(is_global)
+        self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
         self._emit()
 
     def _emit(self) -> None:
@@ -277,12 +309,14 @@ class ParamsPanel(QScrollArea):
         """The parameters in the form, validated; raises ValueError naming the field."""
         method = self.method.currentData()
         ranks = parse_ranks(self.ranks.text())
+        n_landmarks = self.n_landmarks.value() if self.landmarks_on.isChecked() else None
         p = DenoiseParams(
             method=method,
             ranks=ranks,
             patch_size=self.patch_size.value() if self.patch_size.value() >= 2 else None,
             stride=self.stride.value() if self.stride.value() >= 1 else None,
             n_train=self.n_train.value(),
+            n_landmarks=n_landmarks if method == "global" else None,
             gamma=self.gamma.value("kernel width γ"),
             noise_sigma=self.noise_sigma.value("noise level σ"),
             preimage_iterations=self.iterations.value(),
@@ -293,10 +327,14 @@ class ParamsPanel(QScrollArea):
             if None in p.ranks:
                 raise ValueError("ranks: 'auto' (no cap) is for the grouped method; "
                                  "give numbers such as 4, 8, 16 for 'global'")
+            if n_landmarks is not None and n_landmarks < max(p.ranks):
+                raise ValueError(f"landmarks: {n_landmarks} is fewer than the largest rank "
+                                 f"{max(p.ranks)}; use at least {max(p.ranks)} landmarks")
         else:
-            # stride, training patches and γ do not apply: keep them at their
-            # defaults so they do not split the result cache or the sidecar
-            p = p.replace(stride=None, n_train=DenoiseParams.n_train, gamma=None)
+            # stride, training patches, landmarks and γ do not apply: keep them at
+            # their defaults so they do not split the result cache or the sidecar
+            # (and 'grouped' rejects landmarks)
+            p = p.replace(stride=None, n_train=DenoiseParams.n_train, n_landmarks=None, gamma=None)
         return p.validate()
 
     def set_params(self, p: DenoiseParams) -> None:
@@ -309,6 +347,9 @@ class ParamsPanel(QScrollArea):
             self.patch_size.setValue(p.patch_size if p.patch_size else 1)
             self.stride.setValue(p.stride if p.stride else 0)
             self.n_train.setValue(int(p.n_train))
+            self.landmarks_on.setChecked(p.n_landmarks is not None)
+            if p.n_landmarks is not None:
+                self.n_landmarks.setValue(int(p.n_landmarks))
             self.gamma.set_value(p.gamma)
             self.noise_sigma.set_value(p.noise_sigma)
             self.iterations.setValue(int(p.preimage_iterations))

@@ -101,6 +101,9 @@ class SpectrumPlot(pg.PlotWidget):
             self.cum_curve.setData([], [])
             self.status.setText("eigensolver iterating…")
         else:
+            # no trace known (e.g. a set's second model): no curve, not the last image's
+            self.total_variance = None
+            self.cum_curve.setData([], [])
             self.status.setText("")
         if ev.size:
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
