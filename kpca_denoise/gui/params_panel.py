@@ -194,19 +194,19 @@ class ParamsPanel(QScrollArea):
             "time O(n_train·m²) and memory O(m²) instead of O(n_train²); the pre-image\n"
             "costs O(m) per patch.  m must be at least the largest rank; m ≥ n_train is exact.\n"
             "Unticked: exact kernel PCA.")
-        self.landmarks_on = QCheckBox("Nyström", row)
+        self.landmarks_on = QCheckBox("on", row)
         self.landmarks_on.setToolTip(landmarks_tip)
         self.n_landmarks = QSpinBox(row)
         self.n_landmarks.setRange(1, 100_000)
         self.n_landmarks.setSingleStep(100)
         self.n_landmarks.setValue(DEFAULT_LANDMARKS)
-        self.n_landmarks.setSuffix(" landmarks")
+        self.n_landmarks.setSuffix(" m")
         self.n_landmarks.setKeyboardTracking(False)
         self.n_landmarks.setEnabled(False)
         self.n_landmarks.setToolTip(landmarks_tip)
         h.addWidget(self.landmarks_on)
         h.addWidget(self.n_landmarks, 1)
-        f.addRow("landmarks", row)
+        f.addRow("Nyström landmarks", row)
         self.gamma = _AutoFloat("RBF kernel parameter γ in k(x,y)=exp(-γ‖x−y‖²); "
                                 "auto chooses it from the data and the noise level", "{:.4g}")
         f.addRow("kernel width γ", self.gamma)
