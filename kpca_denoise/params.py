@@ -25,7 +25,9 @@ class DenoiseParams:
     method : 'grouped' (default) or 'global' (plain kernel PCA, Mika et al. 1998).
     ranks : kernel principal components kept; several ranks are compared from
         one eigendecomposition.  For 'grouped' a rank caps the components per
-        group on top of the shrinkage; ``None`` in the tuple means no cap.
+        group on top of the shrinkage; ``None`` in the tuple means no cap.  For
+        patch sets ``None`` means the rank from the noise level
+        (:meth:`~kpca_denoise.core.kpca.KernelPCA.noise_rank`).
     patch_size : patch side in pixels; ``None`` lets the method choose
         (8 for 'global'; from the noise level for 'grouped').
     stride : step between patches for 'global' (default ``patch_size // 2``).
