@@ -701,3 +701,17 @@ def test_throttle_always_delivers_the_final_spectrum():
     assert len(spectra) == 2
     np.testing.assert_array_equal(spectra[0], 1.0)
     np.testing.assert_array_equal(spectra[-1], 5.0)
+
+
+def test_patch_set_auto_rank_is_marked_on_the_spectrum(window, images, qtbot):
+    window.load_paths([images["npz"]])
+    summary = _run(qtbot, window, DenoiseParams(ranks=(None, 4), noise_sigma=40.0))
+    assert summary.status == "done"
+    rec = window.cache.get(window.entries[0].key, window.result_key(window.entries[0],
+                                                                   window.current_params()))
+    auto = rec.resolved["auto_rank"]
+    assert 1 <= auto <= 20  # at most half of the 40 samples
+    assert set(rec.ranks) == {None, 4}
+    line = window.spectrum._rank_lines[None]
+    assert line.value() == auto and line.label.format == f"auto={auto}"
+    assert window.spectrum._rank_lines[4].value() == 4

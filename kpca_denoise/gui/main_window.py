@@ -781,6 +781,13 @@ class MainWindow(QMainWindow):
             self._levels[e.key] = display_levels(e.array)
         return self._levels[e.key]
 
+    def _auto_rank(self, e, p) -> int | None:
+        """The rank the fit chose for ``auto`` (patch sets), if the shown result has one."""
+        if e is None or p is None:
+            return None
+        rec = self.cache.get(e.key, self.result_key(e, p))
+        return rec.resolved.get("auto_rank") if rec is not None else None
+
     def refresh_views(self, reset_zoom: bool = False) -> None:
         """Draw the current image and every cached rank; only draws, never computes a result."""
         self._refresh_pending = False
@@ -798,7 +805,7 @@ class MainWindow(QMainWindow):
             self.rank_combo.setCurrentIndex(ranks.index(self.selected_rank))
         self.rank_combo.blockSignals(False)
         self.grid.set_selected(self.selected_rank)
-        self.spectrum.set_ranks(ranks, self.selected_rank)
+        self.spectrum.set_ranks(ranks, self.selected_rank, self._auto_rank(e, p))
         if e is None:
             for panel in self.grid.panels():
                 panel.set_image(None, placeholder="")

@@ -140,19 +140,24 @@ class SpectrumPlot(pg.PlotWidget):
             pi.addItem(line, ignoreBounds=True)
             self._decade_lines.append(line)
 
-    def set_ranks(self, ranks: tuple, selected=None) -> None:
-        """Mark the compared ranks; the selected one is drawn bold."""
-        ranks = tuple(r for r in ranks if r is not None)
-        if ranks != self.ranks:
+    def set_ranks(self, ranks: tuple, selected=None, auto_rank: int | None = None) -> None:
+        """Mark the compared ranks; the selected one is drawn bold.  ``None`` (auto) is
+        marked at ``auto_rank`` when the fit chose one (patch sets), else not at all."""
+        marks = tuple((r, r) for r in ranks if r is not None)
+        if None in ranks and auto_rank is not None:
+            marks += ((None, int(auto_rank)),)
+        if marks != self.ranks:
             for line in self._rank_lines.values():
                 self.getPlotItem().removeItem(line)
             self._rank_lines = {}
-            for r in ranks:
-                line = pg.InfiniteLine(pos=r, angle=90, movable=False,
-                                       label=f"r={r}", labelOpts={"position": 0.55, "color": "#555", "fill": (255, 255, 255, 200)})
+            for key, pos in marks:
+                text = f"r={pos}" if key is not None else f"auto={pos}"
+                line = pg.InfiniteLine(pos=pos, angle=90, movable=False, label=text,
+                                       labelOpts={"position": 0.55, "color": "#555",
+                                                  "fill": (255, 255, 255, 200)})
                 self.getPlotItem().addItem(line, ignoreBounds=True)
-                self._rank_lines[r] = line
-            self.ranks = ranks
+                self._rank_lines[key] = line
+            self.ranks = marks
         self.selected = selected
         self._update_rank_lines()
 
