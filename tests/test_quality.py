@@ -42,6 +42,20 @@ def test_default_beats_plain_global_kpca_and_linear_pca(crop):
     assert ours >= psnr(img, noisy, 255) + 8.0
 
 
+def test_the_rbf_kernel_earns_its_keep_on_sharp_structure():
+    # python benchmarks/kernel_gain.py: the default (RBF) against its linear-kernel
+    # ablation on non-photographic images gains up to 2.4 dB at sigma 15 (mean
+    # +0.50 dB over ten images) and ties on natural photographs; on this 128x128
+    # crop of the horse silhouette, seeds 0 / 1: +1.94 / +2.14 dB
+    from skimage import data
+
+    img = np.ascontiguousarray(data.horse()[100:228, 136:264], dtype=np.float64) * 255.0
+    noisy = img + np.random.default_rng(0).normal(0, 15, img.shape)
+    rbf = psnr(img, denoise_image(noisy, noise_sigma=15), 255)
+    linear = psnr(img, denoise_image(noisy, noise_sigma=15, kernel="linear"), 255)
+    assert rbf >= linear + 1.0, (rbf, linear)
+
+
 def test_blind_is_within_0_3_db_of_informed(crop):
     img, noisy = crop
     informed = psnr(img, denoise_image(noisy, noise_sigma=25), 255)
