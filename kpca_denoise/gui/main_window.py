@@ -781,19 +781,13 @@ class MainWindow(QMainWindow):
             self._levels[e.key] = display_levels(e.array)
         return self._levels[e.key]
 
-    def _auto_rank(self, e, p) -> int | None:
-        """The rank the fit chose for ``auto`` (patch sets), if the shown result has one."""
-        if e is None or p is None:
-            return None
-        rec = self.cache.get(e.key, self.result_key(e, p))
-        return rec.resolved.get("auto_rank") if rec is not None else None
-
     def refresh_views(self, reset_zoom: bool = False) -> None:
         """Draw the current image and every cached rank; only draws, never computes a result."""
         self._refresh_pending = False
         e = self.current_entry()
         p = self.current_params()
         ranks = self.compared_ranks()
+        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
         self.grid.set_ranks(ranks)
         if self.selected_rank not in ranks:
             self.selected_rank = ranks[-1] if ranks else None
@@ -805,7 +799,9 @@ class MainWindow(QMainWindow):
             self.rank_combo.setCurrentIndex(ranks.index(self.selected_rank))
         self.rank_combo.blockSignals(False)
         self.grid.set_selected(self.selected_rank)
-        self.spectrum.set_ranks(ranks, self.selected_rank, self._auto_rank(e, p))
+        # the rank the fit chose for 'auto' (patch sets) is marked on the spectrum
+        self.spectrum.set_ranks(ranks, self.selected_rank,
+                                rec.resolved.get("auto_rank") if rec is not None else None)
         if e is None:
             for panel in self.grid.panels():
                 panel.set_image(None, placeholder="")
@@ -816,7 +812,6 @@ class MainWindow(QMainWindow):
             self.viewsRefreshed.emit()
             return
         levels = self._levels_for(e)
-        rec = self.cache.get(e.key, self.result_key(e, p)) if p is not None else None
         running = e.key in self._running_keys
         noisy = rec.noisy if rec is not None else e.array
         noisy_d = display_array(noisy, e.is_patchset)
