@@ -100,3 +100,30 @@ def test_noise_model_parameters_are_checked():
         DenoiseParams(poisson_gain=2.0).validate()
     p = DenoiseParams(noise_model="poisson-gaussian", poisson_gain=2.0)
     assert DenoiseParams.from_dict(p.to_dict()) == p
+
+
+def test_command_line_noise_model(tmp_path, capsys):
+    import json
+
+    from PIL import Image
+
+    from kpca_denoise.cli import main
+
+    yy, xx = np.mgrid[0:48, 0:48]
+    clean = 30.0 + 180.0 * (xx / 47.0)
+    Image.fromarray(np.clip(np.rint(simulate(clean, 8.0, 2.0)), 0, 255).astype(np.uint8)).save(
+        tmp_path / "p.png")
+    out = tmp_path / "o"
+    rc = main(["denoise", str(tmp_path / "p.png"), "-o", str(out), "-q",
+               "--noise-model", "poisson-gaussian", "--poisson-gain", "8"])
+    assert rc == 0
+    got = np.asarray(Image.open(out / "p_kpca.png"), dtype=float)
+    noisy = np.asarray(Image.open(tmp_path / "p.png"), dtype=float)
+    assert np.mean((got - clean) ** 2) < 0.5 * np.mean((noisy - clean) ** 2)
+    side = json.loads(next(out.glob("kpca-denoise-*.json")).read_text())
+    assert side["params"]["noise_model"] == "poisson-gaussian"
+    assert side["params"]["poisson_gain"] == 8.0
+    rc = main(["denoise", str(tmp_path / "p.png"), "-o", str(tmp_path / "o2"), "-q",
+               "--noise-model", "poisson-gaussian", "--poisson-gain", "-1"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--poisson-gain must be a number > 0" in err, err
