@@ -358,8 +358,13 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
     def write(array, target) -> bool:
         try:
             write_item(it, array, target, inputs=inputs, replace=overwrite)
-        except (InputError, OSError) as exc:
-            print(f"error: {target}: cannot write ({exc})", file=sys.stderr)
+        except InputError as exc:
+            msg = str(exc)
+            print(f"error: {msg if msg.startswith(str(target)) else f'{target}: {msg}'}",
+                  file=sys.stderr)
+            return False
+        except OSError as exc:
+            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
             return False
         entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
                               else str(target))
