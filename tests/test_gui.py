@@ -307,6 +307,7 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
     window.load_paths([images["u8"]])
     _run(qtbot, window, FAST.replace(ranks=(2, 8)))
     window.grid.master.setRange(xRange=(10, 30), yRange=(10, 30), padding=0)
+    window.grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     QApplication.processEvents()
     def same_view(a, b):
         # linked: same centre; the extent differs only by a panel's aspect ratio (lockAspect)
@@ -319,6 +320,7 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
     assert np.ptp(window.grid.master.viewRange()[1]) < 25  # really zoomed in, not reset
     # zooming any other panel moves the master too
     window.grid.rank_panels[8].vb.setRange(xRange=(0, 24), yRange=(0, 24), padding=0)
+    window.grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     QApplication.processEvents()
     for vb in window.grid.viewboxes():
         same_view(vb, window.grid.rank_panels[8].vb)
@@ -345,6 +347,7 @@ def test_split_view_follows_zoom_and_pan_live_both_ways(window, images, qtbot):
     grid, split = window.grid, window.split.vb
     # before the split view was ever shown it already follows the centre
     grid.rank_panels[8].vb.setRange(xRange=(4, 16), yRange=(6, 18), padding=0)
+    grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     np.testing.assert_allclose([np.mean(r) for r in split.viewRange()], [10, 12], atol=1e-6)
     window.tabs.setCurrentIndex(1)  # shown once: every view has its real size
     window.tabs.setCurrentIndex(0)
@@ -363,21 +366,26 @@ def test_split_view_follows_zoom_and_pan_live_both_ways(window, images, qtbot):
 
     # grid visible: zooming a rank panel moves the split view at once
     grid.rank_panels[8].vb.setRange(xRange=(22, 28), yRange=(22, 28), padding=0)
+    grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (25, 25))
     assert upp(split) < 0.5 * max(48 / split.width(), 48 / split.height())  # really zoomed in
     # panning the grid (scaleBy / translateBy, as the mouse does) too
     grid.master.translateBy(x=-5, y=3)
+    grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (20, 28))
     grid.master.scaleBy((0.5, 0.5))
+    grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (20, 28))
     # split view visible: zooming it moves every grid panel
     window.tabs.setCurrentIndex(1)
     switches.clear()
     split.setRange(xRange=(8, 16), yRange=(8, 16), padding=0)
+    split.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(grid.master, split, (12, 12))
     for vb in grid.viewboxes():
         np.testing.assert_allclose([np.mean(r) for r in vb.viewRange()], (12, 12), atol=1e-6)
     split.translateBy(x=10, y=0)
+    split.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(grid.master, split, (22, 12))
     # no feedback: the range set stays as it is
     before = np.array(split.viewRange())
@@ -822,3 +830,70 @@ def test_session_model_is_qt_free_and_keeps_results_per_parameters(tmp_path):
     assert [it.name for it in items] == ["a.png", "b.png", "c.png"] and sets == [(0, 1)]
     s.remove(0)
     assert s.cache.records_for(a.key) == [] and s.shown(a, p1).record is None
+
+
+def test_every_parameter_is_reachable_on_a_1366x768_screen(qtbot, tmp_path):
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit
+
+    w = MainWindow(settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    avail = QRect(0, 0, 1366, 768)
+    w.place_on_screen(avail)
+    w.show()
+    qtbot.waitExposed(w)
+    w.params_panel.set_params(FAST.replace(ranks=(1, 2, 4, 8, 16)))  # five ranks widen nothing
+    QApplication.processEvents()
+    assert avail.contains(w.frameGeometry()), w.frameGeometry()
+    assert w.grid.columns < 6 and w.grid.width() <= w.width()
+    panel = w.params_panel
+    controls = [c for t in (QLineEdit, QAbstractSpinBox, QComboBox, QAbstractButton)
+                for c in panel.widget().findChildren(t) if c.isVisibleTo(panel)]
+    assert len(controls) >= 10
+    for c in controls:
+        panel.ensureWidgetVisible(c)
+        QApplication.processEvents()
+        assert not c.visibleRegion().isEmpty(), c.toolTip() or c.objectName()
+        assert w.rect().contains(QRect(c.mapTo(w, QPoint(0, 0)), c.size())), c.toolTip()
+    # a saved geometry larger than the screen is shrunk into it
+    w.resize(1800, 1000)
+    w.place_on_screen(avail)
+    assert avail.contains(w.frameGeometry()), w.frameGeometry()
+    # log and progress can be hidden: the images get the room
+    w.dock_progress.toggleViewAction().trigger()
+    assert not w.dock_progress.isVisible()
+
+
+def _shows_whole_image(vb, h, w) -> bool:
+    (x0, x1), (y0, y1) = vb.viewRange()
+    covers = x0 <= 0.5 and x1 >= w - 0.5 and y0 <= 0.5 and y1 >= h - 0.5
+    tight = min((x1 - x0) / w, (y1 - y0) / h) < 1.05  # fitted, not a postage stamp
+    return covers and tight
+
+
+def test_views_stay_fitted_until_the_user_zooms(window, images, qtbot):
+    window.load_paths([images["big"]])
+    _run(qtbot, window, FAST.replace(ranks=(2,)))
+    master = window.grid.master
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    # adding ranks: new columns, the grid re-flows, the views are fitted again
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.set_ranks((2, 4, 8, 16))
+    _settle(qtbot, window)
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    for r in (2, 16):
+        assert _shows_whole_image(window.grid.rank_panels[r].vb, 96, 96)
+    window.residuals_box.setChecked(False)
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    # the user zooms: kept through a rank change and a resize
+    master.scaleBy((0.25, 0.25))
+    master.sigRangeChangedManually.emit([True, True])
+    zoomed = master.viewRange()
+    window.params_panel.set_ranks((2, 4))
+    window.resize(window.width() - 40, window.height())
+    QApplication.processEvents()
+    QApplication.processEvents()
+    assert not _shows_whole_image(master, 96, 96)
+    assert abs((zoomed[0][1] - zoomed[0][0]) - np.diff(master.viewRange()[0])[0]) < 30
+    window.act_reset_zoom.trigger()  # Ctrl+0: fitted again, and kept fitted
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)

@@ -17,18 +17,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QByteArray, QRectF, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QImage, QKeySequence, QPainter
+from PySide6.QtCore import QByteArray, QRect, QRectF, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QImage, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
     QDockWidget,
+    QFrame,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QSizePolicy,
     QSplitter,
     QTabWidget,
@@ -116,6 +118,8 @@ class MainWindow(QMainWindow):
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
         self._refresh_pending = False
+        self.fitted = True  # views fit the image until the user zooms or pans
+        self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
         self._build_actions()
@@ -150,12 +154,13 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ UI
 
     def _add_dock(self, title: str, name: str, widget, area) -> QDockWidget:
-        """A movable, floatable (not closable) dock holding ``widget``."""
+        """A movable, floatable, closable dock holding ``widget`` (View menu brings it back)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(area, dock)
         return dock
 
@@ -197,7 +202,14 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(central)
         self.grid = ComparisonGrid()
         self.split = SplitView()
-        self.tabs.addTab(self.grid, "Compare ranks")
+        # the grid wraps its cells onto more rows when narrow (never widens the window);
+        # on a very short screen it scrolls vertically rather than squash the views
+        self.grid_scroll = QScrollArea(central)
+        self.grid_scroll.setWidgetResizable(True)
+        self.grid_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.grid_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.grid_scroll.setWidget(self.grid)
+        self.tabs.addTab(self.grid_scroll, "Compare ranks")
         self.tabs.addTab(self.split, "Before / after")
         # the grid's panels are linked (setXLink/setYLink); the split view is a
         # wider widget on another tab, where copying ranges would fight the
@@ -216,11 +228,11 @@ class MainWindow(QMainWindow):
 
         # right: parameters
         self.params_panel = ParamsPanel()
-        self.params_panel.setMinimumWidth(340)
         self.dock_params = self._add_dock("Parameters", "dock_params", self.params_panel,
                                           Qt.DockWidgetArea.RightDockWidgetArea)
 
-        # bottom: spectrum | progress + log
+        # bottom: spectrum | progress + log, two docks: either can be closed (View menu) or
+        # tabbed, so the images get the space
         self.spectrum = SpectrumPlot()
         self.progress = ProgressPanel()
         self.log_view = LogView()
@@ -229,17 +241,15 @@ class MainWindow(QMainWindow):
         right.addWidget(self.log_view)
         right.setStretchFactor(0, 0)
         right.setStretchFactor(1, 1)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.spectrum)
-        bottom.addWidget(right)
-        bottom.setStretchFactor(0, 3)
-        bottom.setStretchFactor(1, 2)
-        bottom.setSizes([600, 420])
-        self.bottom_splitter = bottom
-        self.dock_bottom = self._add_dock("Eigen-spectrum · progress · log", "dock_bottom", bottom,
-                                          Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks([self.dock_bottom], [270], Qt.Orientation.Vertical)
-        self.resizeDocks([self.dock_images, self.dock_params], [210, 350], Qt.Orientation.Horizontal)
+        self.progress_splitter = right
+        self.dock_spectrum = self._add_dock("Eigen-spectrum", "dock_spectrum", self.spectrum,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.dock_progress = self._add_dock("Progress · log", "dock_progress", right,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum], [200], Qt.Orientation.Vertical)
+        self.resizeDocks([self.dock_images, self.dock_params], [180, 290], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum, self.dock_progress], [560, 420], Qt.Orientation.Horizontal)
         self.statusBar().showMessage("ready")
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -308,8 +318,9 @@ class MainWindow(QMainWindow):
         for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom):
             vw.addAction(a)
         vw.addSeparator()
-        for d in (self.dock_images, self.dock_params, self.dock_bottom):
+        for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())
+        self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
         h = m.addMenu("&Help")
         h.addAction(self.act_about)
 
@@ -326,6 +337,11 @@ class MainWindow(QMainWindow):
         self.spectrum.rankClicked.connect(self._on_spectrum_click)
         self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
+        self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
+        self.grid.userZoomed.connect(self._on_user_zoom)
+        self.split.vb.sigRangeChangedManually.connect(lambda *_: self._on_user_zoom())
+        for vb in (self.grid.master, self.split.vb):
+            vb.sigResized.connect(lambda *_: self.keep_fit())
         self.set_fit_box.toggled.connect(self._on_set_fit_toggled)
         self.mismatch.linkActivated.connect(lambda _l: self.use_shown_params())
         self.progress.cancelRequested.connect(self.cancel_run)
@@ -352,14 +368,45 @@ class MainWindow(QMainWindow):
             except (ValueError, TypeError) as exc:
                 self.log(f"ignored the saved parameters ({exc})", "warning")
         geo = self.settings.value("geometry")
-        if isinstance(geo, QByteArray):
-            self.restoreGeometry(geo)
+        self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
+        self._available: QRect | None = None
+        self._placed = False
         state = self.settings.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        self.place_on_screen()
         res = self.settings.value("show_residuals")
         if res is not None:
             self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
+
+    def place_on_screen(self, available: QRect | None = None) -> None:
+        """Keep the window inside the screen's available area: a saved geometry is kept
+        (moved and shrunk into the area if it no longer fits), else the window takes up to
+        1600×1000 of it, centred."""
+        if available is not None:
+            self._available = available  # kept: placed again once shown (the frame is known then)
+        available = available or self._available
+        if available is None:
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            if screen is None:
+                return
+            available = screen.availableGeometry()
+        frame = self.frameGeometry()
+        extra_w = max(0, frame.width() - self.width())
+        extra_h = max(0, frame.height() - self.height())
+        if self._geometry_restored:
+            w, h = self.width(), self.height()
+        else:
+            w, h = 1600, 1000
+        w = min(w, available.width() - extra_w)
+        h = min(h, available.height() - extra_h)
+        self.resize(w, h)
+        x, y = (self.x(), self.y()) if self._geometry_restored else (
+            available.x() + (available.width() - w - extra_w) // 2,
+            available.y() + (available.height() - h - extra_h) // 2)
+        x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
+        y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
+        self.move(x, y)
 
     def save_settings(self) -> None:
         if not self.persist:
@@ -562,9 +609,29 @@ class MainWindow(QMainWindow):
         # real size only now, so its scale is set again from the one left.  At
         # once, not deferred: a zoom made right after the switch must not be undone
         self.zoom_link.copy(src, dst)
+        self.keep_fit()
+
+    def _on_user_zoom(self) -> None:
+        self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
+
+    def keep_fit(self) -> None:
+        """While the views are fitted (no zoom by the user), fit them again after whatever
+        changed their size or content; once, at the next event-loop turn (after layout)."""
+        if self.fitted and not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(0, self._fit_now)
+
+    def _fit_now(self) -> None:
+        self._fit_pending = False
+        if self.fitted:
+            self._auto_range()
 
     def auto_range(self) -> None:
-        """Fit the image in the visible view; the other views follow."""
+        """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
+        self.fitted = True
+        self._auto_range()
+
+    def _auto_range(self) -> None:
         if self.tabs.currentIndex() == 1:
             self.split.vb.autoRange(padding=0.0)
         else:
@@ -930,8 +997,9 @@ class MainWindow(QMainWindow):
         self.info.setText(" · ".join(parts))
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         if reset_zoom:
-            # after the layout has given the views their size, or the fit is wrong
-            QTimer.singleShot(0, self.auto_range)
+            self.fitted = True  # another image: fitted again
+        # after the layout has given the views their size, or the fit is wrong
+        self.keep_fit()
         self.viewsRefreshed.emit()
 
     # ------------------------------------------------------------- export
@@ -1147,7 +1215,11 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        QTimer.singleShot(0, self.auto_range)
+        if not self._placed:  # the window frame exists now: fit it, frame included
+            self._placed = True
+            self._geometry_restored = True  # the size chosen before showing is kept
+            self.place_on_screen()
+        self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Cancel any run and wait for the worker thread; True if it stopped."""

@@ -28,6 +28,11 @@ __all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metr
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 
+#: smallest side of an image view; the grid puts as many columns side by side as
+#: fit at :data:`CELL_WIDTH` each and wraps the rest onto further rows
+MIN_VIEW = 80
+CELL_WIDTH = 170
+
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
 
@@ -75,7 +80,7 @@ class ImagePanel(QFrame):
         self.metrics = QLabel("", self)
         self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.view.setMinimumSize(120, 120)
+        self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.view.scene().sigMouseClicked.connect(self._on_click)
         lay = QVBoxLayout(self)
@@ -120,17 +125,20 @@ class ImagePanel(QFrame):
 
 
 class ComparisonGrid(QWidget):
-    """Noisy input and one column per rank; residuals (noisy − denoised) below.
+    """Noisy input and one cell per rank; residuals (noisy − denoised) below each.
 
-    Layout (ranks r1..rk)::
+    Layout (ranks r1..rk) when the width allows k + 1 columns::
 
         noisy / input   | rank r1   | ... | rank rk
         reference/blank | resid. r1 | ... | resid. rk
 
+    A narrower grid wraps the cells onto more rows (at least :data:`CELL_WIDTH`
+    pixels per column) instead of asking the window to grow.
     All panels share one zoom and pan.
     """
 
     rankClicked = Signal(object)  # rank (int or None)
+    userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,11 +148,26 @@ class ComparisonGrid(QWidget):
         self.input_panel = ImagePanel("input", self)
         self.ref_panel = ImagePanel("reference", self)
         self.master = self.input_panel.vb
+        for p in (self.input_panel, self.ref_panel):
+            p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
         self.show_residuals = True
+        self.columns = 1
+        self.setMinimumWidth(CELL_WIDTH)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
         self._relayout()
+
+    def columns_for(self, width: int) -> int:
+        """Columns of cells that fit in ``width`` pixels (the input and one per rank)."""
+        cells = len(self.ranks) + 1
+        return max(1, min(cells, int(width) // CELL_WIDTH))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.columns_for(self.width()) != self.columns:
+            self._relayout()
 
     def panels(self) -> list[ImagePanel]:
         return [self.input_panel, self.ref_panel, *self.rank_panels.values(),
@@ -173,6 +196,7 @@ class ComparisonGrid(QWidget):
                 q = ImagePanel(f"residual, rank {label}", self)
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
+                    panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
                     panel.vb.setXLink(self.master)
                     panel.vb.setYLink(self.master)
                 self.rank_panels[r], self.resid_panels[r] = p, q
@@ -188,24 +212,24 @@ class ComparisonGrid(QWidget):
             self.grid.removeWidget(p)
         self.ref_panel.vb.setXLink(self.master)
         self.ref_panel.vb.setYLink(self.master)
-        self.grid.addWidget(self.input_panel, 0, 0)
-        for c, r in enumerate(self.ranks, start=1):
-            self.grid.addWidget(self.rank_panels[r], 0, c)
-            self.rank_panels[r].show()
+        cols = self.columns = self.columns_for(self.width())
+        per = 2 if self.show_residuals else 1  # grid rows per row of cells
+        cells = [(self.input_panel, self.ref_panel)] + [(self.rank_panels[r], self.resid_panels[r])
+                                                        for r in self.ranks]
+        for i, (top, below) in enumerate(cells):
+            row, col = divmod(i, cols)
+            self.grid.addWidget(top, per * row, col)
+            top.show()
             if self.show_residuals:
-                self.grid.addWidget(self.resid_panels[r], 1, c)
-                self.resid_panels[r].show()
+                self.grid.addWidget(below, per * row + 1, col)
+                below.show()
             else:
-                self.resid_panels[r].hide()
-        if self.show_residuals:
-            self.grid.addWidget(self.ref_panel, 1, 0)
-            self.ref_panel.show()
-        else:
-            self.ref_panel.hide()
+                below.hide()
+        used_rows = per * (-(-len(cells) // cols))
         for c in range(self.grid.columnCount()):
-            self.grid.setColumnStretch(c, 1 if c <= len(self.ranks) else 0)
+            self.grid.setColumnStretch(c, 1 if c < cols else 0)
         for r in range(self.grid.rowCount()):
-            self.grid.setRowStretch(r, 1 if (r == 0 or self.show_residuals) and r < 2 else 0)
+            self.grid.setRowStretch(r, 1 if r < used_rows else 0)
 
     def set_selected(self, rank) -> None:
         for r, p in self.rank_panels.items():
