@@ -897,3 +897,32 @@ def test_views_stay_fitted_until_the_user_zooms(window, images, qtbot):
     assert abs((zoomed[0][1] - zoomed[0][0]) - np.diff(master.viewRange()[0])[0]) < 30
     window.act_reset_zoom.trigger()  # Ctrl+0: fitted again, and kept fitted
     qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+
+
+def test_cancel_keeps_the_ranks_that_finished_and_progress_says_which_rank(window, images, qtbot):
+    window.load_paths([images["big"]])
+    params = DenoiseParams(method="global", ranks=(2, 8, 32), n_train=1200, preimage_iterations=200)
+    window.params_panel.set_params(params)
+    messages, done = [], []
+    window.runner.progress.connect(lambda s, d, t, m: messages.append((s, m)))
+    window.runner.itemDone.connect(done.append)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_current()
+        assert window.progress.clock.isActive() and window.progress.clock.interval() == 1000
+        qtbot.waitUntil(lambda: bool(done), timeout=RUN_TIMEOUT_MS)  # the first rank is done
+        window.cancel_run()
+    assert blocker.args[0].status == "cancelled"
+    assert done[0].partial and list(done[0].outputs) == [32]  # the largest first: one fit for all
+    assert ("preimage", "rank 32, 1 of 3") in messages
+    rec = window.cache.get(window.entries[0].key, params_key(params))
+    assert 32 in rec.ranks and 2 not in rec.ranks  # finished kept, unfinished not invented
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[32].has_image() and not window.grid.rank_panels[2].has_image()
+    assert not window.progress.clock.isActive() and "cancelled" in window.progress.overall.text()
+    assert window.spectrum.status.textItem.toPlainText() != "eigensolver iterating…"
+    # running again computes only what is missing
+    jobs, missing = [], {r for r in (2, 8) if r not in rec.ranks}
+    window.runner.started.connect(jobs.append)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        assert window.run_current()
+    assert set(jobs[0].items[0].ranks) == missing

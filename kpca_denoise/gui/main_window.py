@@ -348,6 +348,7 @@ class MainWindow(QMainWindow):
         self.runner.started.connect(self._on_run_started)
         self.runner.itemStarted.connect(self.progress.item_started)
         self.runner.progress.connect(self.progress.update_stage)
+        self.runner.progress.connect(self._on_stage)
         self.runner.spectrum.connect(self._on_live_spectrum)
         self.runner.itemDone.connect(self._on_item_done)
         self.runner.finished.connect(self._on_run_finished)
@@ -813,6 +814,10 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.refresh_views()
 
+    def _on_stage(self, stage: str, *_rest) -> None:
+        if stage != "eigensolver":
+            self.spectrum.solver_finished()
+
     def _on_live_spectrum(self, ev: np.ndarray) -> None:
         e = self.current_entry()
         if e is not None and e.key in self._running_keys and self._current_job_method == "global":
@@ -831,6 +836,15 @@ class MainWindow(QMainWindow):
             return
         rec = self.session.add_outcome(out)
         ranks = ", ".join(rank_label(r) for r in out.outputs)
+        e = self.entries[row]
+        if e.is_patchset:
+            # the pipeline fits one global kernel PCA for a patch set whatever the method says
+            used = "global kernel PCA" + (" (patch sets always use it; 'grouped' applies to images)"
+                                          if out.params.method != "global" else "")
+            auto = out.resolved.get("auto_rank")
+            ranks += f"; method {used}" + (f"; auto = {auto} components" if auto is not None else "")
+        else:
+            ranks += f"; method {out.params.method}"
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
         if out.fit_set:
             self.log(f"{out.name}: ranks {ranks}; {_shared_model_text(out.resolved, len(out.fit_set))}, "

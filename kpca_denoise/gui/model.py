@@ -39,6 +39,10 @@ __all__ = [
     "fit_kind",
     "param_differences",
     "describe_params",
+    "DEFAULT_RANKS",
+    "default_ranks",
+    "auto_neighbours",
+    "converged_with",
 ]
 
 _ids = itertools.count(1)
@@ -343,3 +347,43 @@ def describe_params(p: DenoiseParams) -> str:
     d = p.to_dict()
     d["ranks"] = ", ".join(rank_label(r) for r in p.ranks)
     return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "extra" or v)
+
+
+#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on the sample images):
+#: grouped -- per-group caps 1, 2, 4 change the result by 0.4-0.9 dB each, above ~4 the
+#: shrinkage keeps fewer components than the cap and the result converges to 'auto' (no cap);
+#: global -- 4, 8, 16 ('auto' for images), 32 change it by >= 0.3 dB, and 64 is worse again
+DEFAULT_RANKS = {
+    "grouped": (1, 2, 4, None),
+    "global": (4, 8, None, 32),
+}
+#: patch sets: the automatic rank (from the noise level), then its neighbours once it is known
+PATCH_SET_RANKS = (None,)
+
+
+def default_ranks(method: str, is_patchset: bool = False) -> tuple:
+    """The ranks the panel proposes for ``method`` and this kind of input."""
+    return PATCH_SET_RANKS if is_patchset else DEFAULT_RANKS.get(method, DEFAULT_RANKS["grouped"])
+
+
+def auto_neighbours(auto_rank: int, n_samples: int) -> tuple:
+    """Ranks to compare around a patch set's automatic rank: half and double it (within
+    the n_samples - 1 components a set of n samples has), and 'auto' itself."""
+    lo = max(1, auto_rank // 2)
+    hi = min(max(2 * auto_rank, auto_rank + 1), max(n_samples - 1, 1))
+    return tuple(sorted({lo, hi} - {auto_rank})) + (None,)
+
+
+def converged_with(prev: RankRecord | None, cur: RankRecord, sigma: float | None,
+                   threshold_db: float = 0.3) -> str:
+    """"≈ previous rank" text when ``cur`` hardly differs from the rank before it: PSNR within
+    ``threshold_db`` (with a reference), else an RMS difference under a tenth of the noise."""
+    if prev is None:
+        return ""
+    a, b = prev.metrics.get("psnr"), cur.metrics.get("psnr")
+    if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
+        return f"converged (Δ {b - a:+.2f} dB)" if abs(b - a) < threshold_db else ""
+    if sigma and np.isfinite(sigma) and prev.output.shape == cur.output.shape:
+        rms = float(np.sqrt(np.mean((np.asarray(cur.output, float) - np.asarray(prev.output, float)) ** 2)))
+        return f"converged (RMS Δ {rms:.2g})" if rms < 0.1 * sigma else ""
+    return ""

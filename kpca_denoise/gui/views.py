@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics"]
+__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
+           "region_stats", "one_to_one"]
 
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
@@ -54,10 +55,40 @@ def format_metrics(m: dict | None) -> str:
     return ""
 
 
+def format_value(v) -> str:
+    """A pixel value in the source's units: integers as integers (16-bit stays 16-bit)."""
+    v = np.asarray(v)
+    if v.ndim:
+        return "(" + ", ".join(format_value(x) for x in v) + ")"
+    if np.issubdtype(v.dtype, np.integer):
+        return str(int(v))
+    f = float(v)
+    return str(int(f)) if f.is_integer() else f"{f:.4g}"
+
+
+def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> str:
+    """``mean ± std`` of ``a`` (row, column) inside columns x0..x1 and rows y0..y1."""
+    if a is None:
+        return ""
+    h, w = a.shape[:2]
+    x0, x1 = max(0, min(x0, w)), max(0, min(x1, w))
+    y0, y1 = max(0, min(y0, h)), max(0, min(y1, h))
+    if x1 <= x0 or y1 <= y0:
+        return "ROI outside the image"
+    r = np.asarray(a[y0:y1, x0:x1], dtype=np.float64)
+    return f"ROI mean {r.mean():.4g} ± {r.std():.3g}"
+
+
 class ImagePanel(QFrame):
-    """A titled image view with a line of metrics under it."""
+    """A titled image view with a line of metrics under it.
+
+    ``data`` is the array drawn, in the source's units (display only drops an
+    alpha channel or tiles a patch set); ``hovered`` reports the pixel under
+    the mouse.
+    """
 
     clicked = Signal()
+    hovered = Signal(object)  # (x, y, value) in image pixels, or None off the image
 
     def __init__(self, title: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -83,13 +114,40 @@ class ImagePanel(QFrame):
         self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.view.scene().sigMouseClicked.connect(self._on_click)
+        self.view.scene().sigMouseMoved.connect(self._on_move)
+        self.roi_text = QLabel("", self)
+        self.roi_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.roi_text.hide()
+        self.data: np.ndarray | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(1)
         lay.addWidget(self.title)
         lay.addWidget(self.view, 1)
         lay.addWidget(self.metrics)
+        lay.addWidget(self.roi_text)
         self._shape: tuple | None = None
+
+    def value_at(self, x: float, y: float):
+        """``(col, row, value)`` of the pixel at view coordinates (x, y), None outside."""
+        if self.data is None or not self.image.isVisible():
+            return None
+        c, r = int(np.floor(x)), int(np.floor(y))
+        h, w = self.data.shape[:2]
+        if 0 <= r < h and 0 <= c < w:
+            return c, r, self.data[r, c]
+        return None
+
+    def _on_move(self, pos) -> None:
+        if not self.vb.sceneBoundingRect().contains(pos):
+            self.hovered.emit(None)
+            return
+        p = self.vb.mapSceneToView(pos)
+        self.hovered.emit(self.value_at(p.x(), p.y()))
+
+    def set_roi_text(self, text: str) -> None:
+        self.roi_text.setText(text)
+        self.roi_text.setVisible(bool(text))
 
     def _on_click(self, ev) -> None:
         if ev.button() == Qt.MouseButton.LeftButton and not ev.double():
@@ -98,6 +156,7 @@ class ImagePanel(QFrame):
     def set_image(self, a: np.ndarray | None, levels: tuple[float, float] | None = None,
                   placeholder: str = "") -> None:
         """Show ``a`` (or an empty view with a centred message)."""
+        self.data = a
         if a is None:
             self.image.clear()
             self.image.setVisible(False)
@@ -238,6 +297,14 @@ class ComparisonGrid(QWidget):
 
     def auto_range(self) -> None:
         self.master.autoRange(padding=0.0)
+
+
+def one_to_one(vb: pg.ViewBox) -> None:
+    """Zoom ``vb`` so that one image pixel is one screen pixel, around the current centre."""
+    (x0, x1), (y0, y1) = vb.viewRange()
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    w, h = max(vb.width(), 1.0), max(vb.height(), 1.0)
+    vb.setRange(xRange=(cx - w / 2, cx + w / 2), yRange=(cy - h / 2, cy + h / 2), padding=0)
 
 
 class SplitView(QWidget):
