@@ -33,10 +33,18 @@ __all__ = [
     "add_noise",
     "evaluate",
     "GLOBAL_PATCH_SIZE",
+    "result_keys",
     "PATCH_SET_DEFAULT_RANK",
 ]
 
 GLOBAL_PATCH_SIZE = 8
+#: the grouped method's patch side when ``patch_size`` is None (core.grouped)
+GROUPED_PATCH_SIZE = 5
+#: the global method's pre-image iteration cap when ``preimage_iterations`` is None
+GLOBAL_PREIMAGE_ITERATIONS = 100
+#: an estimated noise std below this fraction of the value range means "no noise":
+#: the image is returned unchanged (a flat or synthetic image), with a note
+NO_NOISE_FRACTION = 1e-4
 #: a fixed rank for patch sets (digits): noisy digits, sigma 0.25: MSE 0.0213 /
 #: 0.0198 / 0.0188 at 32 / 64 / 128 components (benchmarks/gamma_rule.py).
 #: When the ranks say ``None`` the rank comes from the noise level instead
@@ -142,8 +150,13 @@ def _check_image(image: np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(image)
     if a.size == 0:
         raise ValueError(f"{name}: the image is empty")
-    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer)
+                                   or np.issubdtype(a.dtype, np.floating)):
         raise ValueError(f"{name}: unsupported pixel type {a.dtype}; use integer or float pixels")
+    if a.ndim == 3 and a.shape[0] in (1, 2, 3, 4) and a.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(
+            f"{name}: shape {a.shape} looks channels-first (C, H, W); pass the image as "
+            "(H, W, C), e.g. np.moveaxis(image, 0, -1)")
     if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
         raise ValueError(
             f"{name}: the image contains NaN or Inf pixels; replace them (e.g. np.nan_to_num) first"
@@ -179,6 +192,29 @@ def _global_patches(work: np.ndarray, p: int, stride: int):
     chans = [extract_patches(work[..., c], p, stride) for c in range(work.shape[2])]
     P = np.concatenate([c[0] for c in chans], axis=1)
     return P, chans[0][1]
+
+
+def _value_range(a: np.ndarray) -> float:
+    """The span of values an image can hold: its integer type's, or its data's for floats."""
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        return float(info.max) - float(info.min)
+    return float(np.ptp(a)) if a.size else 0.0
+
+
+def _sigma_range(a: np.ndarray) -> tuple[float, float]:
+    span = _value_range(a)
+    return span * NO_NOISE_FRACTION, span
+
+
+def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
+    """The result keys an item gets (rank, or None for the method's automatic choice)."""
+    if is_patchset:
+        return tuple(sorted({r for r in params.ranks if r is not None})) + (
+            (None,) if None in params.ranks else ())
+    if params.method == "global":
+        return _global_ranks(params, 16)
+    return tuple(params.ranks)
 
 
 def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
@@ -229,12 +265,27 @@ def denoise_set(
     SetResult.  An item that cannot be processed (too small, bad values) gets
     ``error`` set and the others are still denoised.
     """
+    if isinstance(params, dict):
+        params = DenoiseParams.from_dict(params)
+    elif params is not None and not isinstance(params, DenoiseParams):
+        raise TypeError(f"params must be a DenoiseParams or a dict, got {type(params).__name__}")
     params = (params or DenoiseParams()).validate()
+    if isinstance(images, np.ndarray) and images.ndim in (2, 3) and patch_sets is None:
+        raise ValueError(f"images must be a list of arrays, got one array of shape {images.shape}; "
+                         "pass [image] (or use denoise_image)")
     n_items = len(images)
     if n_items == 0:
         raise ValueError("no images given; pass at least one image")
     names = list(names) if names is not None else [f"image {i}" for i in range(n_items)]
     patch_sets = list(patch_sets) if patch_sets is not None else [False] * n_items
+    for what, seq in (("names", names), ("patch_sets", patch_sets)):
+        if len(seq) != n_items:
+            raise ValueError(f"{what} has {len(seq)} entries for {n_items} images; give one per image")
+    if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
+        raise ValueError(
+            f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "
+            "method sets its kernel width per group from the noise level (drop gamma, or use "
+            "method 'global')")
     clock = _StageClock(progress)
     t0 = time.perf_counter()
     results = [ImageResult(index=i, name=names[i]) for i in range(n_items)]
@@ -253,7 +304,11 @@ def denoise_set(
                 noisy = a.astype(np.float64)
             else:
                 noisy = a
-                side = params.patch_size or GLOBAL_PATCH_SIZE
+                side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
+                                             else GROUPED_PATCH_SIZE)
+                if a.ndim not in (2, 3):
+                    raise ValueError(f"{names[i]}: expected a grayscale (H, W) or colour (H, W, 3|4) "
+                                     f"image, got shape {a.shape}")
                 if min(a.shape[:2]) < side:
                     raise ValueError(
                         f"{names[i]}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
@@ -276,6 +331,18 @@ def denoise_set(
                 works[i] = ("image", work, (alpha, colour, a))
             res.noise_sigma = float(sigma)
             res.noise_estimated = params.noise_sigma is None
+            lo, hi = _sigma_range(a)
+            if params.noise_sigma is not None and not (lo <= sigma <= hi):
+                raise ValueError(
+                    f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+                    f"for this {a.dtype} image (the noise std in pixel units)")
+            if not sigma >= lo:
+                # a flat (or noise-free) image: nothing to remove, returned as it is
+                works[i] = None
+                for key in result_keys(params, patch_sets[i]):
+                    res.outputs[key] = res.noisy.copy()
+                res.stats["note"] = (f"{names[i]}: no noise measured (sigma {sigma:.3g}); "
+                                     "returned unchanged")
         except (ValueError, TypeError) as exc:
             msg = str(exc)
             res.error = msg if msg.startswith(names[i]) else f"{names[i]}: {msg}"
@@ -308,6 +375,8 @@ def denoise_set(
     timings = dict(clock.seconds)
     timings.pop("done", None)
     timings["total"] = time.perf_counter() - t0
+    if ranks is None:  # nothing was fitted (flat or failed items): the keys they got
+        ranks = result_keys(params, bool(patch_sets) and all(patch_sets))
     return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
                      eigenvalues=eig, resolved=resolved, timings=timings, model=model)
 
@@ -361,6 +430,8 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
                 f"at least {max(ranks)} landmarks or smaller ranks")
         fit_k = min(fit_k, n_landmarks)
     sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
+    if params.gamma is not None:
+        _check_gamma(params.gamma, train)
     reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
              and fitted.alphas_.shape[1] >= fit_k and fitted.X_fit_.shape == train.shape
              and fitted.kernel == params.kernel
@@ -375,7 +446,8 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
             n_components=fit_k, kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
-            preimage_max_iter=params.preimage_iterations, random_state=params.seed,
+            preimage_max_iter=params.preimage_iterations or GLOBAL_PREIMAGE_ITERATIONS,
+            random_state=params.seed,
             progress=clock, cancel=cancel, n_landmarks=n_landmarks,
         )
         model.fit(train)
@@ -396,6 +468,28 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
     eig, model, _ = _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel,
                                    auto_rank)
     return eig, model, ranks + ((None,) if auto else ())
+
+
+def _check_gamma(gamma: float, X: np.ndarray) -> None:
+    """Refuse a kernel width that makes the Gram matrix degenerate, before the fit."""
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, X.shape[0], size=(min(2000, 4 * X.shape[0]), 2))
+    d2 = np.sum((X[idx[:, 0]] - X[idx[:, 1]]) ** 2, axis=1)
+    d2 = d2[d2 > 0]
+    med = float(np.median(d2)) if d2.size else 0.0
+    if med == 0.0:
+        return
+    g = gamma * med
+    if g > 50:
+        raise ValueError(
+            f"gamma={gamma:g} makes the kernel matrix the identity (gamma x median squared patch "
+            f"distance = {g:.3g}, every patch unlike every other); use gamma about "
+            f"{1 / med:.3g} or omit it for the automatic width")
+    if g < 1e-9:
+        raise ValueError(
+            f"gamma={gamma:g} makes the kernel matrix constant (gamma x median squared patch "
+            f"distance = {g:.3g}, every patch alike); use gamma about {1 / med:.3g} or omit it "
+            "for the automatic width")
 
 
 def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel, auto_rank=None):
@@ -453,6 +547,8 @@ def _run_grouped(works, results, params, resolved, clock, cancel):
                 out, stats = denoise_grouped(
                     work[..., c], res.noise_sigma, ranks=ranks, kernel=params.kernel,
                     patch_size=params.patch_size, progress=clock, cancel=cancel,
+                    **({"max_iter": params.preimage_iterations}
+                       if params.preimage_iterations is not None else {}),
                     **params.extra,
                 )
                 for r in ranks:
@@ -492,7 +588,7 @@ def denoise_image(
     n_train: int = 2000,
     n_landmarks: int | None = None,
     kernel: str = "rbf",
-    preimage_iterations: int = 100,
+    preimage_iterations: int | None = None,
     random_state: int = 0,
     progress: ProgressCallback | None = None,
     cancel: Any = None,

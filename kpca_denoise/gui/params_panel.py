@@ -345,7 +345,8 @@ class ParamsPanel(QScrollArea):
             # stride, training patches, landmarks and γ do not apply: keep them at
             # their defaults so they do not split the result cache or the sidecar
             # (and 'grouped' rejects landmarks)
-            p = p.replace(stride=None, n_train=DenoiseParams.n_train, n_landmarks=None, gamma=None)
+            p = p.replace(stride=None, n_train=DenoiseParams.n_train, n_landmarks=None, gamma=None,
+                          preimage_iterations=None)
         return p.validate()
 
     def set_params(self, p: DenoiseParams) -> None:
@@ -363,7 +364,7 @@ class ParamsPanel(QScrollArea):
                 self.n_landmarks.setValue(int(p.n_landmarks))
             self.gamma.set_value(p.gamma)
             self.noise_sigma.set_value(p.noise_sigma)
-            self.iterations.setValue(int(p.preimage_iterations))
+            self.iterations.setValue(int(p.preimage_iterations or 100))
             self.seed.setValue(int(p.seed))
             self.add_noise_on.setChecked(p.add_noise is not None)
             if p.add_noise is not None:
