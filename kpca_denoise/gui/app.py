@@ -80,7 +80,8 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
     app.setApplicationName("kpca-denoise")
     app.setOrganizationName("kpca-denoise")
     win = MainWindow(persist=not screenshot)
-    win.resize(*SCREENSHOT_SIZE)
+    if screenshot:  # the README's picture has a fixed size; otherwise the window places itself
+        win.resize(*SCREENSHOT_SIZE)
     if files:
         win.load_paths(files)
     status = {"code": 0}
