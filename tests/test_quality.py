@@ -100,3 +100,12 @@ def test_grouped_cancel_and_small_images():
         denoise_grouped(rng.normal(size=(4, 40)), 1.0)
     out, _ = denoise_grouped(np.full((20, 30), 7.0), 1.0)
     np.testing.assert_allclose(out[None], 7.0)
+
+
+def test_grouped_reports_the_effective_rank_per_cap(crop):
+    img, noisy = crop
+    _, stats = denoise_grouped(noisy[:64, :64], 25.0, ranks=(None, 1, 3))
+    eff = stats["effective_rank"]
+    assert set(eff) == {None, 1, 3}
+    # a cap can only lower the mean kept count, and a cap of 1 keeps at most 1
+    assert 0.0 < eff[1] <= 1.0 and eff[1] <= eff[3] <= eff[None] <= 32, eff
