@@ -164,6 +164,18 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.progress = progress
         self.cancel = cancel
 
+    @classmethod
+    def for_denoising(cls, n_components=None, **params):
+        """The denoiser's choices in one call: ``kernel='rbf'``, ``gamma='noise'``,
+        ``gram_dtype='float32'``, ``random_state=0``, ``tol=1e-4`` (each can be
+        overridden by keyword; a non-RBF kernel keeps ``gamma=None``)."""
+        params.setdefault("kernel", "rbf")
+        if params["kernel"] == "rbf":
+            params.setdefault("gamma", "noise")
+        for key, value in (("gram_dtype", "float32"), ("random_state", 0), ("tol", 1e-4)):
+            params.setdefault(key, value)
+        return cls(n_components, **params)
+
     # -- kernels the core does not have -------------------------------------
     def _pairwise(self, X, Y=None):
         if callable(self.kernel):

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from . import eigen
-from .kernels import KERNELS, kernel_matrix, rbf_gram
+from .kernels import KERNELS, centre_gram, kernel_matrix, rbf_gram
 from .noise import estimate_sigma_pca
 from .nystrom import LANDMARK_RTOL, fit_landmark_pca, landmark_weights, select_landmarks
 from .preimage import PreimageStats, expansion_weights, preimage_fixed_point
@@ -276,20 +276,15 @@ class KernelPCACore:
                               degree=self.degree, coef0=self.coef0).astype(dt, copy=False)
             report(self.progress, "gram", 1, 1)
         check_cancel(self.cancel)
-        # exact feature-space centring: K~ = K - 1 K/n - K 1/n + 1 K 1/n^2
-        # (column and row means apart: a precomputed K need not be symmetric)
-        self.K_fit_rows_ = K.mean(axis=0, dtype=np.float64)
-        cols = K.mean(axis=1, dtype=np.float64)
-        self.K_fit_all_ = float(self.K_fit_rows_.mean())
+        # exact feature-space centring, in place (a precomputed K need not
+        # be symmetric: its column and row means differ)
+        self.K_fit_rows_, _, self.K_fit_all_ = centre_gram(K, symmetric=self._native())
         if self.kernel == "rbf" and n > 1 and (n * n * self.K_fit_all_ - n) / (n * (n - 1)) \
                 < IDENTITY_KERNEL_LEVEL:
             raise ValueError(
                 f"gamma={self.gamma_:g} is so large that the RBF kernel matrix is the identity "
                 "(no two samples are similar): the spectrum is degenerate and no component is "
                 "meaningful; use a smaller gamma, e.g. gamma=None (1/n_features) or 'noise'")
-        K -= self.K_fit_rows_.astype(K.dtype)[None, :]
-        K -= cols.astype(K.dtype)[:, None]
-        K += K.dtype.type(self.K_fit_all_)
         w, V, info = eigen.eigh_top(
             K, k, solver=self.eigen_solver, tol=self._tol(), max_iter=self.max_iter,
             random_state=self.random_state, progress=self.progress, cancel=self.cancel,
