@@ -926,3 +926,38 @@ def test_cancel_keeps_the_ranks_that_finished_and_progress_says_which_rank(windo
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         assert window.run_current()
     assert set(jobs[0].items[0].ranks) == missing
+
+
+def test_pages_of_a_stack_are_the_sets_images_and_export_as_one_stack(window, images, tmp_path, qtbot):
+    tifffile = pytest.importorskip("tifffile")
+    pages = np.stack([_smooth(48, 48, 255, s).astype(np.uint8) for s in (7, 8, 9)])
+    stack = tmp_path / "stack.tif"
+    tifffile.imwrite(stack, pages, photometric="minisblack")
+    gif = images["dir"] / "anim.gif"
+    Image.fromarray(pages[0]).save(gif)
+    assert window.load_paths([stack, images["dir"]]) == 5  # 3 pages + 2 images
+    assert [e.name for e in window.entries[:3]] == [f"stack.tif [page {k}/3]" for k in (1, 2, 3)]
+    assert any("skipped 1 file" in line and "anim.gif" in line for line in window.log_view.lines)
+    window.imageset.set_current(1)
+    params = FAST.replace(ranks=(2,))
+    window.params_panel.set_params(params)
+    window.ask = lambda title, text, choices: "Compute and export"
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.export_current(tmp_path / "out")  # one page shown: the stack needs all three
+    qtbot.waitUntil(lambda: (tmp_path / "out" / "stack_kpca_r2.tif").is_file(), timeout=5000)
+    back = read_item(tmp_path / "out" / "stack_kpca_r2.tif")
+    assert back.is_stack and back.array.shape == (3, 48, 48)
+    for k in range(3):
+        window.imageset.set_current(k)
+        _settle(qtbot, window)
+        np.testing.assert_array_equal(back.array[k], _displayed(window, 2))
+
+
+def test_a_folder_of_only_bad_files_says_so(window, tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    for n in ("a.png", "b.png"):
+        (d / n).write_bytes(b"not an image")
+    assert window.load_paths([d]) == 0
+    text = window.banner.text()
+    assert text.startswith("None of the 2 inputs could be read") and "loaded" not in text

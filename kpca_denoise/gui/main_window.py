@@ -45,7 +45,7 @@ from ..io import (
     InputError,
     atomic_write,
     check_not_input,
-    expand_inputs,
+    collect_inputs,
     jsonable,
     output_path,
     rank_tag,
@@ -55,7 +55,15 @@ from ..io import (
 )
 from ..params import DenoiseParams
 from .imageset import ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
-from .model import FitRecord, ImageEntry, ResultCache, Session, describe_params, param_differences
+from .model import (
+    FitRecord,
+    ImageEntry,
+    ResultCache,
+    Session,
+    describe_params,
+    entries_for,
+    param_differences,
+)
 from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
 from .params_panel import ParamsPanel
 from .spectrum import SpectrumPlot
@@ -465,20 +473,13 @@ class MainWindow(QMainWindow):
             self.load_paths([folder])
 
     def load_paths(self, paths) -> int:
-        """Load files and folders; bad ones are reported, the rest are kept. Returns how many loaded."""
-        files: list[Path] = []
-        errors: list[str] = []
-        for p in paths:
-            try:
-                files.extend(expand_inputs([p]))
-            except InputError as exc:
-                errors.append(str(exc))
+        """Load files and folders; bad ones are reported, the rest are kept. Returns how many loaded.
+
+        A multi-page TIFF becomes one image per page (exported back as one stack)."""
+        found, problems, skipped = collect_inputs(paths)
+        errors = [msg for _, msg in problems]
         known = {e.path.resolve(): i for i, e in enumerate(self.entries)}
-        fresh = []
-        for f in files:
-            if f.resolve() in known or any(f.resolve() == g.resolve() for g in fresh):
-                continue
-            fresh.append(f)
+        fresh = [f for f in found if f.path.resolve() not in known]
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
             items, bad = read_items(fresh)
@@ -486,27 +487,40 @@ class MainWindow(QMainWindow):
             QApplication.restoreOverrideCursor()
         errors.extend(msg for _, msg in bad)
         first_new = len(self.entries)
-        for it in items:
-            e = ImageEntry(it)
+        new = [e for it in items for e in entries_for(it)]
+        for e in new:
             self.session.add(e)
             self.imageset.add_entry(e)
-            self.log(f"loaded {e.path} ({e.describe()})")
+            self.log(f"loaded {e.name} ({e.describe()}) from {e.path}")
+        if skipped:
+            self.log(f"skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} of an unsupported "
+                     f"type ({', '.join(sorted(SUPPORTED_SUFFIXES))} are read): "
+                     + ", ".join(str(f) for f in skipped), "warning")
         if paths:
             p0 = Path(paths[0])
             self.last_dir = str(p0 if p0.is_dir() else p0.parent)
         if errors:
             n = len(errors)
-            head = errors[0] if n == 1 else f"{n} inputs could not be read; the others are loaded. First: {errors[0]}"
+            if items:
+                head = errors[0] if n == 1 else (f"{n} inputs could not be read; the other "
+                                                 f"{len(items)} are loaded. First: {errors[0]}")
+            else:
+                head = errors[0] if n == 1 else f"None of the {n} inputs could be read. First: {errors[0]}"
             self.report_error(head, errors if n > 1 else None)
-        if items:
+        elif skipped and not items:
+            self.report_error(f"Nothing loaded: {len(skipped)} file(s) of an unsupported type were "
+                              f"skipped ({', '.join(f.name for f in skipped[:5])}); the log lists them.")
+        if new:
             self.imageset.set_current(first_new)
             if not errors:  # an error message must stay visible, not be replaced
-                self.statusBar().showMessage(f"loaded {len(items)} file{'s' if len(items) != 1 else ''}", 5000)
-        elif not errors and files:
+                extra = f"; skipped {len(skipped)} unsupported (see the log)" if skipped else ""
+                self.statusBar().showMessage(f"loaded {len(new)} image{'s' if len(new) != 1 else ''}{extra}",
+                                             8000)
+        elif not errors and found:
             # everything was already loaded: show the first of them
-            self.imageset.set_current(known.get(files[0].resolve(), self.current_index()))
+            self.imageset.set_current(known.get(found[0].path.resolve(), self.current_index()))
         self._update_actions()
-        return len(items)
+        return len(new)
 
     def remove_image(self, row: int) -> None:
         if not 0 <= row < len(self.entries):
@@ -1037,7 +1051,7 @@ class MainWindow(QMainWindow):
             return []
         shown = self.session.shown(e, self.current_params())
         rank = self.selected_rank
-        if shown.record is not None and rank in shown.record.ranks:
+        if shown.record is not None and rank in shown.record.ranks and e.stack is None:
             return self._export_records([(e, shown.record)], Path(folder), rank)
         return self._export_or_compute([e], Path(folder))
 
@@ -1096,14 +1110,28 @@ class MainWindow(QMainWindow):
         written: list[Path] = []
         errors: list[str] = []
         inputs = self._input_paths()
+        units = []  # (item written, its array, the noisy input, entry and record for the sidecar)
+        stacks_done: set[int] = set()
         for e, rec in pairs:
-            rr = rec.ranks[rank]
-            target = output_path(e.item, folder, rank_tag(rank))
+            if e.stack is None:
+                units.append((e.item, rec.ranks[rank].output, rec.noisy, e, rec))
+                continue
+            if id(e.stack) in stacks_done:
+                continue
+            stacks_done.add(id(e.stack))
+            pages = sorted(((x, r) for x, r in pairs if x.stack is e.stack), key=lambda xr: xr[0].page)
+            if len(pages) != e.stack.array.shape[0]:
+                errors.append(f"{e.path.name}: a stack is written whole; {len(pages)} of its "
+                              f"{e.stack.array.shape[0]} pages have rank {rank_label(rank)}")
+                continue
+            units.append((e.stack, np.stack([r.ranks[rank].output for _, r in pages]),
+                          np.stack([r.noisy for _, r in pages]), e, rec))
+        for item, out, noisy, e, rec in units:
+            target = output_path(item, folder, rank_tag(rank))
             try:
-                written.append(write_item(e.item, rr.output, target, inputs=inputs))
+                written.append(write_item(item, out, target, inputs=inputs))
                 if rec.params.add_noise:
-                    written.append(write_item(e.item, rec.noisy, output_path(e.item, folder, "noisy"),
-                                              inputs=inputs))
+                    written.append(write_item(item, noisy, output_path(item, folder, "noisy"), inputs=inputs))
                 written.append(self._write_sidecar(e, rec, rank, target, inputs))
             except (InputError, OSError, ValueError) as exc:
                 errors.append(f"{target}: cannot write ({exc})")

@@ -31,6 +31,7 @@ from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 
 __all__ = [
     "ImageEntry",
+    "entries_for",
     "RankRecord",
     "FitRecord",
     "ResultCache",
@@ -56,15 +57,21 @@ class ImageEntry:
     reference: np.ndarray | None = None
     reference_path: Path | None = None
     key: str = field(default="")
+    #: a page of a multi-page file: the file as read and the page's index
+    stack: LoadedItem | None = None
+    page: int | None = None
 
     def __post_init__(self) -> None:
         # the key names the image in the result cache; a counter keeps two
         # loads of the same path (after it changed on disk) apart
         if not self.key:
-            self.key = f"{next(_ids)}:{self.item.path.resolve()}"
+            page = f"#{self.page}" if self.page is not None else ""
+            self.key = f"{next(_ids)}:{self.item.path.resolve()}{page}"
 
     @property
     def name(self) -> str:
+        if self.stack is not None and self.page is not None:
+            return self.stack.page_names()[self.page]
         return self.item.name
 
     @property
@@ -85,6 +92,18 @@ class ImageEntry:
             return f"{a.shape[0]} samples of {a.shape[1]}×{a.shape[2]}, {a.dtype}, {self.item.format}"
         chans = "" if a.ndim == 2 else f"×{a.shape[2]}"
         return f"{a.shape[1]}×{a.shape[0]}{chans}, {a.dtype}, {self.item.format}"
+
+
+def entries_for(item: LoadedItem) -> list[ImageEntry]:
+    """The set's images from one file: the item itself, or one per page of a stack."""
+    if not item.is_stack:
+        return [ImageEntry(item)]
+    out = []
+    for k, page in enumerate(item.pages):
+        one = LoadedItem(path=item.path, array=page, kind="image", format=item.format,
+                         meta=item.meta, rel=item.rel)
+        out.append(ImageEntry(one, stack=item, page=k))
+    return out
 
 
 @dataclass
@@ -278,13 +297,20 @@ class Session:
         """``(ready, missing)``: ``(entry, record)`` pairs whose shown result has ``rank``,
         and the entries that would need a run first."""
         ready, missing = [], []
-        for e in entries:
+        for e in self.with_pages(entries):
             rec = self.record(e, params)
             if rec is not None and rank in rec.ranks:
                 ready.append((e, rec))
             else:
                 missing.append(e)
         return ready, missing
+
+    def with_pages(self, entries: list[ImageEntry]) -> list[ImageEntry]:
+        """``entries`` plus every other page of the stacks among them (a stack is written as
+        one file, all of its pages), in set order."""
+        stacks = {id(e.stack) for e in entries if e.stack is not None}
+        wanted = {e.key for e in entries}
+        return [e for e in self.entries if e.key in wanted or (e.stack is not None and id(e.stack) in stacks)]
 
     # -- runs --------------------------------------------------------------------
     def kind_groups(self, entries: list[ImageEntry]) -> list[list[ImageEntry]]:
