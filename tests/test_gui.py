@@ -961,3 +961,94 @@ def test_a_folder_of_only_bad_files_says_so(window, tmp_path):
     assert window.load_paths([d]) == 0
     text = window.banner.text()
     assert text.startswith("None of the 2 inputs could be read") and "loaded" not in text
+
+
+def test_each_image_keeps_its_results_and_the_viewer_reads_source_values(window, images, qtbot):
+    window.load_paths([images["u16"], images["u8"]])
+    window.imageset.set_current(0)
+    a = FAST.replace(ranks=(2, 4))
+    _run(qtbot, window, a)
+    window.imageset.set_current(1)
+    _run(qtbot, window, FAST.replace(ranks=(2,), seed=5))
+    window.imageset.set_current(0)  # its results came from seed 0: shown, and marked
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[4].has_image() and window.mismatch.isVisible()
+    assert "seed: 0 → 5" in window.mismatch.text()
+    assert window.imageset.list.item(0).text().endswith("✓ 2 ranks · other parameters")
+    window.mismatch.linkActivated.emit("use")  # "Use these parameters"
+    assert window.params_panel.params().seed == 0 and not window.mismatch.isVisible()
+    assert window.imageset.list.item(0).text().endswith("✓ 2 ranks")
+    # the reference label follows the chosen reference
+    assert window.set_reference(images["u16"])
+    assert "gray16.png" in window.params_panel.reference_label.text()
+    # cursor readout in source units (16-bit stays 16-bit)
+    src = window.entries[0].array
+    panel = window.grid.input_panel
+    c, r, v = panel.value_at(3.5, 5.2)
+    assert (c, r) == (3, 5) and int(v) == int(src[5, 3]) > 255
+    window._on_hover(window.grid.rank_panels[4], window.grid.rank_panels[4].value_at(3.5, 5.2))
+    assert window.cursor_label.text().startswith("x 3, y 5 · rank 4: ") and f": {int(src[5, 3])}" in \
+        window.cursor_label.text()
+    # one histogram sets the contrast of every view
+    window.hist.item.setLevels(100, 2000)
+    for p in (window.grid.input_panel, *window.grid.rank_panels.values()):
+        assert tuple(p.image.levels) == (100, 2000)
+    # 1:1: one image pixel per screen pixel, kept (not refitted)
+    window.zoom_one_to_one()
+    (x0, x1), _ = window.grid.master.viewRange()
+    assert abs((x1 - x0) - window.grid.master.width()) < 2 and not window.fitted
+    # ROI statistics under every view
+    window.toggle_roi()
+    x0, y0, x1, y1 = window.roi_box()
+    for rank, p in window.grid.rank_panels.items():
+        out = window.cache.get(window.entries[0].key, params_key(a)).ranks[rank].output
+        region = out[y0:y1, x0:x1].astype(float)
+        assert p.roi_text.text() == f"ROI mean {region.mean():.4g} ± {region.std():.3g}"
+    # the comparison sheet never shrinks the images
+    rec = window.cache.get(window.entries[0].key, params_key(a))
+    assert window.comparison_sheet(window.entries[0], rec).height() > 160
+    # F1 is help (keys, docs), Delete asks before discarding results
+    text = window.show_help().browser.toPlainText()
+    assert "Ctrl+E" in text and "README" in text and "Help" in text
+    window.ask = lambda title, text, choices: "Cancel"
+    window.remove_image(0)
+    assert len(window.entries) == 2
+    window.ask = lambda title, text, choices: "OK"
+    window.remove_image(0)
+    assert [e.name for e in window.entries] == ["gray8.png"]
+
+
+def test_suggested_ranks_include_auto_and_patch_sets_compare_its_neighbours(window, images, qtbot):
+    from kpca_denoise.gui.model import DEFAULT_RANKS, FitRecord, RankRecord, converged_with
+    from kpca_denoise.gui.main_window import rank_metrics_text
+
+    panel = window.params_panel
+    panel.set_params(DenoiseParams())
+    panel.suggest.click()
+    assert panel.ranks.text() == "1, 2, 4, 8, auto" and DEFAULT_RANKS["grouped"][-1] is None
+    panel.method.setCurrentIndex(panel.method.findData("global"))
+    assert panel.ranks.text() == "4, 8, auto, 32"
+    # a patch set at 'auto': once the fit chose the rank, its neighbours are compared too
+    window.load_paths([images["npz"]])
+    params = FAST.replace(ranks=(None,), noise_sigma=40.0)
+    _run(qtbot, window, params)
+    rec = window.cache.get(window.entries[0].key, params_key(params))
+    auto = rec.resolved["auto_rank"]
+    qtbot.waitUntil(lambda: window.current_params().ranks != (None,), timeout=5000)
+    expected = tuple(sorted({max(1, auto // 2), min(2 * auto, 39)} - {auto})) + (None,)
+    assert window.current_params().ranks == expected
+    qtbot.waitUntil(lambda: not window.runner.is_running() and set(rec.ranks) == set(expected),
+                    timeout=RUN_TIMEOUT_MS)
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[None].title.text() == f"rank auto = {auto}"
+    assert window.spectrum.ranks[-1] == (None, auto)  # marked on the spectrum
+    # effective rank (grouped stats) and "converged" under the views
+    one = RankRecord(np.zeros((4, 4)), {"psnr": 30.0, "ssim": 0.9}, 1.0)
+    two = RankRecord(np.zeros((4, 4)), {"psnr": 30.1, "ssim": 0.9}, 1.0)
+    fit = FitRecord(noisy=np.zeros((4, 4)), noise_sigma=1.0, noise_estimated=False, noisy_metrics={},
+                    eigenvalues=None, total_variance=None,
+                    resolved={"grouped": {"effective_rank": {8: 3.25, None: 3.5}}},
+                    timings={}, params=DenoiseParams(), ranks={8: one, None: two})
+    assert rank_metrics_text(fit, None, one, 1.0) == ("PSNR 30.10 dB · SSIM 0.900 · effective rank 3.5 · "
+                                                    "≈ previous rank: converged (Δ +0.10 dB)")
+    assert converged_with(one, RankRecord(np.zeros((4, 4)), {"psnr": 30.5, "ssim": 0.9}, 1.0), 1.0) == ""

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, QRect, QRectF, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QImage, QKeySequence, QPainter
 from PySide6.QtWidgets import (
@@ -61,13 +62,24 @@ from .model import (
     ResultCache,
     Session,
     describe_params,
+    PATCH_SET_RANKS,
+    auto_neighbours,
+    converged_with,
     entries_for,
     param_differences,
 )
-from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
+from .panels import AboutDialog, HelpDialog, LogView, MessageBanner, ProgressPanel, help_html
 from .params_panel import ParamsPanel
 from .spectrum import SpectrumPlot
-from .views import ComparisonGrid, SplitView, ZoomLink, format_metrics
+from .views import (
+    ComparisonGrid,
+    SplitView,
+    ZoomLink,
+    format_metrics,
+    format_value,
+    one_to_one,
+    region_stats,
+)
 from .worker import (
     Job,
     RunController,
@@ -91,6 +103,20 @@ def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarr
     if r.ndim == 3 and not is_patchset:
         r = r[..., : 3 if r.shape[2] >= 3 else 1].mean(axis=2)  # one grey map; alpha is untouched
     return display_array(r, is_patchset)
+
+
+def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
+    """The line under a rank: PSNR/SSIM or remaining noise, the effective rank (grouped:
+    mean kept components per group) and whether it converged with the rank before it."""
+    rr = rec.ranks[rank]
+    parts = [format_metrics(rr.metrics)]
+    eff = rec.effective_rank(rank)
+    if eff is not None:
+        parts.append(f"effective rank {eff:.1f}")
+    conv = converged_with(prev, rr, sigma)
+    if conv:
+        parts.append(f"≈ previous rank: {conv}")
+    return " · ".join(p for p in parts if p)
 
 
 def _shared_model_text(resolved: dict, n_set: int) -> str:
@@ -125,6 +151,7 @@ class MainWindow(QMainWindow):
         self._current_job_method = "global"
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
+        self._help: HelpDialog | None = None
         self._refresh_pending = False
         self.fitted = True  # views fit the image until the user zooms or pans
         self._fit_pending = False
@@ -226,7 +253,19 @@ class MainWindow(QMainWindow):
         self.split.vb.disableAutoRange()
         self.zoom_link = ZoomLink(self.grid.master, self.split.vb, self)
         self._tab = 0
-        v.addWidget(self.tabs, 1)
+        # contrast: one histogram with black/white points for every view (napari/Fiji style)
+        self.hist = pg.HistogramLUTWidget(central)
+        self.hist.setMinimumWidth(90)
+        self.hist.setMaximumWidth(120)
+        self.hist.item.setImageItem(self.grid.input_panel.image)
+        self.hist.setToolTip("Drag the black and white points: the contrast of every view follows")
+        row = QHBoxLayout()
+        row.setSpacing(2)
+        row.addWidget(self.tabs, 1)
+        row.addWidget(self.hist)
+        v.addLayout(row, 1)
+        self._syncing_levels = False
+        self.roi: pg.RectROI | None = None
         self.setCentralWidget(central)
 
         # left: the image set
@@ -258,6 +297,10 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.dock_spectrum], [200], Qt.Orientation.Vertical)
         self.resizeDocks([self.dock_images, self.dock_params], [180, 290], Qt.Orientation.Horizontal)
         self.resizeDocks([self.dock_spectrum, self.dock_progress], [560, 420], Qt.Orientation.Horizontal)
+        self.cursor_label = QLabel("", self)
+        self.cursor_label.setToolTip("pixel under the mouse: column x, row y and value, in the "
+                                     "source's units")
+        self.statusBar().addPermanentWidget(self.cursor_label)
         self.statusBar().showMessage("ready")
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -298,7 +341,14 @@ class MainWindow(QMainWindow):
         self.act_split = self._act("Toggle split view", self.toggle_split, "S",
                                    "Switch between the rank grid and the before/after split")
         self.act_reset_zoom = self._act("Reset zoom", self.auto_range, "Ctrl+0", "Fit the image")
-        self.act_about = self._act("About", self.show_about, "F1", "Method, references, licence")
+        self.act_one_to_one = self._act("Actual pixels (1:1)", self.zoom_one_to_one, "Ctrl+1",
+                                        "One image pixel per screen pixel")
+        self.act_roi = self._act("ROI statistics", self.toggle_roi, "R",
+                                 "A rectangle on the input; mean and std inside it under every view")
+        self.act_roi.setCheckable(True)
+        self.act_help = self._act("Help", self.show_help, QKeySequence.StandardKey.HelpContents,
+                                  "Keys, methods, where the documentation is")
+        self.act_about = self._act("About", self.show_about, None, "Method, references, licence")
         self.act_quit = self._act("Quit", self.close, QKeySequence.StandardKey.Quit, "Quit")
         for k in range(1, 10):
             self._act(f"Select rank {k}", lambda k=k: self.select_rank_index(k - 1), str(k))
@@ -307,7 +357,7 @@ class MainWindow(QMainWindow):
         tb.setObjectName("toolbar_main")
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         for a in (self.act_open, self.act_folder, None, self.act_run, self.act_run_all, self.act_cancel,
-                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_about):
+                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_help):
             if a is None:
                 tb.addSeparator()
             else:
@@ -323,13 +373,15 @@ class MainWindow(QMainWindow):
         for a in (self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)
         vw = m.addMenu("&View")
-        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom):
+        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom, self.act_one_to_one,
+                  self.act_roi):
             vw.addAction(a)
         vw.addSeparator()
         for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())
         self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
         h = m.addMenu("&Help")
+        h.addAction(self.act_help)
         h.addAction(self.act_about)
 
     def _connect(self) -> None:
@@ -341,12 +393,16 @@ class MainWindow(QMainWindow):
         self.params_panel.changed.connect(self._on_params_changed)
         self.params_panel.referenceRequested.connect(self.choose_reference)
         self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
+        self.params_panel.suggestRequested.connect(self.suggest_ranks)
         self.grid.rankClicked.connect(self.select_rank)
         self.spectrum.rankClicked.connect(self._on_spectrum_click)
         self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
         self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
         self.grid.userZoomed.connect(self._on_user_zoom)
+        self.grid.hovered.connect(self._on_hover)
+        self.split.panel.hovered.connect(lambda info: self._on_hover(self.split.panel, info))
+        self.hist.item.sigLevelsChanged.connect(self._on_levels_changed)
         self.split.vb.sigRangeChangedManually.connect(lambda *_: self._on_user_zoom())
         for vb in (self.grid.master, self.split.vb):
             vb.sigResized.connect(lambda *_: self.keep_fit())
@@ -626,6 +682,81 @@ class MainWindow(QMainWindow):
         self.zoom_link.copy(src, dst)
         self.keep_fit()
 
+    # ------------------------------------------------------------- viewer
+    def _on_hover(self, panel, info) -> None:
+        """Cursor readout: position and value under the mouse, and the input's value there."""
+        if info is None:
+            self.cursor_label.setText("")
+            return
+        c, r, val = info
+        text = f"x {c}, y {r} · {panel.title.text()}: {format_value(val)}"
+        inp = self.grid.input_panel
+        if panel is not inp and inp.data is not None and inp.data.shape[:2] == panel.data.shape[:2]:
+            text += f" · {inp.title.text()}: {format_value(inp.data[r, c])}"
+        self.cursor_label.setText(text)
+
+    def _image_panels(self):
+        """The panels showing pixel values (the residuals keep their own symmetric scale)."""
+        return [self.grid.input_panel, self.grid.ref_panel, *self.grid.rank_panels.values(),
+                self.split.panel]
+
+    def _on_levels_changed(self, *_a) -> None:
+        """The histogram's black and white points apply to every view of the image."""
+        if self._syncing_levels:
+            return
+        e = self.current_entry()
+        lo, hi = self.hist.item.getLevels()
+        if e is None or not hi > lo:
+            return
+        self._levels[e.key] = (float(lo), float(hi))
+        for p in self._image_panels():
+            if p.has_image():
+                p.image.setLevels((lo, hi))
+        self.split.levels = (lo, hi)
+
+    def _sync_histogram(self, levels) -> None:
+        self._syncing_levels = True
+        try:
+            self.hist.item.setLevels(*levels)
+        finally:
+            self._syncing_levels = False
+
+    def zoom_one_to_one(self) -> None:
+        """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
+        self.fitted = False
+        one_to_one(self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master)
+
+    def toggle_roi(self) -> None:
+        """Show or remove the ROI on the input view; its statistics appear under every view."""
+        if self.roi is not None:
+            self.grid.input_panel.vb.removeItem(self.roi)
+            self.roi = None
+            for p in self.grid.panels():
+                p.set_roi_text("")
+            self.act_roi.setChecked(False)
+            return
+        data = self.grid.input_panel.data
+        h, w = data.shape[:2] if data is not None else (64, 64)
+        self.roi = pg.RectROI([w / 4, h / 4], [max(2, w // 2), max(2, h // 2)], pen=pg.mkPen("#ffd84a", width=2))
+        self.grid.input_panel.vb.addItem(self.roi)
+        self.roi.sigRegionChanged.connect(self.update_roi_stats)
+        self.act_roi.setChecked(True)
+        self.update_roi_stats()
+
+    def roi_box(self) -> tuple[int, int, int, int] | None:
+        """The ROI as whole pixels ``(x0, y0, x1, y1)``."""
+        if self.roi is None:
+            return None
+        (x, y), (w, h) = self.roi.pos(), self.roi.size()
+        return int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h))
+
+    def update_roi_stats(self) -> None:
+        box = self.roi_box()
+        if box is None:
+            return
+        for p in self.grid.panels():
+            p.set_roi_text(region_stats(p.data, *box) if p.has_image() else "")
+
     def _on_user_zoom(self) -> None:
         self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
 
@@ -683,6 +814,25 @@ class MainWindow(QMainWindow):
             self.run_current()
 
     # ------------------------------------------------------------- ranks
+    def suggest_ranks(self) -> None:
+        """The suggested ranks for the method and the current image (patch set or image)."""
+        e = self.current_entry()
+        self.params_panel.suggest_ranks(e is not None and e.is_patchset)
+
+    def _add_auto_neighbours(self) -> None:
+        """A patch set compared at 'auto' only: once the fit chose the rank, compare its
+        neighbours too (computed at once, from the same model)."""
+        e, p = self.current_entry(), self.current_params()
+        if e is None or p is None or not e.is_patchset or tuple(p.ranks) != PATCH_SET_RANKS:
+            return
+        rec = self.session.record(e, p)
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        if auto:
+            ranks = auto_neighbours(int(auto), e.array.shape[0])
+            self.log(f"{e.name}: auto chose {auto} components; comparing with "
+                     f"{', '.join(rank_label(r) for r in ranks if r is not None)} as well")
+            self.params_panel.set_ranks(ranks)
+
     def compared_ranks(self) -> tuple:
         p = self.current_params()
         return tuple(sorted(p.ranks, key=rank_sort_key)) if p else ()
@@ -867,9 +1017,20 @@ class MainWindow(QMainWindow):
             self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
         if out.noise_estimated:
             self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
-        self.imageset.set_status(row, f"✓ {len(rec.ranks)} rank{'s' if len(rec.ranks) != 1 else ''}")
+        self._update_status(row)
         if row == self.current_index():
             self.schedule_refresh()
+
+    def _update_status(self, row: int, p: DenoiseParams | None = None) -> None:
+        """The thumbnail's line: how many ranks the image has for the panel's parameters,
+        or, marked, for the other parameters it was computed with."""
+        p = p or self.current_params()
+        sh = self.session.shown(self.entries[row], p)
+        if sh.record is None:
+            return
+        n = len(sh.record.ranks)
+        text = f"✓ {n} rank{'s' if n != 1 else ''}"
+        self.imageset.set_status(row, text if sh.matches else f"{text} · other parameters")
 
     def schedule_refresh(self) -> None:
         """Redraw once at the next event-loop turn, however many results arrived."""
@@ -898,6 +1059,8 @@ class MainWindow(QMainWindow):
             self.log(msg)
         self._update_actions()
         self.schedule_refresh()
+        if summary.status == "done":
+            self._add_auto_neighbours()
         pending, self._pending_export = self._pending_export, None
         if pending is not None and summary.status == "done" and summary.job.purpose == "export":
             self._export_after_run(*pending)
@@ -931,6 +1094,8 @@ class MainWindow(QMainWindow):
         self._show_mismatch(shown, p)
         self.set_fit_box.setEnabled(e is not None and p is not None
                                     and bool(self.session.set_group(e, p)))
+        for row in range(len(self.entries)):
+            self._update_status(row, p)
         self.grid.set_ranks(ranks)
         if self.selected_rank not in ranks:
             self.selected_rank = ranks[-1] if ranks else None
@@ -965,6 +1130,7 @@ class MainWindow(QMainWindow):
             title = "input (noisy)"
         self.grid.input_panel.set_title(title)
         self.grid.input_panel.set_image(noisy_d, levels)
+        self._sync_histogram(levels)
         self.grid.input_panel.set_metrics(format_metrics(rec.noisy_metrics) if rec else e.describe())
 
         clean = self._clean_for(e, p) if p is not None else None
@@ -978,12 +1144,19 @@ class MainWindow(QMainWindow):
                                                             "remaining noise σ̂")
             self.grid.ref_panel.set_metrics("")
         sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        prev = None
         for r in ranks:
             panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
             rr = rec.ranks.get(r) if rec is not None else None
+            if r is None:  # 'auto' is marked: what it stood for, or that nothing capped it
+                panel.set_title(f"rank auto = {auto}" if auto is not None else
+                                "rank auto (no cap)" if rec is not None and rec.params.method == "grouped"
+                                and not e.is_patchset else "rank auto")
             if rr is not None:
                 panel.set_image(display_array(rr.output, e.is_patchset), levels)
-                panel.set_metrics(format_metrics(rr.metrics))
+                panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
+                prev = rr
                 res = _residual(rec.noisy, rr.output, e.is_patchset)
                 span = 3.0 * (sigma if sigma else max(rr.residual_std, 1e-12))
                 rpanel.set_image(res, (-span, span))
@@ -1024,6 +1197,7 @@ class MainWindow(QMainWindow):
             parts.append(f"{rec.timings.get('total', 0):.1f} s")
         self.info.setText(" · ".join(parts))
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
+        self.update_roi_stats()
         if reset_zoom:
             self.fitted = True  # another image: fitted again
         # after the layout has given the views their size, or the fit is wrong
@@ -1203,7 +1377,9 @@ class MainWindow(QMainWindow):
         self.report_info(f"Comparison sheet saved to {path}", banner=True)
         return path
 
-    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, tile: int = 320) -> QImage:
+    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, min_tile: int = 160) -> QImage:
+        """Every tile at the source's resolution (small images are enlarged to ``min_tile``
+        pixels with whole pixels, never shrunk)."""
         levels = self._levels_for(e)
         tiles = [("noisy" if rec.params.add_noise else "input", rec.noisy, rec.noisy_metrics)]
         clean = self._clean_for(e, rec.params)
@@ -1213,13 +1389,13 @@ class MainWindow(QMainWindow):
             tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
         imgs = [qimage_from_array(to_uint8(display_array(a, e.is_patchset), levels)) for _, a, _ in tiles]
         h0, w0 = imgs[0].height(), imgs[0].width()
-        scale = tile / max(h0, w0)
+        scale = max(1.0, min_tile / max(h0, w0))
         tw, th = max(1, round(w0 * scale)), max(1, round(h0 * scale))
         pad, head, foot = 12, 34, 26
         sheet = QImage(pad + len(tiles) * (tw + pad), head + th + foot + pad, QImage.Format.Format_RGB32)
         sheet.fill(QColor("white"))
         qp = QPainter(sheet)
-        qp.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, scale < 1)
+        qp.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)  # pixels stay pixels
         f = QFont(qp.font())
         f.setPixelSize(15)
         f.setBold(True)
@@ -1238,6 +1414,17 @@ class MainWindow(QMainWindow):
         return sheet
 
     # ------------------------------------------------------------- misc
+    def show_help(self) -> HelpDialog:
+        if self._help is None:
+            keys = [(a.text(), a.shortcut().toString()) for a in self.actions()
+                    if not a.text().startswith("Select rank")]
+            keys.append(("Select the k-th compared rank", "1 … 9"))
+            readme = Path(__file__).resolve().parents[2] / "README.md"
+            self._help = HelpDialog(help_html(keys, str(readme)), self)
+        self._help.show()
+        self._help.raise_()
+        return self._help
+
     def show_about(self) -> AboutDialog:
         if self._about is None:
             self._about = AboutDialog(self)
@@ -1280,6 +1467,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802
         self.shutdown()
         self.save_settings()
-        if self._about is not None:
-            self._about.close()
+        for d in (self._about, self._help):
+            if d is not None:
+                d.close()
         super().closeEvent(event)

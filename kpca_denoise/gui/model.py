@@ -166,7 +166,9 @@ class ResultCache:
             # a later run for a larger rank knows more of the spectrum
             rec.eigenvalues = out.eigenvalues
             rec.total_variance = out.total_variance
-            rec.resolved = out.resolved
+            # ... but 'auto' was resolved by the run that computed it
+            keep = {k: rec.resolved[k] for k in ("auto_rank",) if k in rec.resolved}
+            rec.resolved = {**out.resolved, **keep}
         for r, arr in out.outputs.items():
             rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
         return rec
@@ -375,12 +377,13 @@ def describe_params(p: DenoiseParams) -> str:
     return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "extra" or v)
 
 
-#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on the sample images):
-#: grouped -- per-group caps 1, 2, 4 change the result by 0.4-0.9 dB each, above ~4 the
-#: shrinkage keeps fewer components than the cap and the result converges to 'auto' (no cap);
-#: global -- 4, 8, 16 ('auto' for images), 32 change it by >= 0.3 dB, and 64 is worse again
+#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the
+#: sample images, ``benchmarks/results_ranks.txt``): grouped -- per-group caps 1, 2, 4
+#: change the result by 0.35-0.9 dB each; from 8 on the result moves by less (up or down
+#: by the image) and 'auto' (no cap, the shrinkage decides) often converges with 8, which
+#: the views then say; global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
 DEFAULT_RANKS = {
-    "grouped": (1, 2, 4, None),
+    "grouped": (1, 2, 4, 8, None),
     "global": (4, 8, None, 32),
 }
 #: patch sets: the automatic rank (from the noise level), then its neighbours once it is known

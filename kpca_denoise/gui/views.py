@@ -198,6 +198,7 @@ class ComparisonGrid(QWidget):
 
     rankClicked = Signal(object)  # rank (int or None)
     userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
+    hovered = Signal(object, object)  # panel, (x, y, value) or None
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -209,6 +210,7 @@ class ComparisonGrid(QWidget):
         self.master = self.input_panel.vb
         for p in (self.input_panel, self.ref_panel):
             p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+            p.hovered.connect(lambda info, p=p: self.hovered.emit(p, info))
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
@@ -256,6 +258,7 @@ class ComparisonGrid(QWidget):
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
                     panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+                    panel.hovered.connect(lambda info, panel=panel: self.hovered.emit(panel, info))
                     panel.vb.setXLink(self.master)
                     panel.vb.setYLink(self.master)
                 self.rank_panels[r], self.resid_panels[r] = p, q
