@@ -83,7 +83,8 @@ def run(name: str, arr: np.ndarray, is_patchset: bool, method: str) -> None:
           + (f", auto = {auto}" if auto else ""))
     prev = None
     # in order of the components kept ('auto' where its rank falls)
-    ranks = sorted(ranks, key=lambda r: (auto or _auto_key(params) if r is None else r, r is None))
+    aval = auto or (_auto_key(params) if method == "global" else float("inf"))  # grouped: no cap
+    ranks = sorted(ranks, key=lambda r: (aval if r is None else r, r is None))
     for r in ranks:
         # 'global' keys an image's 'auto' by the rank it stands for
         out = img.outputs[r] if r in img.outputs else img.outputs[_auto_key(params)]

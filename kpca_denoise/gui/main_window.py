@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QByteArray, QRect, QRectF, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QImage, QKeySequence, QPainter
+from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -44,18 +44,15 @@ from .. import __version__
 from ..io import (
     SUPPORTED_SUFFIXES,
     InputError,
-    atomic_write,
-    check_not_input,
     collect_inputs,
     jsonable,
-    output_path,
     rank_tag,
     read_item,
     read_items,
-    write_item,
 )
 from ..params import DenoiseParams
-from .imageset import ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
+from .export import ExportActions
+from .imageset import ImageSetPanel, display_array, display_levels
 from .model import (
     FitRecord,
     ImageEntry,
@@ -86,7 +83,6 @@ from .worker import (
     RunSummary,
     compute_metrics,
     compute_server,
-    params_key,
     rank_label,
     rank_sort_key,
 )
@@ -131,7 +127,7 @@ def _shared_model_text(resolved: dict, n_set: int) -> str:
     return f"own model (only one of its kind in the set of {n_set})"
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ExportActions, QMainWindow):
     """The kpca-denoise desktop window."""
 
     viewsRefreshed = Signal()
@@ -426,28 +422,31 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------- settings
     def _restore_settings(self) -> None:
+        # read everything first: restoring the parameters saves the settings (params changed),
+        # which would overwrite the saved geometry with this not yet placed window's
+        geo = self.settings.value("geometry")
+        state = self.settings.value("window_state")
         raw = self.settings.value("params")
         if raw:
             try:
                 self.params_panel.set_params(DenoiseParams.from_dict(json.loads(str(raw))))
             except (ValueError, TypeError) as exc:
                 self.log(f"ignored the saved parameters ({exc})", "warning")
-        geo = self.settings.value("geometry")
         self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
         self._available: QRect | None = None
         self._placed = False
-        state = self.settings.value("window_state")
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
-        self.place_on_screen()
+        self._state_restored = isinstance(state, QByteArray) and self.restoreState(state)
+        if not self._geometry_restored:  # a restored geometry is applied when shown, then kept on screen
+            self.place_on_screen()
+        self._arrange_docks_for_height()
         res = self.settings.value("show_residuals")
         if res is not None:
             self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
 
     def place_on_screen(self, available: QRect | None = None) -> None:
         """Keep the window inside the screen's available area: a saved geometry is kept
-        (moved and shrunk into the area if it no longer fits), else the window takes up to
-        1600×1000 of it, centred."""
+        (moved and shrunk into the area if it no longer fits), else the window takes 96 % of
+        it, centred."""
         if available is not None:
             self._available = available  # kept: placed again once shown (the frame is known then)
         available = available or self._available
@@ -461,8 +460,8 @@ class MainWindow(QMainWindow):
         extra_h = max(0, frame.height() - self.height())
         if self._geometry_restored:
             w, h = self.width(), self.height()
-        else:
-            w, h = 1600, 1000
+        else:  # most of the screen: the images are what the window is for
+            w, h = int(available.width() * 0.96), int(available.height() * 0.96)
         w = min(w, available.width() - extra_w)
         h = min(h, available.height() - extra_h)
         self.resize(w, h)
@@ -472,6 +471,18 @@ class MainWindow(QMainWindow):
         x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
         y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
         self.move(x, y)
+
+    def _arrange_docks_for_height(self) -> None:
+        """On a short screen (no saved layout) the spectrum and progress/log docks share one
+        tabbed area, so the images keep most of the height."""
+        if self._state_restored:
+            return
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        avail = self._available or (screen.availableGeometry() if screen is not None else None)
+        if avail is not None and avail.height() < 900:
+            self.tabifyDockWidget(self.dock_spectrum, self.dock_progress)
+            self.dock_progress.raise_()
+            self.resizeDocks([self.dock_spectrum], [185], Qt.Orientation.Vertical)
 
     def save_settings(self) -> None:
         if not self.persist:
@@ -834,8 +845,17 @@ class MainWindow(QMainWindow):
             self.params_panel.set_ranks(ranks)
 
     def compared_ranks(self) -> tuple:
+        """The panel's ranks in order of components kept, 'auto' where its rank falls
+        (once known; 16 for images under 'global'; else last: no cap keeps the most)."""
         p = self.current_params()
-        return tuple(sorted(p.ranks, key=rank_sort_key)) if p else ()
+        if not p:
+            return ()
+        e = self.current_entry()
+        rec = self.session.record(e, p) if e is not None else None
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        if auto is None and p.method == "global" and e is not None and not e.is_patchset:
+            auto = 16
+        return tuple(sorted(p.ranks, key=lambda r: (rank_sort_key(auto if r is None else r), r is None)))
 
     def shown_ranks(self) -> tuple:
         """The ranks the views show: the panel's, or those of the other parameters' result shown."""
@@ -1129,6 +1149,7 @@ class MainWindow(QMainWindow):
         elif rec is not None:
             title = "input (noisy)"
         self.grid.input_panel.set_title(title)
+        self.grid.set_aspect(noisy_d.shape[1] / max(noisy_d.shape[0], 1))
         self.grid.input_panel.set_image(noisy_d, levels)
         self._sync_histogram(levels)
         self.grid.input_panel.set_metrics(format_metrics(rec.noisy_metrics) if rec else e.describe())
@@ -1150,8 +1171,8 @@ class MainWindow(QMainWindow):
             panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
             rr = rec.ranks.get(r) if rec is not None else None
             if r is None:  # 'auto' is marked: what it stood for, or that nothing capped it
-                panel.set_title(f"rank auto = {auto}" if auto is not None else
-                                "rank auto (no cap)" if rec is not None and rec.params.method == "grouped"
+                panel.set_title(f"auto = {auto}" if auto is not None else
+                                "auto (no cap)" if rec is not None and rec.params.method == "grouped"
                                 and not e.is_patchset else "rank auto")
             if rr is not None:
                 panel.set_image(display_array(rr.output, e.is_patchset), levels)
@@ -1203,215 +1224,6 @@ class MainWindow(QMainWindow):
         # after the layout has given the views their size, or the fit is wrong
         self.keep_fit()
         self.viewsRefreshed.emit()
-
-    # ------------------------------------------------------------- export
-    def _input_paths(self) -> list[Path]:
-        paths = [e.path for e in self.entries]
-        paths += [e.reference_path for e in self.entries if e.reference_path is not None]
-        return paths
-
-    def _choose_folder(self, title: str) -> str | None:
-        folder = QFileDialog.getExistingDirectory(self, title, self.last_dir)
-        return folder or None
-
-    def export_current(self, folder=None) -> list[Path]:
-        """Write the selected rank of the current image as shown (+ JSON sidecar) to ``folder``."""
-        e = self.current_entry()
-        if e is None:
-            self.report_error("Nothing to export: open and denoise an image first.")
-            return []
-        folder = folder or self._choose_folder("Export the selected rank to a folder")
-        if not folder:
-            return []
-        shown = self.session.shown(e, self.current_params())
-        rank = self.selected_rank
-        if shown.record is not None and rank in shown.record.ranks and e.stack is None:
-            return self._export_records([(e, shown.record)], Path(folder), rank)
-        return self._export_or_compute([e], Path(folder))
-
-    def export_set(self, folder=None) -> list[Path]:
-        """Write the selected rank of every image as computed; asks before computing what is missing."""
-        if not self.entries:
-            self.report_error("Nothing to export: open images first.")
-            return []
-        folder = folder or self._choose_folder("Export the whole set to a folder")
-        if not folder:
-            return []
-        return self._export_or_compute(list(self.entries), Path(folder))
-
-    def _export_or_compute(self, entries: list[ImageEntry], folder: Path) -> list[Path]:
-        """Export the results there are; never computes without asking.  When some image lacks
-        the selected rank for the panel's parameters, the user chooses: compute it (the
-        parameters are shown), export only the images that have it, or cancel."""
-        params = self._params_or_report()
-        if params is None:
-            return []
-        rank = self.selected_rank
-        ready, missing = self.session.export_plan(entries, params, rank)
-        if not missing:
-            return self._export_records(ready, folder, rank)
-        names = ", ".join(e.name for e in missing[:5]) + (" …" if len(missing) > 5 else "")
-        fit = "the set fit" if self.session.show_set_fit else "each image's own fit"
-        text = (f"Rank {rank_label(rank)} is not computed for {len(missing)} of {len(entries)} "
-                f"image{'s' if len(entries) != 1 else ''} ({names}) with these parameters "
-                f"({fit}):\n\n{describe_params(params.replace(ranks=(rank,)))}\n\n"
-                f"Compute {'it' if len(missing) == 1 else 'them'} now and export when done?")
-        choices = ("Compute and export", "Export the computed only", "Cancel") if ready else \
-            ("Compute and export", "Cancel")
-        answer = self.ask("Export: results missing", text, choices)
-        if answer == "Export the computed only":
-            self.log(f"export: skipped {len(missing)} image(s) without rank {rank_label(rank)}: {names}",
-                     "warning")
-            return self._export_records(ready, folder, rank)
-        if answer != "Compute and export":
-            self.log("export cancelled: nothing written")
-            return []
-        self._pending_export = (entries, folder, params, rank)
-        if self._start(missing, "export", (rank,)):
-            self.log(f"computing rank {rank_label(rank)} for {names} before exporting")
-        else:
-            self._pending_export = None
-        return []
-
-    def _export_after_run(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
-        ready, missing = self.session.export_plan(entries, params, rank)
-        for e in missing:
-            self.report_error(f"Export: {e.name}: rank {rank_label(rank)} could not be computed; not written")
-        return self._export_records(ready, folder, rank)
-
-    def _export_records(self, pairs, folder: Path, rank) -> list[Path]:
-        """Write ``rank`` of each ``(entry, record)``: exactly the arrays the views show."""
-        written: list[Path] = []
-        errors: list[str] = []
-        inputs = self._input_paths()
-        units = []  # (item written, its array, the noisy input, entry and record for the sidecar)
-        stacks_done: set[int] = set()
-        for e, rec in pairs:
-            if e.stack is None:
-                units.append((e.item, rec.ranks[rank].output, rec.noisy, e, rec))
-                continue
-            if id(e.stack) in stacks_done:
-                continue
-            stacks_done.add(id(e.stack))
-            pages = sorted(((x, r) for x, r in pairs if x.stack is e.stack), key=lambda xr: xr[0].page)
-            if len(pages) != e.stack.array.shape[0]:
-                errors.append(f"{e.path.name}: a stack is written whole; {len(pages)} of its "
-                              f"{e.stack.array.shape[0]} pages have rank {rank_label(rank)}")
-                continue
-            units.append((e.stack, np.stack([r.ranks[rank].output for _, r in pages]),
-                          np.stack([r.noisy for _, r in pages]), e, rec))
-        for item, out, noisy, e, rec in units:
-            target = output_path(item, folder, rank_tag(rank))
-            try:
-                written.append(write_item(item, out, target, inputs=inputs))
-                if rec.params.add_noise:
-                    written.append(write_item(item, noisy, output_path(item, folder, "noisy"), inputs=inputs))
-                written.append(self._write_sidecar(e, rec, rank, target, inputs))
-            except (InputError, OSError, ValueError) as exc:
-                errors.append(f"{target}: cannot write ({exc})")
-        for w in written:
-            self.log(f"wrote {w}")
-        if errors:
-            self.report_error(f"Export: {len(errors)} problem{'s' if len(errors) != 1 else ''}. {errors[0]}",
-                              errors[1:])
-        if written:
-            self.report_info(f"Exported rank {rank_label(rank)} to {folder} "
-                             f"({sum(1 for w in written if w.suffix != '.json')} file(s))", banner=not errors)
-            self.last_export_dir = str(folder)
-        return written
-
-    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path, inputs) -> Path:
-        """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
-        side = target.with_name(target.stem + ".json")
-        check_not_input(side, inputs)
-        used = rec.params.replace(ranks=(rank,))
-        rr = rec.ranks[rank]
-        data = {
-            "params": used.to_dict(),
-            "resolved": jsonable({**rec.resolved, "noise_sigma": rec.noise_sigma,
-                                  "noise_estimated": rec.noise_estimated}),
-            "input": str(e.path),
-            # a set fitted together: ``kpca-denoise denoise`` on these files reproduces it
-            "fit_set": [self._key_path(k) for k in rec.fit_set] if rec.fit_set else None,
-            "output": str(target),
-            "reference": str(e.reference_path) if e.reference_path else None,
-            "ranks_compared": jsonable(sorted(rec.ranks, key=rank_sort_key)),
-            "metrics": jsonable(rr.metrics),
-            "timings": jsonable(rec.timings),
-            "software": f"kpca-denoise {__version__} (GUI)",
-        }
-        text = json.dumps(data, indent=2)
-        return atomic_write(side, lambda p: p.write_text(text))
-
-    def _key_path(self, key: str) -> str:
-        e = next((x for x in self.entries if x.key == key), None)
-        return str(e.path) if e is not None else key.split(":", 1)[-1]  # removed since: the key's path
-
-    def export_sheet(self, path=None) -> Path | None:
-        """Save the noisy image and every computed rank side by side as a PNG."""
-        e = self.current_entry()
-        rec = self.session.shown(e, self.current_params()).record
-        if rec is None or not rec.ranks:
-            self.report_error("No comparison to save: run the current image first (Ctrl+R).")
-            return None
-        if path is None:
-            default = str(Path(self.last_dir) / f"{e.path.stem}_comparison.png")
-            path, _ = QFileDialog.getSaveFileName(self, "Save comparison sheet", default, "PNG (*.png)")
-            if not path:
-                return None
-        path = Path(path)
-        if path.suffix.lower() != ".png":
-            path = path.with_suffix(".png")
-        try:
-            check_not_input(path, self._input_paths())
-            sheet = self.comparison_sheet(e, rec)
-
-            def save(tmp: Path) -> None:
-                if not sheet.save(str(tmp), "PNG"):
-                    raise OSError("Qt could not encode the PNG")
-
-            atomic_write(path, save)
-        except (InputError, OSError) as exc:
-            self.report_error(f"Comparison sheet not saved: {path}: {exc}")
-            return None
-        self.report_info(f"Comparison sheet saved to {path}", banner=True)
-        return path
-
-    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, min_tile: int = 160) -> QImage:
-        """Every tile at the source's resolution (small images are enlarged to ``min_tile``
-        pixels with whole pixels, never shrunk)."""
-        levels = self._levels_for(e)
-        tiles = [("noisy" if rec.params.add_noise else "input", rec.noisy, rec.noisy_metrics)]
-        clean = self._clean_for(e, rec.params)
-        if clean is not None:
-            tiles.insert(0, ("reference" if e.reference is not None else "clean", clean, {}))
-        for r in sorted(rec.ranks, key=rank_sort_key):
-            tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
-        imgs = [qimage_from_array(to_uint8(display_array(a, e.is_patchset), levels)) for _, a, _ in tiles]
-        h0, w0 = imgs[0].height(), imgs[0].width()
-        scale = max(1.0, min_tile / max(h0, w0))
-        tw, th = max(1, round(w0 * scale)), max(1, round(h0 * scale))
-        pad, head, foot = 12, 34, 26
-        sheet = QImage(pad + len(tiles) * (tw + pad), head + th + foot + pad, QImage.Format.Format_RGB32)
-        sheet.fill(QColor("white"))
-        qp = QPainter(sheet)
-        qp.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, False)  # pixels stay pixels
-        f = QFont(qp.font())
-        f.setPixelSize(15)
-        f.setBold(True)
-        small = QFont(f)
-        small.setBold(False)
-        small.setPixelSize(12)
-        for i, ((title, _, m), img) in enumerate(zip(tiles, imgs)):
-            x = pad + i * (tw + pad)
-            qp.setFont(f)
-            qp.setPen(QColor("#222222"))
-            qp.drawText(QRectF(x, 6, tw, head - 8), Qt.AlignmentFlag.AlignCenter, title)
-            qp.drawImage(QRectF(x, head, tw, th), img)
-            qp.setFont(small)
-            qp.drawText(QRectF(x, head + th + 2, tw, foot), Qt.AlignmentFlag.AlignCenter, format_metrics(m))
-        qp.end()
-        return sheet
 
     # ------------------------------------------------------------- misc
     def show_help(self) -> HelpDialog:

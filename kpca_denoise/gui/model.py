@@ -169,6 +169,8 @@ class ResultCache:
             # ... but 'auto' was resolved by the run that computed it
             keep = {k: rec.resolved[k] for k in ("auto_rank",) if k in rec.resolved}
             rec.resolved = {**out.resolved, **keep}
+        if "auto_rank" in out.resolved:  # the run that computed 'auto' knows what it chose
+            rec.resolved["auto_rank"] = out.resolved["auto_rank"]
         for r, arr in out.outputs.items():
             rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
         return rec
