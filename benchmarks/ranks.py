@@ -37,7 +37,7 @@ from PIL import Image  # noqa: E402
 from kpca_denoise.gui.model import auto_neighbours, default_ranks  # noqa: E402
 from kpca_denoise.gui.compute import compute_metrics  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
-from kpca_denoise.pipeline import denoise_set  # noqa: E402
+from kpca_denoise.pipeline import denoise_set, result_keys  # noqa: E402
 
 CONVERGED_DB = 0.3
 
@@ -55,6 +55,10 @@ def inputs(crop: int) -> list[tuple[str, np.ndarray, bool]]:
     return [(f"camera {crop}² crop", cam[c0:c0 + crop, c0:c0 + crop], False),
             (f"astronaut {crop}² crop (face)", ast[30:30 + crop, 170:170 + crop], False),
             ("digits, 500 samples", dig, True)]
+
+
+def _auto_key(params: DenoiseParams):
+    return result_keys(params.replace(ranks=(None,)), False)[0]
 
 
 def run(name: str, arr: np.ndarray, is_patchset: bool, method: str) -> None:
@@ -78,8 +82,13 @@ def run(name: str, arr: np.ndarray, is_patchset: bool, method: str) -> None:
     print(f"{name}, method {method}: noisy {noisy:.2f} dB ({secs:.0f} s)"
           + (f", auto = {auto}" if auto else ""))
     prev = None
+    # in order of the components kept ('auto' where its rank falls)
+    aval = auto or (_auto_key(params) if method == "global" else float("inf"))  # grouped: no cap
+    ranks = sorted(ranks, key=lambda r: (aval if r is None else r, r is None))
     for r in ranks:
-        p = compute_metrics(img.outputs[r], arr, arr.dtype, is_patchset)["psnr"]
+        # 'global' keys an image's 'auto' by the rank it stands for
+        out = img.outputs[r] if r in img.outputs else img.outputs[_auto_key(params)]
+        p = compute_metrics(out, arr, arr.dtype, is_patchset)["psnr"]
         d = "" if prev is None else f"  Δ {p - prev:+.2f} dB" + (" converges" if abs(p - prev) < CONVERGED_DB
                                                                 else "")
         e = f"  effective rank {np.mean(eff[r]):.2f}" if r in eff else ""

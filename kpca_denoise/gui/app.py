@@ -81,7 +81,10 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
     app.setOrganizationName("kpca-denoise")
     win = MainWindow(persist=not screenshot)
     if screenshot:  # the README's picture has a fixed size; otherwise the window places itself
+        from PySide6.QtCore import QRect
+
         win.resize(*SCREENSHOT_SIZE)
+        win.place_on_screen(QRect(0, 0, *SCREENSHOT_SIZE))  # not clamped to the offscreen screen
     if files:
         win.load_paths(files)
     status = {"code": 0}

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..core.progress import Cancelled, ProgressEvent
 from ..params import DenoiseParams
-from ..pipeline import denoise_set, evaluate, remaining_noise
+from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
 __all__ = [
     "JobItem",
@@ -248,13 +248,19 @@ def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: A
     if base.method != "global" or item.is_patchset or len(ranks) < 2:
         yield _run_ranks(item, base, ranks, progress, progress, cancel)
         return
-    order = sorted(ranks, key=rank_sort_key, reverse=True)
+    auto = _image_auto_rank(base)
+    order = sorted(ranks, key=lambda r: auto if r is None else r, reverse=True)
     for k, r in enumerate(order, start=1):
         out = _run_ranks(item, base, (r,), _RankLabel(progress, r, k, len(order)), progress, cancel)
         out.partial = k < len(order) and not out.error
         yield out
         if out.error:
             return
+
+
+def _image_auto_rank(params: DenoiseParams) -> int:
+    """What 'auto' (None) is for an image under 'global' (the pipeline's result key for it)."""
+    return result_keys(params.replace(ranks=(None,)), False)[0]
 
 
 def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throttle: _Throttle,
@@ -274,7 +280,10 @@ def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throt
         return out
     out.seconds = time.perf_counter() - t
     eig = res.eigenvalues if res.eigenvalues is not None and res.eigenvalues.size else None
-    return _fill_outcome(out, item, res.images[0], res.timings, dict(res.resolved), eig,
+    resolved = dict(res.resolved)
+    if resolved.get("models"):
+        resolved.update(resolved["models"][0])  # gamma, auto rank, ... of this item's model
+    return _fill_outcome(out, item, res.images[0], res.timings, resolved, eig,
                          _total_variance(res.model) if eig is not None else None, throttle)
 
 
@@ -367,6 +376,13 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     params = out.params
     out.timings = dict(timings)
     out.resolved = resolved
+    outputs = dict(img.outputs)
+    if None in params.ranks and None not in outputs and not item.is_patchset and params.method == "global":
+        # the pipeline keys an image's 'auto' by the rank it stands for: show it as 'auto'
+        auto = _image_auto_rank(params)
+        if auto in outputs:
+            outputs[None] = outputs[auto] if auto in params.ranks else outputs.pop(auto)
+            resolved.setdefault("auto_rank", auto)
     if img.error:
         out.error = img.error
         return out
@@ -379,17 +395,17 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     # the clean reference: the one the user gave, or the input itself when noise was added
     clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
     dtype = item.array.dtype
-    progress.emit("progress", ("metrics", 0, len(img.outputs), ""))
+    progress.emit("progress", ("metrics", 0, len(outputs), ""))
     if clean is not None:
         out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
     elif not item.is_patchset:
         out.noisy_metrics = {"noise_sigma": img.noise_sigma}
     noisy_f = np.asarray(img.noisy, dtype=np.float64)
-    for k, (r, arr) in enumerate(img.outputs.items()):
+    for k, (r, arr) in enumerate(outputs.items()):
         out.outputs[r] = arr
         out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
         out.residual_std[r] = float(np.std(noisy_f - arr))
-        progress.emit("progress", ("metrics", k + 1, len(img.outputs), ""))
+        progress.emit("progress", ("metrics", k + 1, len(outputs), ""))
     return out
 
 

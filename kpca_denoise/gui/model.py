@@ -31,6 +31,7 @@ from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 
 __all__ = [
     "ImageEntry",
+    "entries_for",
     "RankRecord",
     "FitRecord",
     "ResultCache",
@@ -56,15 +57,21 @@ class ImageEntry:
     reference: np.ndarray | None = None
     reference_path: Path | None = None
     key: str = field(default="")
+    #: a page of a multi-page file: the file as read and the page's index
+    stack: LoadedItem | None = None
+    page: int | None = None
 
     def __post_init__(self) -> None:
         # the key names the image in the result cache; a counter keeps two
         # loads of the same path (after it changed on disk) apart
         if not self.key:
-            self.key = f"{next(_ids)}:{self.item.path.resolve()}"
+            page = f"#{self.page}" if self.page is not None else ""
+            self.key = f"{next(_ids)}:{self.item.path.resolve()}{page}"
 
     @property
     def name(self) -> str:
+        if self.stack is not None and self.page is not None:
+            return self.stack.page_names()[self.page]
         return self.item.name
 
     @property
@@ -85,6 +92,18 @@ class ImageEntry:
             return f"{a.shape[0]} samples of {a.shape[1]}×{a.shape[2]}, {a.dtype}, {self.item.format}"
         chans = "" if a.ndim == 2 else f"×{a.shape[2]}"
         return f"{a.shape[1]}×{a.shape[0]}{chans}, {a.dtype}, {self.item.format}"
+
+
+def entries_for(item: LoadedItem) -> list[ImageEntry]:
+    """The set's images from one file: the item itself, or one per page of a stack."""
+    if not item.is_stack:
+        return [ImageEntry(item)]
+    out = []
+    for k, page in enumerate(item.pages):
+        one = LoadedItem(path=item.path, array=page, kind="image", format=item.format,
+                         meta=item.meta, rel=item.rel)
+        out.append(ImageEntry(one, stack=item, page=k))
+    return out
 
 
 @dataclass
@@ -147,7 +166,11 @@ class ResultCache:
             # a later run for a larger rank knows more of the spectrum
             rec.eigenvalues = out.eigenvalues
             rec.total_variance = out.total_variance
-            rec.resolved = out.resolved
+            # ... but 'auto' was resolved by the run that computed it
+            keep = {k: rec.resolved[k] for k in ("auto_rank",) if k in rec.resolved}
+            rec.resolved = {**out.resolved, **keep}
+        if "auto_rank" in out.resolved:  # the run that computed 'auto' knows what it chose
+            rec.resolved["auto_rank"] = out.resolved["auto_rank"]
         for r, arr in out.outputs.items():
             rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
         return rec
@@ -278,13 +301,20 @@ class Session:
         """``(ready, missing)``: ``(entry, record)`` pairs whose shown result has ``rank``,
         and the entries that would need a run first."""
         ready, missing = [], []
-        for e in entries:
+        for e in self.with_pages(entries):
             rec = self.record(e, params)
             if rec is not None and rank in rec.ranks:
                 ready.append((e, rec))
             else:
                 missing.append(e)
         return ready, missing
+
+    def with_pages(self, entries: list[ImageEntry]) -> list[ImageEntry]:
+        """``entries`` plus every other page of the stacks among them (a stack is written as
+        one file, all of its pages), in set order."""
+        stacks = {id(e.stack) for e in entries if e.stack is not None}
+        wanted = {e.key for e in entries}
+        return [e for e in self.entries if e.key in wanted or (e.stack is not None and id(e.stack) in stacks)]
 
     # -- runs --------------------------------------------------------------------
     def kind_groups(self, entries: list[ImageEntry]) -> list[list[ImageEntry]]:
@@ -349,12 +379,13 @@ def describe_params(p: DenoiseParams) -> str:
     return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "extra" or v)
 
 
-#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on the sample images):
-#: grouped -- per-group caps 1, 2, 4 change the result by 0.4-0.9 dB each, above ~4 the
-#: shrinkage keeps fewer components than the cap and the result converges to 'auto' (no cap);
-#: global -- 4, 8, 16 ('auto' for images), 32 change it by >= 0.3 dB, and 64 is worse again
+#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the
+#: sample images, ``benchmarks/results_ranks.txt``): grouped -- per-group caps 1, 2, 4
+#: change the result by 0.35-0.9 dB each; from 8 on the result moves by less (up or down
+#: by the image) and 'auto' (no cap, the shrinkage decides) often converges with 8, which
+#: the views then say; global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
 DEFAULT_RANKS = {
-    "grouped": (1, 2, 4, None),
+    "grouped": (1, 2, 4, 8, None),
     "global": (4, 8, None, 32),
 }
 #: patch sets: the automatic rank (from the noise level), then its neighbours once it is known

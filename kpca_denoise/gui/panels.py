@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from .. import __version__
 
-__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "STAGES"]
+__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "HelpDialog", "help_html", "STAGES"]
 
 #: (stage name sent by the pipeline, label); the order is the order of the work
 STAGES = (
@@ -298,19 +298,60 @@ Image Processing 16(8):2080–2095, 2007.</li>
 """
 
 
-class AboutDialog(QDialog):
-    """Shown with ``show()`` (non-modal), so it never blocks the event loop."""
+class TextDialog(QDialog):
+    """Rich text with a Close button, shown with ``show()`` (non-modal: never blocks the event loop)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("About kpca-denoise")
+        self.setWindowTitle(title)
         self.setModal(False)
         self.browser = QTextBrowser(self)
         self.browser.setOpenExternalLinks(True)
-        self.browser.setHtml(ABOUT_HTML)
+        self.browser.setHtml(text)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.close)
         lay = QVBoxLayout(self)
         lay.addWidget(self.browser)
         lay.addWidget(buttons)
-        self.resize(620, 520)
+        self.resize(640, 540)
+
+
+class AboutDialog(TextDialog):
+    """Method, references, licence."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("About kpca-denoise", ABOUT_HTML, parent)
+
+
+def help_html(shortcuts: list[tuple[str, str]], readme: str) -> str:
+    """The F1 help: keys, what the methods and ranks mean, where the documentation is."""
+    rows = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(t)}</td></tr>"
+                   for t, k in shortcuts if k)
+    return f"""
+<h2>kpca-denoise help</h2>
+<h3>Keys</h3>
+<table cellspacing="4">{rows}</table>
+<p>Mouse: wheel zooms, drag pans (every view follows); click a view or the spectrum to select
+a rank; drag the histogram's black and white points to change the contrast of every view.</p>
+<h3>Method</h3>
+<p><b>grouped</b> (default): kernel PCA on groups of similar patches with shrinkage, two
+stages. A rank caps the components kept per group; <i>auto</i> = no cap (the shrinkage decides).
+The effective rank under a view is the mean number of components kept per group.<br>
+<b>global</b>: one kernel PCA on patches sampled from the image (Mika et al. 1998), with a live
+eigen-spectrum; <i>auto</i> is 16 for images and the rank from the noise level for patch sets
+(patch sets always use one global kernel PCA).<br>
+<b>Set fit</b> (Run menu): one 'global' model for the images of one kind, kept beside each
+image's own results (tick "set fit" to see it). Exports write exactly the results shown and
+ask before computing anything missing.</p>
+<h3>Documentation</h3>
+<p>README: <code>{html.escape(readme)}</code> (method, parameters, file formats, benchmarks).<br>
+Command line: <code>kpca-denoise --help</code>, <code>kpca-denoise denoise --help</code>; a sidecar
+JSON written with every export re-runs it: <code>kpca-denoise denoise IN -o OUT --params SIDECAR</code>.</p>
+"""
+
+
+class HelpDialog(TextDialog):
+    """F1: keys, methods, documentation."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__("kpca-denoise help", text, parent)

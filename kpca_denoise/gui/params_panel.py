@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..params import DenoiseParams
+from .model import DEFAULT_RANKS, default_ranks
 
 __all__ = ["ParamsPanel", "parse_ranks", "format_ranks", "DEFAULT_LANDMARKS"]
 
@@ -147,6 +148,7 @@ class ParamsPanel(QScrollArea):
     changed = Signal()
     referenceRequested = Signal()
     referenceCleared = Signal()
+    suggestRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -168,10 +170,17 @@ class ParamsPanel(QScrollArea):
             "global: one kernel PCA on patches sampled from the image (Mika et al. 1998);\n"
             "its eigen-spectrum is shown live.")
         f.addRow("method", self.method)
-        self.ranks = QLineEdit("4, 8, 16, 32", g_method)
+        self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
-                              "'auto' = no cap ('grouped' only). Already computed ranks show instantly.")
+                              "grouped: components per group; 'auto' = no cap (the shrinkage decides).\n"
+                              "global: 'auto' = the rank from the noise level for patch sets, 16 for "
+                              "images.\nAlready computed ranks show instantly.")
         f.addRow("ranks to compare", self.ranks)
+        self.suggest = QPushButton("Suggested ranks", g_method)
+        self.suggest.setToolTip("Ranks where the result visibly changes for this method and input "
+                                "(measured by benchmarks/ranks.py), 'auto' included")
+        self.suggest.clicked.connect(self.suggestRequested)
+        f.addRow("", self.suggest)
         outer.addWidget(g_method)
 
         # -- patches and kernel ----------------------------------------------
@@ -298,6 +307,10 @@ class ParamsPanel(QScrollArea):
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:
         is_global = self.method.currentData() == "global"
+        # the other method's suggested ranks mean little here: switch to this one's
+        other = DEFAULT_RANKS["grouped" if is_global else "global"]
+        if not self._blocked and self.ranks.text() == format_ranks(other):
+            self.ranks.setText(format_ranks(DEFAULT_RANKS[self.method.currentData()]))
         # these only mean something for plain kernel PCA
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
@@ -335,12 +348,11 @@ class ParamsPanel(QScrollArea):
             add_noise=float(self.add_noise.value()) if self.add_noise_on.isChecked() else None,
         )
         if method == "global":
-            if None in p.ranks:
-                raise ValueError("ranks: 'auto' (no cap) is for the grouped method; "
-                                 "give numbers such as 4, 8, 16 for 'global'")
-            if n_landmarks is not None and n_landmarks < max(p.ranks):
+            # 'auto' is the noise-level rank for patch sets and 16 for images
+            top = max(16 if r is None else r for r in p.ranks)
+            if n_landmarks is not None and n_landmarks < top:
                 raise ValueError(f"landmarks: {n_landmarks} is fewer than the largest rank "
-                                 f"{max(p.ranks)}; use at least {max(p.ranks)} landmarks")
+                                 f"{top}; use at least {top} landmarks")
         else:
             # stride, training patches, landmarks and γ do not apply: keep them at
             # their defaults so they do not split the result cache or the sidecar
@@ -372,6 +384,10 @@ class ParamsPanel(QScrollArea):
         finally:
             self._blocked = False
         self._on_method()
+
+    def suggest_ranks(self, is_patchset: bool = False) -> None:
+        """Put the suggested ranks for the method and this kind of input in the form."""
+        self.set_ranks(default_ranks(self.method.currentData(), is_patchset))
 
     def set_ranks(self, ranks) -> None:
         self.ranks.setText(format_ranks(ranks))

@@ -29,10 +29,11 @@ __all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metr
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 
-#: smallest side of an image view; the grid puts as many columns side by side as
-#: fit at :data:`CELL_WIDTH` each and wraps the rest onto further rows
+#: smallest side of an image view; the grid chooses the number of columns that gives
+#: the views the largest image (at least :data:`CELL_WIDTH` pixels wide each) and wraps
+#: the rest onto further rows
 MIN_VIEW = 80
-CELL_WIDTH = 170
+CELL_WIDTH = 110
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
@@ -110,6 +111,10 @@ class ImagePanel(QFrame):
         self.vb.addItem(self.placeholder, ignoreBounds=True)
         self.metrics = QLabel("", self)
         self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        # narrow panels wrap the line (PSNR, SSIM, effective rank, "converged") instead of cutting it
+        self.metrics.setWordWrap(True)
+        self.metrics.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -172,9 +177,11 @@ class ImagePanel(QFrame):
 
     def set_title(self, text: str) -> None:
         self.title.setText(text)
+        self.title.setToolTip(text)
 
     def set_metrics(self, text: str) -> None:
         self.metrics.setText(text)
+        self.metrics.setToolTip(text)
 
     def set_selected(self, on: bool) -> None:
         self.setStyleSheet(_SELECTED_STYLE if on else _NORMAL_STYLE)
@@ -198,6 +205,7 @@ class ComparisonGrid(QWidget):
 
     rankClicked = Signal(object)  # rank (int or None)
     userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
+    hovered = Signal(object, object)  # panel, (x, y, value) or None
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -209,24 +217,48 @@ class ComparisonGrid(QWidget):
         self.master = self.input_panel.vb
         for p in (self.input_panel, self.ref_panel):
             p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+            p.hovered.connect(lambda info, p=p: self.hovered.emit(p, info))
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
         self.show_residuals = True
         self.columns = 1
+        self.aspect = 1.0
         self.setMinimumWidth(CELL_WIDTH)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
         self._relayout()
 
-    def columns_for(self, width: int) -> int:
-        """Columns of cells that fit in ``width`` pixels (the input and one per rank)."""
+    def columns_for(self, width: int, height: int) -> int:
+        """Columns of cells (the input and one per rank) that show the image largest in a
+        ``width`` × ``height`` grid, each column at least :data:`CELL_WIDTH` wide."""
         cells = len(self.ranks) + 1
-        return max(1, min(cells, int(width) // CELL_WIDTH))
+        per = 2 if self.show_residuals else 1
+        best, best_side = 1, -1.0
+        for cols in range(1, cells + 1):
+            if cols > 1 and width / cols < CELL_WIDTH:
+                break
+            rows = -(-cells // cols)
+            # the image's width in a panel: limited by the column width or the row height
+            side = min(width / cols, self.aspect * max(height / (rows * per) - 40, 1))
+            if side > best_side + 0.5:
+                best, best_side = cols, side
+        return best
+
+    def set_aspect(self, aspect: float) -> None:
+        """Width / height of the image shown (to choose the columns)."""
+        if aspect > 0 and abs(aspect - self.aspect) > 1e-6:
+            self.aspect = aspect
+            self._relayout()
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
-        if self.columns_for(self.width()) != self.columns:
+        if self.columns_for(self.width(), self._height()) != self.columns:
             self._relayout()
+
+    def _height(self) -> int:
+        # inside a scroll area the grid may be taller than what is visible: use the view's height
+        vp = self.parentWidget()
+        return vp.height() if vp is not None and vp.objectName() == "qt_scrollarea_viewport" else self.height()
 
     def panels(self) -> list[ImagePanel]:
         return [self.input_panel, self.ref_panel, *self.rank_panels.values(),
@@ -256,6 +288,7 @@ class ComparisonGrid(QWidget):
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
                     panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+                    panel.hovered.connect(lambda info, panel=panel: self.hovered.emit(panel, info))
                     panel.vb.setXLink(self.master)
                     panel.vb.setYLink(self.master)
                 self.rank_panels[r], self.resid_panels[r] = p, q
@@ -271,7 +304,7 @@ class ComparisonGrid(QWidget):
             self.grid.removeWidget(p)
         self.ref_panel.vb.setXLink(self.master)
         self.ref_panel.vb.setYLink(self.master)
-        cols = self.columns = self.columns_for(self.width())
+        cols = self.columns = self.columns_for(self.width(), self._height())
         per = 2 if self.show_residuals else 1  # grid rows per row of cells
         cells = [(self.input_panel, self.ref_panel)] + [(self.rank_panels[r], self.resid_panels[r])
                                                         for r in self.ranks]
