@@ -364,8 +364,13 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
     def write(array, target) -> bool:
         try:
             write_item(it, array, target, inputs=inputs, replace=overwrite)
-        except (InputError, OSError) as exc:
-            print(f"error: {target}: cannot write ({exc})", file=sys.stderr)
+        except InputError as exc:
+            msg = str(exc)
+            print(f"error: {msg if msg.startswith(str(target)) else f'{target}: {msg}'}",
+                  file=sys.stderr)
+            return False
+        except OSError as exc:
+            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
             return False
         entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
                               else str(target))
@@ -396,7 +401,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
             # informs only where nothing else does: no reference, sigma not given
             m = {"remaining_noise": remaining_noise(out)}
         entry["outputs"][str(key)] = {"file": entry["files"][-1], **m}
-        rows.append((it.name, "auto" if key is None else str(key), sigma, noisy_psnr,
+        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), sigma, noisy_psnr,
                      m.get("psnr"), m.get("ssim"), seconds, target))
     return ok, entry, rows
 
@@ -410,7 +415,8 @@ def _print_table(rows) -> None:
     print(head)
     print("-" * len(head))
     for name, rank, sigma, pn, p, s, sec, target in rows:
-        print(f"{name[:24]:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
+        name = name if len(name) <= 24 else "..." + name[-21:]
+        print(f"{name:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 
 

@@ -527,8 +527,9 @@ def atomic_write(target, write, *, replace: bool = True) -> Path:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if not replace and target.exists():
-        raise OutputExistsError(f"{target}: the file already exists; choose another output "
-                                "folder or allow replacing it (--overwrite)")
+        raise OutputExistsError(f"{target}: the file already exists (another run may have "
+                                "written it meanwhile) and was left as it is; choose another "
+                                "output folder or allow replacing it (--overwrite)")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix + ".part",
                                dir=target.parent)
     os.close(fd)
@@ -542,8 +543,8 @@ def atomic_write(target, write, *, replace: bool = True) -> Path:
                 os.link(tmp, target)
             except FileExistsError:
                 raise OutputExistsError(
-                    f"{target}: the file appeared while this run was writing (another run?); "
-                    "it was left as it is") from None
+                    f"{target}: the file appeared while this run was writing (another run "
+                    "may have written it) and was left as it is") from None
             except OSError:  # no hard links on this file system: check, then rename
                 if target.exists():
                     raise OutputExistsError(f"{target}: the file already exists") from None

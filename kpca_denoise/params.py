@@ -19,7 +19,7 @@ __all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA"]
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
 METHODS = ("grouped", "global")
-EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized")
+EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 NOISE_MODELS = ("gaussian", "poisson-gaussian")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
 MAX_SIGMA = 1e6

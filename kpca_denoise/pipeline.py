@@ -17,12 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .core.color import opponent_to_rgb, rgb_to_opponent
-from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES, KernelPCA
+from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES
 from .core.metrics import data_range_for, psnr, ssim
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.patches import extract_patches, reassemble
 from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
 from .core.vst import GeneralizedAnscombe
+from .estimator import KernelPCA
 from .params import DenoiseParams
 
 __all__ = [
@@ -243,7 +244,7 @@ def _denoise_with_model(model: KernelPCA, P: np.ndarray, ranks, progress, cancel
     out, stats = {}, {}
     for r in ranks:
         check_cancel(cancel)
-        out[r] = model.inverse_transform(Z[:, :r], init=P)
+        out[r] = model.fixed_point_inverse_transform(Z[:, :r], init=P)
         s = model.preimage_stats_
         stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
     return out, stats
@@ -466,7 +467,9 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
                message="reused the fitted model")
     else:
         model = KernelPCA(
-            n_components=fit_k, kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+            n_components=fit_k, kernel=params.kernel,
+            gamma="noise" if params.gamma is None and params.kernel == "rbf" else params.gamma,
+            noise_sigma=sigma, tol=1e-4, gram_dtype="float32",
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
             preimage_max_iter=params.preimage_iterations or GLOBAL_PREIMAGE_ITERATIONS,

@@ -20,14 +20,14 @@ import os
 import queue as queue_mod
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.progress import Cancelled, ProgressEvent
 from ..params import DenoiseParams
-from ..pipeline import denoise_set, evaluate, remaining_noise
+from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
 __all__ = [
     "JobItem",
@@ -152,6 +152,7 @@ class ItemOutcome:
     seconds: float = 0.0
     error: str | None = None
     fit_set: tuple = ()  # keys of the images the model was fitted on together; () = this one alone
+    partial: bool = False  # more ranks of this image follow in later outcomes
 
 
 def _total_variance(model: Any) -> float | None:
@@ -227,8 +228,44 @@ def _keep_model(model_key, model) -> None:
             _MODELS.pop(next(iter(_MODELS)))
 
 
-def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any) -> ItemOutcome:
-    params = base.replace(ranks=tuple(item.ranks))
+class _RankLabel:
+    """Progress callback that adds "rank r, k of n" to the stages of one rank's pass."""
+
+    def __init__(self, inner: _Throttle, rank, k: int, n: int) -> None:
+        self.inner, self.text = inner, f"rank {rank_label(rank)}, {k} of {n}"
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        if ev.stage in ("projection", "preimage", "reassembly"):
+            ev = replace(ev, message=self.text + (f"; {ev.message}" if ev.message else ""))
+        self.inner(ev)
+
+
+def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any):
+    """Yield the outcomes of one image.  With 'global' and several ranks, one outcome per
+    rank as soon as it is done (the largest first: its fit serves every smaller rank), so
+    the window shows each rank when it finishes and a cancel keeps the finished ones."""
+    ranks = tuple(item.ranks)
+    if base.method != "global" or item.is_patchset or len(ranks) < 2:
+        yield _run_ranks(item, base, ranks, progress, progress, cancel)
+        return
+    auto = _image_auto_rank(base)
+    order = sorted(ranks, key=lambda r: auto if r is None else r, reverse=True)
+    for k, r in enumerate(order, start=1):
+        out = _run_ranks(item, base, (r,), _RankLabel(progress, r, k, len(order)), progress, cancel)
+        out.partial = k < len(order) and not out.error
+        yield out
+        if out.error:
+            return
+
+
+def _image_auto_rank(params: DenoiseParams) -> int:
+    """What 'auto' (None) is for an image under 'global' (the pipeline's result key for it)."""
+    return result_keys(params.replace(ranks=(None,)), False)[0]
+
+
+def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throttle: _Throttle,
+               cancel: Any) -> ItemOutcome:
+    params = base.replace(ranks=tuple(ranks))
     out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
     t = time.perf_counter()
     model_key = (item.key, out.params_key)
@@ -243,8 +280,11 @@ def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: A
         return out
     out.seconds = time.perf_counter() - t
     eig = res.eigenvalues if res.eigenvalues is not None and res.eigenvalues.size else None
-    return _fill_outcome(out, item, res.images[0], res.timings, dict(res.resolved), eig,
-                         _total_variance(res.model) if eig is not None else None, progress)
+    resolved = dict(res.resolved)
+    if resolved.get("models"):
+        resolved.update(resolved["models"][0])  # gamma, auto rank, ... of this item's model
+    return _fill_outcome(out, item, res.images[0], res.timings, resolved, eig,
+                         _total_variance(res.model) if eig is not None else None, throttle)
 
 
 class _FitSpectra:
@@ -336,6 +376,13 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     params = out.params
     out.timings = dict(timings)
     out.resolved = resolved
+    outputs = dict(img.outputs)
+    if None in params.ranks and None not in outputs and not item.is_patchset and params.method == "global":
+        # the pipeline keys an image's 'auto' by the rank it stands for: show it as 'auto'
+        auto = _image_auto_rank(params)
+        if auto in outputs:
+            outputs[None] = outputs[auto] if auto in params.ranks else outputs.pop(auto)
+            resolved.setdefault("auto_rank", auto)
     if img.error:
         out.error = img.error
         return out
@@ -348,17 +395,17 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     # the clean reference: the one the user gave, or the input itself when noise was added
     clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
     dtype = item.array.dtype
-    progress.emit("progress", ("metrics", 0, len(img.outputs), ""))
+    progress.emit("progress", ("metrics", 0, len(outputs), ""))
     if clean is not None:
         out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
     elif not item.is_patchset:
         out.noisy_metrics = {"noise_sigma": img.noise_sigma}
     noisy_f = np.asarray(img.noisy, dtype=np.float64)
-    for k, (r, arr) in enumerate(img.outputs.items()):
+    for k, (r, arr) in enumerate(outputs.items()):
         out.outputs[r] = arr
         out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
         out.residual_std[r] = float(np.std(noisy_f - arr))
-        progress.emit("progress", ("metrics", k + 1, len(img.outputs), ""))
+        progress.emit("progress", ("metrics", k + 1, len(outputs), ""))
     return out
 
 
@@ -383,7 +430,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
             group = group_of.get(i)
             if group is None:
                 emit("item_started", (i, n, item.name))
-                outcomes = [_run_item(item, job.params, throttle, cancel)]
+                outcomes = _run_item(item, job.params, throttle, cancel)
             elif group in started:
                 continue
             else:
@@ -391,7 +438,8 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 emit("item_started", (-1, len(group), f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)
             for outcome in outcomes:
-                summary["failed" if outcome.error else "done"] += 1
+                if not outcome.partial:
+                    summary["failed" if outcome.error else "done"] += 1
                 emit("item", outcome)
     except Cancelled:
         summary["status"] = "cancelled"
@@ -404,6 +452,20 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     return summary
 
 
+def _warm_up() -> None:
+    """Run both methods once on a tiny image while the user picks files: numba loads its
+    compiled code (or compiles it, about a minute after an install) before the first real
+    run instead of during it.  ~2 s with a warm numba cache."""
+    rng = np.random.default_rng(0)
+    tiny = (rng.random((24, 24)) * 255).astype(np.uint8)
+    for p in (DenoiseParams(method="global", ranks=(2,), n_train=60, preimage_iterations=3),
+              DenoiseParams(method="grouped", ranks=(None,))):
+        try:
+            denoise_set([tiny], p)
+        except Exception:  # noqa: BLE001 - a warm-up failure must not stop the server
+            traceback.print_exc()
+
+
 def serve(jobs, events, cancel) -> None:
     """Main loop of the compute process: run jobs from ``jobs`` until ``None`` arrives."""
     # background work: below the GUI's priority, so drawing never waits for a core
@@ -412,6 +474,7 @@ def serve(jobs, events, cancel) -> None:
         os.nice(10)
     except (AttributeError, OSError):
         pass
+    _warm_up()
     events.put(("ready", None))
     while True:
         try:

@@ -17,17 +17,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QByteArray, QRectF, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QImage, QKeySequence, QPainter
+import pyqtgraph as pg
+from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
     QDockWidget,
+    QFrame,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
+    QScrollArea,
     QSizePolicy,
     QSplitter,
     QTabWidget,
@@ -40,32 +44,45 @@ from .. import __version__
 from ..io import (
     SUPPORTED_SUFFIXES,
     InputError,
-    atomic_write,
-    check_not_input,
-    expand_inputs,
+    collect_inputs,
     jsonable,
-    output_path,
     rank_tag,
     read_item,
     read_items,
-    write_item,
 )
 from ..params import DenoiseParams
-from .imageset import ImageEntry, ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
-from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
+from .export import ExportActions
+from .imageset import ImageSetPanel, display_array, display_levels
+from .model import (
+    FitRecord,
+    ImageEntry,
+    ResultCache,
+    Session,
+    describe_params,
+    PATCH_SET_RANKS,
+    auto_neighbours,
+    converged_with,
+    entries_for,
+    param_differences,
+)
+from .panels import AboutDialog, HelpDialog, LogView, MessageBanner, ProgressPanel, help_html
 from .params_panel import ParamsPanel
 from .spectrum import SpectrumPlot
-from .views import ComparisonGrid, SplitView, ZoomLink, format_metrics
+from .views import (
+    ComparisonGrid,
+    SplitView,
+    ZoomLink,
+    format_metrics,
+    format_value,
+    one_to_one,
+    region_stats,
+)
 from .worker import (
-    FitRecord,
     Job,
-    JobItem,
-    ResultCache,
     RunController,
     RunSummary,
     compute_metrics,
     compute_server,
-    params_key,
     rank_label,
     rank_sort_key,
 )
@@ -84,6 +101,20 @@ def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarr
     return display_array(r, is_patchset)
 
 
+def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
+    """The line under a rank: PSNR/SSIM or remaining noise, the effective rank (grouped:
+    mean kept components per group) and whether it converged with the rank before it."""
+    rr = rec.ranks[rank]
+    parts = [format_metrics(rr.metrics)]
+    eff = rec.effective_rank(rank)
+    if eff is not None:
+        parts.append(f"effective rank {eff:.1f}")
+    conv = converged_with(prev, rr, sigma)
+    if conv:
+        parts.append(f"≈ previous rank: {conv}")
+    return " · ".join(p for p in parts if p)
+
+
 def _shared_model_text(resolved: dict, n_set: int) -> str:
     """Which images of a set fitted together share this image's model.
 
@@ -96,7 +127,7 @@ def _shared_model_text(resolved: dict, n_set: int) -> str:
     return f"own model (only one of its kind in the set of {n_set})"
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ExportActions, QMainWindow):
     """The kpca-denoise desktop window."""
 
     viewsRefreshed = Signal()
@@ -108,20 +139,18 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(
             QSettings.Format.IniFormat, QSettings.Scope.UserScope, SETTINGS_ORG, SETTINGS_APP)
         self.persist = persist
-        self.entries: list[ImageEntry] = []
-        self.cache = ResultCache()
+        self.session = Session()
         self.runner = RunController(self)
-        self.selected_rank = None
         self._levels: dict[str, tuple[float, float]] = {}
         self._pending_export: tuple | None = None
         self._running_keys: set[str] = set()
-        # (image key, params_key) -> keys of the images its shown result was fitted
-        # on together ("Run set" with 'global'); absent: fitted alone
-        self._fit_sets: dict[tuple[str, str], tuple] = {}
         self._current_job_method = "global"
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
+        self._help: HelpDialog | None = None
         self._refresh_pending = False
+        self.fitted = True  # views fit the image until the user zooms or pans
+        self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
         self._build_actions()
@@ -136,15 +165,33 @@ class MainWindow(QMainWindow):
         gc.collect()
         gc.freeze()
 
+    # the state lives in the Qt-free session (model.py); these read it
+    @property
+    def entries(self) -> list[ImageEntry]:
+        return self.session.entries
+
+    @property
+    def cache(self) -> ResultCache:
+        return self.session.cache
+
+    @property
+    def selected_rank(self):
+        return self.session.selected_rank
+
+    @selected_rank.setter
+    def selected_rank(self, rank) -> None:
+        self.session.selected_rank = rank
+
     # ------------------------------------------------------------------ UI
 
     def _add_dock(self, title: str, name: str, widget, area) -> QDockWidget:
-        """A movable, floatable (not closable) dock holding ``widget``."""
+        """A movable, floatable, closable dock holding ``widget`` (View menu brings it back)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(area, dock)
         return dock
 
@@ -172,11 +219,28 @@ class MainWindow(QMainWindow):
         self.residuals_box.setChecked(True)
         self.residuals_box.setToolTip("show noisy − denoised under each rank")
         bar.addWidget(self.residuals_box)
+        self.set_fit_box = QCheckBox("set fit", central)
+        self.set_fit_box.setToolTip("show (and export) the results of the set fit, one model for the "
+                                    "images of one kind (Run ▸ Set fit); unticked: each image's own fit")
+        bar.addWidget(self.set_fit_box)
         v.addLayout(bar)
+        self.mismatch = QLabel("", central)
+        self.mismatch.setWordWrap(True)
+        self.mismatch.setStyleSheet("background:#fff4e5; color:#663c00; border:1px solid #ffd8a8; "
+                                    "border-radius:4px; padding:3px;")
+        self.mismatch.hide()
+        v.addWidget(self.mismatch)
         self.tabs = QTabWidget(central)
         self.grid = ComparisonGrid()
         self.split = SplitView()
-        self.tabs.addTab(self.grid, "Compare ranks")
+        # the grid wraps its cells onto more rows when narrow (never widens the window);
+        # on a very short screen it scrolls vertically rather than squash the views
+        self.grid_scroll = QScrollArea(central)
+        self.grid_scroll.setWidgetResizable(True)
+        self.grid_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.grid_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.grid_scroll.setWidget(self.grid)
+        self.tabs.addTab(self.grid_scroll, "Compare ranks")
         self.tabs.addTab(self.split, "Before / after")
         # the grid's panels are linked (setXLink/setYLink); the split view is a
         # wider widget on another tab, where copying ranges would fight the
@@ -185,7 +249,19 @@ class MainWindow(QMainWindow):
         self.split.vb.disableAutoRange()
         self.zoom_link = ZoomLink(self.grid.master, self.split.vb, self)
         self._tab = 0
-        v.addWidget(self.tabs, 1)
+        # contrast: one histogram with black/white points for every view (napari/Fiji style)
+        self.hist = pg.HistogramLUTWidget(central)
+        self.hist.setMinimumWidth(90)
+        self.hist.setMaximumWidth(120)
+        self.hist.item.setImageItem(self.grid.input_panel.image)
+        self.hist.setToolTip("Drag the black and white points: the contrast of every view follows")
+        row = QHBoxLayout()
+        row.setSpacing(2)
+        row.addWidget(self.tabs, 1)
+        row.addWidget(self.hist)
+        v.addLayout(row, 1)
+        self._syncing_levels = False
+        self.roi: pg.RectROI | None = None
         self.setCentralWidget(central)
 
         # left: the image set
@@ -195,11 +271,11 @@ class MainWindow(QMainWindow):
 
         # right: parameters
         self.params_panel = ParamsPanel()
-        self.params_panel.setMinimumWidth(340)
         self.dock_params = self._add_dock("Parameters", "dock_params", self.params_panel,
                                           Qt.DockWidgetArea.RightDockWidgetArea)
 
-        # bottom: spectrum | progress + log
+        # bottom: spectrum | progress + log, two docks: either can be closed (View menu) or
+        # tabbed, so the images get the space
         self.spectrum = SpectrumPlot()
         self.progress = ProgressPanel()
         self.log_view = LogView()
@@ -208,17 +284,19 @@ class MainWindow(QMainWindow):
         right.addWidget(self.log_view)
         right.setStretchFactor(0, 0)
         right.setStretchFactor(1, 1)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.spectrum)
-        bottom.addWidget(right)
-        bottom.setStretchFactor(0, 3)
-        bottom.setStretchFactor(1, 2)
-        bottom.setSizes([600, 420])
-        self.bottom_splitter = bottom
-        self.dock_bottom = self._add_dock("Eigen-spectrum · progress · log", "dock_bottom", bottom,
-                                          Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks([self.dock_bottom], [270], Qt.Orientation.Vertical)
-        self.resizeDocks([self.dock_images, self.dock_params], [210, 350], Qt.Orientation.Horizontal)
+        self.progress_splitter = right
+        self.dock_spectrum = self._add_dock("Eigen-spectrum", "dock_spectrum", self.spectrum,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.dock_progress = self._add_dock("Progress · log", "dock_progress", right,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum], [200], Qt.Orientation.Vertical)
+        self.resizeDocks([self.dock_images, self.dock_params], [180, 290], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum, self.dock_progress], [560, 420], Qt.Orientation.Horizontal)
+        self.cursor_label = QLabel("", self)
+        self.cursor_label.setToolTip("pixel under the mouse: column x, row y and value, in the "
+                                     "source's units")
+        self.statusBar().addPermanentWidget(self.cursor_label)
         self.statusBar().showMessage("ready")
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -239,8 +317,12 @@ class MainWindow(QMainWindow):
                                     "Open every supported file in a folder")
         self.act_run = self._act("Run", self.run_current, ["Ctrl+R", "F5"],
                                  "Denoise the current image at the missing ranks")
-        self.act_run_all = self._act("Run set", self.run_all, "Ctrl+Shift+R",
-                                     "Denoise every image of the set")
+        self.act_run_all = self._act("Run all", self.run_all, "Ctrl+Shift+R",
+                                     "Denoise every image of the set, each with its own model")
+        self.act_set_fit = self._act("Set fit", self.run_set_fit, "Ctrl+Alt+R",
+                                     "One 'global' model per kind of image (same channels; patch sets "
+                                     "of one size), as the command line fits a folder; kept beside "
+                                     "each image's own results")
         self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")
@@ -255,7 +337,14 @@ class MainWindow(QMainWindow):
         self.act_split = self._act("Toggle split view", self.toggle_split, "S",
                                    "Switch between the rank grid and the before/after split")
         self.act_reset_zoom = self._act("Reset zoom", self.auto_range, "Ctrl+0", "Fit the image")
-        self.act_about = self._act("About", self.show_about, "F1", "Method, references, licence")
+        self.act_one_to_one = self._act("Actual pixels (1:1)", self.zoom_one_to_one, "Ctrl+1",
+                                        "One image pixel per screen pixel")
+        self.act_roi = self._act("ROI statistics", self.toggle_roi, "R",
+                                 "A rectangle on the input; mean and std inside it under every view")
+        self.act_roi.setCheckable(True)
+        self.act_help = self._act("Help", self.show_help, QKeySequence.StandardKey.HelpContents,
+                                  "Keys, methods, where the documentation is")
+        self.act_about = self._act("About", self.show_about, None, "Method, references, licence")
         self.act_quit = self._act("Quit", self.close, QKeySequence.StandardKey.Quit, "Quit")
         for k in range(1, 10):
             self._act(f"Select rank {k}", lambda k=k: self.select_rank_index(k - 1), str(k))
@@ -264,7 +353,7 @@ class MainWindow(QMainWindow):
         tb.setObjectName("toolbar_main")
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         for a in (self.act_open, self.act_folder, None, self.act_run, self.act_run_all, self.act_cancel,
-                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_about):
+                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_help):
             if a is None:
                 tb.addSeparator()
             else:
@@ -277,15 +366,18 @@ class MainWindow(QMainWindow):
                   self.act_export_set, self.act_sheet, None, self.act_quit):
             f.addSeparator() if a is None else f.addAction(a)
         r = m.addMenu("&Run")
-        for a in (self.act_run, self.act_run_all, self.act_cancel):
+        for a in (self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)
         vw = m.addMenu("&View")
-        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom):
+        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom, self.act_one_to_one,
+                  self.act_roi):
             vw.addAction(a)
         vw.addSeparator()
-        for d in (self.dock_images, self.dock_params, self.dock_bottom):
+        for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())
+        self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
         h = m.addMenu("&Help")
+        h.addAction(self.act_help)
         h.addAction(self.act_about)
 
     def _connect(self) -> None:
@@ -297,14 +389,26 @@ class MainWindow(QMainWindow):
         self.params_panel.changed.connect(self._on_params_changed)
         self.params_panel.referenceRequested.connect(self.choose_reference)
         self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
+        self.params_panel.suggestRequested.connect(self.suggest_ranks)
         self.grid.rankClicked.connect(self.select_rank)
         self.spectrum.rankClicked.connect(self._on_spectrum_click)
         self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
+        self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
+        self.grid.userZoomed.connect(self._on_user_zoom)
+        self.grid.hovered.connect(self._on_hover)
+        self.split.panel.hovered.connect(lambda info: self._on_hover(self.split.panel, info))
+        self.hist.item.sigLevelsChanged.connect(self._on_levels_changed)
+        self.split.vb.sigRangeChangedManually.connect(lambda *_: self._on_user_zoom())
+        for vb in (self.grid.master, self.split.vb):
+            vb.sigResized.connect(lambda *_: self.keep_fit())
+        self.set_fit_box.toggled.connect(self._on_set_fit_toggled)
+        self.mismatch.linkActivated.connect(lambda _l: self.use_shown_params())
         self.progress.cancelRequested.connect(self.cancel_run)
         self.runner.started.connect(self._on_run_started)
         self.runner.itemStarted.connect(self.progress.item_started)
         self.runner.progress.connect(self.progress.update_stage)
+        self.runner.progress.connect(self._on_stage)
         self.runner.spectrum.connect(self._on_live_spectrum)
         self.runner.itemDone.connect(self._on_item_done)
         self.runner.finished.connect(self._on_run_finished)
@@ -318,21 +422,67 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------- settings
     def _restore_settings(self) -> None:
+        # read everything first: restoring the parameters saves the settings (params changed),
+        # which would overwrite the saved geometry with this not yet placed window's
+        geo = self.settings.value("geometry")
+        state = self.settings.value("window_state")
         raw = self.settings.value("params")
         if raw:
             try:
                 self.params_panel.set_params(DenoiseParams.from_dict(json.loads(str(raw))))
             except (ValueError, TypeError) as exc:
                 self.log(f"ignored the saved parameters ({exc})", "warning")
-        geo = self.settings.value("geometry")
-        if isinstance(geo, QByteArray):
-            self.restoreGeometry(geo)
-        state = self.settings.value("window_state")
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
+        self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
+        self._available: QRect | None = None
+        self._placed = False
+        self._state_restored = isinstance(state, QByteArray) and self.restoreState(state)
+        if not self._geometry_restored:  # a restored geometry is applied when shown, then kept on screen
+            self.place_on_screen()
+        self._arrange_docks_for_height()
         res = self.settings.value("show_residuals")
         if res is not None:
             self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
+
+    def place_on_screen(self, available: QRect | None = None) -> None:
+        """Keep the window inside the screen's available area: a saved geometry is kept
+        (moved and shrunk into the area if it no longer fits), else the window takes 96 % of
+        it, centred."""
+        if available is not None:
+            self._available = available  # kept: placed again once shown (the frame is known then)
+        available = available or self._available
+        if available is None:
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            if screen is None:
+                return
+            available = screen.availableGeometry()
+        frame = self.frameGeometry()
+        extra_w = max(0, frame.width() - self.width())
+        extra_h = max(0, frame.height() - self.height())
+        if self._geometry_restored:
+            w, h = self.width(), self.height()
+        else:  # most of the screen: the images are what the window is for
+            w, h = int(available.width() * 0.96), int(available.height() * 0.96)
+        w = min(w, available.width() - extra_w)
+        h = min(h, available.height() - extra_h)
+        self.resize(w, h)
+        x, y = (self.x(), self.y()) if self._geometry_restored else (
+            available.x() + (available.width() - w - extra_w) // 2,
+            available.y() + (available.height() - h - extra_h) // 2)
+        x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
+        y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
+        self.move(x, y)
+
+    def _arrange_docks_for_height(self) -> None:
+        """On a short screen (no saved layout) the spectrum and progress/log docks share one
+        tabbed area, so the images keep most of the height."""
+        if self._state_restored:
+            return
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        avail = self._available or (screen.availableGeometry() if screen is not None else None)
+        if avail is not None and avail.height() < 900:
+            self.tabifyDockWidget(self.dock_spectrum, self.dock_progress)
+            self.dock_progress.raise_()
+            self.resizeDocks([self.dock_spectrum], [185], Qt.Orientation.Vertical)
 
     def save_settings(self) -> None:
         if not self.persist:
@@ -359,6 +509,18 @@ class MainWindow(QMainWindow):
         for d in details or []:
             self.log(d, "error")
 
+    def ask(self, title: str, text: str, choices: tuple[str, ...]) -> str | None:
+        """A question with one button per choice; returns the choice, None when dismissed.
+        (Tests replace this method; the window asks only before it discards or computes.)"""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=self)
+        buttons = {box.addButton(c, QMessageBox.ButtonRole.RejectRole if c == "Cancel"
+                                 else QMessageBox.ButtonRole.AcceptRole): c for c in choices}
+        box.exec()
+        return buttons.get(box.clickedButton())
+
+    def confirm(self, title: str, text: str) -> bool:
+        return self.ask(title, text, ("OK", "Cancel")) == "OK"
+
     def report_info(self, text: str, banner: bool = False) -> None:
         if banner:
             self.banner.show_message(text, "info")
@@ -378,20 +540,13 @@ class MainWindow(QMainWindow):
             self.load_paths([folder])
 
     def load_paths(self, paths) -> int:
-        """Load files and folders; bad ones are reported, the rest are kept. Returns how many loaded."""
-        files: list[Path] = []
-        errors: list[str] = []
-        for p in paths:
-            try:
-                files.extend(expand_inputs([p]))
-            except InputError as exc:
-                errors.append(str(exc))
+        """Load files and folders; bad ones are reported, the rest are kept. Returns how many loaded.
+
+        A multi-page TIFF becomes one image per page (exported back as one stack)."""
+        found, problems, skipped = collect_inputs(paths)
+        errors = [msg for _, msg in problems]
         known = {e.path.resolve(): i for i, e in enumerate(self.entries)}
-        fresh = []
-        for f in files:
-            if f.resolve() in known or any(f.resolve() == g.resolve() for g in fresh):
-                continue
-            fresh.append(f)
+        fresh = [f for f in found if f.path.resolve() not in known]
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
             items, bad = read_items(fresh)
@@ -399,35 +554,49 @@ class MainWindow(QMainWindow):
             QApplication.restoreOverrideCursor()
         errors.extend(msg for _, msg in bad)
         first_new = len(self.entries)
-        for it in items:
-            e = ImageEntry(it)
-            self.entries.append(e)
+        new = [e for it in items for e in entries_for(it)]
+        for e in new:
+            self.session.add(e)
             self.imageset.add_entry(e)
-            self.log(f"loaded {e.path} ({e.describe()})")
+            self.log(f"loaded {e.name} ({e.describe()}) from {e.path}")
+        if skipped:
+            self.log(f"skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} of an unsupported "
+                     f"type ({', '.join(sorted(SUPPORTED_SUFFIXES))} are read): "
+                     + ", ".join(str(f) for f in skipped), "warning")
         if paths:
             p0 = Path(paths[0])
             self.last_dir = str(p0 if p0.is_dir() else p0.parent)
         if errors:
             n = len(errors)
-            head = errors[0] if n == 1 else f"{n} inputs could not be read; the others are loaded. First: {errors[0]}"
+            if items:
+                head = errors[0] if n == 1 else (f"{n} inputs could not be read; the other "
+                                                 f"{len(items)} are loaded. First: {errors[0]}")
+            else:
+                head = errors[0] if n == 1 else f"None of the {n} inputs could be read. First: {errors[0]}"
             self.report_error(head, errors if n > 1 else None)
-        if items:
+        elif skipped and not items:
+            self.report_error(f"Nothing loaded: {len(skipped)} file(s) of an unsupported type were "
+                              f"skipped ({', '.join(f.name for f in skipped[:5])}); the log lists them.")
+        if new:
             self.imageset.set_current(first_new)
             if not errors:  # an error message must stay visible, not be replaced
-                self.statusBar().showMessage(f"loaded {len(items)} file{'s' if len(items) != 1 else ''}", 5000)
-        elif not errors and files:
+                extra = f"; skipped {len(skipped)} unsupported (see the log)" if skipped else ""
+                self.statusBar().showMessage(f"loaded {len(new)} image{'s' if len(new) != 1 else ''}{extra}",
+                                             8000)
+        elif not errors and found:
             # everything was already loaded: show the first of them
-            self.imageset.set_current(known.get(files[0].resolve(), self.current_index()))
+            self.imageset.set_current(known.get(found[0].path.resolve(), self.current_index()))
         self._update_actions()
-        return len(items)
+        return len(new)
 
     def remove_image(self, row: int) -> None:
         if not 0 <= row < len(self.entries):
             return
-        e = self.entries.pop(row)
-        self.cache.drop_image(e.key)
-        for k in [k for k in self._fit_sets if k[0] == e.key]:
-            del self._fit_sets[k]
+        e = self.entries[row]
+        if self.session.has_results(e) and not self.confirm(
+                "Remove image", f"Remove {e.name} from the set?  Its computed results are discarded."):
+            return
+        self.session.remove(row)
         self._levels.pop(e.key, None)
         self.imageset.remove_row(row)
         self.log(f"removed {e.name} from the set")
@@ -463,6 +632,7 @@ class MainWindow(QMainWindow):
                 return False
             e.reference, e.reference_path = ref.array, ref.path
             self.log(f"reference for {e.name}: {ref.path}")
+        self.params_panel.set_reference_text(str(e.reference_path) if e.reference_path else None)
         # metrics of cached results now mean something else: recompute them
         for rec in self.cache.records_for(e.key):
             self._recompute_metrics(e, rec)
@@ -505,6 +675,10 @@ class MainWindow(QMainWindow):
         self.params_panel.set_reference_text(str(e.reference_path) if e and e.reference_path else None)
         self.refresh_views(reset_zoom=True)
 
+    def _on_set_fit_toggled(self, on: bool) -> None:
+        self.session.show_set_fit = on
+        self.refresh_views()
+
     def toggle_split(self) -> None:
         self.tabs.setCurrentIndex(1 - self.tabs.currentIndex())
 
@@ -517,9 +691,104 @@ class MainWindow(QMainWindow):
         # real size only now, so its scale is set again from the one left.  At
         # once, not deferred: a zoom made right after the switch must not be undone
         self.zoom_link.copy(src, dst)
+        self.keep_fit()
+
+    # ------------------------------------------------------------- viewer
+    def _on_hover(self, panel, info) -> None:
+        """Cursor readout: position and value under the mouse, and the input's value there."""
+        if info is None:
+            self.cursor_label.setText("")
+            return
+        c, r, val = info
+        text = f"x {c}, y {r} · {panel.title.text()}: {format_value(val)}"
+        inp = self.grid.input_panel
+        if panel is not inp and inp.data is not None and inp.data.shape[:2] == panel.data.shape[:2]:
+            text += f" · {inp.title.text()}: {format_value(inp.data[r, c])}"
+        self.cursor_label.setText(text)
+
+    def _image_panels(self):
+        """The panels showing pixel values (the residuals keep their own symmetric scale)."""
+        return [self.grid.input_panel, self.grid.ref_panel, *self.grid.rank_panels.values(),
+                self.split.panel]
+
+    def _on_levels_changed(self, *_a) -> None:
+        """The histogram's black and white points apply to every view of the image."""
+        if self._syncing_levels:
+            return
+        e = self.current_entry()
+        lo, hi = self.hist.item.getLevels()
+        if e is None or not hi > lo:
+            return
+        self._levels[e.key] = (float(lo), float(hi))
+        for p in self._image_panels():
+            if p.has_image():
+                p.image.setLevels((lo, hi))
+        self.split.levels = (lo, hi)
+
+    def _sync_histogram(self, levels) -> None:
+        self._syncing_levels = True
+        try:
+            self.hist.item.setLevels(*levels)
+        finally:
+            self._syncing_levels = False
+
+    def zoom_one_to_one(self) -> None:
+        """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
+        self.fitted = False
+        one_to_one(self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master)
+
+    def toggle_roi(self) -> None:
+        """Show or remove the ROI on the input view; its statistics appear under every view."""
+        if self.roi is not None:
+            self.grid.input_panel.vb.removeItem(self.roi)
+            self.roi = None
+            for p in self.grid.panels():
+                p.set_roi_text("")
+            self.act_roi.setChecked(False)
+            return
+        data = self.grid.input_panel.data
+        h, w = data.shape[:2] if data is not None else (64, 64)
+        self.roi = pg.RectROI([w / 4, h / 4], [max(2, w // 2), max(2, h // 2)], pen=pg.mkPen("#ffd84a", width=2))
+        self.grid.input_panel.vb.addItem(self.roi)
+        self.roi.sigRegionChanged.connect(self.update_roi_stats)
+        self.act_roi.setChecked(True)
+        self.update_roi_stats()
+
+    def roi_box(self) -> tuple[int, int, int, int] | None:
+        """The ROI as whole pixels ``(x0, y0, x1, y1)``."""
+        if self.roi is None:
+            return None
+        (x, y), (w, h) = self.roi.pos(), self.roi.size()
+        return int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h))
+
+    def update_roi_stats(self) -> None:
+        box = self.roi_box()
+        if box is None:
+            return
+        for p in self.grid.panels():
+            p.set_roi_text(region_stats(p.data, *box) if p.has_image() else "")
+
+    def _on_user_zoom(self) -> None:
+        self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
+
+    def keep_fit(self) -> None:
+        """While the views are fitted (no zoom by the user), fit them again after whatever
+        changed their size or content; once, at the next event-loop turn (after layout)."""
+        if self.fitted and not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(0, self._fit_now)
+
+    def _fit_now(self) -> None:
+        self._fit_pending = False
+        if self.fitted:
+            self._auto_range()
 
     def auto_range(self) -> None:
-        """Fit the image in the visible view; the other views follow."""
+        """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
+        self.fitted = True
+        self._auto_range()
+
+    def _auto_range(self) -> None:
         if self.tabs.currentIndex() == 1:
             self.split.vb.autoRange(padding=0.0)
         else:
@@ -556,18 +825,74 @@ class MainWindow(QMainWindow):
             self.run_current()
 
     # ------------------------------------------------------------- ranks
+    def suggest_ranks(self) -> None:
+        """The suggested ranks for the method and the current image (patch set or image)."""
+        e = self.current_entry()
+        self.params_panel.suggest_ranks(e is not None and e.is_patchset)
+
+    def _add_auto_neighbours(self) -> None:
+        """A patch set compared at 'auto' only: once the fit chose the rank, compare its
+        neighbours too (computed at once, from the same model)."""
+        e, p = self.current_entry(), self.current_params()
+        if e is None or p is None or not e.is_patchset or tuple(p.ranks) != PATCH_SET_RANKS:
+            return
+        rec = self.session.record(e, p)
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        if auto:
+            ranks = auto_neighbours(int(auto), e.array.shape[0])
+            self.log(f"{e.name}: auto chose {auto} components; comparing with "
+                     f"{', '.join(rank_label(r) for r in ranks if r is not None)} as well")
+            self.params_panel.set_ranks(ranks)
+
     def compared_ranks(self) -> tuple:
+        """The panel's ranks in order of components kept, 'auto' where its rank falls
+        (once known; 16 for images under 'global'; else last: no cap keeps the most)."""
         p = self.current_params()
-        return tuple(sorted(p.ranks, key=rank_sort_key)) if p else ()
+        if not p:
+            return ()
+        e = self.current_entry()
+        rec = self.session.record(e, p) if e is not None else None
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        if auto is None and p.method == "global" and e is not None and not e.is_patchset:
+            auto = 16
+        return tuple(sorted(p.ranks, key=lambda r: (rank_sort_key(auto if r is None else r), r is None)))
+
+    def shown_ranks(self) -> tuple:
+        """The ranks the views show: the panel's, or those of the other parameters' result shown."""
+        shown = self.session.shown(self.current_entry(), self.current_params())
+        return self.compared_ranks() if shown.matches else shown.ranks
+
+    def _show_mismatch(self, shown, p) -> None:
+        """The marker over the views when the result shown came from other parameters."""
+        if shown.record is None or shown.matches or p is None:
+            self.mismatch.hide()
+            return
+        diff = param_differences(shown.record.params, p)
+        what = "; ".join(diff[:3]) + (" …" if len(diff) > 3 else "") if diff else \
+            ("the set fit is not shown" if shown.record.fit_set else "fitted in a set")
+        self.mismatch.setText(f"⚠ Shown: results computed with other parameters than the panel's ({what}). "
+                              f"<a href='use'>Use these parameters</a>")
+        self.mismatch.setToolTip(describe_params(shown.record.params))
+        self.mismatch.show()
+
+    def use_shown_params(self) -> None:
+        """Put the parameters of the shown result into the panel."""
+        shown = self.session.shown(self.current_entry(), self.current_params())
+        if shown.record is not None:
+            self.params_panel.set_params(shown.record.params.replace(
+                ranks=tuple(sorted(shown.record.ranks, key=rank_sort_key))))
+            self.session.show_set_fit = bool(shown.record.fit_set)
+            self.set_fit_box.setChecked(self.session.show_set_fit)
+            self.refresh_views()
 
     def select_rank(self, rank) -> None:
-        if rank not in self.compared_ranks():
+        if rank not in self.shown_ranks():
             return
         self.selected_rank = rank
         self.refresh_views()
 
     def select_rank_index(self, i: int) -> None:
-        ranks = self.compared_ranks()
+        ranks = self.shown_ranks()
         if 0 <= i < len(ranks):
             self.select_rank(ranks[i])
 
@@ -589,53 +914,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------- running
     def result_key(self, e: ImageEntry, params: DenoiseParams) -> str:
-        """Cache key of the result shown for ``e``: of the set it was fitted with, or its own."""
-        return params_key(params, self._fit_sets.get((e.key, params_key(params)), ()))
-
-    def _fit_set_of(self, e: ImageEntry, params: DenoiseParams) -> tuple:
-        """The set ``e`` was fitted with, while all of it is loaded (its model can be fitted again)."""
-        group = self._fit_sets.get((e.key, params_key(params)), ())
-        loaded = {x.key for x in self.entries}
-        return group if len(group) > 1 and all(k in loaded for k in group) else ()
-
-    def _plan(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None,
-              whole_set: bool = False) -> tuple[list[JobItem], list[tuple]]:
-        """Job items for the ranks not cached yet, and the groups of them fitted together.
-
-        ``whole_set`` with 'global': one kernel PCA for all ``entries`` (one
-        ``denoise_set`` call, as ``kpca-denoise denoise FOLDER`` fits one).
-        Otherwise an image is fitted as its shown result was: alone, or with
-        its set again, so that a rank added later comes from the same model.
-        """
-        ranks = tuple(params.ranks) if ranks is None else tuple(ranks)
-        by_key = {e.key: e for e in self.entries}
-        one_fit = whole_set and params.method == "global" and len(entries) > 1
-        items: list[JobItem] = []
-        sets: list[tuple] = []
-        planned: set[str] = set()
-        for e in entries:
-            if e.key in planned:
-                continue
-            group = tuple(x.key for x in entries) if one_fit else self._fit_set_of(e, params)
-            if any(k in planned for k in group):
-                group = ()  # overlapping sets (cannot happen through the window): fit alone
-            members = [by_key[k] for k in group] if group else [e]
-            planned.update(m.key for m in members)
-            pkey = params_key(params, group)
-            # a member the set's earlier run left without a result failed there:
-            # it trains the model again, but does not make every rank run again
-            done = [m for m in members if self.cache.get(m.key, pkey) is not None] or members
-            missing = {r for m in done for r in self.cache.missing(m.key, pkey, ranks)}
-            if not missing:
-                continue
-            todo = tuple(r for r in ranks if r in missing)
-            first = len(items)
-            for m in members:  # a set's members all train the model, computed or not
-                items.append(JobItem(key=m.key, name=m.name, array=m.array, is_patchset=m.is_patchset,
-                                     ranks=todo, reference=m.reference))
-            if group:
-                sets.append(tuple(range(first, len(items))))
-        return items, sets
+        """Cache key of the result shown for ``e``: its set fit's (when shown) or its own."""
+        return self.session.result_key(e, params)
 
     def _params_or_report(self) -> DenoiseParams | None:
         try:
@@ -653,20 +933,39 @@ class MainWindow(QMainWindow):
         return self._start([e], "run")
 
     def run_all(self) -> bool:
-        """Denoise every image; with 'global' one model is fitted for the whole set (as the CLI does)."""
+        """Denoise every image, each with its own model."""
         if not self.entries:
             self.report_error("Nothing to denoise: open images first (Ctrl+O).")
             return False
-        return self._start(list(self.entries), "run", whole_set=True)
+        return self._start(list(self.entries), "run")
 
-    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, whole_set: bool = False) -> bool:
+    def run_set_fit(self) -> bool:
+        """The explicit set fit: one 'global' model per kind of image (as ``kpca-denoise denoise
+        FOLDER`` fits), kept beside each image's own results and shown in their place."""
+        p = self._params_or_report()
+        if p is None:
+            return False
+        if p.method != "global":
+            self.report_error("A set fit shares one kernel PCA between images: choose the method "
+                              "'global' (the grouped method fits every image by itself).")
+            return False
+        groups = [g for g in self.session.kind_groups(list(self.entries)) if len(g) > 1]
+        if not groups:
+            self.report_error("A set fit needs at least two images of one kind (same channels; "
+                              "images or patch sets of one size).")
+            return False
+        entries = [e for g in groups for e in g]
+        self.set_fit_box.setChecked(True)
+        return self._start(entries, "run", set_fit=True)
+
+    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, set_fit: bool = False) -> bool:
         if self.runner.is_running():
             self.report_info("A run is in progress; wait for it or cancel it (Esc).")
             return False
         params = self._params_or_report()
         if params is None:
             return False
-        items, sets = self._plan(entries, params, ranks, whole_set)
+        items, sets = self.session.plan(entries, params, ranks, set_fit)
         if not items:
             if purpose == "run":
                 self.report_info("All requested ranks are already computed for these parameters.")
@@ -699,6 +998,10 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.refresh_views()
 
+    def _on_stage(self, stage: str, *_rest) -> None:
+        if stage != "eigensolver":
+            self.spectrum.solver_finished()
+
     def _on_live_spectrum(self, ev: np.ndarray) -> None:
         e = self.current_entry()
         if e is not None and e.key in self._running_keys and self._current_job_method == "global":
@@ -715,13 +1018,17 @@ class MainWindow(QMainWindow):
             self.imageset.set_status(row, "⚠ failed")
             self.report_error(f"Denoising failed for {out.name}: {out.error}")
             return
-        rec = self.cache.add(out)
-        base = (out.key, params_key(out.params))
-        if out.fit_set:
-            self._fit_sets[base] = out.fit_set
-        else:
-            self._fit_sets.pop(base, None)
+        rec = self.session.add_outcome(out)
         ranks = ", ".join(rank_label(r) for r in out.outputs)
+        e = self.entries[row]
+        if e.is_patchset:
+            # the pipeline fits one global kernel PCA for a patch set whatever the method says
+            used = "global kernel PCA" + (" (patch sets always use it; 'grouped' applies to images)"
+                                          if out.params.method != "global" else "")
+            auto = out.resolved.get("auto_rank")
+            ranks += f"; method {used}" + (f"; auto = {auto} components" if auto is not None else "")
+        else:
+            ranks += f"; method {out.params.method}"
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
         if out.fit_set:
             self.log(f"{out.name}: ranks {ranks}; {_shared_model_text(out.resolved, len(out.fit_set))}, "
@@ -730,9 +1037,20 @@ class MainWindow(QMainWindow):
             self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
         if out.noise_estimated:
             self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
-        self.imageset.set_status(row, f"✓ {len(rec.ranks)} rank{'s' if len(rec.ranks) != 1 else ''}")
+        self._update_status(row)
         if row == self.current_index():
             self.schedule_refresh()
+
+    def _update_status(self, row: int, p: DenoiseParams | None = None) -> None:
+        """The thumbnail's line: how many ranks the image has for the panel's parameters,
+        or, marked, for the other parameters it was computed with."""
+        p = p or self.current_params()
+        sh = self.session.shown(self.entries[row], p)
+        if sh.record is None:
+            return
+        n = len(sh.record.ranks)
+        text = f"✓ {n} rank{'s' if n != 1 else ''}"
+        self.imageset.set_status(row, text if sh.matches else f"{text} · other parameters")
 
     def schedule_refresh(self) -> None:
         """Redraw once at the next event-loop turn, however many results arrived."""
@@ -761,15 +1079,18 @@ class MainWindow(QMainWindow):
             self.log(msg)
         self._update_actions()
         self.schedule_refresh()
+        if summary.status == "done":
+            self._add_auto_neighbours()
         pending, self._pending_export = self._pending_export, None
         if pending is not None and summary.status == "done" and summary.job.purpose == "export":
-            self._export_entries(*pending)
+            self._export_after_run(*pending)
 
     def _update_actions(self) -> None:
         running = self.runner.is_running()
         has = bool(self.entries)
         self.act_run.setEnabled(has and not running)
         self.act_run_all.setEnabled(has and not running)
+        self.act_set_fit.setEnabled(len(self.entries) > 1 and not running)
         self.act_cancel.setEnabled(running)
         self.progress.cancel_button.setEnabled(running)
         for a in (self.act_export, self.act_export_set, self.act_sheet):
@@ -786,8 +1107,15 @@ class MainWindow(QMainWindow):
         self._refresh_pending = False
         e = self.current_entry()
         p = self.current_params()
-        ranks = self.compared_ranks()
-        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
+        shown = self.session.shown(e, p)
+        rec = shown.record
+        # results computed with other parameters are shown as they are, marked
+        ranks = self.compared_ranks() if shown.matches else shown.ranks
+        self._show_mismatch(shown, p)
+        self.set_fit_box.setEnabled(e is not None and p is not None
+                                    and bool(self.session.set_group(e, p)))
+        for row in range(len(self.entries)):
+            self._update_status(row, p)
         self.grid.set_ranks(ranks)
         if self.selected_rank not in ranks:
             self.selected_rank = ranks[-1] if ranks else None
@@ -821,7 +1149,9 @@ class MainWindow(QMainWindow):
         elif rec is not None:
             title = "input (noisy)"
         self.grid.input_panel.set_title(title)
+        self.grid.set_aspect(noisy_d.shape[1] / max(noisy_d.shape[0], 1))
         self.grid.input_panel.set_image(noisy_d, levels)
+        self._sync_histogram(levels)
         self.grid.input_panel.set_metrics(format_metrics(rec.noisy_metrics) if rec else e.describe())
 
         clean = self._clean_for(e, p) if p is not None else None
@@ -835,12 +1165,19 @@ class MainWindow(QMainWindow):
                                                             "remaining noise σ̂")
             self.grid.ref_panel.set_metrics("")
         sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        prev = None
         for r in ranks:
             panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
             rr = rec.ranks.get(r) if rec is not None else None
+            if r is None:  # 'auto' is marked: what it stood for, or that nothing capped it
+                panel.set_title(f"auto = {auto}" if auto is not None else
+                                "auto (no cap)" if rec is not None and rec.params.method == "grouped"
+                                and not e.is_patchset else "rank auto")
             if rr is not None:
                 panel.set_image(display_array(rr.output, e.is_patchset), levels)
-                panel.set_metrics(format_metrics(rr.metrics))
+                panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
+                prev = rr
                 res = _residual(rec.noisy, rr.output, e.is_patchset)
                 span = 3.0 * (sigma if sigma else max(rr.residual_std, 1e-12))
                 rpanel.set_image(res, (-span, span))
@@ -881,181 +1218,25 @@ class MainWindow(QMainWindow):
             parts.append(f"{rec.timings.get('total', 0):.1f} s")
         self.info.setText(" · ".join(parts))
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
+        self.update_roi_stats()
         if reset_zoom:
-            # after the layout has given the views their size, or the fit is wrong
-            QTimer.singleShot(0, self.auto_range)
+            self.fitted = True  # another image: fitted again
+        # after the layout has given the views their size, or the fit is wrong
+        self.keep_fit()
         self.viewsRefreshed.emit()
 
-    # ------------------------------------------------------------- export
-    def _input_paths(self) -> list[Path]:
-        paths = [e.path for e in self.entries]
-        paths += [e.reference_path for e in self.entries if e.reference_path is not None]
-        return paths
-
-    def _choose_folder(self, title: str) -> str | None:
-        folder = QFileDialog.getExistingDirectory(self, title, self.last_dir)
-        return folder or None
-
-    def export_current(self, folder=None) -> list[Path]:
-        """Write the selected rank of the current image (+ JSON sidecar) to ``folder``."""
-        e = self.current_entry()
-        if e is None:
-            self.report_error("Nothing to export: open and denoise an image first.")
-            return []
-        folder = folder or self._choose_folder("Export the selected rank to a folder")
-        if not folder:
-            return []
-        return self._export_or_compute([e], Path(folder))
-
-    def export_set(self, folder=None) -> list[Path]:
-        """Write the selected rank of every image; missing results are computed first."""
-        if not self.entries:
-            self.report_error("Nothing to export: open images first.")
-            return []
-        folder = folder or self._choose_folder("Export the whole set to a folder")
-        if not folder:
-            return []
-        return self._export_or_compute(list(self.entries), Path(folder), whole_set=True)
-
-    def _export_or_compute(self, entries: list[ImageEntry], folder: Path, whole_set: bool = False) -> list[Path]:
-        """Export what is shown; what is missing is computed first, as Run (or Run set) would."""
-        params = self._params_or_report()
-        if params is None:
-            return []
-        rank = self.selected_rank
-        if any(self.cache.missing(e.key, self.result_key(e, params), (rank,)) for e in entries):
-            # compute what is missing, then export when the run finishes
-            self._pending_export = (entries, folder, params, rank)
-            if self._start(entries, "export", (rank,), whole_set):
-                self.log(f"computing rank {rank_label(rank)} where it is missing before exporting")
-                return []
-            self._pending_export = None
-            return []
-        return self._export_entries(entries, folder, params, rank)
-
-    def _export_entries(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
-        written: list[Path] = []
-        errors: list[str] = []
-        inputs = self._input_paths()
-        for e in entries:
-            rec = self.cache.get(e.key, self.result_key(e, params))
-            rr = rec.ranks.get(rank) if rec is not None else None
-            if rr is None:
-                errors.append(f"{e.name}: rank {rank_label(rank)} was not computed")
-                continue
-            target = output_path(e.item, folder, rank_tag(rank))
-            try:
-                written.append(write_item(e.item, rr.output, target, inputs=inputs))
-                if params.add_noise:
-                    written.append(write_item(e.item, rec.noisy, output_path(e.item, folder, "noisy"),
-                                              inputs=inputs))
-                written.append(self._write_sidecar(e, rec, rank, target, params, inputs))
-            except (InputError, OSError, ValueError) as exc:
-                errors.append(f"{target}: cannot write ({exc})")
-        for w in written:
-            self.log(f"wrote {w}")
-        if errors:
-            self.report_error(f"Export: {len(errors)} problem{'s' if len(errors) != 1 else ''}. {errors[0]}",
-                              errors[1:])
-        if written:
-            self.report_info(f"Exported rank {rank_label(rank)} to {folder} "
-                             f"({sum(1 for w in written if w.suffix != '.json')} file(s))", banner=not errors)
-            self.last_export_dir = str(folder)
-        return written
-
-    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path,
-                       params: DenoiseParams, inputs) -> Path:
-        """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
-        side = target.with_name(target.stem + ".json")
-        check_not_input(side, inputs)
-        used = rec.params.replace(ranks=(rank,))
-        rr = rec.ranks[rank]
-        data = {
-            "params": used.to_dict(),
-            "resolved": jsonable({**rec.resolved, "noise_sigma": rec.noise_sigma,
-                                  "noise_estimated": rec.noise_estimated}),
-            "input": str(e.path),
-            # a set fitted together: ``kpca-denoise denoise`` on these files reproduces it
-            "fit_set": [self._key_path(k) for k in rec.fit_set] if rec.fit_set else None,
-            "output": str(target),
-            "reference": str(e.reference_path) if e.reference_path else None,
-            "ranks_compared": jsonable(sorted(rec.ranks, key=rank_sort_key)),
-            "metrics": jsonable(rr.metrics),
-            "timings": jsonable(rec.timings),
-            "software": f"kpca-denoise {__version__} (GUI)",
-        }
-        text = json.dumps(data, indent=2)
-        return atomic_write(side, lambda p: p.write_text(text))
-
-    def _key_path(self, key: str) -> str:
-        e = next((x for x in self.entries if x.key == key), None)
-        return str(e.path) if e is not None else key.split(":", 1)[-1]  # removed since: the key's path
-
-    def export_sheet(self, path=None) -> Path | None:
-        """Save the noisy image and every computed rank side by side as a PNG."""
-        e, p = self.current_entry(), self.current_params()
-        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
-        if rec is None or not rec.ranks:
-            self.report_error("No comparison to save: run the current image first (Ctrl+R).")
-            return None
-        if path is None:
-            default = str(Path(self.last_dir) / f"{e.path.stem}_comparison.png")
-            path, _ = QFileDialog.getSaveFileName(self, "Save comparison sheet", default, "PNG (*.png)")
-            if not path:
-                return None
-        path = Path(path)
-        if path.suffix.lower() != ".png":
-            path = path.with_suffix(".png")
-        try:
-            check_not_input(path, self._input_paths())
-            sheet = self.comparison_sheet(e, rec)
-
-            def save(tmp: Path) -> None:
-                if not sheet.save(str(tmp), "PNG"):
-                    raise OSError("Qt could not encode the PNG")
-
-            atomic_write(path, save)
-        except (InputError, OSError) as exc:
-            self.report_error(f"Comparison sheet not saved: {path}: {exc}")
-            return None
-        self.report_info(f"Comparison sheet saved to {path}", banner=True)
-        return path
-
-    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, tile: int = 320) -> QImage:
-        levels = self._levels_for(e)
-        tiles = [("noisy" if rec.params.add_noise else "input", rec.noisy, rec.noisy_metrics)]
-        clean = self._clean_for(e, rec.params)
-        if clean is not None:
-            tiles.insert(0, ("reference" if e.reference is not None else "clean", clean, {}))
-        for r in sorted(rec.ranks, key=rank_sort_key):
-            tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
-        imgs = [qimage_from_array(to_uint8(display_array(a, e.is_patchset), levels)) for _, a, _ in tiles]
-        h0, w0 = imgs[0].height(), imgs[0].width()
-        scale = tile / max(h0, w0)
-        tw, th = max(1, round(w0 * scale)), max(1, round(h0 * scale))
-        pad, head, foot = 12, 34, 26
-        sheet = QImage(pad + len(tiles) * (tw + pad), head + th + foot + pad, QImage.Format.Format_RGB32)
-        sheet.fill(QColor("white"))
-        qp = QPainter(sheet)
-        qp.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, scale < 1)
-        f = QFont(qp.font())
-        f.setPixelSize(15)
-        f.setBold(True)
-        small = QFont(f)
-        small.setBold(False)
-        small.setPixelSize(12)
-        for i, ((title, _, m), img) in enumerate(zip(tiles, imgs)):
-            x = pad + i * (tw + pad)
-            qp.setFont(f)
-            qp.setPen(QColor("#222222"))
-            qp.drawText(QRectF(x, 6, tw, head - 8), Qt.AlignmentFlag.AlignCenter, title)
-            qp.drawImage(QRectF(x, head, tw, th), img)
-            qp.setFont(small)
-            qp.drawText(QRectF(x, head + th + 2, tw, foot), Qt.AlignmentFlag.AlignCenter, format_metrics(m))
-        qp.end()
-        return sheet
-
     # ------------------------------------------------------------- misc
+    def show_help(self) -> HelpDialog:
+        if self._help is None:
+            keys = [(a.text(), a.shortcut().toString()) for a in self.actions()
+                    if not a.text().startswith("Select rank")]
+            keys.append(("Select the k-th compared rank", "1 … 9"))
+            readme = Path(__file__).resolve().parents[2] / "README.md"
+            self._help = HelpDialog(help_html(keys, str(readme)), self)
+        self._help.show()
+        self._help.raise_()
+        return self._help
+
     def show_about(self) -> AboutDialog:
         if self._about is None:
             self._about = AboutDialog(self)
@@ -1075,7 +1256,11 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        QTimer.singleShot(0, self.auto_range)
+        if not self._placed:  # the window frame exists now: fit it, frame included
+            self._placed = True
+            self._geometry_restored = True  # the size chosen before showing is kept
+            self.place_on_screen()
+        self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Cancel any run and wait for the worker thread; True if it stopped."""
@@ -1094,6 +1279,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802
         self.shutdown()
         self.save_settings()
-        if self._about is not None:
-            self._about.close()
+        for d in (self._about, self._help):
+            if d is not None:
+                d.close()
         super().closeEvent(event)

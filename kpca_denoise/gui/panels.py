@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import html
+import re
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from .. import __version__
 
-__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "STAGES"]
+__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "HelpDialog", "help_html", "STAGES"]
 
 #: (stage name sent by the pipeline, label); the order is the order of the work
 STAGES = (
@@ -86,6 +87,16 @@ class ProgressPanel(QWidget):
         lay.addLayout(row)
         self._t0 = 0.0
         self.last_stage: str | None = None
+        self._running = False
+        self._item = ""
+        self._detail = ""
+        self._stage_t0 = 0.0
+        self._eta: float | None = None
+        self.first_run = True  # the first run of a session loads (or compiles) the numeric code
+        # the elapsed time ticks every second, not only when the pipeline reports
+        self.clock = QTimer(self)
+        self.clock.setInterval(1000)
+        self.clock.timeout.connect(self._render)
         self.set_method("global")
 
     def set_method(self, method: str, one_model: bool = False) -> None:
@@ -106,8 +117,32 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         self._t0 = time.monotonic()
         self.last_stage = None
-        self.overall.setText(f"starting ({n_items} image{'s' if n_items != 1 else ''})…")
+        self._running = True
+        self._eta = None
+        self._item = f"starting ({n_items} image{'s' if n_items != 1 else ''})…"
+        self._detail = ""
+        self.clock.start()
+        self._render()
         self.cancel_button.setEnabled(True)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _render(self) -> None:
+        """The overall line: item, stage, elapsed seconds and the remaining-time estimate."""
+        if not self._running:
+            return
+        el = self.elapsed()
+        parts = [self._item]
+        if self._detail:
+            parts.append(self._detail)
+        elif self.last_stage is None and el >= 3:
+            parts.append("loading the numeric code (numba compiles it on the first run after "
+                         "an install: about a minute)" if self.first_run else "preparing")
+        text = " — ".join(parts) + f" · {el:.0f} s"
+        if self._eta is not None and self._eta >= 1:
+            text += f" · about {_duration(self._eta)} left"
+        self.overall.setText(text)
 
     def item_started(self, index: int, count: int, name: str) -> None:
         for _, bar in self.rows.values():
@@ -116,7 +151,9 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         # index -1: a set fitted together, ``name`` says what it is
         self._item = name if index < 0 else f"image {index + 1}/{count}: {name}"
-        self.overall.setText(self._item)
+        self._detail = ""
+        self._eta = None
+        self._render()
 
     def update_stage(self, stage: str, done: int, total: int, message: str = "") -> None:
         row = self.rows.get(stage)
@@ -126,7 +163,11 @@ class ProgressPanel(QWidget):
             if ebar.value() < ebar.maximum():
                 ebar.setRange(0, max(1, ebar.value()))
                 ebar.setFormat(f"converged, {ebar.value()} it.")
+        now = time.monotonic()
+        if stage != self.last_stage or done <= 0:
+            self._stage_t0 = now
         self.last_stage = stage
+        self.first_run = False
         if row is None:
             return
         _, bar = row
@@ -135,13 +176,40 @@ class ProgressPanel(QWidget):
         bar.setValue(min(int(done), total))
         extra = f"  ({message})" if message else ""
         bar.setFormat(f"{done:,} / {total:,}{extra}")
-        elapsed = time.monotonic() - self._t0
         label = dict(STAGES).get(stage, stage)
-        self.overall.setText(f"{getattr(self, '_item', '')} — {label} {done:,}/{total:,} · {elapsed:.1f} s")
+        self._detail = f"{label} {done:,}/{total:,}" + (f" ({message})" if message else "")
+        self._eta = self._estimate(stage, done, total, message, now)
+        self._render()
+
+    def _estimate(self, stage: str, done: int, total: int, message: str, now: float) -> float | None:
+        """Seconds left in this stage from its rate so far; for the pre-image of "rank k of n"
+        also the n - k ranks after it (each takes about as long).  None while unknown."""
+        spent = now - self._stage_t0
+        if done <= 0 or spent < 0.5 or stage == "eigensolver":  # the solver stops when it converges
+            return None
+        per_unit = spent / done
+        left = per_unit * (total - done)
+        k, n = _rank_of(message)
+        if stage == "preimage" and n:
+            left += (n - k) * per_unit * total
+        return left
 
     def finish(self, text: str) -> None:
+        self._running = False
+        self.clock.stop()
+        self._eta = None
         self.overall.setText(text)
         self.cancel_button.setEnabled(False)
+
+
+def _rank_of(message: str) -> tuple[int, int]:
+    """``(k, n)`` from a stage message containing "k of n" (the rank being computed)."""
+    m = re.search(r"(\d+) of (\d+)", message or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
 
 
 class LogView(QPlainTextEdit):
@@ -230,19 +298,60 @@ Image Processing 16(8):2080–2095, 2007.</li>
 """
 
 
-class AboutDialog(QDialog):
-    """Shown with ``show()`` (non-modal), so it never blocks the event loop."""
+class TextDialog(QDialog):
+    """Rich text with a Close button, shown with ``show()`` (non-modal: never blocks the event loop)."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("About kpca-denoise")
+        self.setWindowTitle(title)
         self.setModal(False)
         self.browser = QTextBrowser(self)
         self.browser.setOpenExternalLinks(True)
-        self.browser.setHtml(ABOUT_HTML)
+        self.browser.setHtml(text)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.close)
         lay = QVBoxLayout(self)
         lay.addWidget(self.browser)
         lay.addWidget(buttons)
-        self.resize(620, 520)
+        self.resize(640, 540)
+
+
+class AboutDialog(TextDialog):
+    """Method, references, licence."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("About kpca-denoise", ABOUT_HTML, parent)
+
+
+def help_html(shortcuts: list[tuple[str, str]], readme: str) -> str:
+    """The F1 help: keys, what the methods and ranks mean, where the documentation is."""
+    rows = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(t)}</td></tr>"
+                   for t, k in shortcuts if k)
+    return f"""
+<h2>kpca-denoise help</h2>
+<h3>Keys</h3>
+<table cellspacing="4">{rows}</table>
+<p>Mouse: wheel zooms, drag pans (every view follows); click a view or the spectrum to select
+a rank; drag the histogram's black and white points to change the contrast of every view.</p>
+<h3>Method</h3>
+<p><b>grouped</b> (default): kernel PCA on groups of similar patches with shrinkage, two
+stages. A rank caps the components kept per group; <i>auto</i> = no cap (the shrinkage decides).
+The effective rank under a view is the mean number of components kept per group.<br>
+<b>global</b>: one kernel PCA on patches sampled from the image (Mika et al. 1998), with a live
+eigen-spectrum; <i>auto</i> is 16 for images and the rank from the noise level for patch sets
+(patch sets always use one global kernel PCA).<br>
+<b>Set fit</b> (Run menu): one 'global' model for the images of one kind, kept beside each
+image's own results (tick "set fit" to see it). Exports write exactly the results shown and
+ask before computing anything missing.</p>
+<h3>Documentation</h3>
+<p>README: <code>{html.escape(readme)}</code> (method, parameters, file formats, benchmarks).<br>
+Command line: <code>kpca-denoise --help</code>, <code>kpca-denoise denoise --help</code>; a sidecar
+JSON written with every export re-runs it: <code>kpca-denoise denoise IN -o OUT --params SIDECAR</code>.</p>
+"""
+
+
+class HelpDialog(TextDialog):
+    """F1: keys, methods, documentation."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__("kpca-denoise help", text, parent)

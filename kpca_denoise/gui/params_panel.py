@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..params import DenoiseParams
+from .model import DEFAULT_RANKS, default_ranks
 
 __all__ = ["ParamsPanel", "parse_ranks", "format_ranks", "DEFAULT_LANDMARKS"]
 
@@ -134,12 +135,20 @@ class _AutoFloat(QWidget):
         self.chosen.setText("" if v is None else prefix + self.fmt.format(v))
 
 
+def _form(parent: QWidget) -> QFormLayout:
+    """A form whose long rows put the field under its label (keeps the panel narrow)."""
+    f = QFormLayout(parent)
+    f.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return f
+
+
 class ParamsPanel(QScrollArea):
     """Every denoising parameter, plus the clean-reference controls."""
 
     changed = Signal()
     referenceRequested = Signal()
     referenceCleared = Signal()
+    suggestRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -152,7 +161,7 @@ class ParamsPanel(QScrollArea):
 
         # -- method --------------------------------------------------------
         g_method = QGroupBox("Method", body)
-        f = QFormLayout(g_method)
+        f = _form(g_method)
         self.method = QComboBox(g_method)
         for m, text in _METHOD_TEXT.items():
             self.method.addItem(text, m)
@@ -161,15 +170,22 @@ class ParamsPanel(QScrollArea):
             "global: one kernel PCA on patches sampled from the image (Mika et al. 1998);\n"
             "its eigen-spectrum is shown live.")
         f.addRow("method", self.method)
-        self.ranks = QLineEdit("4, 8, 16, 32", g_method)
+        self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
-                              "'auto' = no cap ('grouped' only). Already computed ranks show instantly.")
+                              "grouped: components per group; 'auto' = no cap (the shrinkage decides).\n"
+                              "global: 'auto' = the rank from the noise level for patch sets, 16 for "
+                              "images.\nAlready computed ranks show instantly.")
         f.addRow("ranks to compare", self.ranks)
+        self.suggest = QPushButton("Suggested ranks", g_method)
+        self.suggest.setToolTip("Ranks where the result visibly changes for this method and input "
+                                "(measured by benchmarks/ranks.py), 'auto' included")
+        self.suggest.clicked.connect(self.suggestRequested)
+        f.addRow("", self.suggest)
         outer.addWidget(g_method)
 
         # -- patches and kernel ----------------------------------------------
         g_patch = QGroupBox("Patches and kernel", body)
-        f = QFormLayout(g_patch)
+        f = _form(g_patch)
         self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
                                             "from the noise level for 'grouped'")
         f.addRow("patch size", self.patch_size)
@@ -225,7 +241,7 @@ class ParamsPanel(QScrollArea):
 
         # -- noise -------------------------------------------------------------
         g_noise = QGroupBox("Noise", body)
-        f = QFormLayout(g_noise)
+        f = _form(g_noise)
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
                                       "of an 8-bit image); auto estimates it per image", "{:.3g}")
         f.addRow("noise level σ", self.noise_sigma)
@@ -293,10 +309,18 @@ class ParamsPanel(QScrollArea):
         self.add_noise.valueChanged.connect(self._emit)
         self._blocked = False
         self._on_method()
+        # never narrower than the form: with no horizontal scrolling a control cut at the
+        # right edge could not be reached
+        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:
         is_global = self.method.currentData() == "global"
+        # the other method's suggested ranks mean little here: switch to this one's
+        other = DEFAULT_RANKS["grouped" if is_global else "global"]
+        if not self._blocked and self.ranks.text() == format_ranks(other):
+            self.ranks.setText(format_ranks(DEFAULT_RANKS[self.method.currentData()]))
         # these only mean something for plain kernel PCA
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
@@ -338,12 +362,11 @@ class ParamsPanel(QScrollArea):
                           if self.noise_model.currentData() == "poisson-gaussian" else None),
         )
         if method == "global":
-            if None in p.ranks:
-                raise ValueError("ranks: 'auto' (no cap) is for the grouped method; "
-                                 "give numbers such as 4, 8, 16 for 'global'")
-            if n_landmarks is not None and n_landmarks < max(p.ranks):
+            # 'auto' is the noise-level rank for patch sets and 16 for images
+            top = max(16 if r is None else r for r in p.ranks)
+            if n_landmarks is not None and n_landmarks < top:
                 raise ValueError(f"landmarks: {n_landmarks} is fewer than the largest rank "
-                                 f"{max(p.ranks)}; use at least {max(p.ranks)} landmarks")
+                                 f"{top}; use at least {top} landmarks")
         else:
             # stride, training patches, landmarks and γ do not apply: keep them at
             # their defaults so they do not split the result cache or the sidecar
@@ -377,6 +400,10 @@ class ParamsPanel(QScrollArea):
         finally:
             self._blocked = False
         self._on_method()
+
+    def suggest_ranks(self, is_patchset: bool = False) -> None:
+        """Put the suggested ranks for the method and this kind of input in the form."""
+        self.set_ranks(default_ranks(self.method.currentData(), is_patchset))
 
     def set_ranks(self, ranks) -> None:
         self.ranks.setText(format_ranks(ranks))
