@@ -44,6 +44,9 @@ class DenoiseParams:
     seed : random seed for training-patch sampling, the eigensolver and added noise.
     add_noise : if set, Gaussian noise of this std (pixel units) is added to each
         input before denoising (to try the method on clean images).
+    tile_size : core side in pixels of the overlapping tiles an image is denoised
+        in (memory is bounded by the tile); ``None`` = the method's default
+        (``kpca_denoise.tiling.DEFAULT_TILE``).  The result does not depend on it.
     """
 
     method: str = "grouped"
@@ -60,6 +63,7 @@ class DenoiseParams:
     eigen_solver: str = "auto"
     seed: int = 0
     add_noise: float | None = None
+    tile_size: int | None = None
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> "DenoiseParams":
@@ -109,6 +113,10 @@ class DenoiseParams:
             raise ValueError(
                 f"preimage iterations must be an integer >= 1, got {self.preimage_iterations!r}"
             )
+        if self.tile_size is not None and (isinstance(self.tile_size, bool) or not isinstance(
+                self.tile_size, int) or self.tile_size < 64):
+            raise ValueError(f"tile size must be an integer >= 64 pixels (or omitted for the "
+                             f"default), got {self.tile_size!r}")
         if not (self.preimage_tol > 0):
             raise ValueError(f"preimage_tol must be > 0, got {self.preimage_tol!r}")
         return self

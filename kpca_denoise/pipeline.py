@@ -16,13 +16,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .core.color import opponent_to_rgb, rgb_to_opponent
 from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES, KernelPCA
 from .core.metrics import data_range_for, psnr, ssim
 from .core.noise import estimate_sigma_image, estimate_sigma_pca
-from .core.patches import extract_patches, reassemble
+from .core.patches import patch_positions
 from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
 from .params import DenoiseParams
+from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, denoise_tiled, denoise_with_model,
+                     luminance, training_patches)
 
 __all__ = [
     "DenoiseParams",
@@ -36,7 +37,6 @@ __all__ = [
     "PATCH_SET_DEFAULT_RANK",
 ]
 
-GLOBAL_PATCH_SIZE = 8
 #: a fixed rank for patch sets (digits): noisy digits, sigma 0.25: MSE 0.0213 /
 #: 0.0198 / 0.0188 at 32 / 64 / 128 components (benchmarks/gamma_rule.py).
 #: When the ranks say ``None`` the rank comes from the noise level instead
@@ -99,45 +99,6 @@ class _StageClock:
         self(ProgressEvent("done", 0, 0))
 
 
-def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]:
-    """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
-
-    Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
-    """
-    a = np.asarray(image)
-    if a.ndim == 2:
-        return a.astype(np.float64)[..., None], None, False
-    if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
-        alpha = None
-        if a.shape[2] in (2, 4):
-            alpha = a[..., -1].copy()
-            a = a[..., :-1]
-        if a.shape[2] == 1:
-            return a.astype(np.float64), alpha, False
-        return rgb_to_opponent(a), alpha, True
-    raise ValueError(
-        f"expected a grayscale (H, W) or colour (H, W, 3|4) image, got shape {a.shape}"
-    )
-
-
-def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray) -> np.ndarray:
-    out = opponent_to_rgb(work) if colour else work
-    if like.ndim == 2:
-        out = out[..., 0]
-    if alpha is not None:
-        out = np.concatenate([out, alpha[..., None].astype(np.float64)], axis=-1)
-    return _cast_like(out, like)
-
-
-def _cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """Values in ``like``'s dtype: rounded and clipped to the range of integer types."""
-    dt = like.dtype
-    if np.issubdtype(dt, np.integer):
-        info = np.iinfo(dt)
-        return np.clip(np.rint(values), info.min, info.max).astype(dt)
-    return np.asarray(values).astype(dt)
-
-
 def _check_image(image: np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(image)
     if a.size == 0:
@@ -166,35 +127,17 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
 
 
 def remaining_noise(image: np.ndarray) -> float:
-    """Estimated noise std left in an image (luminance for colour), pixel units."""
-    work, _, _ = _to_working(image)
-    return estimate_sigma_image(work[..., 0])
+    """Estimated noise std left in an image (luminance for colour), pixel units.
+
+    Bounded memory: the estimator reads a bounded sample of the image."""
+    return estimate_sigma_image(luminance(image))
 
 
 # -- methods ----------------------------------------------------------------------
 
 
-def _global_patches(work: np.ndarray, p: int, stride: int):
-    """Patches of all channels stacked: rows of length p*p*c, and their grid."""
-    chans = [extract_patches(work[..., c], p, stride) for c in range(work.shape[2])]
-    P = np.concatenate([c[0] for c in chans], axis=1)
-    return P, chans[0][1]
-
-
 def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
     return tuple(sorted({default if r is None else int(r) for r in params.ranks}))
-
-
-def _denoise_with_model(model: KernelPCA, P: np.ndarray, ranks, progress, cancel):
-    """Project once at the largest rank; pre-image per rank (ranks are prefixes)."""
-    Z = model.transform(P, n_components=max(ranks))
-    out, stats = {}, {}
-    for r in ranks:
-        check_cancel(cancel)
-        out[r] = model.inverse_transform(Z[:, :r], init=P)
-        s = model.preimage_stats_
-        stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
-    return out, stats
 
 
 def denoise_set(
@@ -270,10 +213,10 @@ def denoise_set(
                 sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
-                work, alpha, colour = _to_working(noisy)
+                # pixels stay in the input's dtype: tiles are converted one at a time
                 sigma = (params.noise_sigma if params.noise_sigma is not None
-                         else estimate_sigma_image(work[..., 0]))
-                works[i] = ("image", work, (alpha, colour, a))
+                         else estimate_sigma_image(luminance(res.noisy)))
+                works[i] = ("image", res.noisy, channels(res.noisy))
             res.noise_sigma = float(sigma)
             res.noise_estimated = params.noise_sigma is None
         except (ValueError, TypeError) as exc:
@@ -291,7 +234,7 @@ def denoise_set(
         if w[0] == "patchset":
             groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
         elif params.method == "global":
-            groups.setdefault(("image", w[1].shape[2]), []).append(i)
+            groups.setdefault(("image", w[2]), []).append(i)
     prior_model = model
     eig, model, ranks = np.zeros(0), None, None
     for key in sorted(groups, key=lambda k: -len(groups[k])):
@@ -322,28 +265,31 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
     ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
              else _global_ranks(params, 16))
     # training samples from every usable item, in proportion to their patch counts
-    pools = []
+    pools = []  # (item, number of candidate training samples)
+    step = max(1, stride // 2)
     for i in members:
         w = works[i]
         if w[0] == "patchset":
-            pools.append((i, w[1]))
+            pools.append((i, w[1].shape[0]))
         else:
-            work = w[1]
-            if min(work.shape[:2]) < p:
+            H, W = w[1].shape[:2]
+            if min(H, W) < p:
                 results[i].error = (
-                    f"{results[i].name}: image {work.shape[1]}x{work.shape[0]} is smaller than "
+                    f"{results[i].name}: image {W}x{H} is smaller than "
                     f"the {p}x{p} patch; use a smaller patch size"
                 )
                 continue
-            P, _ = _global_patches(work, p, max(1, stride // 2))
-            pools.append((i, P))
+            pools.append((i, len(patch_positions(H, p, step)) * len(patch_positions(W, p, step))))
     if not pools:  # every item too small: their errors say so
         return np.zeros(0), None, ranks
-    total = sum(P.shape[0] for _, P in pools)
+    total = sum(n for _, n in pools)
     n_train = min(params.n_train, total)
-    take = [max(1, round(n_train * P.shape[0] / total)) for _, P in pools]
-    train = np.concatenate([P[rng.choice(P.shape[0], min(t, P.shape[0]), replace=False)]
-                            for (_, P), t in zip(pools, take)])
+    take = [max(1, round(n_train * n / total)) for _, n in pools]
+    # only the sampled patches are built (bounded memory whatever the image size)
+    train = np.concatenate([
+        works[i][1][idx] if works[i][0] == "patchset" else training_patches(works[i][1], p, step, idx)
+        for (i, n), t in zip(pools, take)
+        for idx in (rng.choice(n, min(t, n), replace=False),)])
     if ranks and max(ranks) > train.shape[0]:
         raise ValueError(
             f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
@@ -393,12 +339,12 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
         resolved["models"][-1]["auto_rank"] = auto_rank
     if "gamma" not in resolved:
         resolved.update(resolved["models"][-1])
-    eig, model, _ = _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel,
+    eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
                                    auto_rank)
     return eig, model, ranks + ((None,) if auto else ())
 
 
-def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel, auto_rank=None):
+def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None):
     """Outputs per rank for every item; the ``auto_rank`` result is stored under ``None``."""
     keys = {r: [r] for r in ranks}
     if auto_rank is not None:
@@ -410,25 +356,15 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
         t = time.perf_counter()
         kind, data, extra = works[i]
         if kind == "patchset":
-            outs, stats = _denoise_with_model(model, data, ranks, clock, cancel)
-            src = extra
-            for r, O in outs.items():
-                for key in keys[r]:
-                    res.outputs[key] = _cast_like(O.reshape(src.shape), src)
+            outs, stats = denoise_with_model(model, data, ranks, cancel)
+            outs = {r: _cast_like(O.reshape(extra.shape), extra) for r, O in outs.items()}
         else:
-            work = data
-            alpha, colour, src = extra
-            P, pos = _global_patches(work, p, stride)
-            outs, stats = _denoise_with_model(model, P, ranks, clock, cancel)
-            c = work.shape[2]
-            d = p * p
-            for r, O in outs.items():
-                report(clock, "reassembly", 0, c)
-                chans = [reassemble(O[:, j * d:(j + 1) * d], pos, work.shape[:2], p)
-                         for j in range(c)]
-                report(clock, "reassembly", c, c)
-                for key in keys[r]:
-                    res.outputs[key] = _from_working(np.stack(chans, axis=-1), alpha, colour, src)
+            outs, stats = denoise_tiled(data, res.noise_sigma, params, model=model, ranks=ranks,
+                                        progress=clock, cancel=cancel)
+            report(clock, "reassembly", 1, 1)
+        for r, O in outs.items():
+            for j, key in enumerate(keys[r]):
+                res.outputs[key] = O if j == 0 else O.copy()
         res.stats["preimage"] = {key: v for r, v in stats.items() for key in keys[r]}
         res.seconds = time.perf_counter() - t
         report(clock, "image", k + 1, len(pools))
@@ -436,36 +372,21 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
 
 
 def _run_grouped(works, results, params, resolved, clock, cancel):
-    from .core.grouped import denoise_grouped
-
     ranks = tuple(params.ranks)
     spectra = []
     todo = [i for i, w in enumerate(works) if w is not None and w[0] == "image" and not results[i].error]
     for k, i in enumerate(todo):
         res = results[i]
-        work = works[i][1]
-        alpha, colour, src = works[i][2]
         t = time.perf_counter()
         try:
-            chans: dict = {r: [] for r in ranks}
-            stats_all = []
-            for c in range(work.shape[2]):
-                out, stats = denoise_grouped(
-                    work[..., c], res.noise_sigma, ranks=ranks, kernel=params.kernel,
-                    patch_size=params.patch_size, progress=clock, cancel=cancel,
-                    **params.extra,
-                )
-                for r in ranks:
-                    chans[r].append(out[r])
-                stats_all.append(stats)
-                if "spectrum" in stats:
-                    spectra.append(np.asarray(stats["spectrum"]))
+            outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params, progress=clock,
+                                            cancel=cancel)
+            spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
             report(clock, "reassembly", 1, 1)
-            for r in ranks:
-                res.outputs[r] = _from_working(np.stack(chans[r], axis=-1), alpha, colour, src)
+            res.outputs.update(outs)
             res.stats["grouped"] = stats_all
             resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
-                                            if k2 not in ("seconds", "spectrum")})
+                                            if k2 not in ("seconds", "spectrum", "tiles")})
         except Cancelled:
             raise
         except ValueError as exc:
