@@ -72,6 +72,9 @@ class SetResult:
     resolved: dict
     timings: dict
     model: KernelPCA | None = None
+    #: every fitted global model, by the key of its group of items (what
+    #: ``denoise_set(..., fitted_models=...)`` takes back)
+    models: dict = field(default_factory=dict)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -149,6 +152,9 @@ def denoise_set(
     progress: ProgressCallback | None = None,
     cancel: Any = None,
     model: KernelPCA | None = None,
+    first_index: int = 0,
+    fit_only: bool = False,
+    fitted_models: dict | None = None,
 ) -> SetResult:
     """Denoise a set of images or patch sets at several ranks.
 
@@ -166,6 +172,14 @@ def denoise_set(
         the same parameters except the ranks.  The global kernel PCA is then
         not fitted again when the model has at least ``max(ranks)``
         components: any smaller rank is a prefix of its eigendecomposition.
+    first_index : the position of ``images[0]`` in a larger set that is
+        denoised a few items at a time (:mod:`kpca_denoise.executor`): item
+        indices, default names and the seeds of added noise follow it.
+    fit_only : fit the global models (``SetResult.models``) and stop: no item is
+        denoised.
+    fitted_models : ``SetResult.models`` of a ``fit_only`` call on the whole set:
+        these models are used as they are (no training patches, no fit), so a
+        part of the set gets the pixels the whole set would.
 
     Returns
     -------
@@ -176,11 +190,12 @@ def denoise_set(
     n_items = len(images)
     if n_items == 0:
         raise ValueError("no images given; pass at least one image")
-    names = list(names) if names is not None else [f"image {i}" for i in range(n_items)]
+    names = (list(names) if names is not None
+             else [f"image {first_index + i}" for i in range(n_items)])
     patch_sets = list(patch_sets) if patch_sets is not None else [False] * n_items
     clock = _StageClock(progress)
     t0 = time.perf_counter()
-    results = [ImageResult(index=i, name=names[i]) for i in range(n_items)]
+    results = [ImageResult(index=first_index + i, name=names[i]) for i in range(n_items)]
     resolved: dict[str, Any] = {"method": params.method}
 
     # 1. read each item into working form, add noise, estimate sigma
@@ -206,7 +221,7 @@ def denoise_set(
                 # the noisy input is what the source type can hold (rounded and
                 # clipped for integer images): the file a user would have, and
                 # the one written next to the results
-                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + i), a)
+                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + first_index + i), a)
             res.noisy = _cast_like(noisy, a)
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
@@ -236,13 +251,16 @@ def denoise_set(
         elif params.method == "global":
             groups.setdefault(("image", w[2]), []).append(i)
     prior_model = model
-    eig, model, ranks = np.zeros(0), None, None
+    eig, model, ranks, models = np.zeros(0), None, None, {}
     for key in sorted(groups, key=lambda k: -len(groups[k])):
         e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel,
-                               prior_model if len(groups) == 1 else None)
+                               prior_model if len(groups) == 1 else None,
+                               fixed=(fitted_models or {}).get(key), fit_only=fit_only)
+        if m is not None:
+            models[key] = m
         if model is None:
             eig, model, ranks = e, m, rk
-    if params.method == "grouped":
+    if params.method == "grouped" and not fit_only:
         ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel)
         ranks = ranks_g if ranks is None else ranks
         if eig.size == 0:
@@ -252,13 +270,14 @@ def denoise_set(
     timings.pop("done", None)
     timings["total"] = time.perf_counter() - t0
     return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
-                     eigenvalues=eig, resolved=resolved, timings=timings, model=model)
+                     eigenvalues=eig, resolved=resolved, timings=timings, model=model,
+                     models=models)
 
 
-def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None):
+def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None,
+                fixed=None, fit_only=False):
     p = params.patch_size or GLOBAL_PATCH_SIZE
     stride = params.stride or max(1, p // 2)
-    rng = np.random.default_rng(params.seed)
     is_patchset = works[members[0]][0] == "patchset"
     # patch sets: None = the rank from the noise level, chosen after the fit
     auto = is_patchset and None in params.ranks
@@ -282,6 +301,33 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
             pools.append((i, len(patch_positions(H, p, step)) * len(patch_positions(W, p, step))))
     if not pools:  # every item too small: their errors say so
         return np.zeros(0), None, ranks
+    if fixed is not None:
+        model, sigma, fit_k = fixed.set_params(progress=clock, cancel=cancel), None, None
+    else:
+        model, sigma, fit_k = _fit_global(works, results, pools, params, resolved, clock, cancel,
+                                          fitted, ranks, auto, is_patchset, p, stride)
+    auto_rank = None
+    if auto:
+        sigma = model.noise_sigma if sigma is None else sigma
+        fit_k = model.alphas_.shape[1] if fit_k is None else fit_k
+        # the automatic result is keyed None ("auto"), as the grouped method's is
+        auto_rank = min(model.noise_rank(sigma), fit_k)
+        if fixed is None:
+            resolved["models"][-1]["auto_rank"] = auto_rank
+    if fixed is None and "gamma" not in resolved:
+        resolved.update(resolved["models"][-1])
+    if fit_only:
+        return model.eigenvalues_.copy(), model, ranks + ((None,) if auto else ())
+    eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
+                                   auto_rank)
+    return eig, model, ranks + ((None,) if auto else ())
+
+
+def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, ranks, auto,
+                is_patchset, p, stride):
+    """The kernel PCA of a group's training patches: (model, noise sigma, components)."""
+    rng = np.random.default_rng(params.seed)
+    step = max(1, stride // 2)
     total = sum(n for _, n in pools)
     n_train = min(params.n_train, total)
     take = [max(1, round(n_train * n / total)) for _, n in pools]
@@ -332,16 +378,7 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
         solver="reused" if reuse else model.solver_,
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
-    auto_rank = None
-    if auto:
-        # the automatic result is keyed None ("auto"), as the grouped method's is
-        auto_rank = min(model.noise_rank(sigma), fit_k)
-        resolved["models"][-1]["auto_rank"] = auto_rank
-    if "gamma" not in resolved:
-        resolved.update(resolved["models"][-1])
-    eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
-                                   auto_rank)
-    return eig, model, ranks + ((None,) if auto else ())
+    return model, sigma, fit_k
 
 
 def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None):
