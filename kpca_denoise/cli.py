@@ -3,13 +3,21 @@
 Exit codes: 0 all inputs denoised; 1 some inputs failed (the others are
 written); 2 bad usage or nothing could be done.  Errors are one line on
 stderr; the progress bar is on stderr; the summary table on stdout.
+
+Everything that can be checked before computing is: the parameters, every
+input, the output folder and every output name.  Outputs keep the input's
+sub-folder below OUTDIR, never replace an input, and never replace an existing
+file unless ``--overwrite`` is given.  Each run writes its own sidecar
+``kpca-denoise-<date>-<time>-<pid>-<n>.json`` listing exactly the files it wrote.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,26 +25,43 @@ import numpy as np
 
 from . import __version__
 from .core.progress import Cancelled, ProgressEvent
-from .io import (InputError, atomic_write, check_not_input, expand_inputs, jsonable, output_path,
-                 rank_tag, read_item, read_items, write_item)
-from .params import METHODS, DenoiseParams
-from .pipeline import denoise_set, evaluate, remaining_noise
+from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
+                 output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
+from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
+from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
-SIDECAR = "kpca-denoise.json"
+#: parameter name -> the command-line option that sets it (for error messages)
+OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
+           "stride": "--stride", "gamma": "--gamma", "n_train": "--train-patches",
+           "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
+           "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
+           "add_noise": "--add-noise", "noise_model": "--noise-model",
+           "poisson_gain": "--poisson-gain"}
+
+
+class UsageError(ValueError):
+    """Bad usage found before computing: exit code 2."""
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+    """A one-line progress bar on stderr; when stderr is not a terminal (a log file,
+    a pipe), one line per stage the first time it starts and one per finished image."""
 
-    def __init__(self, stream=None, enabled=True):
+    def __init__(self, stream=None, enabled=True, names=None):
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.names = list(names or [])
         self._last_stage = None
+        self._seen: set = set()
         self._last_draw = 0.0
+        self._t0 = time.monotonic()
 
     def __call__(self, ev: ProgressEvent) -> None:
         if not self.enabled or ev.stage == "done":
+            return
+        if not self.tty:
+            self._plain(ev)
             return
         now = time.monotonic()
         new_stage = ev.stage != self._last_stage
@@ -48,14 +73,23 @@ class ProgressBar:
         width = 30
         bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
         text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}"
-        if self.tty:
-            self.stream.write("\r" + text.ljust(70))
-            if finished:
-                self.stream.write("\n")
-        elif new_stage or finished:
-            self.stream.write(text + "\n")
+        self.stream.write("\r" + text.ljust(70))
+        if finished:
+            self.stream.write("\n")
         self.stream.flush()
         self._last_stage = ev.stage
+
+    def _plain(self, ev: ProgressEvent) -> None:
+        if ev.stage == "image":
+            if ev.done:
+                self.stream.write(f"image {ev.done}/{ev.total} done "
+                                  f"({time.monotonic() - self._t0:.1f} s)\n")
+        elif ev.stage not in self._seen:
+            self._seen.add(ev.stage)
+            self.stream.write(f"{ev.stage} ...\n")
+        else:
+            return
+        self.stream.flush()
 
 
 def _parse_ranks(text: str) -> tuple:
@@ -74,28 +108,51 @@ def _parse_ranks(text: str) -> tuple:
     return tuple(ranks)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
     ap.add_argument("--version", action="version", version=f"kpca-denoise {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     d = sub.add_parser("denoise", help="denoise images, folders and patch sets")
-    d.add_argument("inputs", nargs="+", metavar="INPUT", help="image files, folders, .npy/.npz patch sets")
-    d.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder for the results")
+    d.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="image files, folders (walked recursively), .npy/.npz patch sets")
+    d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                   help="folder for the results (sub-folders of the inputs are kept)")
     d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
     d.add_argument("--ranks", type=_parse_ranks, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
     d.add_argument("--patch-size", type=int, help="patch side in pixels")
     d.add_argument("--stride", type=int, help="step between patches ('global')")
-    d.add_argument("--gamma", type=float, help="RBF kernel parameter (default: automatic)")
+    d.add_argument("--gamma", type=float, help="RBF kernel parameter ('global' and patch sets; default: automatic)")
     d.add_argument("--train-patches", type=int, dest="n_train", help="training patches ('global')")
     d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
                    help="Nystrom approximation with M landmarks ('global'; default: exact)")
-    d.add_argument("--iterations", type=int, dest="preimage_iterations", help="pre-image iteration cap")
+    d.add_argument("--iterations", type=int, dest="preimage_iterations",
+                   help="pre-image iteration cap (default: 100 for 'global', 6 per group for 'grouped')")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
-    d.add_argument("--seed", type=int, help="random seed")
+    d.add_argument("--noise-model", choices=NOISE_MODELS,
+                   help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
+                        "--noise-sigma is then its Gaussian part)")
+    d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
+                   help="Poisson gain in pixel units per photon (default: estimated)")
+    d.add_argument("--seed", type=int, help="random seed (>= 0)")
     d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
     d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
     d.add_argument("--params", metavar="JSON", help="parameters from a sidecar written by the GUI or a run")
+    d.add_argument("--overwrite", action="store_true",
+                   help="replace output files that already exist (inputs are never replaced)")
+    d.add_argument("--max-pixels", type=_positive_int, default=MAX_PIXELS, metavar="N",
+                   help=f"largest image accepted, in pixels per image or page (default {MAX_PIXELS}); "
+                        "larger headers are refused as decompression bombs")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = sub.add_parser("gui", help="open the desktop application")
     g.add_argument("files", nargs="*")
@@ -104,112 +161,249 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _param_error(exc: ParamError, source: str | None = None) -> UsageError:
+    """A parameter error in the user's terms: the option (or the JSON key) that set it."""
+    msg = str(exc)
+    if source is not None:
+        return UsageError(f"{source}: {msg}")
+    opt = OPTIONS.get(exc.name or "")
+    if opt and msg.startswith(exc.name):
+        msg = opt + msg[len(exc.name):]
+    return UsageError(msg)
+
+
+def load_params_file(path) -> DenoiseParams:
+    """The parameters of a sidecar (``{"params": {...}}``) or of a bare parameter object."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot read the parameter file ({exc})") from None
+    if isinstance(data, dict) and isinstance(data.get("params"), dict):
+        data = data["params"]
+    try:
+        return DenoiseParams.from_dict(data)
+    except ParamError as exc:
+        raise _param_error(exc, f"{path}") from None
+    except (TypeError, ValueError) as exc:  # a value no check foresaw: still one line
+        raise UsageError(f"{path}: bad parameters ({exc})") from None
+
+
 def _params_from_args(args) -> DenoiseParams:
-    base = DenoiseParams()
-    if args.params:
-        try:
-            data = json.loads(Path(args.params).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"{args.params}: cannot read the parameter file ({exc})") from None
-        base = DenoiseParams.from_dict(data.get("params", data))
+    base = load_params_file(args.params) if args.params else DenoiseParams()
     changes = {}
-    for name in ("method", "ranks", "patch_size", "stride", "gamma", "n_train", "n_landmarks",
-                 "preimage_iterations", "noise_sigma", "kernel", "seed", "add_noise"):
+    for name in OPTIONS:
         v = getattr(args, name)
         if v is not None:
             changes[name] = v
-    if "ranks" not in changes and changes.get("method", base.method) == "global" and None in base.ranks:
-        changes["ranks"] = (4, 8, 16)
-    return base.replace(**changes).validate()
+    try:
+        return base.replace(**changes).validate()
+    except ParamError as exc:
+        raise _param_error(exc) from None
 
 
-def _load_reference(ref: str | None, items) -> dict:
+def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
     if not ref:
         return {}
     refpath = Path(ref)
     if refpath.is_dir():
         out = {}
         for it in items:
-            cand = refpath / it.path.name
+            cand = refpath / (it.rel if it.rel is not None else it.path.name)
+            if not cand.is_file():
+                cand = refpath / it.path.name
             if cand.is_file():
-                out[id(it)] = read_item(cand).array
+                out[id(it)] = read_item(cand, max_pixels=max_pixels).array
         return out
-    arr = read_item(refpath).array
+    arr = read_item(refpath, max_pixels=max_pixels).array
     if len(items) != 1:
-        raise InputError("--reference FILE needs exactly one input; give a folder to match several by name")
+        raise UsageError("--reference FILE needs exactly one input; give a folder to match several by name")
     return {id(items[0]): arr}
+
+
+def _check_output_folder(outdir: Path) -> None:
+    if outdir.exists() and not outdir.is_dir():
+        raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{outdir}: cannot create the output folder ({exc.strerror or exc}); "
+                         "choose another folder with -o") from None
+
+
+def _check_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".kpca-denoise-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot write to the output folder ({exc.strerror or exc}); "
+                         "choose another folder with -o") from None
+
+
+def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool) -> dict:
+    """Every output file of the run, checked before anything is computed:
+    ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``."""
+    plan: dict = {}
+    taken: dict = {}
+    for it in items:
+        keys = list(result_keys(params, it.is_patchset))
+        if params.add_noise:
+            keys.append("noisy")
+        targets = {}
+        for k in keys:
+            target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
+            check_not_input(target, inputs)
+            other = taken.get(target)
+            if other is not None:  # collect_inputs makes names unique; never trust that blindly
+                raise UsageError(f"{target}: {it.path} and {other} would both be written here; "
+                                 "rename one of them")
+            taken[target] = it.path
+            if target.exists() and not overwrite:
+                raise UsageError(f"{target}: the output already exists; use --overwrite to replace "
+                                 "it or choose another folder with -o")
+            targets[k] = target
+        plan[id(it)] = targets
+    for folder in sorted({t.parent for ts in plan.values() for t in ts.values()}):
+        _check_writable(folder)
+    return plan
 
 
 def _denoise(args) -> int:
     params = _params_from_args(args)
-    paths = expand_inputs(args.inputs)
-    items, errors = read_items(paths)
-    for p, msg in errors:
+    outdir = Path(args.output)
+    if outdir.exists() and not outdir.is_dir():
+        raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
+    files, errors, skipped = collect_inputs(args.inputs, exclude=outdir)
+    inputs = [f.path for f in files]
+    for _, msg in errors:
+        print(f"error: {msg}", file=sys.stderr)
+    if skipped:
+        names = ", ".join(str(p) for p in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+        print(f"note: skipped {len(skipped)} unsupported file(s) in the folders ({names})",
+              file=sys.stderr)
+    if not files:
+        if not errors:
+            print("error: no inputs given", file=sys.stderr)
+        return 2
+    items, read_errors = read_items(files, max_pixels=args.max_pixels)
+    for _, msg in read_errors:
         print(f"error: {msg}", file=sys.stderr)
     if not items:
         print("error: none of the inputs could be read", file=sys.stderr)
         return 2
-    refs = _load_reference(args.reference, items)
-    outdir = Path(args.output)
-    # refuse before computing anything if an output would replace an input
-    planned = [output_path(it, outdir, rank_tag(r)) for it in items for r in (params.ranks or (None,))]
-    for target in planned:
-        check_not_input(target, paths)
+    refs = _load_reference(args.reference, items, args.max_pixels)
+    _check_output_folder(outdir)
+    plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
+                                                         else []), args.overwrite)
+    # stacks: each page is an image of the set; pages are gathered again to be written
+    images, names, patch_sets, owner = [], [], [], []
+    for it in items:
+        for page, name in zip(it.pages, it.page_names()):
+            images.append(page)
+            names.append(name)
+            patch_sets.append(it.is_patchset)
+            owner.append(it)
     bar = ProgressBar(enabled=not args.quiet)
-    result = denoise_set([it.array for it in items], params, names=[it.name for it in items],
-                         patch_sets=[it.is_patchset for it in items], progress=bar)
-    rows = []
-    failed = len(errors)
-    sidecar = {"params": params.to_dict(), "resolved": jsonable(result.resolved),
-               "timings": result.timings, "items": []}
-    for it, res in zip(items, result.images):
-        if res.error:
-            print(f"error: {res.error}", file=sys.stderr)
+    result = denoise_set(images, params, names=names, patch_sets=patch_sets, progress=bar)
+    rows, written = [], []
+    failed = len(errors) + len(read_errors)
+    sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
+               "resolved": result.resolved, "timings": result.timings, "items": []}
+    for it in items:
+        pages = [r for r, o in zip(result.images, owner) if o is it]
+        bad = [r.error for r in pages if r.error]
+        if bad:
+            print(f"error: {bad[0]}" + (f" (and {len(bad) - 1} more pages)" if len(bad) > 1 else ""),
+                  file=sys.stderr)
             failed += 1
             continue
-        clean = refs.get(id(it))
-        if clean is None and params.add_noise:
-            clean = it.array
-        entry = {"input": str(it.path), "noise_sigma": res.noise_sigma,
-                 "noise_estimated": res.noise_estimated, "seconds": res.seconds,
-                 "stats": res.stats, "outputs": {}}
-        if params.add_noise:
-            target = output_path(it, outdir, "noisy")
-            write_item(it, res.noisy, target, inputs=paths)
-            entry["noisy"] = str(target)
-        noisy_psnr = None
-        if clean is not None and np.shape(clean) == np.shape(res.noisy):
-            noisy_psnr = evaluate(clean, res.noisy, it.array.dtype)["psnr"]
-        for rank, out in res.outputs.items():
-            target = output_path(it, outdir, rank_tag(rank))
-            try:
-                write_item(it, out, target, inputs=paths)
-            except (InputError, OSError) as exc:
-                print(f"error: {target}: cannot write ({exc})", file=sys.stderr)
-                failed += 1
-                continue
-            m = {}
-            if clean is not None:
-                if np.shape(clean) != np.shape(out):
-                    print(f"error: reference for {it.name} has shape {np.shape(clean)}, "
-                          f"output has {np.shape(out)}; PSNR skipped", file=sys.stderr)
-                else:
-                    m = evaluate(clean, out, it.array.dtype)
-            elif not it.is_patchset:
-                m = {"remaining_noise": remaining_noise(out)}
-            entry["outputs"][str(rank)] = {"file": str(target), **m}
-            rows.append((it.name, "auto" if rank is None else str(rank), res.noise_sigma, noisy_psnr,
-                         m.get("psnr"), m.get("ssim"), res.seconds, target))
-        sidecar["items"].append(entry)
-    _write_sidecar(outdir / SIDECAR, sidecar)
+        for r in pages:
+            if r.stats.get("note"):
+                print(f"note: {r.stats['note']}", file=sys.stderr)
+        ok, entry, item_rows = _write_item_outputs(it, pages, plan[id(it)], refs.get(id(it)),
+                                                   params, inputs, args.overwrite, outdir)
+        failed += not ok
+        rows += item_rows
+        written += [Path(f) for f in entry["files"]]
+        if entry["files"]:
+            sidecar["items"].append(entry)
+    if written:
+        sidecar["files"] = [str(w) for w in written]
+        try:
+            side = write_sidecar(outdir, sidecar)
+        except (InputError, OSError) as exc:
+            print(f"error: {outdir}: cannot write the run's sidecar ({exc})", file=sys.stderr)
+            failed += 1
+        else:
+            print(f"parameters and results in {side.name}", file=sys.stderr)
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
 
 
-def _write_sidecar(path: Path, data: dict) -> None:
-    text = json.dumps(jsonable(data), indent=2)
-    atomic_write(path, lambda tmp: tmp.write_text(text))
+def _stacked(pages, key):
+    outs = [r.outputs[key] for r in pages]
+    return outs[0] if len(outs) == 1 else np.stack(outs)
+
+
+def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir):
+    """Write one input's outputs (all ranks, the noisy copy); returns (ok, sidecar entry, rows)."""
+    stack = it.is_stack
+    noisy = np.stack([r.noisy for r in pages]) if stack else pages[0].noisy
+    sigma = float(np.median([r.noise_sigma for r in pages]))
+    seconds = float(sum(r.seconds for r in pages))
+    entry = {"input": str(it.path), "noise_sigma": sigma,
+             "noise_estimated": pages[0].noise_estimated, "seconds": seconds,
+             "stats": pages[0].stats if not stack else {}, "outputs": {}, "files": []}
+    if clean is None and params.add_noise:
+        clean = it.array
+    ok = True
+
+    def write(array, target) -> bool:
+        try:
+            write_item(it, array, target, inputs=inputs, replace=overwrite)
+        except InputError as exc:
+            msg = str(exc)
+            print(f"error: {msg if msg.startswith(str(target)) else f'{target}: {msg}'}",
+                  file=sys.stderr)
+            return False
+        except OSError as exc:
+            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+            return False
+        entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
+                              else str(target))
+        return True
+
+    if "noisy" in targets:
+        ok &= write(noisy, targets["noisy"])
+        entry["noisy"] = entry["files"][-1] if ok else None
+    noisy_psnr = None
+    if clean is not None and np.shape(clean) == np.shape(noisy):
+        noisy_psnr = evaluate(clean, noisy, it.array.dtype)["psnr"]
+    rows = []
+    for key, target in targets.items():
+        if key == "noisy":
+            continue
+        out = _stacked(pages, key)
+        if not write(out, target):
+            ok = False
+            continue
+        m = {}
+        if clean is not None:
+            if np.shape(clean) != np.shape(out):
+                print(f"error: reference for {it.name} has shape {np.shape(clean)}, "
+                      f"output has {np.shape(out)}; PSNR skipped", file=sys.stderr)
+            else:
+                m = evaluate(clean, out, it.array.dtype)
+        elif it.kind == "image" and params.noise_sigma is None:
+            # informs only where nothing else does: no reference, sigma not given
+            m = {"remaining_noise": remaining_noise(out)}
+        entry["outputs"][str(key)] = {"file": entry["files"][-1], **m}
+        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), sigma, noisy_psnr,
+                     m.get("psnr"), m.get("ssim"), seconds, target))
+    return ok, entry, rows
 
 
 def _fmt(v, spec):
@@ -221,7 +415,8 @@ def _print_table(rows) -> None:
     print(head)
     print("-" * len(head))
     for name, rank, sigma, pn, p, s, sec, target in rows:
-        print(f"{name[:24]:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
+        name = name if len(name) <= 24 else "..." + name[-21:]
+        print(f"{name:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 
 
@@ -234,14 +429,18 @@ def main(argv=None) -> int:
         return gui_main(args.files, demo=args.demo, screenshot=args.screenshot)
     try:
         return _denoise(args)
-    except (InputError, ValueError) as exc:
+    except (UsageError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: out of memory; denoise fewer or smaller images at once", file=sys.stderr)
+        return 1
     except Cancelled:
         print("error: cancelled", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        print("\nerror: interrupted", file=sys.stderr)
+        print("\nerror: interrupted; files already written are complete, nothing partial was left",
+              file=sys.stderr)
         return 130
 
 

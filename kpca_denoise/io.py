@@ -1,19 +1,36 @@
-"""Reading and writing images and patch sets.
+"""Reading and writing images, stacks and patch sets: nothing is lost.
 
-Images keep their format, mode and bit depth: 8- and 16-bit grayscale,
-8-bit RGB/RGBA, float TIFF.  Patch sets are ``.npy`` arrays of shape
-(N, h, w) or ``.npz`` archives holding one such array (or one named
-``images``, other arrays such as ``target`` are carried along).
-Writes are atomic (temporary file in the target folder, then rename) and
-refuse to replace any file that was read as an input.
+What is kept (read, then written back in the same format):
+
+* **format and bit depth**: PNG, TIFF, JPEG, BMP; 8- and 16-bit grey, grey+alpha, RGB
+  and RGBA (16 bits per channel in PNG and TIFF), 32/64-bit float TIFF.  Pillow reduces
+  16-bit colour PNG to 8 bits and cannot write it, so those go through ``imagecodecs``
+  (libpng/libspng; by tifffile's author, with wheels for every platform).
+* **pages**: a multi-page TIFF (a microscopy stack, a time-lapse) is read with
+  ``tifffile`` as one item of kind ``"stack"`` whose pages are the images of a set, and is
+  written back with the same page count, shape, dtype and order.
+* **metadata**: the EXIF block (with its orientation tag, so a phone photo displays the
+  same way), the ICC colour profile and the resolution (DPI) of PNG, JPEG, TIFF and BMP.
+* **patch sets**: ``.npy`` arrays of shape (N, h, w), or ``.npz`` archives holding one
+  such array (or one named ``images``; other arrays such as ``target`` are carried along).
+
+Writes are atomic (a temporary file in the target folder, then a rename), get the
+permissions of a normal file under the user's umask, never replace a file that was read
+as an input, and by default never replace any existing file (``replace=False``).
+Images larger than :data:`MAX_PIXELS` are refused before they are decoded
+(decompression bombs); ``max_pixels`` raises the limit deliberately.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import tempfile
+import threading
+import time
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +41,12 @@ __all__ = [
     "IMAGE_SUFFIXES",
     "PATCHSET_SUFFIXES",
     "SUPPORTED_SUFFIXES",
+    "MAX_PIXELS",
     "InputError",
+    "OutputExistsError",
     "LoadedItem",
+    "InputFile",
+    "collect_inputs",
     "expand_inputs",
     "read_item",
     "read_items",
@@ -33,8 +54,10 @@ __all__ = [
     "output_path",
     "check_not_input",
     "atomic_write",
+    "write_sidecar",
     "jsonable",
     "rank_tag",
+    "display_oriented",
 ]
 
 IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG",
@@ -42,19 +65,40 @@ IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG"
 PATCHSET_SUFFIXES = {".npy": "NPY", ".npz": "NPZ"}
 SUPPORTED_SUFFIXES = {**IMAGE_SUFFIXES, **PATCHSET_SUFFIXES}
 
+#: default limit on the pixels of one image (per page), Pillow's own default
+#: (about 9459 x 9459): above it a header is taken for a decompression bomb.
+MAX_PIXELS = int(Image.MAX_IMAGE_PIXELS or 89_478_485)
+
+_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
+_PIL_LIMIT_LOCK = threading.Lock()
+_UMASK_LOCK = threading.Lock()
+_EXIF_ORIENTATION = 274
+
 
 class InputError(ValueError):
     """A file or folder that cannot be used, with the reason and the fix."""
 
 
+class OutputExistsError(InputError):
+    """An output file already exists and replacing it was not asked for."""
+
+
 @dataclass
 class LoadedItem:
+    """One file as read: ``array`` is (H, W[, C]) for an image, (P, H, W[, C]) for a
+    stack of P pages, (N, h, w) for a patch set.  ``meta`` holds what is written back
+    (``exif``, ``icc``, ``dpi``, ``orientation``; TIFF ``photometric``, ``resolution``,
+    ``resolutionunit``, ``shape``).  ``rel`` is where its outputs go below the output
+    folder (its sub-folder and name; by default just the name)."""
+
     path: Path
     array: np.ndarray
-    kind: str  # 'image' or 'patchset'
+    kind: str  # 'image', 'stack' or 'patchset'
     format: str  # PNG, TIFF, JPEG, BMP, NPY, NPZ
     npz_key: str | None = None
     npz_extra: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    rel: Path | None = None
 
     @property
     def name(self) -> str:
@@ -64,66 +108,269 @@ class LoadedItem:
     def is_patchset(self) -> bool:
         return self.kind == "patchset"
 
+    @property
+    def is_stack(self) -> bool:
+        return self.kind == "stack"
 
-def expand_inputs(paths) -> list[Path]:
-    """Files and folders -> the supported files, folders listed in sorted order.
+    @property
+    def pages(self) -> list[np.ndarray]:
+        """The images this item holds: its pages for a stack, else the array itself."""
+        return list(self.array) if self.is_stack else [self.array]
 
-    Raises InputError for a path that does not exist, a folder with no
-    supported file, or an explicitly named file of an unsupported type.
+    def page_names(self) -> list[str]:
+        if not self.is_stack:
+            return [self.name]
+        n = self.array.shape[0]
+        return [f"{self.name} [page {k + 1}/{n}]" for k in range(n)]
+
+
+@dataclass
+class InputFile:
+    """A file to read and the relative path (sub-folder + name) its outputs get."""
+
+    path: Path
+    rel: Path
+
+
+# -- finding the inputs --------------------------------------------------------------
+
+
+def _unsupported(p: Path) -> str:
+    return (f"{p}: unsupported file type '{p.suffix or '(none)'}'; "
+            f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}")
+
+
+def _within(p: Path, folder: Path | None) -> bool:
+    if folder is None:
+        return False
+    try:
+        p.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def collect_inputs(paths, *, exclude=None):
+    """Files and folder trees -> ``(files, errors, skipped)``.
+
+    ``files`` are :class:`InputFile` in the order given, folders walked recursively in
+    sorted order (hidden entries and anything inside ``exclude``, the output folder,
+    are left out).  A file from a folder keeps its sub-folder in ``rel``; two inputs
+    that would get the same ``rel`` (``a/img.png`` and ``b/img.png`` named on the
+    command line) get their paths from the nearest common folder instead, so no two
+    outputs of a run share a name.  The same file named twice is read once.
+    ``errors`` are ``(path, message)`` for inputs that cannot be used (missing,
+    unsupported type, a folder with nothing usable); ``skipped`` lists the unsupported
+    files met inside folders.
     """
-    out: list[Path] = []
+    exclude = Path(exclude) if exclude is not None else None
+    files: list[InputFile] = []
+    errors: list[tuple[Path, str]] = []
+    skipped: list[Path] = []
+    seen: set = set()
+
+    def add(f: Path, rel: Path) -> None:
+        key = os.path.normcase(str(f.resolve()))
+        if key not in seen:
+            seen.add(key)
+            files.append(InputFile(f, rel))
+
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.iterdir()
-                           if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES)
+            found = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                                 and not _within(Path(root) / d, exclude))
+                for n in sorted(names):
+                    f = Path(root) / n
+                    if n.startswith(".") or not f.is_file():
+                        continue
+                    if f.suffix.lower() in SUPPORTED_SUFFIXES:
+                        found.append(f)
+                    else:
+                        skipped.append(f)
             if not found:
-                raise InputError(
-                    f"{p}: the folder has no supported files "
-                    f"({', '.join(sorted(SUPPORTED_SUFFIXES))})"
-                )
-            out.extend(found)
+                errors.append((p, f"{p}: the folder has no supported files "
+                                  f"({', '.join(sorted(SUPPORTED_SUFFIXES))})"))
+            for f in found:
+                add(f, f.relative_to(p))
         elif p.is_file():
             if p.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise InputError(
-                    f"{p}: unsupported file type '{p.suffix or '(none)'}'; "
-                    f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"
-                )
-            out.append(p)
+                errors.append((p, _unsupported(p)))
+            else:
+                add(p, Path(p.name))
         else:
-            raise InputError(f"{p}: no such file or folder")
-    return out
+            errors.append((p, f"{p}: no such file or folder"))
+    # names that collide: take the paths from the nearest folder they share
+    by_rel: dict = {}
+    for f in files:
+        by_rel.setdefault(os.path.normcase(str(f.rel)), []).append(f)
+    for group in by_rel.values():
+        if len(group) > 1:
+            common = Path(os.path.commonpath([str(g.path.resolve().parent) for g in group]))
+            for g in group:
+                g.rel = g.path.resolve().relative_to(common)
+    return files, errors, skipped
 
 
-def _read_image(path: Path) -> np.ndarray:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
-                im.load()
-                mode = im.mode
-                if mode == "1":
-                    im = im.convert("L")
-                elif mode == "P":
-                    im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-                elif mode in ("CMYK", "YCbCr", "LAB", "HSV"):
-                    im = im.convert("RGB")
-                a = np.asarray(im)
-    except UnidentifiedImageError:
-        raise InputError(f"{path}: not a readable image (corrupt or wrong file type)") from None
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning) as exc:
-        raise InputError(f"{path}: cannot read the image ({exc})") from None
-    if a.dtype == np.int32 or a.dtype.byteorder == ">":
+def expand_inputs(paths) -> list[Path]:
+    """Files and folders -> the supported files (folders walked recursively, sorted).
+
+    Raises InputError for the first path that does not exist, a folder with no
+    supported file, or an explicitly named file of an unsupported type.
+    """
+    files, errors, _ = collect_inputs(paths)
+    if errors:
+        raise InputError(errors[0][1])
+    return [f.path for f in files]
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _too_many_pixels(path: Path, w: int, h: int, limit: int) -> InputError:
+    return InputError(
+        f"{path}: the file says it holds {w}x{h} pixels ({w * h / 1e6:.0f} megapixels), more "
+        f"than the limit of {limit / 1e6:.0f} megapixels that guards against decompression "
+        f"bombs; if the image is genuine, raise the limit (--max-pixels {w * h})")
+
+
+def _check_pixels(path: Path, a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.int32 or a.dtype.byteorder == ">" or a.dtype == np.dtype(">u2"):
         # Pillow's 'I' / 'I;16B' modes: 16-bit data in a wider or big-endian type
         if a.size and (a.min() < 0 or a.max() > 65535):
             raise InputError(f"{path}: 32-bit integer images are not supported; use 8 or 16 bits")
         a = a.astype(np.uint16)
-    if a.dtype not in (np.uint8, np.uint16, np.float32, np.float64):
-        raise InputError(f"{path}: unsupported pixel type {a.dtype}")
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8) * 255
+    if not any(a.dtype == d for d in _DTYPES):
+        raise InputError(f"{path}: unsupported pixel type {a.dtype}; use 8- or 16-bit "
+                         "integers or 32/64-bit floats")
     if a.size == 0:
         raise InputError(f"{path}: the image is empty (0 pixels)")
     if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
         raise InputError(f"{path}: the image contains NaN or Inf pixels")
     return np.ascontiguousarray(a)
+
+
+def _png_header(path: Path) -> tuple[int, int] | None:
+    """(bit depth, colour type) of a PNG file, or None if it is not one."""
+    with open(path, "rb") as fh:
+        head = fh.read(29)
+    if len(head) < 29 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return head[24], head[25]
+
+
+def _pil_meta(im: Image.Image) -> dict:
+    meta: dict = {}
+    icc = im.info.get("icc_profile")
+    if icc:
+        meta["icc"] = bytes(icc)
+    dpi = im.info.get("dpi")
+    if dpi:
+        meta["dpi"] = tuple(float(v) for v in dpi)
+    try:
+        exif = im.getexif()
+    except Exception:  # a malformed EXIF block: the pixels are still good
+        exif = None
+    if exif:
+        meta["exif"] = exif.tobytes()
+        if _EXIF_ORIENTATION in exif:
+            meta["orientation"] = int(exif[_EXIF_ORIENTATION])
+    return meta
+
+
+def _read_pil(path: Path, max_pixels: int) -> tuple[np.ndarray, dict]:
+    header = _png_header(path) if path.suffix.lower() == ".png" else None
+    with _PIL_LIMIT_LOCK:
+        old = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = None  # our own limit below, before decoding
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with Image.open(path) as im:
+                    w, h = im.size
+                    if w * h > max_pixels:
+                        raise _too_many_pixels(path, w, h, max_pixels)
+                    if getattr(im, "n_frames", 1) > 1:
+                        raise InputError(
+                            f"{path}: the file holds {im.n_frames} frames (an animation); save "
+                            "the frames as a multi-page TIFF or as separate images")
+                    meta = _pil_meta(im)
+                    if header is not None and header[0] == 16 and header[1] != 0:
+                        # 16-bit colour (or grey+alpha): Pillow would reduce it to 8 bits
+                        import imagecodecs
+
+                        a = imagecodecs.png_decode(path.read_bytes())
+                    else:
+                        im.load()
+                        mode = im.mode
+                        if mode == "1":
+                            im = im.convert("L")
+                        elif mode == "P":
+                            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+                        elif mode in ("CMYK", "YCbCr", "LAB", "HSV"):
+                            im = im.convert("RGB")
+                            meta.pop("icc", None)  # the profile described the old space
+                        a = np.asarray(im)
+        finally:
+            Image.MAX_IMAGE_PIXELS = old
+    return a, meta
+
+
+def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
+    """(array, meta, is_stack); pages of the first series, samples last."""
+    import tifffile
+
+    with tifffile.TiffFile(path) as tf:
+        series = [s for s in tf.series if s.shape]
+        if not series:
+            raise InputError(f"{path}: the TIFF holds no image")
+        if len(series) > 1:
+            shapes = ", ".join("x".join(map(str, s.shape)) for s in series)
+            raise InputError(
+                f"{path}: the TIFF holds {len(series)} image series of different shapes "
+                f"({shapes}); save each series as its own file")
+        s = series[0]
+        axes, shape = s.axes, tuple(s.shape)
+        if "Y" not in axes or "X" not in axes:
+            raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
+        h, w = shape[axes.index("Y")], shape[axes.index("X")]
+        if w * h > max_pixels:
+            raise _too_many_pixels(path, w, h, max_pixels)
+        page = s.pages[0] if s.pages else tf.pages[0]
+        photometric = int(page.photometric)
+        if photometric not in (0, 1, 2):  # miniswhite, minisblack, rgb
+            raise InputError(
+                f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
+                "as greyscale or RGB")
+        a = s.asarray()
+        meta: dict = {"photometric": photometric}
+        tags = page.tags
+        if "XResolution" in tags and "YResolution" in tags:
+            meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
+            if "ResolutionUnit" in tags:
+                meta["resolutionunit"] = int(tags["ResolutionUnit"].value)
+        if _EXIF_ORIENTATION in tags:
+            meta["orientation"] = int(tags[_EXIF_ORIENTATION].value)
+        icc = page.iccprofile if hasattr(page, "iccprofile") else None
+        if icc:
+            meta["icc"] = bytes(icc)
+    if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
+        a = np.moveaxis(a, axes.index("S"), -1)
+        axes = axes.replace("S", "") + "S"
+    if axes[-2:] != "YX" and axes[-3:] != "YXS":
+        raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
+    lead = axes.index("Y")
+    meta["shape"] = a.shape  # written back in this shape, pages in this order
+    if lead == 0:
+        return a, meta, False
+    pages = int(np.prod(a.shape[:lead]))
+    a = a.reshape((pages,) + a.shape[lead:])
+    if pages == 1:
+        return a[0], meta, False
+    return a, meta, True
 
 
 def _check_patchset(path: Path, a: np.ndarray, what: str) -> np.ndarray:
@@ -150,7 +397,7 @@ def _read_patchset(path: Path) -> tuple[np.ndarray, str | None, dict]:
     with loaded:
         try:
             arrays = {k: loaded[k] for k in loaded.files}
-        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(f"{path}: cannot read the archive ({exc})") from None
     if not arrays:
         raise InputError(f"{path}: the .npz archive holds no arrays; save an (N, h, w) array in it")
@@ -168,15 +415,17 @@ def _read_patchset(path: Path) -> tuple[np.ndarray, str | None, dict]:
     return a, key, arrays
 
 
-def read_item(path) -> LoadedItem:
-    """Read one supported file; raises InputError with the reason."""
+def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
+    """Read one supported file; raises InputError with the reason and the fix.
+
+    ``max_pixels`` (default :data:`MAX_PIXELS`) bounds the pixels of one image or page;
+    larger headers are refused before anything is decoded.
+    """
     path = Path(path)
+    limit = MAX_PIXELS if max_pixels is None else int(max_pixels)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise InputError(
-            f"{path}: unsupported file type '{path.suffix or '(none)'}'; "
-            f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"
-        )
+        raise InputError(_unsupported(path))
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.stat().st_size == 0:
@@ -184,23 +433,63 @@ def read_item(path) -> LoadedItem:
     if suffix in PATCHSET_SUFFIXES:
         a, key, extra = _read_patchset(path)
         return LoadedItem(path, a, "patchset", PATCHSET_SUFFIXES[suffix], key, extra)
-    return LoadedItem(path, _read_image(path), "image", IMAGE_SUFFIXES[suffix])
+    fmt = IMAGE_SUFFIXES[suffix]
+    try:
+        if fmt == "TIFF":
+            a, meta, stack = _read_tiff(path, limit)
+        else:
+            (a, meta), stack = _read_pil(path, limit), False
+    except InputError:
+        raise
+    except MemoryError:
+        raise InputError(f"{path}: the image does not fit in memory") from None
+    except UnidentifiedImageError:
+        raise InputError(f"{path}: not a readable image (corrupt or wrong file type)") from None
+    except Exception as exc:  # any decoder failure is a bad file, never a traceback
+        raise InputError(f"{path}: cannot read the image ({type(exc).__name__}: {exc})") from None
+    a = _check_pixels(path, a)
+    return LoadedItem(path, a, "stack" if stack else "image", fmt, meta=meta)
 
 
-def read_items(paths) -> tuple[list[LoadedItem], list[tuple[Path, str]]]:
-    """Read many files; a bad file is reported in the second list, the rest are kept."""
+def read_items(paths, *, max_pixels: int | None = None):
+    """Read many files (paths or :class:`InputFile`); a bad file is reported in the
+    second list ``(path, message)``, the rest are kept."""
     items, errors = [], []
     for p in paths:
+        rel = p.rel if isinstance(p, InputFile) else None
+        p = p.path if isinstance(p, InputFile) else Path(p)
         try:
-            items.append(read_item(p))
+            item = read_item(p, max_pixels=max_pixels)
         except InputError as exc:
-            errors.append((Path(p), str(exc)))
+            errors.append((p, str(exc)))
+            continue
+        item.rel = rel
+        items.append(item)
     return items, errors
 
 
+def display_oriented(array: np.ndarray, orientation: int | None) -> np.ndarray:
+    """The pixels as a viewer shows them under an EXIF orientation tag (1-8)."""
+    a = np.asarray(array)
+    o = orientation or 1
+    if o in (2, 4, 5, 7):
+        a = a[:, ::-1]
+    if o in (3, 4):
+        a = a[::-1, ::-1]
+    if o in (5, 6):
+        a = np.rot90(a, -1)
+    if o in (7, 8):
+        a = np.rot90(a, 1)
+    return a
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
 def output_path(item: LoadedItem, outdir, tag: str) -> Path:
-    """``OUTDIR/<stem>_<tag><suffix>``, in the source's format."""
-    return Path(outdir) / f"{item.path.stem}_{tag}{item.path.suffix}"
+    """``OUTDIR/<sub-folder>/<stem>_<tag><suffix>``, in the source's format."""
+    rel = item.rel if item.rel is not None else Path(item.path.name)
+    return Path(outdir) / rel.parent / f"{rel.stem}_{tag}{rel.suffix}"
 
 
 def check_not_input(target: Path, inputs) -> None:
@@ -217,39 +506,51 @@ def check_not_input(target: Path, inputs) -> None:
             )
 
 
-def _to_pil(array: np.ndarray, fmt: str) -> Image.Image:
-    a = np.asarray(array)
-    if a.ndim == 3 and a.shape[2] == 1:
-        a = a[..., 0]
-    if a.dtype == np.uint16:
-        if a.ndim != 2:
-            raise InputError("16-bit colour images cannot be written; only 16-bit grayscale")
-        if fmt in ("JPEG", "BMP"):
-            raise InputError(f"{fmt} cannot store 16-bit images; use PNG or TIFF")
-        return Image.fromarray(np.ascontiguousarray(a, dtype="<u2"))  # mode I;16
-    if np.issubdtype(a.dtype, np.floating):
-        if fmt != "TIFF" or a.ndim != 2:
-            raise InputError(f"floating-point images can only be written as grayscale TIFF, not {fmt}")
-        return Image.fromarray(np.ascontiguousarray(a, dtype=np.float32))  # mode F
-    if a.dtype != np.uint8:
-        raise InputError(f"cannot write pixel type {a.dtype}")
-    return Image.fromarray(a)
+def _file_mode() -> int:
+    """What ``open(path, 'w')`` would give: 0666 less the umask."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
 
 
-def atomic_write(target, write) -> Path:
+def atomic_write(target, write, *, replace: bool = True) -> Path:
     """Write a file through a temporary file in the target folder, then rename.
 
-    ``write(tmp_path)`` writes the content; on any failure the temporary file
-    is removed, so a half-written file never appears under ``target``.
+    ``write(tmp_path)`` writes the content; on any failure the temporary file is
+    removed, so a half-written file never appears under ``target``.  The file gets
+    the permissions of a normal write under the umask.  With ``replace=False`` an
+    existing ``target`` is never replaced (the rename is a hard link, which fails
+    atomically if another process created the file meanwhile):
+    :class:`OutputExistsError`.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if not replace and target.exists():
+        raise OutputExistsError(f"{target}: the file already exists (another run may have "
+                                "written it meanwhile) and was left as it is; choose another "
+                                "output folder or allow replacing it (--overwrite)")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix + ".part",
                                dir=target.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        os.replace(tmp, target)
+        os.chmod(tmp, _file_mode())
+        if replace:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise OutputExistsError(
+                    f"{target}: the file appeared while this run was writing (another run "
+                    "may have written it) and was left as it is") from None
+            except OSError:  # no hard links on this file system: check, then rename
+                if target.exists():
+                    raise OutputExistsError(f"{target}: the file already exists") from None
+                os.replace(tmp, target)
+            else:
+                os.unlink(tmp)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -259,13 +560,29 @@ def atomic_write(target, write) -> Path:
     return target
 
 
+def write_sidecar(folder, data: dict, *, stem: str = "kpca-denoise") -> Path:
+    """Write ``data`` as ``FOLDER/<stem>-<date>-<time>-<n>.json``, a name no other run
+    takes, atomically; returns the path.  ``kpca-denoise denoise --params`` reads it."""
+    import json
+
+    text = json.dumps(jsonable(data), indent=2)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 10_000):
+        target = Path(folder) / f"{stem}-{stamp}-{os.getpid()}-{n}.json"
+        try:
+            return atomic_write(target, lambda tmp: tmp.write_text(text), replace=False)
+        except OutputExistsError:
+            continue
+    raise InputError(f"{folder}: cannot find a free name for the run's sidecar")
+
+
 def rank_tag(rank) -> str:
     """Output name tag of a rank: ``kpca_r8``, or ``kpca`` for the uncapped default."""
     return "kpca" if rank is None else f"kpca_r{rank}"
 
 
 def jsonable(obj):
-    """numpy scalars/arrays, tuples and non-finite floats -> plain JSON values."""
+    """numpy scalars/arrays, tuples, paths and non-finite floats -> plain JSON values."""
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -274,16 +591,103 @@ def jsonable(obj):
         return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         obj = obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
     if isinstance(obj, float) and not np.isfinite(obj):
         return None if np.isnan(obj) else str(obj)
     return obj
 
 
-def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=()) -> Path:
-    """Write ``array`` in ``item``'s format to ``target`` atomically.
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    Nothing is left behind on failure; ``inputs`` (the files that were read)
-    are never overwritten.
+
+def _png16_bytes(a: np.ndarray, meta: dict) -> bytes:
+    """A 16-bit colour PNG (imagecodecs) with the ICC profile, DPI and EXIF chunks."""
+    import imagecodecs
+
+    png = imagecodecs.png_encode(np.ascontiguousarray(a))
+    chunks = b""
+    if meta.get("icc"):
+        chunks += _png_chunk(b"iCCP", b"ICC Profile\x00\x00" + zlib.compress(meta["icc"]))
+    if meta.get("dpi"):
+        ppm = [max(1, round(v / 0.0254)) for v in meta["dpi"][:2]]
+        chunks += _png_chunk(b"pHYs", struct.pack(">IIB", ppm[0], ppm[1], 1))
+    exif = meta.get("exif")
+    if exif:
+        chunks += _png_chunk(b"eXIf", exif[6:] if exif.startswith(b"Exif\x00\x00") else exif)
+    end_ihdr = 8 + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
+    return png[:end_ihdr] + chunks + png[end_ihdr:]
+
+
+def _image_writer(item: LoadedItem, a: np.ndarray):
+    """A function writing ``a`` (the item's shape and dtype) to a path, or InputError
+    before any file is created."""
+    fmt, meta = item.format, item.meta
+    if a.ndim == 3 and a.shape[2] == 1 and not item.is_stack:
+        a = a[..., 0]
+    floating = np.issubdtype(a.dtype, np.floating)
+    if fmt == "TIFF":
+        import tifffile
+
+        shape = meta.get("shape")
+        data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
+        photometric = {0: "miniswhite", 1: "minisblack", 2: "rgb"}.get(meta.get("photometric"))
+        if photometric is None:
+            photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
+                item.is_stack and a.ndim == 3) else "minisblack"
+        kw: dict = {"photometric": photometric, "compression": "zlib"}
+        if photometric == "rgb" and data.shape[-1] == 4:
+            kw["extrasamples"] = ("unassalpha",)
+        if "resolution" in meta:
+            kw["resolution"] = meta["resolution"]
+            kw["resolutionunit"] = meta.get("resolutionunit", 2)
+        if meta.get("icc"):
+            kw["iccprofile"] = meta["icc"]
+        if meta.get("orientation"):
+            kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
+
+        def write(tmp: Path) -> None:
+            tifffile.imwrite(tmp, data, **kw)
+
+        return write
+    if floating:
+        raise InputError(f"floating-point images can only be written as TIFF, not {fmt}")
+    if a.dtype == np.uint16 and fmt in ("JPEG", "BMP"):
+        raise InputError(f"{fmt} cannot store 16-bit images; use PNG or TIFF")
+    if a.dtype not in (np.uint8, np.uint16):
+        raise InputError(f"cannot write pixel type {a.dtype} as {fmt}")
+    if a.dtype == np.uint16 and a.ndim == 3:  # 16-bit colour PNG
+
+        def write(tmp: Path) -> None:
+            tmp.write_bytes(_png16_bytes(a, meta))
+
+        return write
+    im = Image.fromarray(np.ascontiguousarray(a, dtype="<u2") if a.dtype == np.uint16 else a)
+    opts: dict = {}
+    if fmt == "JPEG":
+        opts["quality"] = 95
+    if meta.get("icc") and fmt in ("PNG", "JPEG"):
+        opts["icc_profile"] = meta["icc"]
+    if meta.get("dpi"):
+        opts["dpi"] = meta["dpi"]
+    if meta.get("exif") and fmt in ("PNG", "JPEG"):
+        opts["exif"] = meta["exif"]
+
+    def write(tmp: Path) -> None:
+        im.save(tmp, format=fmt, **opts)
+
+    return write
+
+
+def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
+               replace: bool = True) -> Path:
+    """Write ``array`` in ``item``'s format, bit depth, pages and metadata to ``target``
+    atomically.
+
+    For a stack, ``array`` holds all pages, (P, H, W[, C]).  Nothing is left behind on
+    failure; ``inputs`` (the files that were read) are never overwritten, and with
+    ``replace=False`` no existing file is.
     """
     target = Path(target)
     check_not_input(target, list(inputs) + [item.path])
@@ -297,12 +701,5 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=()) -> Pat
                 else:
                     np.savez_compressed(fh, **{item.npz_key or "images": a}, **item.npz_extra)
     else:
-        im = _to_pil(array, item.format)  # raises before any file is created
-        opts = {"quality": 95} if item.format == "JPEG" else {}
-        if item.format == "TIFF":
-            opts["compression"] = "tiff_deflate"
-
-        def write(tmp: Path) -> None:
-            im.save(tmp, format=item.format, **opts)
-
-    return atomic_write(target, write)
+        write = _image_writer(item, np.asarray(array))  # raises before any file is created
+    return atomic_write(target, write, replace=replace)

@@ -7,15 +7,30 @@ command line reads back (``kpca-denoise denoise --params sidecar.json``).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["DenoiseParams", "METHODS"]
+import numpy as np
+
+__all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA"]
 
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
 METHODS = ("grouped", "global")
+EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized")
+NOISE_MODELS = ("gaussian", "poisson-gaussian")
+#: the largest noise std accepted (pixel units): more than the range of 16-bit images
+MAX_SIGMA = 1e6
+
+
+class ParamError(ValueError):
+    """A bad parameter: ``name`` is the parameter (None for the whole object)."""
+
+    def __init__(self, name: str | None, message: str):
+        super().__init__(message)
+        self.name = name
 
 
 @dataclass(frozen=True)
@@ -26,10 +41,11 @@ class DenoiseParams:
     ranks : kernel principal components kept; several ranks are compared from
         one eigendecomposition.  For 'grouped' a rank caps the components per
         group on top of the shrinkage; ``None`` in the tuple means no cap.  For
-        patch sets ``None`` means the rank from the noise level
-        (:meth:`~kpca_denoise.core.kpca.KernelPCA.noise_rank`).
+        patch sets, under every method, ``None`` means the rank from the noise level
+        (:meth:`~kpca_denoise.core.kpca.KernelPCA.noise_rank`); for images under
+        'global' it means rank 16.
     patch_size : patch side in pixels; ``None`` lets the method choose
-        (8 for 'global'; from the noise level for 'grouped').
+        (8 for 'global'; 5 for 'grouped').
     stride : step between patches for 'global' (default ``patch_size // 2``).
     n_train : training patches sampled from the set ('global').
     n_landmarks : ``None`` (exact kernel PCA) or m, the Nyström landmarks among the
@@ -39,7 +55,9 @@ class DenoiseParams:
     gamma : RBF kernel parameter; ``None`` chooses it from the data and noise level.
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.
-    preimage_iterations, preimage_tol : fixed-point stopping rule.
+    preimage_iterations : fixed-point iteration cap; ``None`` is the method's default
+        (100 for 'global' and patch sets, 6 per group for 'grouped').
+    preimage_tol : fixed-point stopping tolerance ('global').
     kernel : 'rbf' (default) or 'linear' (ablation: plain PCA in the same pipeline).
     seed : random seed for training-patch sampling, the eigensolver and added noise.
     add_noise : if set, Gaussian noise of this std (pixel units) is added to each
@@ -47,6 +65,13 @@ class DenoiseParams:
     tile_size : core side in pixels of the overlapping tiles an image is denoised
         in (memory is bounded by the tile); ``None`` = the method's default
         (``kpca_denoise.tiling.DEFAULT_TILE``).  The result does not depend on it.
+    noise_model : 'gaussian' (default: additive white Gaussian noise of std
+        ``noise_sigma``) or 'poisson-gaussian' (camera / microscope noise of variance
+        ``poisson_gain * signal + noise_sigma^2``: images are denoised after the
+        generalised Anscombe transform and brought back by its exact unbiased
+        inverse; ``noise_sigma`` is then the Gaussian part).
+    poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
+        ``None`` estimates it per image and channel (as ``noise_sigma``).
     """
 
     method: str = "grouped"
@@ -57,7 +82,7 @@ class DenoiseParams:
     n_landmarks: int | None = None
     gamma: float | None = None
     noise_sigma: float | None = None
-    preimage_iterations: int = 100
+    preimage_iterations: int | None = None
     preimage_tol: float = 1e-4
     kernel: str = "rbf"
     eigen_solver: str = "auto"
@@ -65,66 +90,102 @@ class DenoiseParams:
     add_noise: float | None = None
     tile_size: int | None = None
     extra: dict = field(default_factory=dict)
+    noise_model: str = "gaussian"
+    poisson_gain: float | None = None
+
+    def __post_init__(self) -> None:
+        # numpy scalars (np.int64(8), np.float32(25)) are what array code passes around
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.generic) and not isinstance(v, np.bool_):
+                object.__setattr__(self, f.name, v.item())
+        if isinstance(self.ranks, (list, np.ndarray)):
+            object.__setattr__(self, "ranks", tuple(self.ranks))
+        if isinstance(self.ranks, tuple):
+            object.__setattr__(self, "ranks", tuple(
+                r.item() if isinstance(r, np.generic) else
+                (None if isinstance(r, str) and r.strip().lower() in ("auto", "none") else r)
+                for r in self.ranks))
 
     def validate(self) -> "DenoiseParams":
-        """Return self, or raise ValueError naming the parameter and the fix."""
+        """Return self, or raise :class:`ParamError` naming the parameter and the fix."""
+        def bad(name: str, msg: str):
+            raise ParamError(name, f"{name} {msg}")
+
+        def is_int(v) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**31
+
+        def is_num(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+            bad("method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.kernel not in ("rbf", "linear"):
-            raise ValueError(
-                f"kernel must be 'rbf' or 'linear' for denoising (the pre-image needs them), got {self.kernel!r}"
-            )
+            bad("kernel", f"must be 'rbf' or 'linear' for denoising (the pre-image needs them), "
+                          f"got {self.kernel!r}")
+        if self.eigen_solver not in EIGEN_SOLVERS:
+            bad("eigen_solver", f"must be one of {', '.join(EIGEN_SOLVERS)}, got {self.eigen_solver!r}")
         if not isinstance(self.ranks, tuple) or not self.ranks:
-            raise ValueError("ranks must be a non-empty tuple such as (4, 8, 16)")
+            bad("ranks", f"must be a non-empty list such as [4, 8, 16] or ['auto'], got {self.ranks!r}")
         for r in self.ranks:
-            if r is None:
-                if self.method == "global":
-                    raise ValueError("method='global' needs explicit ranks such as (4, 8, 16)")
-                continue
-            if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                raise ValueError(f"every rank (n_components) must be an integer >= 1, got {r!r}")
-        if self.patch_size is not None and (not isinstance(self.patch_size, int) or self.patch_size < 1):
-            raise ValueError(f"patch size must be a positive integer, got {self.patch_size!r}")
-        if self.patch_size is not None and self.patch_size < 2:
-            raise ValueError(f"patch size must be at least 2 pixels, got {self.patch_size}")
-        if self.stride is not None and (not isinstance(self.stride, int) or self.stride < 1):
-            raise ValueError(f"stride must be a positive integer, got {self.stride!r}")
-        if not isinstance(self.n_train, int) or self.n_train < 2:
-            raise ValueError(f"n_train (training patches) must be an integer >= 2, got {self.n_train!r}")
-        if self.n_landmarks is not None and (
-                isinstance(self.n_landmarks, bool) or not isinstance(self.n_landmarks, int)
-                or self.n_landmarks < 1):
-            raise ValueError(
-                f"n_landmarks must be an integer >= 1 (or omitted for exact kernel PCA), "
-                f"got {self.n_landmarks!r}")
+            if r is not None and (not is_int(r) or r < 1):
+                bad("ranks", f"must be integers >= 1 or 'auto', got {r!r}")
+        if self.patch_size is not None and (not is_int(self.patch_size) or self.patch_size < 2):
+            bad("patch_size", f"must be an integer >= 2 (pixels), got {self.patch_size!r}")
+        if self.stride is not None and (not is_int(self.stride) or self.stride < 1):
+            bad("stride", f"must be a positive integer, got {self.stride!r}")
+        if not is_int(self.n_train) or self.n_train < 2:
+            bad("n_train", f"(training patches) must be an integer >= 2, got {self.n_train!r}")
+        if self.n_landmarks is not None and (not is_int(self.n_landmarks) or self.n_landmarks < 1):
+            bad("n_landmarks", "must be an integer >= 1 (or omitted for exact kernel PCA), "
+                               f"got {self.n_landmarks!r}")
         if self.n_landmarks is not None and self.method != "global":
-            raise ValueError("n_landmarks applies to method='global' only; omit it for 'grouped'")
+            bad("n_landmarks", "applies to method 'global' only; omit it for 'grouped'")
         for name in ("gamma", "noise_sigma", "add_noise"):
             v = getattr(self, name)
             if v is None:
                 continue
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-            if name == "gamma" and v <= 0:
-                raise ValueError(f"gamma must be > 0 (or omitted for automatic), got {v!r}")
-            if name != "gamma" and v < 0:
-                raise ValueError(f"{name} must be >= 0, got {v!r}")
-        if not isinstance(self.preimage_iterations, int) or self.preimage_iterations < 1:
-            raise ValueError(
-                f"preimage iterations must be an integer >= 1, got {self.preimage_iterations!r}"
-            )
-        if self.tile_size is not None and (isinstance(self.tile_size, bool) or not isinstance(
-                self.tile_size, int) or self.tile_size < 64):
-            raise ValueError(f"tile size must be an integer >= 64 pixels (or omitted for the "
-                             f"default), got {self.tile_size!r}")
-        if not (self.preimage_tol > 0):
-            raise ValueError(f"preimage_tol must be > 0, got {self.preimage_tol!r}")
+            if not is_num(v) or not math.isfinite(v):
+                bad(name, f"must be a finite number, got {v!r}")
+            if name == "add_noise" and not (0 <= v <= MAX_SIGMA):
+                bad(name, f"must be between 0 and {MAX_SIGMA:g} (pixel units), got {v!r}")
+            if name == "noise_sigma" and not (0 < v <= MAX_SIGMA):
+                bad(name, f"must be > 0 and at most {MAX_SIGMA:g} (pixel units, e.g. 25 for "
+                          f"8-bit images; omit it to estimate), got {v!r}")
+            if name == "gamma" and not (0 < v):
+                bad(name, f"must be > 0 (or omitted for automatic), got {v!r}")
+        if self.preimage_iterations is not None and (
+                not is_int(self.preimage_iterations) or self.preimage_iterations < 1):
+            bad("preimage_iterations", "must be an integer >= 1 (or omitted for the method's "
+                                       f"default), got {self.preimage_iterations!r}")
+        if not is_num(self.preimage_tol) or not (0 < self.preimage_tol < 1):
+            bad("preimage_tol", f"must be a number in (0, 1), got {self.preimage_tol!r}")
+        if not is_int(self.seed) or self.seed < 0:
+            bad("seed", f"must be a non-negative integer, got {self.seed!r}")
+        if self.noise_model not in NOISE_MODELS:
+            bad("noise_model", f"must be one of {', '.join(NOISE_MODELS)}, got {self.noise_model!r}")
+        if self.poisson_gain is not None and (
+                not is_num(self.poisson_gain) or not 0 < self.poisson_gain <= MAX_SIGMA):
+            bad("poisson_gain", "must be a number > 0 (pixel units per photon; omit it to "
+                                f"estimate), got {self.poisson_gain!r}")
+        if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
+            bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
+        if not isinstance(self.extra, dict):
+            bad("extra", f"must be a mapping of grouped-method options, got {self.extra!r}")
+        if self.extra:
+            known = _grouped_options()
+            unknown = sorted(set(map(str, self.extra)) - known)
+            if unknown:
+                bad("extra", f"has unknown option(s) {unknown}; known are {sorted(known)}")
+        if self.tile_size is not None and (not is_int(self.tile_size) or self.tile_size < 64):
+            bad("tile_size", "must be an integer >= 64 (pixels; omit it for the default), "
+                             f"got {self.tile_size!r}")
         return self
 
     def replace(self, **changes: Any) -> "DenoiseParams":
         data = asdict(self)
         data.update(changes)
-        if "ranks" in changes:
+        if "ranks" in changes and changes["ranks"] is not None:
             data["ranks"] = tuple(changes["ranks"])
         return DenoiseParams(**data)
 
@@ -135,11 +196,36 @@ class DenoiseParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> "DenoiseParams":
+        """Parameters from a JSON object (a sidecar's ``params``); every key and value is
+        checked, and a bad one is named (:class:`ParamError`)."""
+        if not isinstance(data, dict):
+            raise ParamError(None, "the parameters must be a JSON object such as "
+                                   f'{{"method": "grouped"}}, got {type(data).__name__}')
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}; known are {sorted(known)}")
+            raise ParamError(unknown[0], f"unknown parameter(s) {unknown}; known are {sorted(known)}")
         data = dict(data)
         if "ranks" in data:
-            data["ranks"] = tuple(data["ranks"])
+            r = data["ranks"]
+            if isinstance(r, (int, str)) or r is None:
+                r = [r]
+            if not isinstance(r, list):
+                raise ParamError("ranks", f"ranks must be a list such as [4, 8, 16], got {r!r}")
+            data["ranks"] = tuple(r)
+        for name in ("method", "kernel", "eigen_solver", "noise_model"):
+            if name in data and not isinstance(data[name], str):
+                raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()
+
+
+@functools.lru_cache(maxsize=1)
+def _grouped_options() -> frozenset:
+    import inspect
+
+    from .core.grouped import denoise_grouped
+
+    sig = inspect.signature(denoise_grouped)
+    taken = {"image", "sigma", "ranks", "kernel", "patch_size", "progress", "cancel", "max_iter"}
+    return frozenset(n for n, p in sig.parameters.items()
+                     if p.kind == p.KEYWORD_ONLY and n not in taken)

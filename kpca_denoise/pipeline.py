@@ -16,11 +16,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES, KernelPCA
+from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES
 from .core.metrics import data_range_for, psnr, ssim
-from .core.noise import estimate_sigma_image, estimate_sigma_pca
+from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.patches import patch_positions
 from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
+from .core.vst import GeneralizedAnscombe
+from .estimator import KernelPCA
 from .params import DenoiseParams
 from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, denoise_tiled, denoise_with_model,
                      luminance, training_patches)
@@ -34,9 +36,17 @@ __all__ = [
     "add_noise",
     "evaluate",
     "GLOBAL_PATCH_SIZE",
+    "result_keys",
     "PATCH_SET_DEFAULT_RANK",
 ]
 
+#: the grouped method's patch side when ``patch_size`` is None (core.grouped)
+GROUPED_PATCH_SIZE = 5
+#: the global method's pre-image iteration cap when ``preimage_iterations`` is None
+GLOBAL_PREIMAGE_ITERATIONS = 100
+#: an estimated noise std below this fraction of the value range means "no noise":
+#: the image is returned unchanged (a flat or synthetic image), with a note
+NO_NOISE_FRACTION = 1e-4
 #: a fixed rank for patch sets (digits): noisy digits, sigma 0.25: MSE 0.0213 /
 #: 0.0198 / 0.0188 at 32 / 64 / 128 components (benchmarks/gamma_rule.py).
 #: When the ranks say ``None`` the rank comes from the noise level instead
@@ -106,8 +116,13 @@ def _check_image(image: np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(image)
     if a.size == 0:
         raise ValueError(f"{name}: the image is empty")
-    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer)
+                                   or np.issubdtype(a.dtype, np.floating)):
         raise ValueError(f"{name}: unsupported pixel type {a.dtype}; use integer or float pixels")
+    if a.ndim == 3 and a.shape[0] in (1, 2, 3, 4) and a.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(
+            f"{name}: shape {a.shape} looks channels-first (C, H, W); pass the image as "
+            "(H, W, C), e.g. np.moveaxis(image, 0, -1)")
     if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
         raise ValueError(
             f"{name}: the image contains NaN or Inf pixels; replace them (e.g. np.nan_to_num) first"
@@ -129,6 +144,16 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
     return {"psnr": psnr(reference, estimate, rng), "ssim": ssim(reference, estimate, rng)}
 
 
+def _stabiliser(image: np.ndarray, params: DenoiseParams):
+    """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
+    Gaussian sigma per colour channel, given or estimated."""
+    x = np.asarray(image, dtype=np.float64)
+    x = x[..., None] if x.ndim == 2 else x[..., :-1] if x.shape[2] in (2, 4) else x
+    est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
+                                     sigma=params.noise_sigma) for c in range(x.shape[2])]
+    return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
+
+
 def remaining_noise(image: np.ndarray) -> float:
     """Estimated noise std left in an image (luminance for colour), pixel units.
 
@@ -137,6 +162,29 @@ def remaining_noise(image: np.ndarray) -> float:
 
 
 # -- methods ----------------------------------------------------------------------
+
+
+def _value_range(a: np.ndarray) -> float:
+    """The span of values an image can hold: its integer type's, or its data's for floats."""
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        return float(info.max) - float(info.min)
+    return float(np.ptp(a)) if a.size else 0.0
+
+
+def _sigma_range(a: np.ndarray) -> tuple[float, float]:
+    span = _value_range(a)
+    return span * NO_NOISE_FRACTION, span
+
+
+def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
+    """The result keys an item gets (rank, or None for the method's automatic choice)."""
+    if is_patchset:
+        return tuple(sorted({r for r in params.ranks if r is not None})) + (
+            (None,) if None in params.ranks else ())
+    if params.method == "global":
+        return _global_ranks(params, 16)
+    return tuple(params.ranks)
 
 
 def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
@@ -186,13 +234,28 @@ def denoise_set(
     SetResult.  An item that cannot be processed (too small, bad values) gets
     ``error`` set and the others are still denoised.
     """
+    if isinstance(params, dict):
+        params = DenoiseParams.from_dict(params)
+    elif params is not None and not isinstance(params, DenoiseParams):
+        raise TypeError(f"params must be a DenoiseParams or a dict, got {type(params).__name__}")
     params = (params or DenoiseParams()).validate()
+    if isinstance(images, np.ndarray) and images.ndim in (2, 3) and patch_sets is None:
+        raise ValueError(f"images must be a list of arrays, got one array of shape {images.shape}; "
+                         "pass [image] (or use denoise_image)")
     n_items = len(images)
     if n_items == 0:
         raise ValueError("no images given; pass at least one image")
     names = (list(names) if names is not None
              else [f"image {first_index + i}" for i in range(n_items)])
     patch_sets = list(patch_sets) if patch_sets is not None else [False] * n_items
+    for what, seq in (("names", names), ("patch_sets", patch_sets)):
+        if len(seq) != n_items:
+            raise ValueError(f"{what} has {len(seq)} entries for {n_items} images; give one per image")
+    if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
+        raise ValueError(
+            f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "
+            "method sets its kernel width per group from the noise level (drop gamma, or use "
+            "method 'global')")
     clock = _StageClock(progress)
     t0 = time.perf_counter()
     results = [ImageResult(index=first_index + i, name=names[i]) for i in range(n_items)]
@@ -211,7 +274,11 @@ def denoise_set(
                 noisy = a.astype(np.float64)
             else:
                 noisy = a
-                side = params.patch_size or GLOBAL_PATCH_SIZE
+                side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
+                                             else GROUPED_PATCH_SIZE)
+                if a.ndim not in (2, 3):
+                    raise ValueError(f"{names[i]}: expected a grayscale (H, W) or colour (H, W, 3|4) "
+                                     f"image, got shape {a.shape}")
                 if min(a.shape[:2]) < side:
                     raise ValueError(
                         f"{names[i]}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
@@ -223,17 +290,37 @@ def denoise_set(
                 # the one written next to the results
                 noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + first_index + i), a)
             res.noisy = _cast_like(noisy, a)
+            vst = None
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
                 sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
                 # pixels stay in the input's dtype: tiles are converted one at a time
-                sigma = (params.noise_sigma if params.noise_sigma is not None
+                vst = _stabiliser(noisy, params) if params.noise_model != "gaussian" else None
+                # after the variance-stabilising transform the noise has unit std
+                sigma = (1.0 if vst is not None else params.noise_sigma
+                         if params.noise_sigma is not None
                          else estimate_sigma_image(luminance(res.noisy)))
-                works[i] = ("image", res.noisy, channels(res.noisy))
+                works[i] = ("image", res.noisy, (channels(res.noisy), vst))
+                if vst is not None:
+                    res.stats["noise_model"] = dict(
+                        model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
+                        sigma=np.ravel(vst.sigma).tolist())
             res.noise_sigma = float(sigma)
             res.noise_estimated = params.noise_sigma is None
+            lo, hi = _sigma_range(a)
+            if params.noise_sigma is not None and vst is None and not (lo <= sigma <= hi):
+                raise ValueError(
+                    f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+                    f"for this {a.dtype} image (the noise std in pixel units)")
+            if not sigma >= lo:
+                # a flat (or noise-free) image: nothing to remove, returned as it is
+                works[i] = None
+                for key in result_keys(params, patch_sets[i]):
+                    res.outputs[key] = res.noisy.copy()
+                res.stats["note"] = (f"{names[i]}: no noise measured (sigma {sigma:.3g}); "
+                                     "returned unchanged")
         except (ValueError, TypeError) as exc:
             msg = str(exc)
             res.error = msg if msg.startswith(names[i]) else f"{names[i]}: {msg}"
@@ -249,7 +336,7 @@ def denoise_set(
         if w[0] == "patchset":
             groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
         elif params.method == "global":
-            groups.setdefault(("image", w[2]), []).append(i)
+            groups.setdefault(("image", w[2][0]), []).append(i)
     prior_model = model
     eig, model, ranks, models = np.zeros(0), None, None, {}
     for key in sorted(groups, key=lambda k: -len(groups[k])):
@@ -269,6 +356,8 @@ def denoise_set(
     timings = dict(clock.seconds)
     timings.pop("done", None)
     timings["total"] = time.perf_counter() - t0
+    if ranks is None:  # nothing was fitted (flat or failed items): the keys they got
+        ranks = result_keys(params, bool(patch_sets) and all(patch_sets))
     return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
                      eigenvalues=eig, resolved=resolved, timings=timings, model=model,
                      models=models)
@@ -333,7 +422,8 @@ def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, 
     take = [max(1, round(n_train * n / total)) for _, n in pools]
     # only the sampled patches are built (bounded memory whatever the image size)
     train = np.concatenate([
-        works[i][1][idx] if works[i][0] == "patchset" else training_patches(works[i][1], p, step, idx)
+        works[i][1][idx] if works[i][0] == "patchset"
+        else training_patches(works[i][1], p, step, idx, works[i][2][1])
         for (i, n), t in zip(pools, take)
         for idx in (rng.choice(n, min(t, n), replace=False),)])
     if ranks and max(ranks) > train.shape[0]:
@@ -353,6 +443,8 @@ def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, 
                 f"at least {max(ranks)} landmarks or smaller ranks")
         fit_k = min(fit_k, n_landmarks)
     sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
+    if params.gamma is not None:
+        _check_gamma(params.gamma, train)
     reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
              and fitted.alphas_.shape[1] >= fit_k and fitted.X_fit_.shape == train.shape
              and fitted.kernel == params.kernel
@@ -364,10 +456,13 @@ def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, 
                message="reused the fitted model")
     else:
         model = KernelPCA(
-            n_components=fit_k, kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+            n_components=fit_k, kernel=params.kernel,
+            gamma="noise" if params.gamma is None and params.kernel == "rbf" else params.gamma,
+            noise_sigma=sigma, tol=1e-4, gram_dtype="float32",
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
-            preimage_max_iter=params.preimage_iterations, random_state=params.seed,
+            preimage_max_iter=params.preimage_iterations or GLOBAL_PREIMAGE_ITERATIONS,
+            random_state=params.seed,
             progress=clock, cancel=cancel, n_landmarks=n_landmarks,
         )
         model.fit(train)
@@ -379,6 +474,28 @@ def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, 
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
     return model, sigma, fit_k
+
+
+def _check_gamma(gamma: float, X: np.ndarray) -> None:
+    """Refuse a kernel width that makes the Gram matrix degenerate, before the fit."""
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, X.shape[0], size=(min(2000, 4 * X.shape[0]), 2))
+    d2 = np.sum((X[idx[:, 0]] - X[idx[:, 1]]) ** 2, axis=1)
+    d2 = d2[d2 > 0]
+    med = float(np.median(d2)) if d2.size else 0.0
+    if med == 0.0:
+        return
+    g = gamma * med
+    if g > 50:
+        raise ValueError(
+            f"gamma={gamma:g} makes the kernel matrix the identity (gamma x median squared patch "
+            f"distance = {g:.3g}, every patch unlike every other); use gamma about "
+            f"{1 / med:.3g} or omit it for the automatic width")
+    if g < 1e-9:
+        raise ValueError(
+            f"gamma={gamma:g} makes the kernel matrix constant (gamma x median squared patch "
+            f"distance = {g:.3g}, every patch alike); use gamma about {1 / med:.3g} or omit it "
+            "for the automatic width")
 
 
 def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None):
@@ -397,7 +514,7 @@ def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, a
             outs = {r: _cast_like(O.reshape(extra.shape), extra) for r, O in outs.items()}
         else:
             outs, stats = denoise_tiled(data, res.noise_sigma, params, model=model, ranks=ranks,
-                                        progress=clock, cancel=cancel)
+                                        vst=extra[1], progress=clock, cancel=cancel)
             report(clock, "reassembly", 1, 1)
         for r, O in outs.items():
             for j, key in enumerate(keys[r]):
@@ -416,8 +533,8 @@ def _run_grouped(works, results, params, resolved, clock, cancel):
         res = results[i]
         t = time.perf_counter()
         try:
-            outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params, progress=clock,
-                                            cancel=cancel)
+            outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params,
+                                            vst=works[i][2][1], progress=clock, cancel=cancel)
             spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
             report(clock, "reassembly", 1, 1)
             res.outputs.update(outs)
@@ -450,8 +567,10 @@ def denoise_image(
     n_train: int = 2000,
     n_landmarks: int | None = None,
     kernel: str = "rbf",
-    preimage_iterations: int = 100,
+    preimage_iterations: int | None = None,
     random_state: int = 0,
+    noise_model: str = "gaussian",
+    poisson_gain: float | None = None,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
 ) -> np.ndarray:
@@ -472,6 +591,9 @@ def denoise_image(
     n_landmarks : ``None`` (exact) or the number of Nyström landmarks for
         'global', so that ``n_train`` can be far larger.
     kernel : 'rbf' or 'linear' (ablation).
+    noise_model, poisson_gain : 'gaussian' (default) or 'poisson-gaussian' for
+        signal-dependent (camera, microscope) noise of variance ``poisson_gain * signal
+        + noise_sigma^2``; ``None`` estimates the gain (see :class:`DenoiseParams`).
 
     Raises
     ------
@@ -492,7 +614,7 @@ def denoise_image(
         else (16,), patch_size=patch_size, stride=stride, n_train=n_train,
         n_landmarks=n_landmarks, gamma=gamma,
         noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
-        seed=random_state,
+        seed=random_state, noise_model=noise_model, poisson_gain=poisson_gain,
     )
     res = denoise_set([image], params, progress=progress, cancel=cancel)
     item = res.images[0]

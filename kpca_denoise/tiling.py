@@ -53,19 +53,22 @@ _ROWS = 256
 # -- the working space ----------------------------------------------------------------
 
 
-def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]:
+def _to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | None, bool]:
     """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
 
     Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
+    A variance-stabilising transform ``vst`` applies to each colour channel first.
     """
     a = np.asarray(image)
     if a.ndim == 2:
-        return a.astype(np.float64)[..., None], None, False
+        a = a[..., None]
     if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
         alpha = None
         if a.shape[2] in (2, 4):
             alpha = a[..., -1].copy()
             a = a[..., :-1]
+        if vst is not None:
+            a = vst.forward(a)
         if a.shape[2] == 1:
             return a.astype(np.float64), alpha, False
         return rgb_to_opponent(a), alpha, True
@@ -74,8 +77,10 @@ def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]
     )
 
 
-def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray) -> np.ndarray:
+def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
     out = opponent_to_rgb(work) if colour else work
+    if vst is not None:
+        out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
     if like.ndim == 2:
         out = out[..., 0]
     if alpha is not None:
@@ -149,7 +154,7 @@ def plan(shape: tuple[int, ...], params: DenoiseParams) -> list[Tile]:
 # -- one tile -------------------------------------------------------------------------
 
 
-def training_patches(image: np.ndarray, p: int, step: int, idx: np.ndarray) -> np.ndarray:
+def training_patches(image: np.ndarray, p: int, step: int, idx: np.ndarray, vst=None) -> np.ndarray:
     """Rows (len(idx), c p p) of the working-space patches at flat indices ``idx``
     of the ``step`` grid (the rows of ``extract_patches`` of every channel, side
     by side), gathered without building the other patches."""
@@ -160,7 +165,7 @@ def training_patches(image: np.ndarray, p: int, step: int, idx: np.ndarray) -> n
     win = sliding_window_view(a, (p, p), axis=(0, 1))[iy, ix]  # (k[, C], p, p)
     k = len(idx)
     stack = win.reshape(k, p * p) if a.ndim == 2 else np.moveaxis(win, 1, -1).reshape(k, p * p, -1)
-    work, _, _ = _to_working(stack)  # a (k, p*p, c) "image" of patches
+    work, _, _ = _to_working(stack, vst)  # a (k, p*p, c) "image" of patches
     return np.ascontiguousarray(np.moveaxis(work, 2, 1).reshape(k, -1))
 
 
@@ -183,7 +188,7 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
     out, stats = {}, {}
     for r in ranks:
         check_cancel(cancel)
-        out[r] = model.inverse_transform(Z[:, :r], init=P)
+        out[r] = model.fixed_point_inverse_transform(Z[:, :r], init=P)
         s = model.preimage_stats_
         stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
     return out, stats
@@ -198,6 +203,8 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
     for c in range(work.shape[2]):
         o, st = denoise_grouped(work[..., c], sigma, ranks=ranks, kernel=params.kernel,
                                 patch_size=params.patch_size, progress=progress, cancel=cancel,
+                                **({"max_iter": params.preimage_iterations}
+                                   if params.preimage_iterations is not None else {}),
                                 **params.extra)
         for r in ranks:
             out[r].append(o[r])
@@ -206,14 +213,15 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
-                 model: Any = None, ranks: tuple = (), progress=None, cancel=None):
+                 model: Any = None, ranks: tuple = (), vst=None, progress=None, cancel=None):
     """Denoise one tile's ``region`` (the image's pixels ``image[tile.region]``).
 
     Returns ``({rank: core pixels in the region's dtype}, stats)``; stats are
     per channel (grouped) or per rank (global).  ``model`` and ``ranks``
-    (integers) are the global method's fitted kernel PCA and ranks.
+    (integers) are the global method's fitted kernel PCA and ranks; ``vst`` the
+    image's variance-stabilising transform (pointwise, so it applies per tile).
     """
-    work, alpha, colour = _to_working(region)
+    work, alpha, colour = _to_working(region, vst)
     core = tile.core_in_region
     if params.method == "grouped":
         outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel)
@@ -222,7 +230,7 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
         outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)
     a = alpha[core] if alpha is not None else None
     like = region[:1, :1]
-    return {r: _from_working(o[core], a, colour, like) for r, o in outs.items()}, stats
+    return {r: _from_working(o[core], a, colour, like, vst) for r, o in outs.items()}, stats
 
 
 def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
@@ -252,7 +260,7 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,
-                  ranks: tuple = (), progress=None, cancel=None):
+                  ranks: tuple = (), vst=None, progress=None, cancel=None):
     """Denoise a whole image tile by tile: ``({rank: array like image}, stats)``.
 
     Stats: per channel (grouped, see :func:`merge_grouped_stats`) or per rank
@@ -265,7 +273,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     for k, tile in enumerate(tiles):
         check_cancel(cancel)
         outs, stats = denoise_tile(a[tile.region], tile, sigma, params, model=model, ranks=ranks,
-                                   progress=progress, cancel=cancel)
+                                   vst=vst, progress=progress, cancel=cancel)
         for r, o in outs.items():
             if r not in outputs:
                 outputs[r] = np.empty_like(a)

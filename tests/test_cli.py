@@ -9,6 +9,13 @@ from PIL import Image
 from kpca_denoise.cli import main
 
 
+def sidecar_of(folder):
+    """The one run sidecar in ``folder``."""
+    found = sorted(folder.glob("kpca-denoise-*.json"))
+    assert len(found) == 1, found
+    return found[0]
+
+
 def _img(path, rng, shape=(40, 40), dtype=np.uint8):
     y, x = np.mgrid[0:shape[0], 0:shape[1]]
     hi = np.iinfo(dtype).max
@@ -33,7 +40,8 @@ def test_end_to_end_on_a_tiny_image(tmp_path, rng, capsys):
         assert f.is_file()
         a = np.asarray(Image.open(f))
         assert a.dtype == np.uint8 and a.shape == clean.shape
-    side = json.loads((out / "kpca-denoise.json").read_text())
+    side = json.loads(sidecar_of(out).read_text())
+    assert sorted(side["files"]) == sorted(p.name for p in out.glob("tiny_*.png"))
     r8 = side["items"][0]["outputs"]["8"]
     noisy = np.asarray(Image.open(out / "tiny_noisy.png")).astype(float)
     den = np.asarray(Image.open(out / "tiny_kpca_r8.png")).astype(float)
@@ -43,7 +51,7 @@ def test_end_to_end_on_a_tiny_image(tmp_path, rng, capsys):
     # the sidecar reproduces the run
     out2 = tmp_path / "again"
     assert main(["denoise", str(tmp_path / "tiny.png"), "-o", str(out2), "--params",
-                 str(out / "kpca-denoise.json"), "-q"]) == 0
+                 str(sidecar_of(out)), "-q"]) == 0
     np.testing.assert_array_equal(np.asarray(Image.open(out2 / "tiny_kpca_r8.png")), den)
 
 
@@ -100,13 +108,13 @@ def test_output_that_would_overwrite_an_input(tmp_path, rng, capsys):
 
 
 @pytest.mark.parametrize("extra,msg", [
-    (["--patch-size", "0"], "patch size must be a positive integer"),
-    (["--gamma", "-1"], "gamma must be > 0"),
-    (["--gamma", "nan"], "gamma must be a finite number"),
-    (["--ranks", "0,4"], "must be an integer >= 1"),
+    (["--patch-size", "0"], "--patch-size must be an integer >= 2"),
+    (["--gamma", "-1"], "--gamma must be > 0"),
+    (["--gamma", "nan"], "--gamma must be a finite number"),
+    (["--ranks", "0,4"], "--ranks must be integers >= 1"),
     (["--ranks", "500"], "more than the"),
     (["--patch-size", "64"], "smaller than the 64x64 patch"),
-    (["--landmarks", "0"], "n_landmarks must be an integer >= 1"),
+    (["--landmarks", "0"], "--landmarks must be an integer >= 1"),
     (["--landmarks", "2"], "n_landmarks=2 is fewer than rank 4"),
 ])
 def test_bad_parameters_one_line_error_no_output(tmp_path, rng, capsys, extra, msg):

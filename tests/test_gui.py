@@ -307,6 +307,7 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
     window.load_paths([images["u8"]])
     _run(qtbot, window, FAST.replace(ranks=(2, 8)))
     window.grid.master.setRange(xRange=(10, 30), yRange=(10, 30), padding=0)
+    window.grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     QApplication.processEvents()
     def same_view(a, b):
         # linked: same centre; the extent differs only by a panel's aspect ratio (lockAspect)
@@ -319,6 +320,7 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
     assert np.ptp(window.grid.master.viewRange()[1]) < 25  # really zoomed in, not reset
     # zooming any other panel moves the master too
     window.grid.rank_panels[8].vb.setRange(xRange=(0, 24), yRange=(0, 24), padding=0)
+    window.grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     QApplication.processEvents()
     for vb in window.grid.viewboxes():
         same_view(vb, window.grid.rank_panels[8].vb)
@@ -345,6 +347,7 @@ def test_split_view_follows_zoom_and_pan_live_both_ways(window, images, qtbot):
     grid, split = window.grid, window.split.vb
     # before the split view was ever shown it already follows the centre
     grid.rank_panels[8].vb.setRange(xRange=(4, 16), yRange=(6, 18), padding=0)
+    grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     np.testing.assert_allclose([np.mean(r) for r in split.viewRange()], [10, 12], atol=1e-6)
     window.tabs.setCurrentIndex(1)  # shown once: every view has its real size
     window.tabs.setCurrentIndex(0)
@@ -363,21 +366,26 @@ def test_split_view_follows_zoom_and_pan_live_both_ways(window, images, qtbot):
 
     # grid visible: zooming a rank panel moves the split view at once
     grid.rank_panels[8].vb.setRange(xRange=(22, 28), yRange=(22, 28), padding=0)
+    grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (25, 25))
     assert upp(split) < 0.5 * max(48 / split.width(), 48 / split.height())  # really zoomed in
     # panning the grid (scaleBy / translateBy, as the mouse does) too
     grid.master.translateBy(x=-5, y=3)
+    grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (20, 28))
     grid.master.scaleBy((0.5, 0.5))
+    grid.master.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(split, grid.master, (20, 28))
     # split view visible: zooming it moves every grid panel
     window.tabs.setCurrentIndex(1)
     switches.clear()
     split.setRange(xRange=(8, 16), yRange=(8, 16), padding=0)
+    split.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(grid.master, split, (12, 12))
     for vb in grid.viewboxes():
         np.testing.assert_allclose([np.mean(r) for r in vb.viewRange()], (12, 12), atol=1e-6)
     split.translateBy(x=10, y=0)
+    split.sigRangeChangedManually.emit([True, True])  # as the mouse does
     follows(grid.master, split, (22, 12))
     # no feedback: the range set stays as it is
     before = np.array(split.viewRange())
@@ -402,7 +410,7 @@ def test_run_set_fits_one_model_for_the_set_like_the_command_line(window, images
     window.runner.progress.connect(lambda s, d, t, m: (messages.append(m),
                                                        solver_runs.append(1) if s == "eigensolver" and d == 0
                                                        else None))
-    summary = _run(qtbot, window, params, run=window.run_all)
+    summary = _run(qtbot, window, params, run=window.run_set_fit)
     assert summary.status == "done" and summary.done == 2 and summary.failed == 1
     assert jobs[0].sets == [(0, 1, 2)]
     assert len(solver_runs) == 1  # one eigendecomposition for the whole set
@@ -596,12 +604,25 @@ def test_export_keeps_format_and_bit_depth_and_never_overwrites(window, images, 
     assert window.banner.isVisible() and "overwrite" in window.banner.text()
 
 
-def test_export_set_computes_missing_then_writes_all(window, images, tmp_path, qtbot):
+def test_export_set_asks_before_computing_missing_then_writes_all(window, images, tmp_path, qtbot):
     window.load_paths([images["u8"], images["u16"]])
+    window.imageset.set_current(0)
     _run(qtbot, window, FAST.replace(ranks=(2,)))  # only the first image is computed
     outdir = tmp_path / "set"
+    asked = []
+    window.ask = lambda title, text, choices: (asked.append(text), "Cancel")[1]
+    jobs = []
+    window.runner.started.connect(jobs.append)
+    assert window.export_set(outdir) == [] and not outdir.exists() and jobs == []  # cancelled: nothing
+    assert "gray16.png" in asked[0] and "method = global" in asked[0] and "n train = 300" in asked[0]
+    window.ask = lambda title, text, choices: "Export the computed only"
+    assert window.export_set(outdir) and (outdir / "gray8_kpca_r2.png").is_file()
+    assert not (outdir / "gray16_kpca_r2.png").exists() and jobs == []
+    window.ask = lambda title, text, choices: "Compute and export"
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
-        assert window.export_set(outdir) == []  # computing first
+        assert window.export_set(tmp_path / "set2") == []  # computing first
+    assert [it.name for it in jobs[0].items] == ["gray16.png"]  # only what was missing
+    outdir = tmp_path / "set2"
     _settle(qtbot, window)
     qtbot.waitUntil(lambda: (outdir / "gray16_kpca_r2.png").is_file())
     assert (outdir / "gray8_kpca_r2.png").is_file()
@@ -715,3 +736,193 @@ def test_patch_set_auto_rank_is_marked_on_the_spectrum(window, images, qtbot):
     line = window.spectrum._rank_lines[None]
     assert line.value() == auto and line.label.format == f"auto={auto}"
     assert window.spectrum._rank_lines[4].value() == 4
+
+
+# -- issue 10: export what is shown, set fit beside own results --------------------------
+
+
+def _displayed(window, rank) -> np.ndarray:
+    return np.asarray(window.grid.rank_panels[rank].image.image)
+
+
+def test_export_writes_the_displayed_pixels_and_a_set_fit_keeps_own_results(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"], images["big"]])
+    window.imageset.set_current(0)
+    e0, e1 = window.entries
+    own = FAST.replace(ranks=(2, 4, 8))
+    _run(qtbot, window, own)
+    window.select_rank(4)
+    jobs = []
+    window.runner.started.connect(jobs.append)
+    window.ask = lambda *a: pytest.fail("nothing is missing: the export must not ask")
+    written = window.export_current(tmp_path / "own")
+    back = read_item(tmp_path / "own" / "gray8_kpca_r4.png").array
+    assert written and np.array_equal(back, _displayed(window, 4)) and jobs == []
+    # the explicit set fit (one model for both grey images) lives beside the own results
+    summary = _run(qtbot, window, own.replace(ranks=(4,)), run=window.run_set_fit)
+    assert summary.status == "done" and jobs[0].sets == [(0, 1)]
+    assert window.set_fit_box.isChecked()
+    set_rec = window.cache.get(e0.key, params_key(own, (e0.key, e1.key)))
+    own_rec = window.cache.get(e0.key, params_key(own))
+    assert set(own_rec.ranks) == {2, 4, 8} and set(set_rec.ranks) == {4}
+    assert not np.array_equal(set_rec.ranks[4].output, own_rec.ranks[4].output)
+    np.testing.assert_array_equal(_displayed(window, 4), set_rec.ranks[4].output)
+    window.select_rank(4)
+    window.export_set(tmp_path / "set")
+    for i, e in enumerate(window.entries):
+        window.imageset.set_current(i)
+        _settle(qtbot, window)
+        back = read_item(tmp_path / "set" / f"{e.path.stem}_kpca_r4.png").array
+        assert np.array_equal(back, _displayed(window, 4)), e.name
+    data = json.loads((tmp_path / "set" / "gray8_kpca_r4.json").read_text())
+    assert len(data["fit_set"]) == 2
+    # the own results are still there, three ranks, shown again when the set fit is unticked
+    window.imageset.set_current(0)
+    window.params_panel.set_params(own)
+    window.set_fit_box.setChecked(False)
+    _settle(qtbot, window)
+    assert all(window.grid.rank_panels[r].has_image() for r in (2, 4, 8))
+    np.testing.assert_array_equal(_displayed(window, 4), own_rec.ranks[4].output)
+    assert len(jobs) == 1  # no export recomputed anything
+
+
+def test_session_model_is_qt_free_and_keeps_results_per_parameters(tmp_path):
+    import ast
+
+    gui = Path(__file__).resolve().parents[1] / "kpca_denoise" / "gui"
+    for name in ("model.py", "compute.py"):  # the model and what it imports from the gui package
+        tree = ast.parse((gui / name).read_text())
+        mods = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        mods += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in mods if m.startswith(("PySide6", "pyqtgraph", "."))
+                    and m not in (".compute", "..io", "..params", "..pipeline", "..core.progress")], name
+    from kpca_denoise.gui.compute import ItemOutcome
+    from kpca_denoise.gui.model import ImageEntry, Session
+    from kpca_denoise.io import LoadedItem
+
+    def entry(name, shape):
+        return ImageEntry(LoadedItem(path=tmp_path / name, array=np.zeros(shape, np.uint8),
+                                     kind="image", format="PNG"))
+
+    s = Session()
+    a, b, c = entry("a.png", (8, 8)), entry("b.png", (8, 8)), entry("c.png", (8, 8, 3))
+    for e in (a, b, c):
+        s.add(e)
+    assert [[e.name for e in g] for g in s.kind_groups(s.entries)] == [["a.png", "b.png"], ["c.png"]]
+    p1, p2 = FAST.replace(ranks=(2,)), FAST.replace(ranks=(2,), seed=5)
+
+    def outcome(e, p, r, fit_set=()):
+        return ItemOutcome(key=e.key, name=e.name, params_key=params_key(p, fit_set), params=p,
+                           outputs={r: np.full((8, 8), r, np.uint8)}, noisy=np.zeros((8, 8)),
+                           fit_set=fit_set)
+
+    s.add_outcome(outcome(a, p1, 2))
+    s.add_outcome(outcome(a, p1, 4, (a.key, b.key)))  # a set fit: beside, not instead
+    assert s.shown(a, p1).matches and set(s.shown(a, p1).record.ranks) == {2}
+    s.show_set_fit = True
+    assert set(s.shown(a, p1).record.ranks) == {4}
+    ready, missing = s.export_plan([a, b], p1, 4)
+    assert [e for e, _ in ready] == [a] and missing == [b]
+    s.show_set_fit = False
+    shown = s.shown(a, p2)  # the panel's parameters have no result: the latest is shown, marked
+    assert not shown.matches and shown.record.params == p1
+    items, sets = s.plan([a, b, c], p1, set_fit=True)
+    assert [it.name for it in items] == ["a.png", "b.png", "c.png"] and sets == [(0, 1)]
+    s.remove(0)
+    assert s.cache.records_for(a.key) == [] and s.shown(a, p1).record is None
+
+
+def test_every_parameter_is_reachable_on_a_1366x768_screen(qtbot, tmp_path):
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit
+
+    w = MainWindow(settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    avail = QRect(0, 0, 1366, 768)
+    w.place_on_screen(avail)
+    w.show()
+    qtbot.waitExposed(w)
+    w.params_panel.set_params(FAST.replace(ranks=(1, 2, 4, 8, 16)))  # five ranks widen nothing
+    QApplication.processEvents()
+    assert avail.contains(w.frameGeometry()), w.frameGeometry()
+    assert w.grid.columns < 6 and w.grid.width() <= w.width()
+    panel = w.params_panel
+    controls = [c for t in (QLineEdit, QAbstractSpinBox, QComboBox, QAbstractButton)
+                for c in panel.widget().findChildren(t) if c.isVisibleTo(panel)]
+    assert len(controls) >= 10
+    for c in controls:
+        panel.ensureWidgetVisible(c)
+        QApplication.processEvents()
+        assert not c.visibleRegion().isEmpty(), c.toolTip() or c.objectName()
+        assert w.rect().contains(QRect(c.mapTo(w, QPoint(0, 0)), c.size())), c.toolTip()
+    # a saved geometry larger than the screen is shrunk into it
+    w.resize(1800, 1000)
+    w.place_on_screen(avail)
+    assert avail.contains(w.frameGeometry()), w.frameGeometry()
+    # log and progress can be hidden: the images get the room
+    w.dock_progress.toggleViewAction().trigger()
+    assert not w.dock_progress.isVisible()
+
+
+def _shows_whole_image(vb, h, w) -> bool:
+    (x0, x1), (y0, y1) = vb.viewRange()
+    covers = x0 <= 0.5 and x1 >= w - 0.5 and y0 <= 0.5 and y1 >= h - 0.5
+    tight = min((x1 - x0) / w, (y1 - y0) / h) < 1.05  # fitted, not a postage stamp
+    return covers and tight
+
+
+def test_views_stay_fitted_until_the_user_zooms(window, images, qtbot):
+    window.load_paths([images["big"]])
+    _run(qtbot, window, FAST.replace(ranks=(2,)))
+    master = window.grid.master
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    # adding ranks: new columns, the grid re-flows, the views are fitted again
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.set_ranks((2, 4, 8, 16))
+    _settle(qtbot, window)
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    for r in (2, 16):
+        assert _shows_whole_image(window.grid.rank_panels[r].vb, 96, 96)
+    window.residuals_box.setChecked(False)
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+    # the user zooms: kept through a rank change and a resize
+    master.scaleBy((0.25, 0.25))
+    master.sigRangeChangedManually.emit([True, True])
+    zoomed = master.viewRange()
+    window.params_panel.set_ranks((2, 4))
+    window.resize(window.width() - 40, window.height())
+    QApplication.processEvents()
+    QApplication.processEvents()
+    assert not _shows_whole_image(master, 96, 96)
+    assert abs((zoomed[0][1] - zoomed[0][0]) - np.diff(master.viewRange()[0])[0]) < 30
+    window.act_reset_zoom.trigger()  # Ctrl+0: fitted again, and kept fitted
+    qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
+
+
+def test_cancel_keeps_the_ranks_that_finished_and_progress_says_which_rank(window, images, qtbot):
+    window.load_paths([images["big"]])
+    params = DenoiseParams(method="global", ranks=(2, 8, 32), n_train=1200, preimage_iterations=200)
+    window.params_panel.set_params(params)
+    messages, done = [], []
+    window.runner.progress.connect(lambda s, d, t, m: messages.append((s, m)))
+    window.runner.itemDone.connect(done.append)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_current()
+        assert window.progress.clock.isActive() and window.progress.clock.interval() == 1000
+        qtbot.waitUntil(lambda: bool(done), timeout=RUN_TIMEOUT_MS)  # the first rank is done
+        window.cancel_run()
+    assert blocker.args[0].status == "cancelled"
+    assert done[0].partial and list(done[0].outputs) == [32]  # the largest first: one fit for all
+    assert ("preimage", "rank 32, 1 of 3") in messages
+    rec = window.cache.get(window.entries[0].key, params_key(params))
+    assert 32 in rec.ranks and 2 not in rec.ranks  # finished kept, unfinished not invented
+    _settle(qtbot, window)
+    assert window.grid.rank_panels[32].has_image() and not window.grid.rank_panels[2].has_image()
+    assert not window.progress.clock.isActive() and "cancelled" in window.progress.overall.text()
+    assert window.spectrum.status.textItem.toPlainText() != "eigensolver iterating…"
+    # running again computes only what is missing
+    jobs, missing = [], {r for r in (2, 8) if r not in rec.ranks}
+    window.runner.started.connect(jobs.append)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        assert window.run_current()
+    assert set(jobs[0].items[0].ranks) == missing

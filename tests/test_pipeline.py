@@ -131,22 +131,23 @@ def test_patch_set_denoising_improves_digits():
 
 
 @pytest.mark.parametrize("kw,msg", [
-    (dict(patch_size=0), "patch size must be a positive integer"),
-    (dict(patch_size=-3), "patch size must be a positive integer"),
-    (dict(n_components=0), "rank .* must be an integer >= 1"),
+    (dict(patch_size=0), "patch_size must be an integer >= 2"),
+    (dict(patch_size=-3), "patch_size must be an integer >= 2"),
+    (dict(n_components=0), "ranks must be integers >= 1"),
     (dict(gamma=0.0), "gamma must be > 0"),
     (dict(gamma=float("nan")), "gamma must be a finite number"),
-    (dict(noise_sigma=-1.0), "noise_sigma must be >= 0"),
+    (dict(noise_sigma=-1.0), "noise_sigma must be > 0 and at most"),
     (dict(method="magic"), "method must be one of"),
     (dict(n_landmarks=0), "n_landmarks must be an integer >= 1"),
     (dict(n_landmarks=2), "n_landmarks=2 is fewer than rank 4"),
-    (dict(method="grouped", n_landmarks=100), "n_landmarks applies to method='global' only"),
+    (dict(method="grouped", n_landmarks=100), "n_landmarks applies to method 'global' only"),
 ])
 def test_bad_parameters(kw, msg):
     args = dict(method="global", n_components=4)
     args.update(kw)
+    img = np.random.default_rng(0).integers(0, 255, (32, 32)).astype(np.uint8)
     with pytest.raises(ValueError, match=msg):
-        denoise_image(np.zeros((32, 32), np.uint8), **args)
+        denoise_image(img, **args)
 
 
 def test_rank_more_than_training_samples():

@@ -27,10 +27,13 @@ DEMO_TIMEOUT_S = 900
 
 
 def sample_images_dir() -> Path:
-    """The repository's ``sample_images/`` folder (a source checkout or editable install)."""
+    """The shipped sample images: inside the installed package (a wheel carries them as
+    ``kpca_denoise/sample_images``), else the source checkout's ``sample_images/``."""
     import kpca_denoise
 
-    return Path(kpca_denoise.__file__).resolve().parent.parent / "sample_images"
+    pkg = Path(kpca_denoise.__file__).resolve().parent
+    packaged = pkg / "sample_images"
+    return packaged if packaged.is_dir() else pkg.parent / "sample_images"
 
 
 def _parse_argv(argv: list[str]) -> argparse.Namespace:
@@ -77,7 +80,8 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
     app.setApplicationName("kpca-denoise")
     app.setOrganizationName("kpca-denoise")
     win = MainWindow(persist=not screenshot)
-    win.resize(*SCREENSHOT_SIZE)
+    if screenshot:  # the README's picture has a fixed size; otherwise the window places itself
+        win.resize(*SCREENSHOT_SIZE)
     if files:
         win.load_paths(files)
     status = {"code": 0}

@@ -9,10 +9,6 @@ of samples.
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
-from pathlib import Path
-
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPixmap
@@ -26,7 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..io import SUPPORTED_SUFFIXES, LoadedItem
+from ..io import SUPPORTED_SUFFIXES
+from .model import ImageEntry
 
 __all__ = [
     "ImageEntry",
@@ -40,46 +37,6 @@ __all__ = [
 
 #: patch sets show at most this many samples (a 12 x 12 grid stays readable)
 MOSAIC_MAX_SAMPLES = 144
-_ids = itertools.count(1)
-
-
-@dataclass(eq=False)
-class ImageEntry:
-    """One loaded file and the GUI state attached to it."""
-
-    item: LoadedItem
-    reference: np.ndarray | None = None
-    reference_path: Path | None = None
-    key: str = field(default="")
-
-    def __post_init__(self) -> None:
-        # the key names the image in the result cache; a counter keeps two
-        # loads of the same path (after it changed on disk) apart
-        if not self.key:
-            self.key = f"{next(_ids)}:{self.item.path.resolve()}"
-
-    @property
-    def name(self) -> str:
-        return self.item.name
-
-    @property
-    def path(self) -> Path:
-        return self.item.path
-
-    @property
-    def array(self) -> np.ndarray:
-        return self.item.array
-
-    @property
-    def is_patchset(self) -> bool:
-        return self.item.is_patchset
-
-    def describe(self) -> str:
-        a = self.array
-        if self.is_patchset:
-            return f"{a.shape[0]} samples of {a.shape[1]}×{a.shape[2]}, {a.dtype}, {self.item.format}"
-        chans = "" if a.ndim == 2 else f"×{a.shape[2]}"
-        return f"{a.shape[1]}×{a.shape[0]}{chans}, {a.dtype}, {self.item.format}"
 
 
 def patch_mosaic(a: np.ndarray, max_samples: int = MOSAIC_MAX_SAMPLES, gap: int = 1,

@@ -17,17 +17,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QByteArray, QRectF, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QFont, QImage, QKeySequence, QPainter
+from PySide6.QtCore import QByteArray, QRect, QRectF, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QGuiApplication, QImage, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
     QComboBox,
     QDockWidget,
+    QFrame,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
+    QScrollArea,
     QSizePolicy,
     QSplitter,
     QTabWidget,
@@ -51,16 +54,14 @@ from ..io import (
     write_item,
 )
 from ..params import DenoiseParams
-from .imageset import ImageEntry, ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
+from .imageset import ImageSetPanel, display_array, display_levels, qimage_from_array, to_uint8
+from .model import FitRecord, ImageEntry, ResultCache, Session, describe_params, param_differences
 from .panels import AboutDialog, LogView, MessageBanner, ProgressPanel
 from .params_panel import ParamsPanel
 from .spectrum import SpectrumPlot
 from .views import ComparisonGrid, SplitView, ZoomLink, format_metrics
 from .worker import (
-    FitRecord,
     Job,
-    JobItem,
-    ResultCache,
     RunController,
     RunSummary,
     compute_metrics,
@@ -108,20 +109,17 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(
             QSettings.Format.IniFormat, QSettings.Scope.UserScope, SETTINGS_ORG, SETTINGS_APP)
         self.persist = persist
-        self.entries: list[ImageEntry] = []
-        self.cache = ResultCache()
+        self.session = Session()
         self.runner = RunController(self)
-        self.selected_rank = None
         self._levels: dict[str, tuple[float, float]] = {}
         self._pending_export: tuple | None = None
         self._running_keys: set[str] = set()
-        # (image key, params_key) -> keys of the images its shown result was fitted
-        # on together ("Run set" with 'global'); absent: fitted alone
-        self._fit_sets: dict[tuple[str, str], tuple] = {}
         self._current_job_method = "global"
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
         self._refresh_pending = False
+        self.fitted = True  # views fit the image until the user zooms or pans
+        self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
         self._build_actions()
@@ -136,15 +134,33 @@ class MainWindow(QMainWindow):
         gc.collect()
         gc.freeze()
 
+    # the state lives in the Qt-free session (model.py); these read it
+    @property
+    def entries(self) -> list[ImageEntry]:
+        return self.session.entries
+
+    @property
+    def cache(self) -> ResultCache:
+        return self.session.cache
+
+    @property
+    def selected_rank(self):
+        return self.session.selected_rank
+
+    @selected_rank.setter
+    def selected_rank(self, rank) -> None:
+        self.session.selected_rank = rank
+
     # ------------------------------------------------------------------ UI
 
     def _add_dock(self, title: str, name: str, widget, area) -> QDockWidget:
-        """A movable, floatable (not closable) dock holding ``widget``."""
+        """A movable, floatable, closable dock holding ``widget`` (View menu brings it back)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(area, dock)
         return dock
 
@@ -172,11 +188,28 @@ class MainWindow(QMainWindow):
         self.residuals_box.setChecked(True)
         self.residuals_box.setToolTip("show noisy − denoised under each rank")
         bar.addWidget(self.residuals_box)
+        self.set_fit_box = QCheckBox("set fit", central)
+        self.set_fit_box.setToolTip("show (and export) the results of the set fit, one model for the "
+                                    "images of one kind (Run ▸ Set fit); unticked: each image's own fit")
+        bar.addWidget(self.set_fit_box)
         v.addLayout(bar)
+        self.mismatch = QLabel("", central)
+        self.mismatch.setWordWrap(True)
+        self.mismatch.setStyleSheet("background:#fff4e5; color:#663c00; border:1px solid #ffd8a8; "
+                                    "border-radius:4px; padding:3px;")
+        self.mismatch.hide()
+        v.addWidget(self.mismatch)
         self.tabs = QTabWidget(central)
         self.grid = ComparisonGrid()
         self.split = SplitView()
-        self.tabs.addTab(self.grid, "Compare ranks")
+        # the grid wraps its cells onto more rows when narrow (never widens the window);
+        # on a very short screen it scrolls vertically rather than squash the views
+        self.grid_scroll = QScrollArea(central)
+        self.grid_scroll.setWidgetResizable(True)
+        self.grid_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.grid_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.grid_scroll.setWidget(self.grid)
+        self.tabs.addTab(self.grid_scroll, "Compare ranks")
         self.tabs.addTab(self.split, "Before / after")
         # the grid's panels are linked (setXLink/setYLink); the split view is a
         # wider widget on another tab, where copying ranges would fight the
@@ -195,11 +228,11 @@ class MainWindow(QMainWindow):
 
         # right: parameters
         self.params_panel = ParamsPanel()
-        self.params_panel.setMinimumWidth(340)
         self.dock_params = self._add_dock("Parameters", "dock_params", self.params_panel,
                                           Qt.DockWidgetArea.RightDockWidgetArea)
 
-        # bottom: spectrum | progress + log
+        # bottom: spectrum | progress + log, two docks: either can be closed (View menu) or
+        # tabbed, so the images get the space
         self.spectrum = SpectrumPlot()
         self.progress = ProgressPanel()
         self.log_view = LogView()
@@ -208,17 +241,15 @@ class MainWindow(QMainWindow):
         right.addWidget(self.log_view)
         right.setStretchFactor(0, 0)
         right.setStretchFactor(1, 1)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.spectrum)
-        bottom.addWidget(right)
-        bottom.setStretchFactor(0, 3)
-        bottom.setStretchFactor(1, 2)
-        bottom.setSizes([600, 420])
-        self.bottom_splitter = bottom
-        self.dock_bottom = self._add_dock("Eigen-spectrum · progress · log", "dock_bottom", bottom,
-                                          Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks([self.dock_bottom], [270], Qt.Orientation.Vertical)
-        self.resizeDocks([self.dock_images, self.dock_params], [210, 350], Qt.Orientation.Horizontal)
+        self.progress_splitter = right
+        self.dock_spectrum = self._add_dock("Eigen-spectrum", "dock_spectrum", self.spectrum,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.dock_progress = self._add_dock("Progress · log", "dock_progress", right,
+                                            Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum], [200], Qt.Orientation.Vertical)
+        self.resizeDocks([self.dock_images, self.dock_params], [180, 290], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_spectrum, self.dock_progress], [560, 420], Qt.Orientation.Horizontal)
         self.statusBar().showMessage("ready")
 
     def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -239,8 +270,12 @@ class MainWindow(QMainWindow):
                                     "Open every supported file in a folder")
         self.act_run = self._act("Run", self.run_current, ["Ctrl+R", "F5"],
                                  "Denoise the current image at the missing ranks")
-        self.act_run_all = self._act("Run set", self.run_all, "Ctrl+Shift+R",
-                                     "Denoise every image of the set")
+        self.act_run_all = self._act("Run all", self.run_all, "Ctrl+Shift+R",
+                                     "Denoise every image of the set, each with its own model")
+        self.act_set_fit = self._act("Set fit", self.run_set_fit, "Ctrl+Alt+R",
+                                     "One 'global' model per kind of image (same channels; patch sets "
+                                     "of one size), as the command line fits a folder; kept beside "
+                                     "each image's own results")
         self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")
@@ -277,14 +312,15 @@ class MainWindow(QMainWindow):
                   self.act_export_set, self.act_sheet, None, self.act_quit):
             f.addSeparator() if a is None else f.addAction(a)
         r = m.addMenu("&Run")
-        for a in (self.act_run, self.act_run_all, self.act_cancel):
+        for a in (self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)
         vw = m.addMenu("&View")
         for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom):
             vw.addAction(a)
         vw.addSeparator()
-        for d in (self.dock_images, self.dock_params, self.dock_bottom):
+        for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())
+        self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
         h = m.addMenu("&Help")
         h.addAction(self.act_about)
 
@@ -301,10 +337,18 @@ class MainWindow(QMainWindow):
         self.spectrum.rankClicked.connect(self._on_spectrum_click)
         self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
+        self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
+        self.grid.userZoomed.connect(self._on_user_zoom)
+        self.split.vb.sigRangeChangedManually.connect(lambda *_: self._on_user_zoom())
+        for vb in (self.grid.master, self.split.vb):
+            vb.sigResized.connect(lambda *_: self.keep_fit())
+        self.set_fit_box.toggled.connect(self._on_set_fit_toggled)
+        self.mismatch.linkActivated.connect(lambda _l: self.use_shown_params())
         self.progress.cancelRequested.connect(self.cancel_run)
         self.runner.started.connect(self._on_run_started)
         self.runner.itemStarted.connect(self.progress.item_started)
         self.runner.progress.connect(self.progress.update_stage)
+        self.runner.progress.connect(self._on_stage)
         self.runner.spectrum.connect(self._on_live_spectrum)
         self.runner.itemDone.connect(self._on_item_done)
         self.runner.finished.connect(self._on_run_finished)
@@ -325,14 +369,45 @@ class MainWindow(QMainWindow):
             except (ValueError, TypeError) as exc:
                 self.log(f"ignored the saved parameters ({exc})", "warning")
         geo = self.settings.value("geometry")
-        if isinstance(geo, QByteArray):
-            self.restoreGeometry(geo)
+        self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
+        self._available: QRect | None = None
+        self._placed = False
         state = self.settings.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+        self.place_on_screen()
         res = self.settings.value("show_residuals")
         if res is not None:
             self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
+
+    def place_on_screen(self, available: QRect | None = None) -> None:
+        """Keep the window inside the screen's available area: a saved geometry is kept
+        (moved and shrunk into the area if it no longer fits), else the window takes up to
+        1600×1000 of it, centred."""
+        if available is not None:
+            self._available = available  # kept: placed again once shown (the frame is known then)
+        available = available or self._available
+        if available is None:
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            if screen is None:
+                return
+            available = screen.availableGeometry()
+        frame = self.frameGeometry()
+        extra_w = max(0, frame.width() - self.width())
+        extra_h = max(0, frame.height() - self.height())
+        if self._geometry_restored:
+            w, h = self.width(), self.height()
+        else:
+            w, h = 1600, 1000
+        w = min(w, available.width() - extra_w)
+        h = min(h, available.height() - extra_h)
+        self.resize(w, h)
+        x, y = (self.x(), self.y()) if self._geometry_restored else (
+            available.x() + (available.width() - w - extra_w) // 2,
+            available.y() + (available.height() - h - extra_h) // 2)
+        x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
+        y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
+        self.move(x, y)
 
     def save_settings(self) -> None:
         if not self.persist:
@@ -358,6 +433,18 @@ class MainWindow(QMainWindow):
         self.log(text, "error")
         for d in details or []:
             self.log(d, "error")
+
+    def ask(self, title: str, text: str, choices: tuple[str, ...]) -> str | None:
+        """A question with one button per choice; returns the choice, None when dismissed.
+        (Tests replace this method; the window asks only before it discards or computes.)"""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=self)
+        buttons = {box.addButton(c, QMessageBox.ButtonRole.RejectRole if c == "Cancel"
+                                 else QMessageBox.ButtonRole.AcceptRole): c for c in choices}
+        box.exec()
+        return buttons.get(box.clickedButton())
+
+    def confirm(self, title: str, text: str) -> bool:
+        return self.ask(title, text, ("OK", "Cancel")) == "OK"
 
     def report_info(self, text: str, banner: bool = False) -> None:
         if banner:
@@ -401,7 +488,7 @@ class MainWindow(QMainWindow):
         first_new = len(self.entries)
         for it in items:
             e = ImageEntry(it)
-            self.entries.append(e)
+            self.session.add(e)
             self.imageset.add_entry(e)
             self.log(f"loaded {e.path} ({e.describe()})")
         if paths:
@@ -424,10 +511,11 @@ class MainWindow(QMainWindow):
     def remove_image(self, row: int) -> None:
         if not 0 <= row < len(self.entries):
             return
-        e = self.entries.pop(row)
-        self.cache.drop_image(e.key)
-        for k in [k for k in self._fit_sets if k[0] == e.key]:
-            del self._fit_sets[k]
+        e = self.entries[row]
+        if self.session.has_results(e) and not self.confirm(
+                "Remove image", f"Remove {e.name} from the set?  Its computed results are discarded."):
+            return
+        self.session.remove(row)
         self._levels.pop(e.key, None)
         self.imageset.remove_row(row)
         self.log(f"removed {e.name} from the set")
@@ -463,6 +551,7 @@ class MainWindow(QMainWindow):
                 return False
             e.reference, e.reference_path = ref.array, ref.path
             self.log(f"reference for {e.name}: {ref.path}")
+        self.params_panel.set_reference_text(str(e.reference_path) if e.reference_path else None)
         # metrics of cached results now mean something else: recompute them
         for rec in self.cache.records_for(e.key):
             self._recompute_metrics(e, rec)
@@ -505,6 +594,10 @@ class MainWindow(QMainWindow):
         self.params_panel.set_reference_text(str(e.reference_path) if e and e.reference_path else None)
         self.refresh_views(reset_zoom=True)
 
+    def _on_set_fit_toggled(self, on: bool) -> None:
+        self.session.show_set_fit = on
+        self.refresh_views()
+
     def toggle_split(self) -> None:
         self.tabs.setCurrentIndex(1 - self.tabs.currentIndex())
 
@@ -517,9 +610,29 @@ class MainWindow(QMainWindow):
         # real size only now, so its scale is set again from the one left.  At
         # once, not deferred: a zoom made right after the switch must not be undone
         self.zoom_link.copy(src, dst)
+        self.keep_fit()
+
+    def _on_user_zoom(self) -> None:
+        self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
+
+    def keep_fit(self) -> None:
+        """While the views are fitted (no zoom by the user), fit them again after whatever
+        changed their size or content; once, at the next event-loop turn (after layout)."""
+        if self.fitted and not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(0, self._fit_now)
+
+    def _fit_now(self) -> None:
+        self._fit_pending = False
+        if self.fitted:
+            self._auto_range()
 
     def auto_range(self) -> None:
-        """Fit the image in the visible view; the other views follow."""
+        """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
+        self.fitted = True
+        self._auto_range()
+
+    def _auto_range(self) -> None:
         if self.tabs.currentIndex() == 1:
             self.split.vb.autoRange(padding=0.0)
         else:
@@ -560,14 +673,42 @@ class MainWindow(QMainWindow):
         p = self.current_params()
         return tuple(sorted(p.ranks, key=rank_sort_key)) if p else ()
 
+    def shown_ranks(self) -> tuple:
+        """The ranks the views show: the panel's, or those of the other parameters' result shown."""
+        shown = self.session.shown(self.current_entry(), self.current_params())
+        return self.compared_ranks() if shown.matches else shown.ranks
+
+    def _show_mismatch(self, shown, p) -> None:
+        """The marker over the views when the result shown came from other parameters."""
+        if shown.record is None or shown.matches or p is None:
+            self.mismatch.hide()
+            return
+        diff = param_differences(shown.record.params, p)
+        what = "; ".join(diff[:3]) + (" …" if len(diff) > 3 else "") if diff else \
+            ("the set fit is not shown" if shown.record.fit_set else "fitted in a set")
+        self.mismatch.setText(f"⚠ Shown: results computed with other parameters than the panel's ({what}). "
+                              f"<a href='use'>Use these parameters</a>")
+        self.mismatch.setToolTip(describe_params(shown.record.params))
+        self.mismatch.show()
+
+    def use_shown_params(self) -> None:
+        """Put the parameters of the shown result into the panel."""
+        shown = self.session.shown(self.current_entry(), self.current_params())
+        if shown.record is not None:
+            self.params_panel.set_params(shown.record.params.replace(
+                ranks=tuple(sorted(shown.record.ranks, key=rank_sort_key))))
+            self.session.show_set_fit = bool(shown.record.fit_set)
+            self.set_fit_box.setChecked(self.session.show_set_fit)
+            self.refresh_views()
+
     def select_rank(self, rank) -> None:
-        if rank not in self.compared_ranks():
+        if rank not in self.shown_ranks():
             return
         self.selected_rank = rank
         self.refresh_views()
 
     def select_rank_index(self, i: int) -> None:
-        ranks = self.compared_ranks()
+        ranks = self.shown_ranks()
         if 0 <= i < len(ranks):
             self.select_rank(ranks[i])
 
@@ -589,53 +730,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------- running
     def result_key(self, e: ImageEntry, params: DenoiseParams) -> str:
-        """Cache key of the result shown for ``e``: of the set it was fitted with, or its own."""
-        return params_key(params, self._fit_sets.get((e.key, params_key(params)), ()))
-
-    def _fit_set_of(self, e: ImageEntry, params: DenoiseParams) -> tuple:
-        """The set ``e`` was fitted with, while all of it is loaded (its model can be fitted again)."""
-        group = self._fit_sets.get((e.key, params_key(params)), ())
-        loaded = {x.key for x in self.entries}
-        return group if len(group) > 1 and all(k in loaded for k in group) else ()
-
-    def _plan(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None,
-              whole_set: bool = False) -> tuple[list[JobItem], list[tuple]]:
-        """Job items for the ranks not cached yet, and the groups of them fitted together.
-
-        ``whole_set`` with 'global': one kernel PCA for all ``entries`` (one
-        ``denoise_set`` call, as ``kpca-denoise denoise FOLDER`` fits one).
-        Otherwise an image is fitted as its shown result was: alone, or with
-        its set again, so that a rank added later comes from the same model.
-        """
-        ranks = tuple(params.ranks) if ranks is None else tuple(ranks)
-        by_key = {e.key: e for e in self.entries}
-        one_fit = whole_set and params.method == "global" and len(entries) > 1
-        items: list[JobItem] = []
-        sets: list[tuple] = []
-        planned: set[str] = set()
-        for e in entries:
-            if e.key in planned:
-                continue
-            group = tuple(x.key for x in entries) if one_fit else self._fit_set_of(e, params)
-            if any(k in planned for k in group):
-                group = ()  # overlapping sets (cannot happen through the window): fit alone
-            members = [by_key[k] for k in group] if group else [e]
-            planned.update(m.key for m in members)
-            pkey = params_key(params, group)
-            # a member the set's earlier run left without a result failed there:
-            # it trains the model again, but does not make every rank run again
-            done = [m for m in members if self.cache.get(m.key, pkey) is not None] or members
-            missing = {r for m in done for r in self.cache.missing(m.key, pkey, ranks)}
-            if not missing:
-                continue
-            todo = tuple(r for r in ranks if r in missing)
-            first = len(items)
-            for m in members:  # a set's members all train the model, computed or not
-                items.append(JobItem(key=m.key, name=m.name, array=m.array, is_patchset=m.is_patchset,
-                                     ranks=todo, reference=m.reference))
-            if group:
-                sets.append(tuple(range(first, len(items))))
-        return items, sets
+        """Cache key of the result shown for ``e``: its set fit's (when shown) or its own."""
+        return self.session.result_key(e, params)
 
     def _params_or_report(self) -> DenoiseParams | None:
         try:
@@ -653,20 +749,39 @@ class MainWindow(QMainWindow):
         return self._start([e], "run")
 
     def run_all(self) -> bool:
-        """Denoise every image; with 'global' one model is fitted for the whole set (as the CLI does)."""
+        """Denoise every image, each with its own model."""
         if not self.entries:
             self.report_error("Nothing to denoise: open images first (Ctrl+O).")
             return False
-        return self._start(list(self.entries), "run", whole_set=True)
+        return self._start(list(self.entries), "run")
 
-    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, whole_set: bool = False) -> bool:
+    def run_set_fit(self) -> bool:
+        """The explicit set fit: one 'global' model per kind of image (as ``kpca-denoise denoise
+        FOLDER`` fits), kept beside each image's own results and shown in their place."""
+        p = self._params_or_report()
+        if p is None:
+            return False
+        if p.method != "global":
+            self.report_error("A set fit shares one kernel PCA between images: choose the method "
+                              "'global' (the grouped method fits every image by itself).")
+            return False
+        groups = [g for g in self.session.kind_groups(list(self.entries)) if len(g) > 1]
+        if not groups:
+            self.report_error("A set fit needs at least two images of one kind (same channels; "
+                              "images or patch sets of one size).")
+            return False
+        entries = [e for g in groups for e in g]
+        self.set_fit_box.setChecked(True)
+        return self._start(entries, "run", set_fit=True)
+
+    def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, set_fit: bool = False) -> bool:
         if self.runner.is_running():
             self.report_info("A run is in progress; wait for it or cancel it (Esc).")
             return False
         params = self._params_or_report()
         if params is None:
             return False
-        items, sets = self._plan(entries, params, ranks, whole_set)
+        items, sets = self.session.plan(entries, params, ranks, set_fit)
         if not items:
             if purpose == "run":
                 self.report_info("All requested ranks are already computed for these parameters.")
@@ -699,6 +814,10 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.refresh_views()
 
+    def _on_stage(self, stage: str, *_rest) -> None:
+        if stage != "eigensolver":
+            self.spectrum.solver_finished()
+
     def _on_live_spectrum(self, ev: np.ndarray) -> None:
         e = self.current_entry()
         if e is not None and e.key in self._running_keys and self._current_job_method == "global":
@@ -715,13 +834,17 @@ class MainWindow(QMainWindow):
             self.imageset.set_status(row, "⚠ failed")
             self.report_error(f"Denoising failed for {out.name}: {out.error}")
             return
-        rec = self.cache.add(out)
-        base = (out.key, params_key(out.params))
-        if out.fit_set:
-            self._fit_sets[base] = out.fit_set
-        else:
-            self._fit_sets.pop(base, None)
+        rec = self.session.add_outcome(out)
         ranks = ", ".join(rank_label(r) for r in out.outputs)
+        e = self.entries[row]
+        if e.is_patchset:
+            # the pipeline fits one global kernel PCA for a patch set whatever the method says
+            used = "global kernel PCA" + (" (patch sets always use it; 'grouped' applies to images)"
+                                          if out.params.method != "global" else "")
+            auto = out.resolved.get("auto_rank")
+            ranks += f"; method {used}" + (f"; auto = {auto} components" if auto is not None else "")
+        else:
+            ranks += f"; method {out.params.method}"
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
         if out.fit_set:
             self.log(f"{out.name}: ranks {ranks}; {_shared_model_text(out.resolved, len(out.fit_set))}, "
@@ -763,13 +886,14 @@ class MainWindow(QMainWindow):
         self.schedule_refresh()
         pending, self._pending_export = self._pending_export, None
         if pending is not None and summary.status == "done" and summary.job.purpose == "export":
-            self._export_entries(*pending)
+            self._export_after_run(*pending)
 
     def _update_actions(self) -> None:
         running = self.runner.is_running()
         has = bool(self.entries)
         self.act_run.setEnabled(has and not running)
         self.act_run_all.setEnabled(has and not running)
+        self.act_set_fit.setEnabled(len(self.entries) > 1 and not running)
         self.act_cancel.setEnabled(running)
         self.progress.cancel_button.setEnabled(running)
         for a in (self.act_export, self.act_export_set, self.act_sheet):
@@ -786,8 +910,13 @@ class MainWindow(QMainWindow):
         self._refresh_pending = False
         e = self.current_entry()
         p = self.current_params()
-        ranks = self.compared_ranks()
-        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
+        shown = self.session.shown(e, p)
+        rec = shown.record
+        # results computed with other parameters are shown as they are, marked
+        ranks = self.compared_ranks() if shown.matches else shown.ranks
+        self._show_mismatch(shown, p)
+        self.set_fit_box.setEnabled(e is not None and p is not None
+                                    and bool(self.session.set_group(e, p)))
         self.grid.set_ranks(ranks)
         if self.selected_rank not in ranks:
             self.selected_rank = ranks[-1] if ranks else None
@@ -882,8 +1011,9 @@ class MainWindow(QMainWindow):
         self.info.setText(" · ".join(parts))
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         if reset_zoom:
-            # after the layout has given the views their size, or the fit is wrong
-            QTimer.singleShot(0, self.auto_range)
+            self.fitted = True  # another image: fitted again
+        # after the layout has given the views their size, or the fit is wrong
+        self.keep_fit()
         self.viewsRefreshed.emit()
 
     # ------------------------------------------------------------- export
@@ -897,7 +1027,7 @@ class MainWindow(QMainWindow):
         return folder or None
 
     def export_current(self, folder=None) -> list[Path]:
-        """Write the selected rank of the current image (+ JSON sidecar) to ``folder``."""
+        """Write the selected rank of the current image as shown (+ JSON sidecar) to ``folder``."""
         e = self.current_entry()
         if e is None:
             self.report_error("Nothing to export: open and denoise an image first.")
@@ -905,51 +1035,76 @@ class MainWindow(QMainWindow):
         folder = folder or self._choose_folder("Export the selected rank to a folder")
         if not folder:
             return []
+        shown = self.session.shown(e, self.current_params())
+        rank = self.selected_rank
+        if shown.record is not None and rank in shown.record.ranks:
+            return self._export_records([(e, shown.record)], Path(folder), rank)
         return self._export_or_compute([e], Path(folder))
 
     def export_set(self, folder=None) -> list[Path]:
-        """Write the selected rank of every image; missing results are computed first."""
+        """Write the selected rank of every image as computed; asks before computing what is missing."""
         if not self.entries:
             self.report_error("Nothing to export: open images first.")
             return []
         folder = folder or self._choose_folder("Export the whole set to a folder")
         if not folder:
             return []
-        return self._export_or_compute(list(self.entries), Path(folder), whole_set=True)
+        return self._export_or_compute(list(self.entries), Path(folder))
 
-    def _export_or_compute(self, entries: list[ImageEntry], folder: Path, whole_set: bool = False) -> list[Path]:
-        """Export what is shown; what is missing is computed first, as Run (or Run set) would."""
+    def _export_or_compute(self, entries: list[ImageEntry], folder: Path) -> list[Path]:
+        """Export the results there are; never computes without asking.  When some image lacks
+        the selected rank for the panel's parameters, the user chooses: compute it (the
+        parameters are shown), export only the images that have it, or cancel."""
         params = self._params_or_report()
         if params is None:
             return []
         rank = self.selected_rank
-        if any(self.cache.missing(e.key, self.result_key(e, params), (rank,)) for e in entries):
-            # compute what is missing, then export when the run finishes
-            self._pending_export = (entries, folder, params, rank)
-            if self._start(entries, "export", (rank,), whole_set):
-                self.log(f"computing rank {rank_label(rank)} where it is missing before exporting")
-                return []
-            self._pending_export = None
+        ready, missing = self.session.export_plan(entries, params, rank)
+        if not missing:
+            return self._export_records(ready, folder, rank)
+        names = ", ".join(e.name for e in missing[:5]) + (" …" if len(missing) > 5 else "")
+        fit = "the set fit" if self.session.show_set_fit else "each image's own fit"
+        text = (f"Rank {rank_label(rank)} is not computed for {len(missing)} of {len(entries)} "
+                f"image{'s' if len(entries) != 1 else ''} ({names}) with these parameters "
+                f"({fit}):\n\n{describe_params(params.replace(ranks=(rank,)))}\n\n"
+                f"Compute {'it' if len(missing) == 1 else 'them'} now and export when done?")
+        choices = ("Compute and export", "Export the computed only", "Cancel") if ready else \
+            ("Compute and export", "Cancel")
+        answer = self.ask("Export: results missing", text, choices)
+        if answer == "Export the computed only":
+            self.log(f"export: skipped {len(missing)} image(s) without rank {rank_label(rank)}: {names}",
+                     "warning")
+            return self._export_records(ready, folder, rank)
+        if answer != "Compute and export":
+            self.log("export cancelled: nothing written")
             return []
-        return self._export_entries(entries, folder, params, rank)
+        self._pending_export = (entries, folder, params, rank)
+        if self._start(missing, "export", (rank,)):
+            self.log(f"computing rank {rank_label(rank)} for {names} before exporting")
+        else:
+            self._pending_export = None
+        return []
 
-    def _export_entries(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
+    def _export_after_run(self, entries, folder: Path, params: DenoiseParams, rank) -> list[Path]:
+        ready, missing = self.session.export_plan(entries, params, rank)
+        for e in missing:
+            self.report_error(f"Export: {e.name}: rank {rank_label(rank)} could not be computed; not written")
+        return self._export_records(ready, folder, rank)
+
+    def _export_records(self, pairs, folder: Path, rank) -> list[Path]:
+        """Write ``rank`` of each ``(entry, record)``: exactly the arrays the views show."""
         written: list[Path] = []
         errors: list[str] = []
         inputs = self._input_paths()
-        for e in entries:
-            rec = self.cache.get(e.key, self.result_key(e, params))
-            rr = rec.ranks.get(rank) if rec is not None else None
-            if rr is None:
-                errors.append(f"{e.name}: rank {rank_label(rank)} was not computed")
-                continue
+        for e, rec in pairs:
+            rr = rec.ranks[rank]
             target = output_path(e.item, folder, rank_tag(rank))
             try:
                 written.append(write_item(e.item, rr.output, target, inputs=inputs))
-                if params.add_noise:
+                if rec.params.add_noise:
                     written.append(write_item(e.item, rec.noisy, output_path(e.item, folder, "noisy"),
                                               inputs=inputs))
-                written.append(self._write_sidecar(e, rec, rank, target, params, inputs))
+                written.append(self._write_sidecar(e, rec, rank, target, inputs))
             except (InputError, OSError, ValueError) as exc:
                 errors.append(f"{target}: cannot write ({exc})")
         for w in written:
@@ -963,8 +1118,7 @@ class MainWindow(QMainWindow):
             self.last_export_dir = str(folder)
         return written
 
-    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path,
-                       params: DenoiseParams, inputs) -> Path:
+    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path, inputs) -> Path:
         """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
         side = target.with_name(target.stem + ".json")
         check_not_input(side, inputs)
@@ -993,8 +1147,8 @@ class MainWindow(QMainWindow):
 
     def export_sheet(self, path=None) -> Path | None:
         """Save the noisy image and every computed rank side by side as a PNG."""
-        e, p = self.current_entry(), self.current_params()
-        rec = self.cache.get(e.key, self.result_key(e, p)) if e is not None and p is not None else None
+        e = self.current_entry()
+        rec = self.session.shown(e, self.current_params()).record
         if rec is None or not rec.ranks:
             self.report_error("No comparison to save: run the current image first (Ctrl+R).")
             return None
@@ -1075,7 +1229,11 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        QTimer.singleShot(0, self.auto_range)
+        if not self._placed:  # the window frame exists now: fit it, frame included
+            self._placed = True
+            self._geometry_restored = True  # the size chosen before showing is kept
+            self.place_on_screen()
+        self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Cancel any run and wait for the worker thread; True if it stopped."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import html
+import re
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
@@ -86,6 +87,16 @@ class ProgressPanel(QWidget):
         lay.addLayout(row)
         self._t0 = 0.0
         self.last_stage: str | None = None
+        self._running = False
+        self._item = ""
+        self._detail = ""
+        self._stage_t0 = 0.0
+        self._eta: float | None = None
+        self.first_run = True  # the first run of a session loads (or compiles) the numeric code
+        # the elapsed time ticks every second, not only when the pipeline reports
+        self.clock = QTimer(self)
+        self.clock.setInterval(1000)
+        self.clock.timeout.connect(self._render)
         self.set_method("global")
 
     def set_method(self, method: str, one_model: bool = False) -> None:
@@ -106,8 +117,32 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         self._t0 = time.monotonic()
         self.last_stage = None
-        self.overall.setText(f"starting ({n_items} image{'s' if n_items != 1 else ''})…")
+        self._running = True
+        self._eta = None
+        self._item = f"starting ({n_items} image{'s' if n_items != 1 else ''})…"
+        self._detail = ""
+        self.clock.start()
+        self._render()
         self.cancel_button.setEnabled(True)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def _render(self) -> None:
+        """The overall line: item, stage, elapsed seconds and the remaining-time estimate."""
+        if not self._running:
+            return
+        el = self.elapsed()
+        parts = [self._item]
+        if self._detail:
+            parts.append(self._detail)
+        elif self.last_stage is None and el >= 3:
+            parts.append("loading the numeric code (numba compiles it on the first run after "
+                         "an install: about a minute)" if self.first_run else "preparing")
+        text = " — ".join(parts) + f" · {el:.0f} s"
+        if self._eta is not None and self._eta >= 1:
+            text += f" · about {_duration(self._eta)} left"
+        self.overall.setText(text)
 
     def item_started(self, index: int, count: int, name: str) -> None:
         for _, bar in self.rows.values():
@@ -116,7 +151,9 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         # index -1: a set fitted together, ``name`` says what it is
         self._item = name if index < 0 else f"image {index + 1}/{count}: {name}"
-        self.overall.setText(self._item)
+        self._detail = ""
+        self._eta = None
+        self._render()
 
     def update_stage(self, stage: str, done: int, total: int, message: str = "") -> None:
         row = self.rows.get(stage)
@@ -126,7 +163,11 @@ class ProgressPanel(QWidget):
             if ebar.value() < ebar.maximum():
                 ebar.setRange(0, max(1, ebar.value()))
                 ebar.setFormat(f"converged, {ebar.value()} it.")
+        now = time.monotonic()
+        if stage != self.last_stage or done <= 0:
+            self._stage_t0 = now
         self.last_stage = stage
+        self.first_run = False
         if row is None:
             return
         _, bar = row
@@ -135,13 +176,40 @@ class ProgressPanel(QWidget):
         bar.setValue(min(int(done), total))
         extra = f"  ({message})" if message else ""
         bar.setFormat(f"{done:,} / {total:,}{extra}")
-        elapsed = time.monotonic() - self._t0
         label = dict(STAGES).get(stage, stage)
-        self.overall.setText(f"{getattr(self, '_item', '')} — {label} {done:,}/{total:,} · {elapsed:.1f} s")
+        self._detail = f"{label} {done:,}/{total:,}" + (f" ({message})" if message else "")
+        self._eta = self._estimate(stage, done, total, message, now)
+        self._render()
+
+    def _estimate(self, stage: str, done: int, total: int, message: str, now: float) -> float | None:
+        """Seconds left in this stage from its rate so far; for the pre-image of "rank k of n"
+        also the n - k ranks after it (each takes about as long).  None while unknown."""
+        spent = now - self._stage_t0
+        if done <= 0 or spent < 0.5 or stage == "eigensolver":  # the solver stops when it converges
+            return None
+        per_unit = spent / done
+        left = per_unit * (total - done)
+        k, n = _rank_of(message)
+        if stage == "preimage" and n:
+            left += (n - k) * per_unit * total
+        return left
 
     def finish(self, text: str) -> None:
+        self._running = False
+        self.clock.stop()
+        self._eta = None
         self.overall.setText(text)
         self.cancel_button.setEnabled(False)
+
+
+def _rank_of(message: str) -> tuple[int, int]:
+    """``(k, n)`` from a stage message containing "k of n" (the rank being computed)."""
+    m = re.search(r"(\d+) of (\d+)", message or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
 
 
 class LogView(QPlainTextEdit):

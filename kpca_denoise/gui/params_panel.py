@@ -134,6 +134,13 @@ class _AutoFloat(QWidget):
         self.chosen.setText("" if v is None else prefix + self.fmt.format(v))
 
 
+def _form(parent: QWidget) -> QFormLayout:
+    """A form whose long rows put the field under its label (keeps the panel narrow)."""
+    f = QFormLayout(parent)
+    f.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    return f
+
+
 class ParamsPanel(QScrollArea):
     """Every denoising parameter, plus the clean-reference controls."""
 
@@ -152,7 +159,7 @@ class ParamsPanel(QScrollArea):
 
         # -- method --------------------------------------------------------
         g_method = QGroupBox("Method", body)
-        f = QFormLayout(g_method)
+        f = _form(g_method)
         self.method = QComboBox(g_method)
         for m, text in _METHOD_TEXT.items():
             self.method.addItem(text, m)
@@ -169,7 +176,7 @@ class ParamsPanel(QScrollArea):
 
         # -- patches and kernel ----------------------------------------------
         g_patch = QGroupBox("Patches and kernel", body)
-        f = QFormLayout(g_patch)
+        f = _form(g_patch)
         self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
                                             "from the noise level for 'grouped'")
         f.addRow("patch size", self.patch_size)
@@ -225,7 +232,7 @@ class ParamsPanel(QScrollArea):
 
         # -- noise -------------------------------------------------------------
         g_noise = QGroupBox("Noise", body)
-        f = QFormLayout(g_noise)
+        f = _form(g_noise)
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
                                       "of an 8-bit image); auto estimates it per image", "{:.3g}")
         f.addRow("noise level σ", self.noise_sigma)
@@ -283,6 +290,10 @@ class ParamsPanel(QScrollArea):
         self.add_noise.valueChanged.connect(self._emit)
         self._blocked = False
         self._on_method()
+        # never narrower than the form: with no horizontal scrolling a control cut at the
+        # right edge could not be reached
+        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:
@@ -334,7 +345,8 @@ class ParamsPanel(QScrollArea):
             # stride, training patches, landmarks and γ do not apply: keep them at
             # their defaults so they do not split the result cache or the sidecar
             # (and 'grouped' rejects landmarks)
-            p = p.replace(stride=None, n_train=DenoiseParams.n_train, n_landmarks=None, gamma=None)
+            p = p.replace(stride=None, n_train=DenoiseParams.n_train, n_landmarks=None, gamma=None,
+                          preimage_iterations=None)
         return p.validate()
 
     def set_params(self, p: DenoiseParams) -> None:
@@ -352,7 +364,7 @@ class ParamsPanel(QScrollArea):
                 self.n_landmarks.setValue(int(p.n_landmarks))
             self.gamma.set_value(p.gamma)
             self.noise_sigma.set_value(p.noise_sigma)
-            self.iterations.setValue(int(p.preimage_iterations))
+            self.iterations.setValue(int(p.preimage_iterations or 100))
             self.seed.setValue(int(p.seed))
             self.add_noise_on.setChecked(p.add_noise is not None)
             if p.add_noise is not None:

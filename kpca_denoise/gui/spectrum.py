@@ -118,6 +118,11 @@ class SpectrumPlot(pg.PlotWidget):
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
         self._update_rank_lines()
 
+    def solver_finished(self) -> None:
+        """The run moved past the eigensolver: the estimate shown is its final one."""
+        if self.status.textItem.toPlainText() == "eigensolver iterating…":
+            _set_text(self.status, f"eigensolver converged: {self.eigenvalues.size} components")
+
     def _fit_y(self, positive: np.ndarray) -> None:
         """Log10 y range in half-decade steps, changed only when the data leave it
         or use less than a third of it."""

@@ -23,10 +23,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics"]
+__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
+           "region_stats", "one_to_one"]
 
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+
+#: smallest side of an image view; the grid puts as many columns side by side as
+#: fit at :data:`CELL_WIDTH` each and wraps the rest onto further rows
+MIN_VIEW = 80
+CELL_WIDTH = 170
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
@@ -49,10 +55,40 @@ def format_metrics(m: dict | None) -> str:
     return ""
 
 
+def format_value(v) -> str:
+    """A pixel value in the source's units: integers as integers (16-bit stays 16-bit)."""
+    v = np.asarray(v)
+    if v.ndim:
+        return "(" + ", ".join(format_value(x) for x in v) + ")"
+    if np.issubdtype(v.dtype, np.integer):
+        return str(int(v))
+    f = float(v)
+    return str(int(f)) if f.is_integer() else f"{f:.4g}"
+
+
+def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> str:
+    """``mean ± std`` of ``a`` (row, column) inside columns x0..x1 and rows y0..y1."""
+    if a is None:
+        return ""
+    h, w = a.shape[:2]
+    x0, x1 = max(0, min(x0, w)), max(0, min(x1, w))
+    y0, y1 = max(0, min(y0, h)), max(0, min(y1, h))
+    if x1 <= x0 or y1 <= y0:
+        return "ROI outside the image"
+    r = np.asarray(a[y0:y1, x0:x1], dtype=np.float64)
+    return f"ROI mean {r.mean():.4g} ± {r.std():.3g}"
+
+
 class ImagePanel(QFrame):
-    """A titled image view with a line of metrics under it."""
+    """A titled image view with a line of metrics under it.
+
+    ``data`` is the array drawn, in the source's units (display only drops an
+    alpha channel or tiles a patch set); ``hovered`` reports the pixel under
+    the mouse.
+    """
 
     clicked = Signal()
+    hovered = Signal(object)  # (x, y, value) in image pixels, or None off the image
 
     def __init__(self, title: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,16 +111,43 @@ class ImagePanel(QFrame):
         self.metrics = QLabel("", self)
         self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.view.setMinimumSize(120, 120)
+        self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.view.scene().sigMouseClicked.connect(self._on_click)
+        self.view.scene().sigMouseMoved.connect(self._on_move)
+        self.roi_text = QLabel("", self)
+        self.roi_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.roi_text.hide()
+        self.data: np.ndarray | None = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(1)
         lay.addWidget(self.title)
         lay.addWidget(self.view, 1)
         lay.addWidget(self.metrics)
+        lay.addWidget(self.roi_text)
         self._shape: tuple | None = None
+
+    def value_at(self, x: float, y: float):
+        """``(col, row, value)`` of the pixel at view coordinates (x, y), None outside."""
+        if self.data is None or not self.image.isVisible():
+            return None
+        c, r = int(np.floor(x)), int(np.floor(y))
+        h, w = self.data.shape[:2]
+        if 0 <= r < h and 0 <= c < w:
+            return c, r, self.data[r, c]
+        return None
+
+    def _on_move(self, pos) -> None:
+        if not self.vb.sceneBoundingRect().contains(pos):
+            self.hovered.emit(None)
+            return
+        p = self.vb.mapSceneToView(pos)
+        self.hovered.emit(self.value_at(p.x(), p.y()))
+
+    def set_roi_text(self, text: str) -> None:
+        self.roi_text.setText(text)
+        self.roi_text.setVisible(bool(text))
 
     def _on_click(self, ev) -> None:
         if ev.button() == Qt.MouseButton.LeftButton and not ev.double():
@@ -93,6 +156,7 @@ class ImagePanel(QFrame):
     def set_image(self, a: np.ndarray | None, levels: tuple[float, float] | None = None,
                   placeholder: str = "") -> None:
         """Show ``a`` (or an empty view with a centred message)."""
+        self.data = a
         if a is None:
             self.image.clear()
             self.image.setVisible(False)
@@ -120,17 +184,20 @@ class ImagePanel(QFrame):
 
 
 class ComparisonGrid(QWidget):
-    """Noisy input and one column per rank; residuals (noisy − denoised) below.
+    """Noisy input and one cell per rank; residuals (noisy − denoised) below each.
 
-    Layout (ranks r1..rk)::
+    Layout (ranks r1..rk) when the width allows k + 1 columns::
 
         noisy / input   | rank r1   | ... | rank rk
         reference/blank | resid. r1 | ... | resid. rk
 
+    A narrower grid wraps the cells onto more rows (at least :data:`CELL_WIDTH`
+    pixels per column) instead of asking the window to grow.
     All panels share one zoom and pan.
     """
 
     rankClicked = Signal(object)  # rank (int or None)
+    userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,11 +207,26 @@ class ComparisonGrid(QWidget):
         self.input_panel = ImagePanel("input", self)
         self.ref_panel = ImagePanel("reference", self)
         self.master = self.input_panel.vb
+        for p in (self.input_panel, self.ref_panel):
+            p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
         self.show_residuals = True
+        self.columns = 1
+        self.setMinimumWidth(CELL_WIDTH)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
         self._relayout()
+
+    def columns_for(self, width: int) -> int:
+        """Columns of cells that fit in ``width`` pixels (the input and one per rank)."""
+        cells = len(self.ranks) + 1
+        return max(1, min(cells, int(width) // CELL_WIDTH))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self.columns_for(self.width()) != self.columns:
+            self._relayout()
 
     def panels(self) -> list[ImagePanel]:
         return [self.input_panel, self.ref_panel, *self.rank_panels.values(),
@@ -173,6 +255,7 @@ class ComparisonGrid(QWidget):
                 q = ImagePanel(f"residual, rank {label}", self)
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
+                    panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
                     panel.vb.setXLink(self.master)
                     panel.vb.setYLink(self.master)
                 self.rank_panels[r], self.resid_panels[r] = p, q
@@ -188,24 +271,24 @@ class ComparisonGrid(QWidget):
             self.grid.removeWidget(p)
         self.ref_panel.vb.setXLink(self.master)
         self.ref_panel.vb.setYLink(self.master)
-        self.grid.addWidget(self.input_panel, 0, 0)
-        for c, r in enumerate(self.ranks, start=1):
-            self.grid.addWidget(self.rank_panels[r], 0, c)
-            self.rank_panels[r].show()
+        cols = self.columns = self.columns_for(self.width())
+        per = 2 if self.show_residuals else 1  # grid rows per row of cells
+        cells = [(self.input_panel, self.ref_panel)] + [(self.rank_panels[r], self.resid_panels[r])
+                                                        for r in self.ranks]
+        for i, (top, below) in enumerate(cells):
+            row, col = divmod(i, cols)
+            self.grid.addWidget(top, per * row, col)
+            top.show()
             if self.show_residuals:
-                self.grid.addWidget(self.resid_panels[r], 1, c)
-                self.resid_panels[r].show()
+                self.grid.addWidget(below, per * row + 1, col)
+                below.show()
             else:
-                self.resid_panels[r].hide()
-        if self.show_residuals:
-            self.grid.addWidget(self.ref_panel, 1, 0)
-            self.ref_panel.show()
-        else:
-            self.ref_panel.hide()
+                below.hide()
+        used_rows = per * (-(-len(cells) // cols))
         for c in range(self.grid.columnCount()):
-            self.grid.setColumnStretch(c, 1 if c <= len(self.ranks) else 0)
+            self.grid.setColumnStretch(c, 1 if c < cols else 0)
         for r in range(self.grid.rowCount()):
-            self.grid.setRowStretch(r, 1 if (r == 0 or self.show_residuals) and r < 2 else 0)
+            self.grid.setRowStretch(r, 1 if r < used_rows else 0)
 
     def set_selected(self, rank) -> None:
         for r, p in self.rank_panels.items():
@@ -214,6 +297,14 @@ class ComparisonGrid(QWidget):
 
     def auto_range(self) -> None:
         self.master.autoRange(padding=0.0)
+
+
+def one_to_one(vb: pg.ViewBox) -> None:
+    """Zoom ``vb`` so that one image pixel is one screen pixel, around the current centre."""
+    (x0, x1), (y0, y1) = vb.viewRange()
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    w, h = max(vb.width(), 1.0), max(vb.height(), 1.0)
+    vb.setRange(xRange=(cx - w / 2, cx + w / 2), yRange=(cy - h / 2, cy + h / 2), padding=0)
 
 
 class SplitView(QWidget):

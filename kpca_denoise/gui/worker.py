@@ -24,13 +24,13 @@ import sys
 import time
 import types
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import numpy as np
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..core.progress import CancelToken
 from ..params import DenoiseParams
+from .model import FitRecord, RankRecord, ResultCache
 from .compute import (
     ItemOutcome,
     Job,
@@ -88,74 +88,6 @@ class RunSummary:
     failed: int = 0
     seconds: float = 0.0
     message: str = ""
-
-
-@dataclass
-class RankRecord:
-    output: np.ndarray
-    metrics: dict
-    residual_std: float
-
-
-@dataclass
-class FitRecord:
-    """Everything cached for one (image, parameters) pair, any number of ranks."""
-
-    noisy: np.ndarray
-    noise_sigma: float
-    noise_estimated: bool
-    noisy_metrics: dict
-    eigenvalues: np.ndarray | None
-    total_variance: float | None
-    resolved: dict
-    timings: dict
-    params: DenoiseParams
-    ranks: dict = field(default_factory=dict)  # rank -> RankRecord
-    fit_set: tuple = ()  # keys of the images fitted together with this one; () = alone
-
-
-class ResultCache:
-    """Results per (image key, parameters key), each holding results per rank."""
-
-    def __init__(self) -> None:
-        self._fits: dict[tuple[str, str], FitRecord] = {}
-
-    def get(self, key: str, pkey: str) -> FitRecord | None:
-        return self._fits.get((key, pkey))
-
-    def missing(self, key: str, pkey: str, ranks) -> tuple:
-        rec = self.get(key, pkey)
-        have = rec.ranks if rec is not None else {}
-        return tuple(r for r in ranks if r not in have)
-
-    def add(self, out: ItemOutcome) -> FitRecord:
-        rec = self.get(out.key, out.params_key)
-        if rec is None:
-            rec = FitRecord(noisy=out.noisy, noise_sigma=out.noise_sigma,
-                            noise_estimated=out.noise_estimated, noisy_metrics=out.noisy_metrics,
-                            eigenvalues=out.eigenvalues, total_variance=out.total_variance,
-                            resolved=out.resolved, timings=out.timings, params=out.params,
-                            fit_set=out.fit_set)
-            self._fits[(out.key, out.params_key)] = rec
-        elif out.eigenvalues is not None and (
-                rec.eigenvalues is None or out.eigenvalues.size > rec.eigenvalues.size):
-            # a later run for a larger rank knows more of the spectrum
-            rec.eigenvalues = out.eigenvalues
-            rec.total_variance = out.total_variance
-            rec.resolved = out.resolved
-        for r, arr in out.outputs.items():
-            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
-        return rec
-
-    def records_for(self, key: str) -> list[FitRecord]:
-        return [rec for (k, _), rec in self._fits.items() if k == key]
-
-    def drop_image(self, key: str) -> None:
-        for k in [k for k in self._fits if k[0] == key]:
-            del self._fits[k]
-
-    def __len__(self) -> int:
-        return len(self._fits)
 
 
 # -- the compute process -------------------------------------------------------------

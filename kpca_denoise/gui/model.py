@@ -1,0 +1,389 @@
+"""The window's state, with no Qt: images, results keyed by their parameters, selection.
+
+Following the model/view split of ``../shared/STYLE.md`` (napari's layers
+list and viewer model), everything the window *knows* lives here and the
+widgets only draw it:
+
+* :class:`ImageEntry` -- one loaded file plus its clean reference;
+* :class:`ResultCache` -- per (image, parameters) a :class:`FitRecord` holding
+  any number of ranks; a result of a *set fit* (one model fitted on several
+  images of one kind) is keyed by parameters that name the set, so it lives
+  beside the image's own result, never instead of it;
+* :class:`Session` -- the list of entries, the cache, which image and rank are
+  selected, whether the set fit or the image's own fit is shown, and the
+  questions the window asks it: what is shown for an image, what an export
+  would write, what a run has to compute.
+
+Nothing here computes a result or touches a file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..io import LoadedItem
+from ..params import DenoiseParams
+from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
+
+__all__ = [
+    "ImageEntry",
+    "RankRecord",
+    "FitRecord",
+    "ResultCache",
+    "Shown",
+    "Session",
+    "fit_kind",
+    "param_differences",
+    "describe_params",
+    "DEFAULT_RANKS",
+    "default_ranks",
+    "auto_neighbours",
+    "converged_with",
+]
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class ImageEntry:
+    """One loaded file and the GUI state attached to it."""
+
+    item: LoadedItem
+    reference: np.ndarray | None = None
+    reference_path: Path | None = None
+    key: str = field(default="")
+
+    def __post_init__(self) -> None:
+        # the key names the image in the result cache; a counter keeps two
+        # loads of the same path (after it changed on disk) apart
+        if not self.key:
+            self.key = f"{next(_ids)}:{self.item.path.resolve()}"
+
+    @property
+    def name(self) -> str:
+        return self.item.name
+
+    @property
+    def path(self) -> Path:
+        return self.item.path
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.item.array
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.item.is_patchset
+
+    def describe(self) -> str:
+        a = self.array
+        if self.is_patchset:
+            return f"{a.shape[0]} samples of {a.shape[1]}×{a.shape[2]}, {a.dtype}, {self.item.format}"
+        chans = "" if a.ndim == 2 else f"×{a.shape[2]}"
+        return f"{a.shape[1]}×{a.shape[0]}{chans}, {a.dtype}, {self.item.format}"
+
+
+@dataclass
+class RankRecord:
+    output: np.ndarray
+    metrics: dict
+    residual_std: float
+
+
+@dataclass
+class FitRecord:
+    """Everything cached for one (image, parameters) pair, any number of ranks."""
+
+    noisy: np.ndarray
+    noise_sigma: float
+    noise_estimated: bool
+    noisy_metrics: dict
+    eigenvalues: np.ndarray | None
+    total_variance: float | None
+    resolved: dict
+    timings: dict
+    params: DenoiseParams
+    ranks: dict = field(default_factory=dict)  # rank -> RankRecord
+    fit_set: tuple = ()  # keys of the images fitted together with this one; () = alone
+
+    def effective_rank(self, rank) -> float | None:
+        """Mean kept components per group for a grouped result (``stats["effective_rank"]``)."""
+        eff = (self.resolved.get("grouped") or {}).get("effective_rank")
+        if isinstance(eff, dict):
+            v = eff.get(rank, eff.get(rank_label(rank), eff.get(str(rank))))
+            return float(v) if v is not None else None
+        return None
+
+
+class ResultCache:
+    """Results per (image key, parameters key), each holding results per rank."""
+
+    def __init__(self) -> None:
+        self._fits: dict[tuple[str, str], FitRecord] = {}
+
+    def get(self, key: str, pkey: str) -> FitRecord | None:
+        return self._fits.get((key, pkey))
+
+    def missing(self, key: str, pkey: str, ranks) -> tuple:
+        rec = self.get(key, pkey)
+        have = rec.ranks if rec is not None else {}
+        return tuple(r for r in ranks if r not in have)
+
+    def add(self, out: ItemOutcome) -> FitRecord:
+        rec = self.get(out.key, out.params_key)
+        if rec is None:
+            rec = FitRecord(noisy=out.noisy, noise_sigma=out.noise_sigma,
+                            noise_estimated=out.noise_estimated, noisy_metrics=out.noisy_metrics,
+                            eigenvalues=out.eigenvalues, total_variance=out.total_variance,
+                            resolved=out.resolved, timings=out.timings, params=out.params,
+                            fit_set=out.fit_set)
+            self._fits[(out.key, out.params_key)] = rec
+        elif out.eigenvalues is not None and (
+                rec.eigenvalues is None or out.eigenvalues.size > rec.eigenvalues.size):
+            # a later run for a larger rank knows more of the spectrum
+            rec.eigenvalues = out.eigenvalues
+            rec.total_variance = out.total_variance
+            rec.resolved = out.resolved
+        for r, arr in out.outputs.items():
+            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
+        return rec
+
+    def records_for(self, key: str) -> list[FitRecord]:
+        return [rec for (k, _), rec in self._fits.items() if k == key]
+
+    def drop_image(self, key: str) -> None:
+        for k in [k for k in self._fits if k[0] == key]:
+            del self._fits[k]
+
+    def __len__(self) -> int:
+        return len(self._fits)
+
+
+def fit_kind(e: ImageEntry) -> tuple:
+    """What may share one model in a set fit: patch sets of one sample size, images of one
+    channel count (the pipeline fits one model per such kind)."""
+    a = e.array
+    if e.is_patchset:
+        return ("patch set", a.shape[1], a.shape[2])
+    return ("image", 1 if a.ndim == 2 else a.shape[2])
+
+
+_IGNORED = ("ranks",)
+
+
+def param_differences(shown: DenoiseParams, panel: DenoiseParams) -> list[str]:
+    """``name: shown → panel`` for every parameter (ranks aside) that differs."""
+    a, b = shown.to_dict(), panel.to_dict()
+    out = []
+    for k in a:
+        if k in _IGNORED or a.get(k) == b.get(k):
+            continue
+        out.append(f"{k.replace('_', ' ')}: {_fmt(a.get(k))} → {_fmt(b.get(k))}")
+    return out
+
+
+def _fmt(v) -> str:
+    return "auto" if v is None else str(v)
+
+
+@dataclass
+class Shown:
+    """What the views show for an image: a record, its cache key, and whether it was
+    computed with the panel's parameters (``matches``) or is the image's latest result
+    under other ones."""
+
+    record: FitRecord | None
+    pkey: str | None
+    matches: bool = True
+
+    @property
+    def ranks(self) -> tuple:
+        return tuple(sorted(self.record.ranks, key=rank_sort_key)) if self.record else ()
+
+
+class Session:
+    """Images, results and selection of one window (no widgets; see the module doc)."""
+
+    def __init__(self) -> None:
+        self.entries: list[ImageEntry] = []
+        self.cache = ResultCache()
+        self.selected_rank = None
+        #: show (and export) the set fit's results where an image has one
+        self.show_set_fit = False
+        # (image key, own params key) -> keys of the images it was fitted with in a set fit
+        self._set_fits: dict[tuple[str, str], tuple] = {}
+        # image key -> params key of its latest result (shown when the panel has no result)
+        self._latest: dict[str, str] = {}
+
+    # -- images ------------------------------------------------------------------
+    def add(self, e: ImageEntry) -> None:
+        self.entries.append(e)
+
+    def remove(self, row: int) -> ImageEntry:
+        e = self.entries.pop(row)
+        self.cache.drop_image(e.key)
+        for k in [k for k in self._set_fits if k[0] == e.key]:
+            del self._set_fits[k]
+        self._latest.pop(e.key, None)
+        return e
+
+    def row_of(self, key: str) -> int:
+        return next((i for i, e in enumerate(self.entries) if e.key == key), -1)
+
+    def has_results(self, e: ImageEntry) -> bool:
+        return any(rec.ranks for rec in self.cache.records_for(e.key))
+
+    # -- results -----------------------------------------------------------------
+    def set_group(self, e: ImageEntry, params: DenoiseParams) -> tuple:
+        """The images ``e`` was set-fitted with under ``params``; () if none."""
+        return self._set_fits.get((e.key, params_key(params)), ())
+
+    def result_key(self, e: ImageEntry, params: DenoiseParams, set_fit: bool | None = None) -> str:
+        """Cache key of the result shown for ``e``: its set fit's (when shown and present) or its own."""
+        set_fit = self.show_set_fit if set_fit is None else set_fit
+        group = self.set_group(e, params) if set_fit else ()
+        return params_key(params, group)
+
+    def record(self, e: ImageEntry, params: DenoiseParams, set_fit: bool | None = None) -> FitRecord | None:
+        return self.cache.get(e.key, self.result_key(e, params, set_fit))
+
+    def shown(self, e: ImageEntry | None, params: DenoiseParams | None) -> Shown:
+        """The result the views draw for ``e``: for the panel's parameters if there is one,
+        else the image's latest result (``matches=False``: the window marks it)."""
+        if e is None:
+            return Shown(None, None)
+        if params is not None:
+            pkey = self.result_key(e, params)
+            rec = self.cache.get(e.key, pkey)
+            if rec is not None:
+                return Shown(rec, pkey, True)
+        pkey = self._latest.get(e.key)
+        rec = self.cache.get(e.key, pkey) if pkey else None
+        if rec is not None:
+            return Shown(rec, pkey, False)
+        return Shown(None, None)
+
+    def add_outcome(self, out: ItemOutcome) -> FitRecord:
+        rec = self.cache.add(out)
+        if len(out.fit_set) > 1:
+            self._set_fits[(out.key, params_key(out.params))] = out.fit_set
+        self._latest[out.key] = out.params_key
+        return rec
+
+    def export_plan(self, entries: list[ImageEntry], params: DenoiseParams, rank) -> tuple[list, list]:
+        """``(ready, missing)``: ``(entry, record)`` pairs whose shown result has ``rank``,
+        and the entries that would need a run first."""
+        ready, missing = [], []
+        for e in entries:
+            rec = self.record(e, params)
+            if rec is not None and rank in rec.ranks:
+                ready.append((e, rec))
+            else:
+                missing.append(e)
+        return ready, missing
+
+    # -- runs --------------------------------------------------------------------
+    def kind_groups(self, entries: list[ImageEntry]) -> list[list[ImageEntry]]:
+        """``entries`` split by :func:`fit_kind`, in order of first appearance."""
+        groups: dict[tuple, list[ImageEntry]] = {}
+        for e in entries:
+            groups.setdefault(fit_kind(e), []).append(e)
+        return list(groups.values())
+
+    def plan(self, entries: list[ImageEntry], params: DenoiseParams, ranks=None,
+             set_fit: bool = False) -> tuple[list[JobItem], list[tuple]]:
+        """Job items for the ranks not cached yet, and the groups of them fitted together.
+
+        ``set_fit`` (method 'global'): one kernel PCA per kind of image among
+        ``entries`` (:func:`fit_kind`), as ``kpca-denoise denoise FOLDER`` fits
+        one; an image alone of its kind is fitted alone.  Otherwise each image
+        is fitted on its own.  A rank added later to a shown set fit comes from
+        the same set again (its model is reused by the compute process).
+        """
+        ranks = tuple(params.ranks) if ranks is None else tuple(ranks)
+        loaded = {x.key: x for x in self.entries}
+        if set_fit and params.method == "global":
+            groups = [g for g in self.kind_groups(entries)]
+        else:
+            groups = []
+            for e in entries:
+                g = self.set_group(e, params) if self.show_set_fit else ()
+                if len(g) > 1 and all(k in loaded for k in g):
+                    groups.append([loaded[k] for k in g])
+                else:
+                    groups.append([e])
+        items: list[JobItem] = []
+        sets: list[tuple] = []
+        planned: set[str] = set()
+        for members in groups:
+            members = [m for m in members if m.key not in planned]
+            if not members:
+                continue
+            planned.update(m.key for m in members)
+            together = tuple(m.key for m in members) if len(members) > 1 else ()
+            pkey = params_key(params, together)
+            # a member the set's earlier run left without a result failed there:
+            # it trains the model again, but does not make every rank run again
+            done = [m for m in members if self.cache.get(m.key, pkey) is not None] or members
+            missing = {r for m in done for r in self.cache.missing(m.key, pkey, ranks)}
+            if not missing:
+                continue
+            todo = tuple(r for r in ranks if r in missing)
+            first = len(items)
+            for m in members:  # a set's members all train the model, computed or not
+                items.append(JobItem(key=m.key, name=m.name, array=m.array, is_patchset=m.is_patchset,
+                                     ranks=todo, reference=m.reference))
+            if together:
+                sets.append(tuple(range(first, len(items))))
+        return items, sets
+
+
+def describe_params(p: DenoiseParams) -> str:
+    """The parameters a run would use, one ``name = value`` per line (for questions and tooltips)."""
+    d = p.to_dict()
+    d["ranks"] = ", ".join(rank_label(r) for r in p.ranks)
+    return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "extra" or v)
+
+
+#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on the sample images):
+#: grouped -- per-group caps 1, 2, 4 change the result by 0.4-0.9 dB each, above ~4 the
+#: shrinkage keeps fewer components than the cap and the result converges to 'auto' (no cap);
+#: global -- 4, 8, 16 ('auto' for images), 32 change it by >= 0.3 dB, and 64 is worse again
+DEFAULT_RANKS = {
+    "grouped": (1, 2, 4, None),
+    "global": (4, 8, None, 32),
+}
+#: patch sets: the automatic rank (from the noise level), then its neighbours once it is known
+PATCH_SET_RANKS = (None,)
+
+
+def default_ranks(method: str, is_patchset: bool = False) -> tuple:
+    """The ranks the panel proposes for ``method`` and this kind of input."""
+    return PATCH_SET_RANKS if is_patchset else DEFAULT_RANKS.get(method, DEFAULT_RANKS["grouped"])
+
+
+def auto_neighbours(auto_rank: int, n_samples: int) -> tuple:
+    """Ranks to compare around a patch set's automatic rank: half and double it (within
+    the n_samples - 1 components a set of n samples has), and 'auto' itself."""
+    lo = max(1, auto_rank // 2)
+    hi = min(max(2 * auto_rank, auto_rank + 1), max(n_samples - 1, 1))
+    return tuple(sorted({lo, hi} - {auto_rank})) + (None,)
+
+
+def converged_with(prev: RankRecord | None, cur: RankRecord, sigma: float | None,
+                   threshold_db: float = 0.3) -> str:
+    """"≈ previous rank" text when ``cur`` hardly differs from the rank before it: PSNR within
+    ``threshold_db`` (with a reference), else an RMS difference under a tenth of the noise."""
+    if prev is None:
+        return ""
+    a, b = prev.metrics.get("psnr"), cur.metrics.get("psnr")
+    if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
+        return f"converged (Δ {b - a:+.2f} dB)" if abs(b - a) < threshold_db else ""
+    if sigma and np.isfinite(sigma) and prev.output.shape == cur.output.shape:
+        rms = float(np.sqrt(np.mean((np.asarray(cur.output, float) - np.asarray(prev.output, float)) ** 2)))
+        return f"converged (RMS Δ {rms:.2g})" if rms < 0.1 * sigma else ""
+    return ""

@@ -1,0 +1,526 @@
+"""Hostile and unusual input, as a new user brings it: every case ends in a lossless
+output or a one-line error naming the problem and the fix, with no traceback, no
+compute before a foreseeable failure, and nothing overwritten or silently dropped.
+
+Each test checks the exit code, the message, and the files on disk.
+"""
+
+import hashlib
+import io
+import json
+import os
+import struct
+import zlib
+
+import numpy as np
+import pytest
+import tifffile
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageCms
+
+import kpca_denoise.cli as cli
+from kpca_denoise import denoise_image, denoise_set
+from kpca_denoise.cli import load_params_file, main
+from kpca_denoise.io import InputError, OutputExistsError, atomic_write, read_item
+from kpca_denoise.params import DenoiseParams
+
+FAST = ["--method", "global", "--ranks", "4", "--train-patches", "300", "-q"]
+
+
+def _smooth(shape, dtype=np.uint8, seed=0):
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    hi = np.iinfo(dtype).max
+    base = 0.5 + 0.3 * np.sin(x / 6 + seed) * np.cos(y / 9)
+    if len(shape) == 3:
+        base = base[..., None] * np.linspace(0.7, 1.0, shape[2])
+    noisy = hi * base + rng.normal(0, 0.03 * hi, base.shape)
+    return np.clip(noisy, 0, hi).astype(dtype)
+
+
+def _run(args, capsys):
+    rc = main(args)
+    cap = capsys.readouterr()
+    errs = [line for line in cap.err.splitlines() if line.startswith(("error:", "note:"))]
+    assert "Traceback" not in cap.err and "Traceback" not in cap.out
+    return rc, errs, cap
+
+
+def _md5(p):
+    return hashlib.md5(p.read_bytes()).hexdigest()
+
+
+def _sidecars(folder):
+    return sorted(folder.glob("kpca-denoise-*.json"))
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Fail the test if the pipeline is reached: the error had to come first."""
+    def boom(*a, **k):
+        raise AssertionError("denoise_set was called before a foreseeable failure")
+
+    monkeypatch.setattr(cli, "denoise_set", boom)
+
+
+# -- lossless ---------------------------------------------------------------------------
+
+
+def test_16_bit_rgb_png_and_tiff_stay_16_bit(tmp_path, capsys):
+    a = _smooth((40, 44, 3), np.uint16)
+    import imagecodecs
+
+    (tmp_path / "rgb16.png").write_bytes(imagecodecs.png_encode(a))
+    tifffile.imwrite(tmp_path / "rgb16.tif", a, photometric="rgb")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "rgb16.png"), str(tmp_path / "rgb16.tif"),
+                        "-o", str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 0, errs
+    png = imagecodecs.png_decode((tmp_path / "o" / "rgb16_kpca_r4.png").read_bytes())
+    tif = tifffile.imread(tmp_path / "o" / "rgb16_kpca_r4.tif")
+    for out in (png, tif):
+        assert out.dtype == np.uint16 and out.shape == a.shape
+        assert np.any(out % 257 != 0)  # real 16-bit values, not 8-bit ones scaled up
+        assert np.abs(out.astype(float) - a).mean() < 0.05 * 65535
+
+
+def test_multi_page_tiff_is_a_set_and_comes_back_with_every_page(tmp_path, capsys):
+    pages = np.stack([_smooth((36, 40), np.uint16, seed=s) for s in range(3)])
+    tifffile.imwrite(tmp_path / "stack.tif", pages, photometric="minisblack")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "stack.tif"), "-o", str(tmp_path / "o"),
+                        "--add-noise", "2000", *FAST], capsys)
+    assert rc == 0, errs
+    for tag in ("kpca_r4", "noisy"):
+        with tifffile.TiffFile(tmp_path / "o" / f"stack_{tag}.tif") as tf:
+            assert len(tf.pages) == 3
+            out = tf.asarray()
+        assert out.dtype == np.uint16 and out.shape == pages.shape
+    out = tifffile.imread(tmp_path / "o" / "stack_kpca_r4.tif")
+    # the same order: each output page is nearest to its own input page
+    for k in range(3):
+        d = [np.abs(out[k].astype(float) - pages[j]).mean() for j in range(3)]
+        assert int(np.argmin(d)) == k
+
+
+def test_exif_orientation_icc_and_dpi_are_carried_over(tmp_path, capsys):
+    a = _smooth((40, 56, 3))
+    exif = Image.Exif()
+    exif[274] = 6  # rotate 90 degrees clockwise to display
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    im = Image.fromarray(a)
+    im.save(tmp_path / "phone.jpg", quality=95, exif=exif.tobytes(), icc_profile=icc, dpi=(300, 300))
+    im.save(tmp_path / "scan.png", exif=exif.tobytes(), icc_profile=icc, dpi=(600, 600))
+    rc, errs, _ = _run(["denoise", str(tmp_path / "phone.jpg"), str(tmp_path / "scan.png"),
+                        "-o", str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 0, errs
+    for name, dpi in (("phone_kpca_r4.jpg", 300), ("scan_kpca_r4.png", 600)):
+        with Image.open(tmp_path / "o" / name) as out:
+            assert out.getexif().get(274) == 6
+            assert out.info.get("icc_profile") == icc
+            assert round(out.info["dpi"][0]) == dpi
+            # displayed the same way as the input: upright after the orientation tag
+            from PIL import ImageOps
+
+            assert ImageOps.exif_transpose(out).size == (40, 56)
+
+
+def test_16_bit_colour_png_keeps_its_metadata_too(tmp_path):
+    from kpca_denoise.io import write_item
+
+    a = _smooth((20, 24, 3), np.uint16)
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    exif = Image.Exif()
+    exif[274] = 3
+    item = read_item(_write_png16(tmp_path / "in.png", a))
+    item.meta.update(icc=icc, dpi=(300.0, 300.0), exif=exif.tobytes(), orientation=3)
+    out = write_item(item, a, tmp_path / "out.png")
+    back = read_item(out)
+    np.testing.assert_array_equal(back.array, a)
+    assert back.meta["icc"] == icc and back.meta["orientation"] == 3
+    assert round(back.meta["dpi"][0]) == 300
+
+
+def _write_png16(path, a):
+    import imagecodecs
+
+    path.write_bytes(imagecodecs.png_encode(a))
+    return path
+
+
+def test_folder_tree_and_same_names_never_collide(tmp_path, capsys):
+    for sub in ("a", "b", "b/deep"):
+        (tmp_path / "in" / sub).mkdir(parents=True)
+        Image.fromarray(_smooth((32, 32), seed=len(sub))).save(tmp_path / "in" / sub / "img.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "in"), "-o", str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 0, errs
+    outs = sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*.png"))
+    assert outs == ["a/img_kpca_r4.png", "b/deep/img_kpca_r4.png", "b/img_kpca_r4.png"]
+    # the same names given as files: made unique from their nearest common folder
+    rc, errs, _ = _run(["denoise", str(tmp_path / "in" / "a" / "img.png"),
+                        str(tmp_path / "in" / "b" / "img.png"), "-o", str(tmp_path / "o2"), *FAST],
+                       capsys)
+    assert rc == 0, errs
+    assert (tmp_path / "o2" / "a" / "img_kpca_r4.png").is_file()
+    assert (tmp_path / "o2" / "b" / "img_kpca_r4.png").is_file()
+
+
+def test_outputs_get_normal_permissions(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    old = os.umask(0o022)
+    try:
+        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST],
+                           capsys)
+    finally:
+        os.umask(old)
+    assert rc == 0, errs
+    files = list((tmp_path / "o").iterdir())
+    assert len(files) == 2  # the output and the run's sidecar
+    for f in files:
+        assert f.stat().st_mode & 0o777 == 0o644, f
+
+
+def test_existing_outputs_are_refused_before_computing(tmp_path, capsys, monkeypatch):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "o").mkdir()
+    Image.fromarray(_smooth((32, 32), seed=5)).save(tmp_path / "o" / "x_noisy.png")
+    before = _md5(tmp_path / "o" / "x_noisy.png")
+    called = []
+    monkeypatch.setattr(cli, "denoise_set", lambda *a, **k: called.append(1))
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                        "--add-noise", "20", *FAST], capsys)
+    assert rc == 2 and not called
+    assert errs == [f"error: {tmp_path / 'o' / 'x_noisy.png'}: the output already exists; use "
+                    "--overwrite to replace it or choose another folder with -o"]
+    assert _md5(tmp_path / "o" / "x_noisy.png") == before
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["x_noisy.png"]
+
+
+def test_overwrite_replaces_and_each_run_has_its_own_sidecar(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    args = ["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST]
+    assert _run(args, capsys)[0] == 0
+    assert _run(args, capsys)[0] == 2  # refused: would replace the first run's output
+    rc, errs, _ = _run(args + ["--overwrite", "--seed", "1"], capsys)
+    assert rc == 0, errs
+    sides = _sidecars(tmp_path / "o")
+    assert len(sides) == 2
+    for s in sides:
+        data = json.loads(s.read_text())
+        assert data["files"] == ["x_kpca_r4.png"]
+    assert {json.loads(s.read_text())["params"]["seed"] for s in sides} == {0, 1}
+
+
+def test_a_file_that_appears_meanwhile_is_not_replaced(tmp_path, capsys, monkeypatch):
+    """Two runs into one folder: what the other run wrote stays, and this run's sidecar
+    lists only what this run wrote."""
+    for n in ("x", "y"):
+        Image.fromarray(_smooth((32, 32))).save(tmp_path / f"{n}.png")
+    real = cli.denoise_set
+
+    def other_run_writes_first(*a, **k):
+        res = real(*a, **k)
+        (tmp_path / "o" / "y_kpca_r4.png").write_bytes(b"from the other run")
+        return res
+
+    monkeypatch.setattr(cli, "denoise_set", other_run_writes_first)
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), str(tmp_path / "y.png"), "-o",
+                        str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 1
+    assert errs == [f"error: {tmp_path / 'o' / 'y_kpca_r4.png'}: the file already exists (another "
+                    "run may have written it meanwhile) and was left as it is; choose another "
+                    "output folder or allow replacing it (--overwrite)"]
+    assert (tmp_path / "o" / "y_kpca_r4.png").read_bytes() == b"from the other run"
+    (side,) = _sidecars(tmp_path / "o")
+    assert json.loads(side.read_text())["files"] == ["x_kpca_r4.png"]
+
+
+def test_atomic_write_without_replace_keeps_the_existing_file(tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("first")
+    with pytest.raises(OutputExistsError):
+        atomic_write(t, lambda p: p.write_text("second"), replace=False)
+    assert t.read_text() == "first"
+    assert list(tmp_path.iterdir()) == [t]  # no temporary file left
+
+
+# -- fail before computing ------------------------------------------------------------
+
+
+def test_output_path_that_is_a_file(tmp_path, capsys, no_compute):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "taken").write_text("a file")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "taken"), *FAST],
+                       capsys)
+    assert rc == 2
+    assert errs == [f"error: {tmp_path / 'taken'}: the output path is an existing file; "
+                    "give a folder with -o"]
+    assert (tmp_path / "taken").read_text() == "a file"
+
+
+def test_unwritable_output_folder(tmp_path, capsys, no_compute, monkeypatch):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    out = tmp_path / "ro"
+    out.mkdir()
+    if os.geteuid() == 0:  # root writes anywhere: make the probe fail as it would
+        def denied(*a, **k):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(cli.tempfile, "mkstemp", denied)
+    else:
+        out.chmod(0o500)
+    try:
+        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(out), *FAST], capsys)
+    finally:
+        out.chmod(0o700)
+    assert rc == 2
+    assert errs == [f"error: {out}: cannot write to the output folder (Permission denied); "
+                    "choose another folder with -o"]
+    assert list(out.iterdir()) == []
+
+
+# -- tracebacks become one-line errors ----------------------------------------------------
+
+
+def _png_bomb(path, w=60000, h=60000):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+                     + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+
+
+def _bmp_bomb(path, w=60000, h=60000):
+    header = struct.pack("<2sIHHI", b"BM", 54 + 16, 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 8, 0, 16, 2835, 2835, 0, 0)
+    path.write_bytes(header + info + b"\x00" * 16)
+
+
+@pytest.mark.parametrize("maker,name", [(_png_bomb, "bomb.png"), (_bmp_bomb, "bomb.bmp")])
+def test_decompression_bomb_is_refused_and_the_rest_are_written(tmp_path, capsys, maker, name):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
+    maker(tmp_path / name)
+    rc, errs, _ = _run(["denoise", str(tmp_path / name), str(tmp_path / "good.png"), "-o",
+                        str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 1
+    assert errs == [f"error: {tmp_path / name}: the file says it holds 60000x60000 pixels (3600 "
+                    "megapixels), more than the limit of 89 megapixels that guards against "
+                    "decompression bombs; if the image is genuine, raise the limit "
+                    "(--max-pixels 3600000000)"]
+    assert (tmp_path / "o" / "good_kpca_r4.png").is_file()
+    assert not list((tmp_path / "o").glob("bomb*"))
+
+
+def test_raising_the_pixel_limit_deliberately(tmp_path):
+    _png_bomb(tmp_path / "wide.png", w=3000, h=2)
+    with pytest.raises(InputError, match="--max-pixels 6000"):
+        read_item(tmp_path / "wide.png", max_pixels=5000)
+    # raised: the header passes and the (truncated) data is what fails, in one line
+    with pytest.raises(InputError, match="cannot read the image"):
+        read_item(tmp_path / "wide.png", max_pixels=6000)
+
+
+@pytest.mark.parametrize("content,msg", [
+    ("[1, 2]", "the parameters must be a JSON object"),
+    ('{"ranks": "lots"}', "ranks must be integers >= 1 or 'auto'"),
+    ('{"patch_size": "8"}', "patch_size must be an integer >= 2"),
+    ('{"method": ["global"]}', "method must be a string"),
+    ('{"nonsense_kw": 1}', "unknown parameter(s) ['nonsense_kw']"),
+    ('{"params": {"extra": {"nonsense_kw": 1}}}', "extra has unknown option(s) ['nonsense_kw']"),
+    ('{"seed": 1.5}', "seed must be a non-negative integer"),
+    ("{not json", "cannot read the parameter file"),
+])
+def test_malformed_params_file_names_the_key(tmp_path, capsys, no_compute, content, msg):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "p.json").write_text(content)
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                        "--params", str(tmp_path / "p.json")], capsys)
+    assert rc == 2 and len(errs) == 1, errs
+    assert errs[0].startswith(f"error: {tmp_path / 'p.json'}") and msg in errs[0], errs
+    assert not (tmp_path / "o").exists()
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False)
+    | st.text(max_size=8) | st.sampled_from(["auto", "global", "grouped", "rbf", "linear"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+_keys = st.sampled_from([f.name for f in DenoiseParams.__dataclass_fields__.values()] + ["bogus"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(_json, st.dictionaries(_keys, _json, max_size=5)))
+def test_params_loader_fuzz_never_crashes(tmp_path, data):
+    p = tmp_path / "fuzz.json"
+    p.write_text(json.dumps(data))
+    try:
+        params = load_params_file(p)
+    except cli.UsageError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(p))
+    else:
+        assert params.validate() is params
+
+
+def test_extreme_noise_levels(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    base = ["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST]
+    rc, errs, _ = _run(base + ["--noise-sigma", "1e300"], capsys)
+    assert rc == 2 and errs == ["error: --noise-sigma must be > 0 and at most 1e+06 (pixel units, "
+                                "e.g. 25 for 8-bit images; omit it to estimate), got 1e+300"]
+    rc, errs, _ = _run(base + ["--noise-sigma", "1e-300"], capsys)
+    assert rc == 1 and errs == ["error: x.png: noise sigma 1e-300 is outside the accepted range "
+                                "0.0255 .. 255 for this uint8 image (the noise std in pixel units)"]
+    assert not list((tmp_path / "o").glob("*.png"))
+
+
+def test_a_flat_image_comes_back_as_it_is(tmp_path, capsys):
+    flat = np.full((32, 40), 77, np.uint8)
+    Image.fromarray(flat).save(tmp_path / "flat.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "flat.png"), "-o", str(tmp_path / "o"), "-q"],
+                       capsys)
+    assert rc == 0
+    assert errs == ["note: flat.png: no noise measured (sigma 0); returned unchanged"]
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "o" / "flat_kpca.png")), flat)
+
+
+def test_huge_gamma_is_a_degenerate_kernel(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST,
+                        "--gamma", "1e300"], capsys)
+    assert rc == 2 and len(errs) == 1
+    assert errs[0].startswith("error: gamma=1e+300 makes the kernel matrix the identity")
+    assert "omit it for the automatic width" in errs[0]
+    assert not list((tmp_path / "o").glob("*.png"))
+
+
+def test_argument_messages_name_the_option_and_the_real_patch(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "good.png"), "-o", str(tmp_path / "o"),
+                        "--seed", "-1", "--add-noise", "10"], capsys)
+    assert rc == 2 and errs == ["error: --seed must be a non-negative integer, got -1"]
+    # the default (grouped) patch is 5x5: 6x6 is denoised, 4x4 is named for what it is
+    Image.fromarray(_smooth((6, 6))).save(tmp_path / "six.png")
+    Image.fromarray(_smooth((4, 4))).save(tmp_path / "tiny.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "six.png"), str(tmp_path / "tiny.png"), "-o",
+                        str(tmp_path / "o"), "-q"], capsys)
+    assert rc == 1 and errs == ["error: tiny.png: image 4x4 is smaller than the 5x5 patch; use a "
+                                "smaller patch size"]
+    assert (tmp_path / "o" / "six_kpca.png").is_file()
+
+
+def test_library_argument_messages():
+    rng = np.random.default_rng(0)
+    chw = rng.integers(0, 255, (3, 32, 40)).astype(np.uint8)
+    with pytest.raises(ValueError, match=r"looks channels-first \(C, H, W\); pass the image as "
+                                         r"\(H, W, C\), e.g. np.moveaxis\(image, 0, -1\)"):
+        denoise_image(chw, noise_sigma=20)
+    img = _smooth((32, 32))
+    out = denoise_image(img, method="global", n_components=np.int64(4), n_train=300)
+    assert out.shape == img.shape
+    with pytest.raises(ValueError, match="names has 1 entries for 2 images; give one per image"):
+        denoise_set([img, img], names=["one"])
+    res = denoise_set([img], {"method": "global", "ranks": [4], "n_train": 300})
+    assert res.images[0].ok and set(res.images[0].outputs) == {4}
+
+
+def test_an_unsupported_file_among_good_ones_is_reported_and_the_rest_written(tmp_path, capsys):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
+    frames = [Image.fromarray(_smooth((16, 16), seed=s)) for s in range(3)]
+    frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
+    rc, errs, _ = _run(["denoise", str(tmp_path / "anim.gif"), str(tmp_path / "good.png"), "-o",
+                        str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 1
+    assert len(errs) == 1 and errs[0].startswith(f"error: {tmp_path / 'anim.gif'}: unsupported file type '.gif'")
+    assert (tmp_path / "o" / "good_kpca_r4.png").is_file()
+
+
+def test_an_animation_under_a_supported_name_is_refused_not_truncated(tmp_path):
+    frames = [Image.fromarray(_smooth((16, 16), seed=s)) for s in range(3)]
+    frames[0].save(tmp_path / "anim.png", save_all=True, append_images=frames[1:])
+    with pytest.raises(InputError, match="holds 3 frames"):
+        read_item(tmp_path / "anim.png")
+
+
+# -- options that did nothing ---------------------------------------------------------------
+
+
+def test_gamma_with_the_grouped_method_is_refused_and_iterations_apply(tmp_path, capsys):
+    Image.fromarray(_smooth((40, 40))).save(tmp_path / "x.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "-q",
+                        "--gamma", "0.01"], capsys)
+    assert rc == 2 and len(errs) == 1 and "applies to method 'global' and to patch sets" in errs[0]
+    outs = {}
+    for it in (1, 6):
+        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / f"i{it}"),
+                            "-q", "--noise-sigma", "20", "--iterations", str(it)], capsys)
+        assert rc == 0
+        outs[it] = np.asarray(Image.open(tmp_path / f"i{it}" / "x_kpca.png")).astype(int)
+    assert np.abs(outs[1] - outs[6]).max() > 0  # the cap changes the grouped result
+
+
+def test_patch_sets_get_the_automatic_rank_under_the_global_method(tmp_path, capsys):
+    with np.load(os.path.join(os.path.dirname(__file__), "..", "sample_images", "digits.npz")) as z:
+        clean = z["images"][:300]
+    rng = np.random.default_rng(0)
+    noisy = np.clip(clean + rng.normal(0, 50, clean.shape), 0, 255).astype(np.uint8)
+    np.save(tmp_path / "digits.npy", noisy)
+    rc, errs, _ = _run(["denoise", str(tmp_path / "digits.npy"), "-o", str(tmp_path / "o"),
+                        "--method", "global", "-q"], capsys)
+    assert rc == 0, errs
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.npy")) == ["digits_kpca.npy"]
+    out = np.load(tmp_path / "o" / "digits_kpca.npy").astype(float)
+    mse = lambda a: np.mean((a - clean) ** 2)  # noqa: E731
+    assert mse(out) < mse(noisy.astype(float))
+
+
+# -- newcomer path ------------------------------------------------------------------------
+
+
+def test_progress_is_one_line_per_stage_or_image_when_not_a_terminal():
+    from kpca_denoise.core.progress import ProgressEvent
+
+    buf = io.StringIO()
+    bar = cli.ProgressBar(stream=buf)
+    for image in range(3):
+        for stage in ("noise", "grouping", "preimage", "grouping", "preimage"):
+            for k in range(50):
+                bar(ProgressEvent(stage, k + 1, 50))
+        bar(ProgressEvent("image", image + 1, 3))
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 3 + 3  # three stages announced once, three images finished
+    assert lines[-1].startswith("image 3/3 done")
+
+
+# -- the image loader under fuzzing ---------------------------------------------------------
+
+
+def _valid_files():
+    a = _smooth((24, 20, 3))
+    out = {}
+    for fmt, ext in (("PNG", "png"), ("BMP", "bmp"), ("JPEG", "jpg"), ("TIFF", "tif")):
+        b = io.BytesIO()
+        Image.fromarray(a).save(b, format=fmt)
+        out[ext] = b.getvalue()
+    return out
+
+
+_FILES = _valid_files()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ext=st.sampled_from(sorted(_FILES)), flips=st.lists(
+    st.tuples(st.integers(0, 63), st.integers(0, 7)), min_size=1, max_size=4))
+def test_image_loader_fuzz_bit_flipped_headers(tmp_path, ext, flips):
+    """Bit flips in the first 64 bytes (the headers: sizes, depths, offsets) give an
+    image or an InputError, never another exception (DecompressionBombError was one)."""
+    data = bytearray(_FILES[ext])
+    for pos, bit in flips:
+        data[pos] ^= 1 << bit
+    p = tmp_path / f"f.{ext}"
+    p.write_bytes(bytes(data))
+    try:
+        item = read_item(p)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert item.array.size > 0
