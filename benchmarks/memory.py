@@ -45,8 +45,9 @@ def make_image(mpx: float, colour: bool, path: Path) -> tuple[int, int]:
     return H, W
 
 
-def run(image: Path, outdir: Path, method: str, timeout: float) -> tuple[float | None, float, bool]:
-    """(peak MB, seconds, finished) of one fresh ``python -m kpca_denoise denoise``."""
+def run(image: Path, outdir: Path, method: str, timeout: float) -> tuple[float | None, float, str]:
+    """(peak MB, seconds, status) of one fresh ``python -m kpca_denoise denoise``;
+    status is '' (completed), 'timeout' or the command's last error line."""
     cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "kpca_denoise", "denoise", str(image),
            "-o", str(outdir), "-q", "--method", method]
     if method == "global":
@@ -57,17 +58,16 @@ def run(image: Path, outdir: Path, method: str, timeout: float) -> tuple[float |
                             env=env)
     try:
         _, err = proc.communicate(timeout=timeout)
-        finished = proc.returncode == 0
+        status = "" if proc.returncode == 0 else (
+            [ln for ln in err.splitlines() if ln.startswith("error")] or ["failed"])[-1]
     except subprocess.TimeoutExpired:
         # stop the python child; /usr/bin/time then reports its peak so far
         subprocess.run(["pkill", "-INT", "-P", str(proc.pid)], check=False)
         _, err = proc.communicate()
-        finished = False
+        status = "timeout"
     seconds = time.perf_counter() - t
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
-    if proc.returncode not in (0, None) and finished is False and m is None:
-        print(err, file=sys.stderr)
-    return (int(m.group(1)) / 1024 if m else None), seconds, finished
+    return (int(m.group(1)) / 1024 if m else None), seconds, status
 
 
 def main() -> None:
@@ -85,10 +85,12 @@ def main() -> None:
         for mpx in args.sizes:
             img = Path(tmp) / f"img_{mpx:g}.png"
             H, W = make_image(mpx, args.colour, img)
-            peak, sec, done = run(img, Path(tmp) / "out", args.method, args.timeout)
+            peak, sec, status = run(img, Path(tmp) / "out", args.method, args.timeout)
             real = H * W / 1e6
-            rows.append((real, peak))
-            note = "" if done else f"  (stopped after {args.timeout:.0f} s: peak so far)"
+            if not status:
+                rows.append((real, peak))
+            note = ("" if not status else f"  (stopped after {args.timeout:.0f} s: peak so far)"
+                    if status == "timeout" else f"  FAILED: {status}")
             print(f"{real:6.2f} {f'{W}x{H}':>11} {peak or float('nan'):8.0f} "
                   f"{(peak or float('nan')) / real:7.0f} {sec:7.0f} {sec / real:6.0f}{note}",
                   flush=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class Executor:
     """
 
     def __init__(self, workers: int | None = None, scheduler: str | None = None, *,
-                 timeout: float = CONNECT_TIMEOUT):
+                 timeout: float | None = None):
         if workers is not None and scheduler is not None:
             raise ExecutorError("give --workers or --scheduler, not both")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
@@ -84,7 +84,7 @@ class Executor:
             raise ExecutorError(f"--workers must be an integer >= 1, got {workers!r}")
         self.workers = workers
         self.scheduler = scheduler
-        self.timeout = timeout
+        self.timeout = CONNECT_TIMEOUT if timeout is None else timeout
         self.client = None
         self._cluster = None
         self.summary: SetResult | None = None
@@ -129,7 +129,7 @@ class Executor:
         else:
             self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
                                          processes=True, host="127.0.0.1",
-                                         dashboard_address=None)
+                                         dashboard_address=":0")
             self.client = Client(self._cluster)
         self._check_workers()
 
@@ -153,9 +153,13 @@ class Executor:
 
     def run(self, images: Sequence[np.ndarray], params: DenoiseParams, *,
             names: Sequence[str] | None = None, patch_sets: Sequence[bool] | None = None,
-            progress: ProgressCallback | None = None, cancel: Any = None
-            ) -> Iterator[ImageResult]:
+            progress: ProgressCallback | None = None, cancel: Any = None,
+            denoise: Callable[..., SetResult] = denoise_set) -> Iterator[ImageResult]:
         """Denoise every item; yield each :class:`ImageResult` as it completes.
+
+        ``denoise`` is the pipeline function run in this process (the set's fit,
+        and every image when there is no cluster); workers run
+        :func:`kpca_denoise.pipeline.denoise_set`.
 
         After the loop, :attr:`summary` is the set's :class:`SetResult`
         (results in input order, resolved parameters, eigenvalues, timings).
@@ -169,13 +173,13 @@ class Executor:
         fit = None
         if params.method == "global" or any(patch_sets):
             # one kernel PCA per set, fitted here on the whole set
-            fit = denoise_set(images, params, names=names, patch_sets=patch_sets,
-                              progress=_ItemProgress(progress), cancel=cancel, fit_only=True)
+            fit = denoise(images, params, names=names, patch_sets=patch_sets,
+                          progress=_ItemProgress(progress), cancel=cancel, fit_only=True)
             models = fit.models
         parts: list = [None] * n
         report(progress, "image", 0, n)
         done = 0
-        work = self._parts(images, names, patch_sets, params, models, progress, cancel)
+        work = self._parts(images, names, patch_sets, params, models, progress, cancel, denoise)
         try:
             for part in work:
                 parts[part.images[0].index] = part
@@ -186,18 +190,20 @@ class Executor:
             work.close()  # the caller stopped early (Ctrl-C): cancel what is left
         self.summary = _merge(params, parts, fit, time.perf_counter() - t0)
 
-    def _parts(self, images, names, patch_sets, params, models, progress, cancel):
+    def _parts(self, images, names, patch_sets, params, models, progress, cancel, denoise):
         if not self.distributed:
             for i, img in enumerate(images):
                 check_cancel(cancel)
-                yield denoise_set([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
-                                  first_index=i, fitted_models=models or None,
-                                  progress=_ItemProgress(progress), cancel=cancel)
+                yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
+                              first_index=i, fitted_models=models or None,
+                              progress=_ItemProgress(progress), cancel=cancel)
             return
         from dask.distributed import as_completed
 
         client = self.client
-        shared = client.scatter(models, broadcast=True) if models else None
+        # one future for the whole dict: its key is a hash of the models, so runs of
+        # other sets on the same cluster never share it
+        shared = client.scatter([models], broadcast=True)[0] if models else None
         futures = []
         run_id = uuid.uuid4().hex
         try:

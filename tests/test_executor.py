@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kpca_denoise import DenoiseParams, denoise_set
-from kpca_denoise.executor import Executor, ExecutorError
+from kpca_denoise.executor import Executor
 from kpca_denoise.pipeline import add_noise
 
 distributed = pytest.importorskip("distributed")
@@ -67,7 +67,11 @@ def scheduler(tmp_path_factory):
         for p in procs[::-1]:
             p.terminate()
         for p in procs:
-            p.wait(timeout=30)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # a slow graceful shutdown on a busy machine
+                p.kill()
+                p.wait()
 
 
 def test_in_process_gives_the_pixels_of_the_whole_set():
@@ -114,18 +118,50 @@ def test_killing_a_worker_mid_run_loses_nothing(scheduler):
             victim.wait()
 
 
-def test_local_workers():
-    imgs = _images(2)
-    with Executor(workers=2) as ex:
-        assert len(ex.client.scheduler_info()["workers"]) == 2
-        results = list(ex.run(imgs, GROUPED))
-    _assert_same(denoise_set(imgs, GROUPED), results)
+def _cli_set(tmp_path, n=3):
+    from PIL import Image
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for k, img in enumerate(_images(n)):
+        Image.fromarray(img).save(src / f"im{k}.png")
+    return src
 
 
-def test_unreachable_scheduler_is_one_line_before_any_compute():
-    with pytest.raises(ExecutorError) as exc:
-        Executor(scheduler="tcp://127.0.0.1:9", timeout=2).__enter__()
-    msg = str(exc.value)
-    assert "\n" not in msg
-    assert msg.startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:9")
-    assert "dask scheduler" in msg
+def _pixels(folder):
+    from PIL import Image
+
+    return {p.name: np.asarray(Image.open(p)) for p in sorted(folder.glob("*.png"))}
+
+
+def test_cli_scheduler_and_local_workers_write_the_in_process_pixels(scheduler, tmp_path, capsys):
+    from kpca_denoise.cli import main
+
+    address, _ = scheduler
+    src = _cli_set(tmp_path)
+    common = [str(src), "-q", "--noise-sigma", "15"]
+    assert main(["denoise", *common, "-o", str(tmp_path / "here")]) == 0
+    assert main(["denoise", *common, "-o", str(tmp_path / "there"), "--scheduler", address]) == 0
+    assert main(["denoise", *common, "-o", str(tmp_path / "local"), "--workers", "2"]) == 0
+    here = _pixels(tmp_path / "here")
+    assert sorted(here) == ["im0_kpca.png", "im1_kpca.png", "im2_kpca.png"]
+    for other in ("there", "local"):
+        got = _pixels(tmp_path / other)
+        assert sorted(got) == sorted(here)
+        for name in here:
+            np.testing.assert_array_equal(got[name], here[name])
+        assert len(list((tmp_path / other).glob("kpca-denoise-*.json"))) == 1
+
+
+def test_unreachable_scheduler_is_one_line_before_any_compute(tmp_path, capsys, monkeypatch):
+    import kpca_denoise.executor as executor
+    from kpca_denoise.cli import main
+
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT", 2)
+    src = _cli_set(tmp_path, 1)
+    out = tmp_path / "out"
+    assert main(["denoise", str(src), "-o", str(out), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (OSError); start "
+                   "one with 'dask scheduler' and give its tcp://HOST:PORT address\n")
+    assert not out.exists() or not any(out.iterdir())  # nothing written, nothing computed
