@@ -762,6 +762,12 @@ def test_export_writes_the_displayed_pixels_and_a_set_fit_keeps_own_results(wind
     umask = os.umask(0)
     os.umask(umask)
     assert all(f.stat().st_mode & 0o777 == 0o666 & ~umask for f in written)  # normal permissions
+    asked = []
+    window.ask = lambda title, text, choices: (asked.append(text), "Cancel")[1]
+    assert window.export_current(tmp_path / "own") == [] and "2 file(s) already exist" in asked[0]
+    window.ask = lambda title, text, choices: "Replace"
+    assert window.export_current(tmp_path / "own") == written  # replaced only when confirmed
+    window.ask = lambda *a: pytest.fail("nothing is missing: the export must not ask")
     # the explicit set fit (one model for both grey images) lives beside the own results
     summary = _run(qtbot, window, own.replace(ranks=(4,)), run=window.run_set_fit)
     assert summary.status == "done" and jobs[0].sets == [(0, 1)]
