@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from sklearn.datasets import load_digits  # noqa: E402
 
-from kpca_denoise.core.kpca import WIDTH_SCALE_SAMPLES, KernelPCA  # noqa: E402
+from kpca_denoise import KernelPCA  # noqa: E402
+from kpca_denoise.core.kpca import WIDTH_SCALE_SAMPLES  # noqa: E402
 from kpca_denoise.core.noise import estimate_sigma_pca  # noqa: E402
 from kpca_denoise.pipeline import add_noise  # noqa: E402
 
@@ -36,10 +37,10 @@ KAPPAS = (1.0, 1.5, 2.0, 3.0)
 
 
 def row(model, sigma, Z, init, score) -> str:
-    out = [f"r128 {score(model.inverse_transform(Z[:, :128], init=init))}"]
+    out = [f"r128 {score(model.fixed_point_inverse_transform(Z[:, :128], init=init))}"]
     for kappa in KAPPAS:
         r = model.noise_rank(sigma, kappa)
-        out.append(f"kappa {kappa}: r{r} {score(model.inverse_transform(Z[:, :r], init=init))}")
+        out.append(f"kappa {kappa}: r{r} {score(model.fixed_point_inverse_transform(Z[:, :r], init=init))}")
     return " | ".join(out)
 
 
@@ -53,7 +54,7 @@ def main() -> None:
         rng = np.random.default_rng(0)
         Ntr = Xtr + rng.normal(0, s, Xtr.shape)
         Nte = Xte + rng.normal(0, s, Xte.shape)
-        m = KernelPCA(n_components=500, noise_sigma=s, width_scale=WIDTH_SCALE_SAMPLES,
+        m = KernelPCA.for_denoising(n_components=500, noise_sigma=s, width_scale=WIDTH_SCALE_SAMPLES,
                       eigen_solver="dense").fit(Ntr)
         mse = lambda a: f"{np.mean((a - Xte) ** 2):.4f}"  # noqa: E731
         print(f"  noise {s}: noisy {mse(Nte)} | " + row(m, s, m.transform(Nte), Nte, mse),
@@ -72,7 +73,7 @@ def main() -> None:
     for s in (10, 25, 50, 80):
         noisy = np.clip(np.rint(add_noise(clean, s, seed=0)), 0, 255).reshape(N, -1)
         sig = estimate_sigma_pca(noisy)
-        m = KernelPCA(n_components=N // 2, noise_sigma=sig, width_scale=WIDTH_SCALE_SAMPLES,
+        m = KernelPCA.for_denoising(n_components=N // 2, noise_sigma=sig, width_scale=WIDTH_SCALE_SAMPLES,
                       eigen_solver="dense").fit(noisy)
         print(f"  noise {s} (estimated {sig:.1f}): noisy {ps(noisy)} | "
               + row(m, sig, m.transform(noisy), noisy, ps), flush=True)

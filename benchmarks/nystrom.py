@@ -101,12 +101,13 @@ class Camera:
         self.P, self.pos = extract_patches(self.noisy, 8, 4)
 
     def make(self, k, m=None):
-        return lambda: KernelPCA(k, noise_sigma=self.sigma, width_scale=WIDTH_SCALE_IMAGE_PATCHES,
+        return lambda: KernelPCA.for_denoising(k, noise_sigma=self.sigma, width_scale=WIDTH_SCALE_IMAGE_PATCHES,
                                  tol=TOL, n_landmarks=m)
 
     def denoise(self, model, k):
         t = time.process_time()
-        R = model.inverse_transform(model.transform(self.P, n_components=k), init=self.P)
+        R = model.fixed_point_inverse_transform(model.transform(self.P, n_components=k),
+                                              init=self.P)
         img = reassemble(R, self.pos, self.noisy.shape, 8)
         return psnr(self.clean, img, 255.0), time.process_time() - t
 
@@ -124,12 +125,12 @@ class Digits:
         self.held = self.noisy_test
 
     def make(self, k, m=None):
-        return lambda: KernelPCA(k, tol=TOL, n_landmarks=m)
+        return lambda: KernelPCA.for_denoising(k, tol=TOL, n_landmarks=m)
 
     def denoise(self, model, k):
         t = time.process_time()
-        R = model.inverse_transform(model.transform(self.noisy_test, n_components=k),
-                                    init=self.noisy_test)
+        R = model.fixed_point_inverse_transform(model.transform(self.noisy_test, n_components=k),
+                                                init=self.noisy_test)
         return float(np.mean((R - self.test) ** 2)), time.process_time() - t
 
 
@@ -184,7 +185,7 @@ def main():
     K_COMP = 16
 
     # warm numba
-    KernelPCA(4, gamma=1e-5).fit(cam.pool[:300]).transform(cam.pool[:10])
+    KernelPCA.for_denoising(4, gamma=1e-5).fit(cam.pool[:300]).transform(cam.pool[:10])
 
     out()
     out("== 1a. camera 512x512, sigma 25, 8x8 patches, k=16: landmark vs exact at the same N ==")

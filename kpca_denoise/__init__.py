@@ -3,7 +3,6 @@
 >>> from kpca_denoise import KernelPCA, denoise_image
 """
 
-from .core.kpca import KernelPCA, NotFittedError
 from .core.progress import Cancelled, CancelToken, ProgressEvent
 
 __version__ = "0.1.0"
@@ -21,7 +20,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # lazy: importing the estimator should not pull in the pipeline
+def __getattr__(name):  # lazy: importing the package pulls in neither scikit-learn nor the pipeline
+    if name in ("KernelPCA", "NotFittedError"):
+        from . import estimator
+
+        return getattr(estimator, name)
     if name in ("denoise_image", "denoise_set", "DenoiseParams"):
         from . import pipeline
 

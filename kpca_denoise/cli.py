@@ -27,7 +27,7 @@ from . import __version__
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
                  output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
-from .params import METHODS, DenoiseParams, ParamError
+from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
 #: parameter name -> the command-line option that sets it (for error messages)
@@ -35,7 +35,8 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "stride": "--stride", "gamma": "--gamma", "n_train": "--train-patches",
            "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
-           "add_noise": "--add-noise"}
+           "add_noise": "--add-noise", "noise_model": "--noise-model",
+           "poisson_gain": "--poisson-gain"}
 
 
 class UsageError(ValueError):
@@ -138,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pre-image iteration cap (default: 100 for 'global', 6 per group for 'grouped')")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
+    d.add_argument("--noise-model", choices=NOISE_MODELS,
+                   help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
+                        "--noise-sigma is then its Gaussian part)")
+    d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
+                   help="Poisson gain in pixel units per photon (default: estimated)")
     d.add_argument("--seed", type=int, help="random seed (>= 0)")
     d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
     d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
@@ -395,7 +401,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
             # informs only where nothing else does: no reference, sigma not given
             m = {"remaining_noise": remaining_noise(out)}
         entry["outputs"][str(key)] = {"file": entry["files"][-1], **m}
-        rows.append((it.name, "auto" if key is None else str(key), sigma, noisy_psnr,
+        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), sigma, noisy_psnr,
                      m.get("psnr"), m.get("ssim"), seconds, target))
     return ok, entry, rows
 
@@ -409,7 +415,8 @@ def _print_table(rows) -> None:
     print(head)
     print("-" * len(head))
     for name, rank, sigma, pn, p, s, sec, target in rows:
-        print(f"{name[:24]:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
+        name = name if len(name) <= 24 else "..." + name[-21:]
+        print(f"{name:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 
 

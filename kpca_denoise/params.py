@@ -19,7 +19,8 @@ __all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA"]
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
 METHODS = ("grouped", "global")
-EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized")
+EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
+NOISE_MODELS = ("gaussian", "poisson-gaussian")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
 MAX_SIGMA = 1e6
 
@@ -61,6 +62,13 @@ class DenoiseParams:
     seed : random seed for training-patch sampling, the eigensolver and added noise.
     add_noise : if set, Gaussian noise of this std (pixel units) is added to each
         input before denoising (to try the method on clean images).
+    noise_model : 'gaussian' (default: additive white Gaussian noise of std
+        ``noise_sigma``) or 'poisson-gaussian' (camera / microscope noise of variance
+        ``poisson_gain * signal + noise_sigma^2``: images are denoised after the
+        generalised Anscombe transform and brought back by its exact unbiased
+        inverse; ``noise_sigma`` is then the Gaussian part).
+    poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
+        ``None`` estimates it per image and channel (as ``noise_sigma``).
     """
 
     method: str = "grouped"
@@ -78,6 +86,8 @@ class DenoiseParams:
     seed: int = 0
     add_noise: float | None = None
     extra: dict = field(default_factory=dict)
+    noise_model: str = "gaussian"
+    poisson_gain: float | None = None
 
     def __post_init__(self) -> None:
         # numpy scalars (np.int64(8), np.float32(25)) are what array code passes around
@@ -148,6 +158,14 @@ class DenoiseParams:
             bad("preimage_tol", f"must be a number in (0, 1), got {self.preimage_tol!r}")
         if not is_int(self.seed) or self.seed < 0:
             bad("seed", f"must be a non-negative integer, got {self.seed!r}")
+        if self.noise_model not in NOISE_MODELS:
+            bad("noise_model", f"must be one of {', '.join(NOISE_MODELS)}, got {self.noise_model!r}")
+        if self.poisson_gain is not None and (
+                not is_num(self.poisson_gain) or not 0 < self.poisson_gain <= MAX_SIGMA):
+            bad("poisson_gain", "must be a number > 0 (pixel units per photon; omit it to "
+                                f"estimate), got {self.poisson_gain!r}")
+        if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
+            bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
         if not isinstance(self.extra, dict):
             bad("extra", f"must be a mapping of grouped-method options, got {self.extra!r}")
         if self.extra:
@@ -188,7 +206,7 @@ class DenoiseParams:
             if not isinstance(r, list):
                 raise ParamError("ranks", f"ranks must be a list such as [4, 8, 16], got {r!r}")
             data["ranks"] = tuple(r)
-        for name in ("method", "kernel", "eigen_solver"):
+        for name in ("method", "kernel", "eigen_solver", "noise_model"):
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()

@@ -17,11 +17,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .core.color import opponent_to_rgb, rgb_to_opponent
-from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES, KernelPCA
+from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES
 from .core.metrics import data_range_for, psnr, ssim
-from .core.noise import estimate_sigma_image, estimate_sigma_pca
+from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.patches import extract_patches, reassemble
 from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
+from .core.vst import GeneralizedAnscombe
+from .estimator import KernelPCA
 from .params import DenoiseParams
 
 __all__ = [
@@ -107,19 +109,22 @@ class _StageClock:
         self(ProgressEvent("done", 0, 0))
 
 
-def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]:
+def _to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | None, bool]:
     """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
 
     Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
+    A variance-stabilising transform ``vst`` applies to each colour channel first.
     """
     a = np.asarray(image)
     if a.ndim == 2:
-        return a.astype(np.float64)[..., None], None, False
+        a = a[..., None]
     if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
         alpha = None
         if a.shape[2] in (2, 4):
             alpha = a[..., -1].copy()
             a = a[..., :-1]
+        if vst is not None:
+            a = vst.forward(a)
         if a.shape[2] == 1:
             return a.astype(np.float64), alpha, False
         return rgb_to_opponent(a), alpha, True
@@ -128,8 +133,10 @@ def _to_working(image: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, bool]
     )
 
 
-def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray) -> np.ndarray:
+def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
     out = opponent_to_rgb(work) if colour else work
+    if vst is not None:
+        out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
     if like.ndim == 2:
         out = out[..., 0]
     if alpha is not None:
@@ -176,6 +183,16 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
     dtype = np.asarray(reference).dtype if dtype is None else dtype
     rng = data_range_for(dtype, reference)
     return {"psnr": psnr(reference, estimate, rng), "ssim": ssim(reference, estimate, rng)}
+
+
+def _stabiliser(image: np.ndarray, params: DenoiseParams):
+    """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
+    Gaussian sigma per colour channel, given or estimated."""
+    x = np.asarray(image, dtype=np.float64)
+    x = x[..., None] if x.ndim == 2 else x[..., :-1] if x.shape[2] in (2, 4) else x
+    est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
+                                     sigma=params.noise_sigma) for c in range(x.shape[2])]
+    return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
 
 
 def remaining_noise(image: np.ndarray) -> float:
@@ -227,7 +244,7 @@ def _denoise_with_model(model: KernelPCA, P: np.ndarray, ranks, progress, cancel
     out, stats = {}, {}
     for r in ranks:
         check_cancel(cancel)
-        out[r] = model.inverse_transform(Z[:, :r], init=P)
+        out[r] = model.fixed_point_inverse_transform(Z[:, :r], init=P)
         s = model.preimage_stats_
         stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
     return out, stats
@@ -320,19 +337,26 @@ def denoise_set(
                 # the one written next to the results
                 noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + i), a)
             res.noisy = _cast_like(noisy, a)
+            vst = None
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
                 sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
-                work, alpha, colour = _to_working(noisy)
-                sigma = (params.noise_sigma if params.noise_sigma is not None
-                         else estimate_sigma_image(work[..., 0]))
-                works[i] = ("image", work, (alpha, colour, a))
+                vst = _stabiliser(noisy, params) if params.noise_model != "gaussian" else None
+                work, alpha, colour = _to_working(noisy, vst)
+                # after the variance-stabilising transform the noise has unit std
+                sigma = (1.0 if vst is not None else params.noise_sigma
+                         if params.noise_sigma is not None else estimate_sigma_image(work[..., 0]))
+                works[i] = ("image", work, (alpha, colour, a, vst))
+                if vst is not None:
+                    res.stats["noise_model"] = dict(
+                        model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
+                        sigma=np.ravel(vst.sigma).tolist())
             res.noise_sigma = float(sigma)
             res.noise_estimated = params.noise_sigma is None
             lo, hi = _sigma_range(a)
-            if params.noise_sigma is not None and not (lo <= sigma <= hi):
+            if params.noise_sigma is not None and vst is None and not (lo <= sigma <= hi):
                 raise ValueError(
                     f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
                     f"for this {a.dtype} image (the noise std in pixel units)")
@@ -443,7 +467,9 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
                message="reused the fitted model")
     else:
         model = KernelPCA(
-            n_components=fit_k, kernel=params.kernel, gamma=params.gamma, noise_sigma=sigma,
+            n_components=fit_k, kernel=params.kernel,
+            gamma="noise" if params.gamma is None and params.kernel == "rbf" else params.gamma,
+            noise_sigma=sigma, tol=1e-4, gram_dtype="float32",
             width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
             preimage_max_iter=params.preimage_iterations or GLOBAL_PREIMAGE_ITERATIONS,
@@ -511,7 +537,7 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
                     res.outputs[key] = _cast_like(O.reshape(src.shape), src)
         else:
             work = data
-            alpha, colour, src = extra
+            alpha, colour, src, vst = extra
             P, pos = _global_patches(work, p, stride)
             outs, stats = _denoise_with_model(model, P, ranks, clock, cancel)
             c = work.shape[2]
@@ -522,7 +548,8 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
                          for j in range(c)]
                 report(clock, "reassembly", c, c)
                 for key in keys[r]:
-                    res.outputs[key] = _from_working(np.stack(chans, axis=-1), alpha, colour, src)
+                    res.outputs[key] = _from_working(np.stack(chans, axis=-1), alpha, colour, src,
+                                                     vst)
         res.stats["preimage"] = {key: v for r, v in stats.items() for key in keys[r]}
         res.seconds = time.perf_counter() - t
         report(clock, "image", k + 1, len(pools))
@@ -538,7 +565,7 @@ def _run_grouped(works, results, params, resolved, clock, cancel):
     for k, i in enumerate(todo):
         res = results[i]
         work = works[i][1]
-        alpha, colour, src = works[i][2]
+        alpha, colour, src, vst = works[i][2]
         t = time.perf_counter()
         try:
             chans: dict = {r: [] for r in ranks}
@@ -558,7 +585,7 @@ def _run_grouped(works, results, params, resolved, clock, cancel):
                     spectra.append(np.asarray(stats["spectrum"]))
             report(clock, "reassembly", 1, 1)
             for r in ranks:
-                res.outputs[r] = _from_working(np.stack(chans[r], axis=-1), alpha, colour, src)
+                res.outputs[r] = _from_working(np.stack(chans[r], axis=-1), alpha, colour, src, vst)
             res.stats["grouped"] = stats_all
             resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
                                             if k2 not in ("seconds", "spectrum")})
@@ -590,6 +617,8 @@ def denoise_image(
     kernel: str = "rbf",
     preimage_iterations: int | None = None,
     random_state: int = 0,
+    noise_model: str = "gaussian",
+    poisson_gain: float | None = None,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
 ) -> np.ndarray:
@@ -610,6 +639,9 @@ def denoise_image(
     n_landmarks : ``None`` (exact) or the number of Nyström landmarks for
         'global', so that ``n_train`` can be far larger.
     kernel : 'rbf' or 'linear' (ablation).
+    noise_model, poisson_gain : 'gaussian' (default) or 'poisson-gaussian' for
+        signal-dependent (camera, microscope) noise of variance ``poisson_gain * signal
+        + noise_sigma^2``; ``None`` estimates the gain (see :class:`DenoiseParams`).
 
     Raises
     ------
@@ -630,7 +662,7 @@ def denoise_image(
         else (16,), patch_size=patch_size, stride=stride, n_train=n_train,
         n_landmarks=n_landmarks, gamma=gamma,
         noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
-        seed=random_state,
+        seed=random_state, noise_model=noise_model, poisson_gain=poisson_gain,
     )
     res = denoise_set([image], params, progress=progress, cancel=cancel)
     item = res.images[0]

@@ -1,12 +1,22 @@
+import warnings
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from helpers import KPCA as KernelPCA
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 from sklearn.decomposition import KernelPCA as SkKernelPCA
+from sklearn.exceptions import ConvergenceWarning
 
-from kpca_denoise import Cancelled, CancelToken, KernelPCA, NotFittedError
-from kpca_denoise.core.eigen import AUTO_DENSE_MAX_N, choose_solver
+import kpca_denoise
+from kpca_denoise import Cancelled, CancelToken, NotFittedError
+from kpca_denoise.core import eigen
+from kpca_denoise.core.eigen import AUTO_DENSE_MAX_N, choose_solver, lobpcg_budget
 from kpca_denoise.core.kernels import kernel_matrix
+
+Plain = kpca_denoise.KernelPCA  # scikit-learn's defaults
 
 
 @pytest.fixture
@@ -21,7 +31,7 @@ def data(rng):
 ])
 def test_transform_equals_sklearn(data, kernel, kw):
     Xtr, Xte = data
-    ours = KernelPCA(6, kernel=kernel, dtype="float64", **kw).fit(Xtr)
+    ours = Plain(6, kernel=kernel, **kw).fit(Xtr)
     ref = SkKernelPCA(6, kernel=kernel, **kw).fit(Xtr)
     a, b = ours.transform(Xte), ref.transform(Xte)
     # same up to each component's sign (we also fix signs the same way)
@@ -34,7 +44,7 @@ def test_transform_equals_sklearn(data, kernel, kw):
 
 def test_training_projection_via_transform_equals_fit_transform(data):
     Xtr, _ = data
-    m = KernelPCA(5, gamma=0.05, dtype="float64").fit(Xtr)
+    m = KernelPCA(5, gamma=0.05, gram_dtype="float64").fit(Xtr)
     np.testing.assert_allclose(m.transform(Xtr), m.fit_transform(Xtr), atol=1e-10)
 
 
@@ -43,7 +53,7 @@ def test_centring_identities(data):
     zero mean; axes have unit length (lambda ||alpha||^2 = 1); eigenpairs
     satisfy K~ v = lambda v (Schölkopf et al. 1998)."""
     Xtr, _ = data
-    m = KernelPCA(8, gamma=0.05, dtype="float64").fit(Xtr)
+    m = KernelPCA(8, gamma=0.05, gram_dtype="float64").fit(Xtr)
     Z = m.transform(Xtr)
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-10)
     np.testing.assert_allclose(m.eigenvalues_ * np.sum(m.alphas_**2, axis=0), 1.0, rtol=1e-10)
@@ -59,7 +69,7 @@ def test_centring_identities(data):
 def test_signs_are_deterministic(data):
     Xtr, _ = data
     a = KernelPCA(4, gamma=0.05, eigen_solver="dense").fit(Xtr).eigenvectors_
-    b = KernelPCA(4, gamma=0.05, eigen_solver="randomized", tol=1e-10).fit(Xtr).eigenvectors_
+    b = KernelPCA(4, gamma=0.05, eigen_solver="randomized", tol=1e-6).fit(Xtr).eigenvectors_
     idx = np.argmax(np.abs(a), axis=0)
     assert np.all(a[idx, range(4)] > 0)
     np.testing.assert_allclose(a, b, atol=1e-5)
@@ -68,88 +78,22 @@ def test_signs_are_deterministic(data):
 def test_randomized_solver_reports_live_eigenvalues_and_matches_dense(rng):
     X = rng.normal(size=(600, 10))
     events = []
-    r = KernelPCA(10, gamma=0.02, eigen_solver="randomized", tol=1e-9, dtype="float64",
+    r = KernelPCA(10, gamma=0.02, eigen_solver="randomized", tol=1e-9, gram_dtype="float64",
                   progress=events.append).fit(X)
-    d = KernelPCA(10, gamma=0.02, eigen_solver="dense", dtype="float64").fit(X)
+    d = KernelPCA(10, gamma=0.02, eigen_solver="dense", gram_dtype="float64").fit(X)
     np.testing.assert_allclose(r.eigenvalues_, d.eigenvalues_, rtol=1e-7)
     live = [e.eigenvalues for e in events if e.stage == "eigensolver" and e.eigenvalues is not None]
     assert len(live) >= 2 and all(v.shape == (10,) for v in live)
     assert r.solver_ == "randomized" and r.n_iter_ == len(live) - 1 or r.n_iter_ >= 1
 
 
-def test_auto_solver_rule():
-    assert choose_solver(AUTO_DENSE_MAX_N, 8) == "dense"
-    assert choose_solver(6000, 32) == "randomized"
-    assert choose_solver(6000, 2000) == "dense"
-
-
 def test_zero_eigenvalues_give_zero_axes_not_inf(rng):
     X = np.repeat(rng.normal(size=(3, 4)), 5, axis=0)  # 3 distinct points: rank 2 centred
-    m = KernelPCA(6, gamma=0.5, dtype="float64").fit(X)
+    m = KernelPCA(6, gamma=0.5, gram_dtype="float64").fit(X)
     assert np.all(np.isfinite(m.alphas_))
     assert np.all(m.eigenvalues_[2:] < 1e-10 * m.eigenvalues_[0])
     assert np.all(m.alphas_[:, 2:] == 0)
     assert np.all(np.isfinite(m.transform(X)))
-
-
-def test_sigmoid_negative_eigenvalues_are_clipped(rng):
-    X = rng.normal(size=(60, 3)) * 3
-    m = KernelPCA(59, kernel="sigmoid", gamma=1.0, coef0=-2.0, dtype="float64").fit(X)
-    assert m.n_negative_eigenvalues_ > 0
-    assert np.all(m.eigenvalues_ >= 0) and np.all(np.isfinite(m.transform(X)))
-
-
-def test_gamma_none_is_resolved_once_and_stored(rng):
-    X = rng.normal(size=(200, 16))
-    m = KernelPCA(4).fit(X)
-    assert m.gamma is None and m.gamma_ > 0
-    again = m.gamma_
-    m.transform(X[:5])
-    assert m.gamma_ == again
-    assert KernelPCA(4, kernel="poly").fit(X).gamma_ == 1 / 16
-
-
-def test_params_protocol():
-    m = KernelPCA(3, gamma=0.5)
-    p = m.get_params()
-    assert p["n_components"] == 3 and p["gamma"] == 0.5 and "random_state" in p
-    assert m.set_params(n_components=5) is m and m.n_components == 5
-    with pytest.raises(ValueError, match="invalid parameter 'n_comp'"):
-        m.set_params(n_comp=2)
-
-
-def test_not_fitted():
-    with pytest.raises(NotFittedError, match="call 'fit'"):
-        KernelPCA(2).transform(np.ones((2, 2)))
-
-
-@pytest.mark.parametrize("k,msg", [
-    (0, "n_components must be an integer >= 1"),
-    (2.5, "n_components must be an integer >= 1"),
-    (11, "more than the 10 training samples"),
-])
-def test_bad_n_components(k, msg):
-    with pytest.raises(ValueError, match=msg):
-        KernelPCA(k).fit(np.random.default_rng(0).normal(size=(10, 4)))
-
-
-@pytest.mark.parametrize("gamma", [0, -0.1, float("nan"), float("inf")])
-def test_bad_gamma(gamma):
-    with pytest.raises(ValueError, match="gamma must be a positive finite number"):
-        KernelPCA(2, gamma=gamma).fit(np.random.default_rng(0).normal(size=(10, 4)))
-
-
-def test_nan_input_rejected():
-    X = np.ones((10, 3))
-    X[2, 1] = np.nan
-    with pytest.raises(ValueError, match="NaN or Inf"):
-        KernelPCA(2, gamma=1.0).fit(X)
-
-
-def test_feature_mismatch(rng):
-    m = KernelPCA(2, gamma=1.0).fit(rng.normal(size=(10, 3)))
-    with pytest.raises(ValueError, match="X has 4 features but the model was fitted with 3"):
-        m.transform(rng.normal(size=(2, 4)))
 
 
 def test_cancel_stops_fit(rng):
@@ -165,8 +109,213 @@ def test_cancel_stops_fit(rng):
 def test_projection_properties_hold_for_random_data(n, d, seed, log_gamma):
     X = np.random.default_rng(seed).normal(size=(n, d))
     k = min(3, n - 1)
-    m = KernelPCA(k, gamma=10.0**log_gamma, dtype="float64").fit(X)
+    m = KernelPCA(k, gamma=10.0**log_gamma, gram_dtype="float64").fit(X)
     Z = m.transform(X)
     assert np.all(np.isfinite(Z))
     assert np.all(np.diff(m.eigenvalues_) <= 1e-12 * max(1.0, m.eigenvalues_[0]))
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-8)
+
+
+def test_defaults_equal_sklearn():
+    ours, theirs = Plain().get_params(), SkKernelPCA().get_params()
+    assert {k: ours[k] for k in theirs} == theirs
+    assert clone(Plain(3, kernel="rbf", gamma="noise")).get_params()["gamma"] == "noise"
+
+
+def test_auto_solver_rule():
+    assert choose_solver(AUTO_DENSE_MAX_N, 8) == "dense"
+    assert choose_solver(6000, 32) == "lobpcg"
+    assert choose_solver(6000, 2000) == "dense"
+    assert lobpcg_budget(6000, 32) >= 10
+
+
+def test_auto_falls_back_to_dense_when_lobpcg_exceeds_its_budget(rng, monkeypatch):
+    """A flat spectrum (tiny gap at k) exhausts the budget: 'auto' then
+    solves densely and the answer is still exact."""
+    monkeypatch.setattr(eigen, "AUTO_DENSE_MAX_N", 200)  # a small matrix, the same rule
+    n, k = 300, 10
+    assert choose_solver(n, k) == "lobpcg"
+    lam = np.linspace(1.0, 0.999, n)
+    perm = rng.permutation(n)
+    A = np.diag(lam[perm])  # LOBPCG sees a diagonal matrix as any other
+    w, V, info = eigen.eigh_top(A, k, solver="auto", tol=1e-8)
+    assert info["solver"] == "lobpcg+dense" and info["iterations"] == lobpcg_budget(n, k)
+    np.testing.assert_allclose(w, lam[:k], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(V[np.argsort(perm)[:k], range(k)]), 1.0, rtol=1e-10)
+
+
+@pytest.mark.parametrize("solver,tol,atol", [("lobpcg", 1e-8, 1e-6), ("arpack", 1e-8, 1e-6),
+                                              ("randomized", 1e-6, 1e-4)])
+def test_iterative_solvers_match_dense(rng, solver, tol, atol):
+    X = rng.normal(size=(400, 10))
+    d = Plain(12, kernel="rbf", gamma=0.01, eigen_solver="dense").fit(X)
+    m = Plain(12, kernel="rbf", gamma=0.01, eigen_solver=solver, tol=tol,
+              random_state=0).fit(X)
+    np.testing.assert_allclose(m.eigenvalues_, d.eigenvalues_, rtol=1e-7)
+    np.testing.assert_allclose(np.abs(m.transform(X[:50])), np.abs(d.transform(X[:50])),
+                               atol=atol)
+
+
+def test_sigmoid_significant_negative_eigenvalues_raise_as_sklearn(rng):
+    X = rng.normal(size=(60, 3)) * 3
+    kw = dict(kernel="sigmoid", gamma=1.0, coef0=-2.0)
+    with pytest.raises(ValueError, match="There are significant negative eigenvalues"):
+        SkKernelPCA(59, **kw).fit(X)
+    with pytest.raises(ValueError, match="There are significant negative eigenvalues"):
+        Plain(59, **kw).fit(X)
+
+
+def test_gamma_resolution(rng):
+    X = rng.normal(size=(200, 16))
+    m = KernelPCA(4).fit(X)
+    assert m.gamma == "noise" and m.gamma_ > 0
+    again = m.gamma_
+    m.transform(X[:5])
+    assert m.gamma_ == again
+    # deterministic without a seed (the width rule's pairs are drawn with seed 0)
+    a = Plain(4, kernel="rbf", gamma="noise").fit(X).gamma_
+    assert a == Plain(4, kernel="rbf", gamma="noise").fit(X).gamma_
+    assert Plain(4, kernel="rbf").fit(X).gamma_ == 1 / 16  # scikit-learn's None
+    with pytest.raises(ValueError, match="gamma='noise' is the RBF width rule"):
+        Plain(4, kernel="poly", gamma="noise").fit(X)
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        Plain(2).transform(np.ones((2, 2)))
+    with pytest.raises(NotFittedError, match="fit_inverse_transform parameter was not set"):
+        Plain(2).fit(np.eye(3)).inverse_transform(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("gamma", [-0.1, float("nan"), float("inf"), "auto"])
+def test_bad_gamma(gamma):
+    with pytest.raises(ValueError, match="gamma must be a positive"):
+        Plain(2, kernel="rbf", gamma=gamma).fit(np.random.default_rng(0).normal(size=(10, 4)))
+
+
+def test_nan_and_feature_mismatch_rejected(rng):
+    X = np.ones((10, 3))
+    X[2, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        Plain(2).fit(X)
+    m = Plain(2).fit(rng.normal(size=(10, 3)))
+    with pytest.raises(ValueError, match="X has 4 features, but KernelPCA is expecting 3"):
+        m.transform(rng.normal(size=(2, 4)))
+
+
+# -- the bugs of issue 11, each with the check that failed before ------------------
+
+def test_fit_copies_X(rng):
+    X = rng.normal(size=(80, 6))
+    m = KernelPCA(4).fit(X)
+    Xc = X.copy()
+    Z = m.transform(Xc)
+    R = m.fixed_point_inverse_transform(Z, init=Xc)
+    X += 1.0  # the caller's array changes after fitting
+    np.testing.assert_array_equal(m.transform(Xc), Z)
+    np.testing.assert_array_equal(m.fixed_point_inverse_transform(Z, init=Xc), R)
+
+
+@pytest.mark.parametrize("kernel,offset", [("rbf", 1e3), ("rbf", 1e4), ("linear", 1e3)])
+def test_float32_gram_is_accurate_far_from_the_origin(rng, kernel, offset):
+    """The data are centred before the Gram matrix: float32 keeps its accuracy
+    at X + 1e4 (it was 0.11 / 2.1 / 0.05 relative error before)."""
+    X = rng.normal(size=(400, 8)) + offset
+    kw = dict(kernel=kernel, gamma=0.05 if kernel == "rbf" else None, eigen_solver="dense")
+    ref = SkKernelPCA(6, **kw).fit(X)
+    m = KernelPCA(6, gram_dtype="float32", **kw).fit(X)
+    assert m.gram_dtype_ == "float32"
+    np.testing.assert_allclose(m.eigenvalues_, ref.eigenvalues_, rtol=1e-5)
+    Z, Zr = m.transform(X[:50]), ref.transform(X[:50])
+    assert np.abs(np.abs(Z) - np.abs(Zr)).max() < 1e-4 * np.abs(Zr).max()
+
+
+def test_wide_kernel_switches_to_float64_or_warns(rng):
+    X = rng.normal(size=(2500, 8))
+    d2 = 2 * 8  # mean squared distance of standard normal samples
+    g = 1e-7 / d2
+    m = Plain(4, kernel="rbf", gamma=g).fit(X)  # gram_dtype='auto'
+    assert m.gram_dtype_ == "float64"
+    assert Plain(4, kernel="rbf", gamma=1.0 / d2).fit(X).gram_dtype_ == "float32"
+    with pytest.warns(RuntimeWarning, match="gram_dtype='float32' is inaccurate"):
+        Plain(4, kernel="rbf", gamma=g, gram_dtype="float32").fit(X[:300])
+
+
+def test_degenerate_spectrum_is_a_clear_error(rng):
+    X = rng.normal(size=(50, 5))
+    with pytest.raises(ValueError, match="RBF kernel matrix is the identity"):
+        KernelPCA(8, gamma=1e6).fit(X)
+    # no positive eigenvalue (identical samples): the Mika pre-image says so
+    m = Plain(2, kernel="rbf", gamma=1.0).fit(np.ones((6, 3)))
+    assert np.all(m.eigenvalues_ == 0)
+    with pytest.raises(ValueError, match="no component with a positive eigenvalue"):
+        m.fixed_point_inverse_transform(np.zeros((1, 1)))
+
+
+def test_complex_input_rejected():
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        KernelPCA(2).fit(np.ones((5, 3)) + 1j)
+
+
+def test_n_features_in_and_feature_names(rng):
+    m = Plain(3).fit(rng.normal(size=(20, 5)))
+    assert m.n_features_in_ == 5
+    assert list(m.get_feature_names_out()) == ["kernelpca0", "kernelpca1", "kernelpca2"]
+
+
+def test_transform_stores_nothing(rng):
+    X = rng.normal(size=(40, 4))
+    for m in (KernelPCA(3).fit(X), KernelPCA(3, n_landmarks=20).fit(X)):
+        before = dict(vars(m))
+        m.transform(X[:5])
+        assert vars(m).keys() == before.keys()
+        assert all(vars(m)[k] is v for k, v in before.items())
+
+
+def test_sparse_input_equals_dense(rng):
+    X = rng.normal(size=(30, 6)) * (rng.random((30, 6)) < 0.4)
+    d = Plain(3, kernel="rbf", gamma=0.2).fit(X)
+    s = Plain(3, kernel="rbf", gamma=0.2).fit(sp.csr_matrix(X))
+    np.testing.assert_allclose(s.transform(sp.csr_matrix(X)), d.transform(X), atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_float32_in_float32_out(rng, kernel):
+    X = rng.normal(size=(30, 4)).astype(np.float32)
+    m = Plain(3, kernel=kernel)
+    assert m.fit_transform(X).dtype == np.float32
+    assert m.transform(X).dtype == np.float32
+    assert m.transform(X.astype(np.float64)).dtype == np.float64
+
+
+@pytest.mark.parametrize("solver", ["randomized", "lobpcg"])
+def test_iterative_solver_warns_at_max_iter(rng, solver):
+    X = rng.normal(size=(400, 10))
+    with pytest.warns(ConvergenceWarning, match=f"eigen_solver='{solver}' stopped at max_iter=2"):
+        Plain(20, kernel="rbf", gamma=0.05, eigen_solver=solver, tol=1e-12, max_iter=2).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Plain(20, kernel="rbf", gamma=0.05, eigen_solver=solver).fit(X)
+
+
+# -- the two pre-images ----------------------------------------------------------------
+
+def test_ridge_inverse_transform_equals_sklearn(rng):
+    X = rng.normal(size=(120, 5))
+    kw = dict(kernel="rbf", gamma=0.1, fit_inverse_transform=True, alpha=0.05)
+    ours, ref = Plain(8, **kw).fit(X), SkKernelPCA(8, **kw).fit(X)
+    Y = rng.normal(size=(10, 5))
+    np.testing.assert_allclose(ours.inverse_transform(ours.transform(Y)),
+                               ref.inverse_transform(ref.transform(Y)), atol=1e-8)
+
+
+def test_fixed_point_can_start_from_the_ridge_map(rng):
+    X = rng.normal(size=(150, 4))
+    m = KernelPCA(6, gamma=0.2, fit_inverse_transform=True, alpha=0.01).fit(X)
+    Z = m.transform(X[:20])
+    R0 = m.inverse_transform(Z)
+    R = m.fixed_point_inverse_transform(Z, init=R0)
+    assert R.shape == X[:20].shape and m.preimage_stats_.converged == 20
+    # the fixed point is a stationary point of ||Phi(z) - P Phi(x)||^2: one more
+    # step from it moves nothing
+    np.testing.assert_allclose(m.fixed_point_inverse_transform(Z, init=R), R, atol=1e-4)

@@ -9,11 +9,12 @@ m = 500: 0.0208, m = 750: 0.0194 (``python benchmarks/nystrom.py`` for more).
 import numpy as np
 import pytest
 
-from kpca_denoise import Cancelled, CancelToken, KernelPCA
+from kpca_denoise import Cancelled, CancelToken
 from kpca_denoise.core.kpca import WIDTH_SCALE_IMAGE_PATCHES
 from kpca_denoise.core.nystrom import landmark_weights
 from kpca_denoise.core.patches import extract_patches
 from kpca_denoise.core.preimage import preimage_fixed_point
+from helpers import KPCA as KernelPCA
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -45,7 +46,7 @@ def test_all_landmarks_reproduce_exact_mode(digits, kernel, kw):
     rule, no flipping allowed), projections and pre-images are the exact mode's."""
     Ntr, _, Nte = digits
     X, Y = Ntr[:200], Nte[:50]
-    common = dict(kernel=kernel, dtype="float64", eigen_solver="dense", **kw)
+    common = dict(kernel=kernel, gram_dtype="float64", eigen_solver="dense", **kw)
     ex = KernelPCA(8, **common).fit(X)
     lm = KernelPCA(8, n_landmarks=200, **common).fit(X)
     assert lm.n_landmarks_ == 200 and lm.landmarks_.shape == (200, 64)
@@ -57,10 +58,10 @@ def test_all_landmarks_reproduce_exact_mode(digits, kernel, kw):
     np.testing.assert_allclose(lm.K_fit_rows_, ex.K_fit_rows_, atol=1e-10)
     assert lm.K_fit_all_ == pytest.approx(ex.K_fit_all_, abs=1e-10)
     if kernel == "poly":
-        with pytest.raises(ValueError, match="no pre-image for kernel='poly'"):
-            lm.inverse_transform(Zl)
+        with pytest.raises(ValueError, match="no fixed-point pre-image for kernel='poly'"):
+            lm.fixed_point_inverse_transform(Zl)
         return
-    Re, Rl = ex.inverse_transform(Ze, init=Y), lm.inverse_transform(Zl, init=Y)
+    Re, Rl = ex.fixed_point_inverse_transform(Ze, init=Y), lm.fixed_point_inverse_transform(Zl, init=Y)
     np.testing.assert_allclose(Rl, Re, atol=1e-8)
     if kernel == "rbf":
         # K_mm invertible: the expansion is unique, so it is the exact mode's
@@ -74,7 +75,7 @@ def test_all_landmarks_float32_default_close_to_exact(digits):
     float32 accuracy (K_mm and the covariance are float64)."""
     Ntr, _, Nte = digits
     X, Y = Ntr[:300], Nte[:100]
-    ex = KernelPCA(16, dtype="float64").fit(X)
+    ex = KernelPCA(16, gram_dtype="float64").fit(X)
     lm = KernelPCA(16, n_landmarks=300).fit(X)
     np.testing.assert_allclose(lm.eigenvalues_, ex.eigenvalues_, rtol=1e-5)
     Ze = ex.transform(Y)
@@ -90,8 +91,8 @@ def _mean_sin2(A, B):
 
 
 def _landmark_series(X, Y, ms, **kw):
-    ex = KernelPCA(16, dtype="float64", **kw).fit(X)
-    fits = [KernelPCA(16, n_landmarks=m, dtype="float64", **kw).fit(X) for m in ms]
+    ex = KernelPCA(16, gram_dtype="float64", **kw).fit(X)
+    fits = [KernelPCA(16, n_landmarks=m, gram_dtype="float64", **kw).fit(X) for m in ms]
     return ex, ex.transform(Y), fits, [f.transform(Y) for f in fits]
 
 
@@ -140,7 +141,7 @@ def test_landmark_denoising_within_margin_of_exact(digits):
     Ntr, Xte, Nte = digits
 
     def mse(model):
-        R = model.inverse_transform(model.transform(Nte), init=Nte)
+        R = model.fixed_point_inverse_transform(model.transform(Nte), init=Nte)
         assert model.preimage_stats_.fallbacks == 0
         return float(np.mean((R - Xte) ** 2))
 
@@ -167,7 +168,7 @@ def test_preimage_is_invariant_to_weight_normalisation(digits):
     a, _ = preimage_fixed_point(raw, lm.landmarks_, lm.gamma_, init=Nte[:100], tol=1e-10)
     b, _ = preimage_fixed_point(norm, lm.landmarks_, lm.gamma_, init=Nte[:100], tol=1e-10)
     np.testing.assert_allclose(a, b, atol=1e-8)
-    np.testing.assert_allclose(lm.inverse_transform(Z, init=Nte[:100]), b, atol=1e-4)
+    np.testing.assert_allclose(lm.fixed_point_inverse_transform(Z, init=Nte[:100]), b, atol=1e-4)
 
 
 def test_training_projections_have_the_centring_identities(digits):
@@ -175,7 +176,7 @@ def test_training_projections_have_the_centring_identities(digits):
     fit_transform, has zero mean, and variance lambda / N."""
     Ntr, _, _ = digits
     X = Ntr[:400]
-    m = KernelPCA(8, n_landmarks=100, dtype="float64").fit(X)
+    m = KernelPCA(8, n_landmarks=100, gram_dtype="float64").fit(X)
     Z = m.transform(X)
     np.testing.assert_allclose(Z, m.fit_transform(X), atol=1e-10)
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-10)
@@ -219,12 +220,12 @@ def test_rank_deficient_landmarks_are_guarded(rng):
     components beyond its rank are zero axes, nothing is Inf or NaN."""
     base = rng.normal(size=(3, 5))
     X = np.repeat(base, 10, axis=0)
-    m = KernelPCA(5, gamma=0.1, n_landmarks=30, dtype="float64").fit(X)
+    m = KernelPCA(5, gamma=0.1, n_landmarks=30, gram_dtype="float64").fit(X)
     assert m.landmark_rank_ == 3
     # 3 distinct points span 2 centred directions; the rest is round-off or padding
     assert np.all(m.eigenvalues_[2:] < 1e-12 * m.eigenvalues_[0]) and np.all(m.alphas_[:, 2:] == 0)
     Z = m.transform(rng.normal(size=(6, 5)))
-    R = m.inverse_transform(Z, init=X[:6])
+    R = m.fixed_point_inverse_transform(Z, init=X[:6])
     assert np.all(np.isfinite(Z)) and np.all(np.isfinite(R)) and np.all(Z[:, 2:] == 0)
 
 

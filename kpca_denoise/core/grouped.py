@@ -11,6 +11,12 @@ the block matching, giving the kernel-PCA basis and the Wiener signal power (the
 BM3D / LPG-PCA two-stage scheme).  ``kernel="linear"`` runs exactly the same
 pipeline with the linear kernel (plain group PCA) as an ablation.
 
+The stages have one function each: :func:`grouping` (block matching),
+:func:`fit_groups` (per-group kernel PCA), :func:`shrink_own` / :func:`shrink_pilot`
+(shrinkage of the stage-1 / stage-2 coefficients), :func:`preimage` and
+:func:`aggregate`; ``_run_pass`` chains them over the image and
+:func:`denoise_grouped` chains the passes.
+
 Everything heavy runs in numba kernels (``prange`` over the reference patches of a
 chunk of reference rows); chunks are driven from Python so progress can be reported
 and cancellation checked between them.  Results are deterministic: parallel loops
@@ -192,7 +198,7 @@ def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project1(lam, V, tau, ranks, agg0, Gam, aggw):
+def _project1(lam, V, tau, ranks, agg0, Gam, aggw, kept):
     """Stage 1: Wiener shrinkage of the group's own kernel components.
 
     Expansion weights ``Gam[r, q, i, :]`` of the projection of member ``i`` (rank cap
@@ -214,6 +220,7 @@ def _project1(lam, V, tau, ranks, agg0, Gam, aggw):
         for q in range(nr):
             cap = ranks[q] if ranks[q] >= 0 else n
             cap = min(cap, nkeep)
+            kept[r, q] = cap
             ss = 0.0
             for k in range(cap):
                 ss += w[k] * w[k]
@@ -234,7 +241,8 @@ def _project1(lam, V, tau, ranks, agg0, Gam, aggw):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, agg0, Gam, aggw):
+def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, agg0, Gam, aggw,
+              kept):
     """Stage 2: kernel PCA of the pilot group, coefficients of the noisy members,
     per-coefficient empirical Wiener weights from the pilot's own coefficients."""
     nref, n, d = P.shape
@@ -300,6 +308,7 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, agg
         for q in range(nr):
             cap = ranks[q] if ranks[q] >= 0 else n
             cap = min(cap, ncomp)
+            kept[r, q] = cap
             for i in range(n):
                 ss = 0.0
                 for k in range(cap):
@@ -425,6 +434,92 @@ def _aggregate(Est, aggw, gy, gx, p, num, den, win):
                         den[q, y + a, x + b] += ww
 
 
+_STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
+
+
+# ----------------------------------------------------------------------------
+# stages: each works on one chunk of reference patches (numba does the loops)
+# ----------------------------------------------------------------------------
+
+
+def grouping(img: np.ndarray, guide: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int,
+             R: int, n: int, with_pilot: bool):
+    """Block matching on ``guide``; the members' noisy patches and, with a pilot, its patches.
+
+    Returns ``gy, gx`` (m, n) member positions and ``X, P`` (m, n, p*p) float64
+    (``P is X`` without a pilot).
+    """
+    m = len(ry)
+    gy = np.empty((m, n), np.int64)
+    gx = np.empty((m, n), np.int64)
+    _match(guide, ry, rx, p, R, n, gy, gx)
+    X = np.empty((m, n, p * p))
+    _gather(img, gy, gx, p, X)
+    if not with_pilot:
+        return gy, gx, X, X
+    P = np.empty((m, n, p * p))
+    _gather(guide, gy, gx, p, P)
+    return gy, gx, X, P
+
+
+def fit_groups(P: np.ndarray, rbf: bool, gamma: float):
+    """Per-group kernel PCA: eigenvalues ``lam`` (m, n) descending, eigenvectors
+    ``V`` (m, n, n) in columns and the uncentred Gram's row means (m, n)."""
+    m, n, _ = P.shape
+    lam = np.empty((m, n))
+    V = np.empty((m, n, n))
+    rowmean = np.empty((m, n))
+    _eig(P, rbf, gamma, lam, V, rowmean)
+    return lam, V, rowmean
+
+
+def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray):
+    """Stage-1 shrinkage ``w_k = max(lambda_k - tau, 0) / lambda_k`` of each group's own
+    components.  Returns the expansion weights ``Gam`` (m, nr, n, n), the aggregation
+    weights (m, nr, n) and the number of kept components (m, nr)."""
+    m, n = lam.shape
+    nr = len(ranks)
+    Gam = np.empty((m, nr, n, n))
+    aggw = np.empty((m, nr, n))
+    kept = np.empty((m, nr), np.int64)
+    _project1(lam, V, tau, ranks, 1.0, Gam, aggw, kept)
+    return Gam, aggw, kept
+
+
+def shrink_pilot(lam: np.ndarray, V: np.ndarray, rowmean: np.ndarray, P: np.ndarray,
+                 X: np.ndarray, floors: dict, rbf: bool, cut: float, ranks: np.ndarray):
+    """Stage-2 shrinkage: the noisy members projected on the pilot's kernel PCA, each
+    coefficient with the empirical Wiener weight ``b^2 / (b^2 + tau2)``.  Same outputs
+    as :func:`shrink_own`."""
+    m, n = lam.shape
+    nr = len(ranks)
+    Gam = np.empty((m, nr, n, n))
+    aggw = np.empty((m, nr, n))
+    kept = np.empty((m, nr), np.int64)
+    _project2(lam, V, rowmean, P, X, rbf, floors["g_x"], floors["kscale"], floors["tau2"],
+              cut, ranks, 1.0, Gam, aggw, kept)
+    return Gam, aggw, kept
+
+
+def preimage(Gam: np.ndarray, B: np.ndarray, use_member: bool, rbf: bool, gamma: float,
+             max_iter: int, tol2: float):
+    """Mika fixed-point pre-image of every member and rank: estimates (m, nr, n, d), and
+    the guarded steps and iterations per group."""
+    m, nr, n, _ = Gam.shape
+    Est = np.empty((m, nr, n, B.shape[2]))
+    fb = np.zeros(m, np.int64)
+    its = np.zeros(m, np.int64)
+    _preimage(Gam, B, use_member, rbf, gamma, max_iter, tol2, Est, fb, its)
+    return Est, fb, its
+
+
+def aggregate(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int,
+              num: np.ndarray, den: np.ndarray, win: np.ndarray) -> None:
+    """Adds the windowed, weighted patch estimates into ``num`` and their weights into
+    ``den`` (both (nr, H, W)); the image is ``num / den``."""
+    _aggregate(Est, aggw, gy, gx, p, num, den, win)
+
+
 # ----------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------
@@ -438,7 +533,98 @@ def _grid(L: int, p: int, stride: int) -> np.ndarray:
     return np.asarray(g, dtype=np.int64)
 
 
-_STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
+def noise_floors(sigma: float, d: int, n: int, c: float, rbf: bool, kappa1: float,
+                 kappa2: float) -> dict:
+    """Kernel width and noise floors of one pass (equations in the module docstring).
+
+    ``gamma = 1 / (c 2 d sigma^2)``; ``tau1`` the stage-1 floor; ``g_x`` and ``kscale``
+    correct the noisy-to-pilot kernel values of stage 2; ``tau2`` the stage-2
+    coefficient noise.
+    """
+    gamma = 1.0 / (c * 2.0 * d * sigma * sigma)
+    if rbf:
+        tau1 = 1.0 - (1.0 + 4.0 * gamma * sigma * sigma) ** (-d / 2.0)
+    else:
+        # linear: noise energy (n-1) d sigma^2 spread over min(d, n-1) directions
+        tau1 = (n - 1) * d * sigma * sigma / min(d, n - 1)
+    # stage 2 (rbf): kernel between a noisy patch and a pilot patch, corrected so
+    # that on average it equals the kernel of the clean patch with width gamma
+    g_x = gamma / max(1.0 - 2.0 * gamma * sigma * sigma, 1e-3)
+    kscale = (1.0 + 2.0 * g_x * sigma * sigma) ** (d / 2.0)
+    tau2 = kappa2 * (2.0 * gamma * sigma * sigma if rbf else sigma * sigma)
+    return dict(gamma=gamma, tau1=tau1 * kappa1, g_x=g_x, kscale=kscale, tau2=tau2)
+
+
+def _run_pass(img: np.ndarray, guide: np.ndarray, sigma: float, stage: int, n: int,
+              ranks: np.ndarray, c: float, st: int, cfg: dict, run: dict, final: bool,
+              progress: ProgressCallback | None, cancel: Any) -> np.ndarray:
+    """One pass over all reference patches: ``(nr, H, W)`` estimates.
+
+    Stage 1 shrinks each group's own components; stage 2 fits on the ``guide`` (pilot).
+    ``run`` collects timings, counters, the final stage's spectrum and kept ranks.
+    """
+    H, W = img.shape
+    p = cfg["patch_size"]
+    nr = len(ranks)
+    ys = _grid(H, p, st)
+    xs = _grid(W, p, st)
+    run["groups"] += len(ys) * len(xs)
+    # ~2048 groups per chunk keeps the per-chunk buffers at a few tens of MB
+    rows_per_chunk = max(1, 2048 // (len(xs) * nr))
+    nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
+    num = np.zeros((nr, H, W))
+    den = np.zeros((nr, H, W))
+    rbf = cfg["rbf"]
+    fl = noise_floors(sigma, p * p, n, c, rbf, cfg["kappa1"], cfg["kappa2"])
+    gamma = fl["gamma"]
+    cfg[f"stage{stage}_gamma"] = gamma
+    cfg[f"stage{stage}_noise_floor"] = fl["tau1"] if stage == 1 else fl["tau2"]
+    tol2 = p * p * (cfg["tol"] * sigma) ** 2
+    sec = run["seconds"]
+    msg = f"stage {stage}"
+    for ci in range(nchunks):
+        check_cancel(cancel)
+        yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
+        ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
+        rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+        t0 = time.perf_counter()
+        gy, gx, X, P = grouping(img, guide, ry, rx, p, cfg["search_radius"], n, stage == 2)
+        t1 = time.perf_counter()
+        sec["grouping"] += t1 - t0
+        report(progress, "grouping", ci + 1, nchunks, message=msg)
+        lam, V, rowmean = fit_groups(P, rbf, gamma)
+        t2 = time.perf_counter()
+        sec["eigensolver"] += t2 - t1
+        # the mean spectrum of the final stage's groups, sent as it grows so
+        # a plot can show it while the run goes on
+        if final:
+            run["spectrum"] = lam.sum(axis=0) + (run["spectrum"] if run["spectrum"] is not None
+                                                 else 0.0)
+            run["final_groups"] += len(ry)
+        report(progress, "eigensolver", ci + 1, nchunks, message=msg,
+               eigenvalues=run["spectrum"] / run["final_groups"] if final else None)
+        if stage == 1:
+            Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks)
+        else:
+            Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl, rbf, cfg["stage2_cut"],
+                                           ranks)
+        if final:
+            run["kept"] = kept.sum(axis=0) + run["kept"]
+        t3 = time.perf_counter()
+        sec["projection"] += t3 - t2
+        report(progress, "projection", ci + 1, nchunks, message=msg)
+        Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
+                                cfg["max_iter"], tol2)
+        run["fallbacks"] += int(fb.sum())
+        run["iterations"] += int(its.sum())
+        t4 = time.perf_counter()
+        sec["preimage"] += t4 - t3
+        report(progress, "preimage", ci + 1, nchunks, message=msg)
+        aggregate(Est, aggw, gy, gx, p, num, den, cfg["window"])
+        sec["reassembly"] += time.perf_counter() - t4
+        report(progress, "reassembly", ci + 1, nchunks, message=msg)
+    # every pixel is covered by a reference patch (stride <= p, last row/col kept)
+    return num / den
 
 
 def denoise_grouped(
@@ -542,7 +728,10 @@ def denoise_grouped(
     stats : dict
         ``preimage_fallbacks`` (guarded pre-image steps), ``preimage_iterations``,
         ``groups`` (both stages), ``seconds`` (per stage and ``total``), ``params``
-        (every resolved parameter, the kernel widths and noise floors).
+        (every resolved parameter, the kernel widths and noise floors), ``spectrum``
+        (mean eigenvalues of the final stage's groups) and ``effective_rank``
+        (``{rank: mean number of kernel components kept per group}`` in the final
+        stage, after the shrinkage's noise floor and the rank cap).
 
     Raises
     ------
@@ -616,120 +805,41 @@ def denoise_grouped(
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
 
-    sec = {s: 0.0 for s in _STAGES}
-    counters = {"fallbacks": 0, "iterations": 0, "groups": 0}
-    resolved: dict[str, Any] = dict(
+    cfg: dict[str, Any] = dict(
         kernel=kernel, patch_size=p, group_size=n2, group_size1=n1, search_radius=R,
         stride=st2, stride1=st1, gamma_scale=float(gamma_scale),
         gamma_scale2=float(gamma_scale2), kappa1=k1, kappa2=float(kappa2),
         stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
         preimage_init=preimage_init, window_beta=float(window_beta),
         two_stage=bool(two_stage), sigma=sigma)
-
-    def run_stage(guide: np.ndarray, stage: int, n: int, ranks_here: np.ndarray,
-                  c: float, st: int) -> np.ndarray:
-        nr = len(ranks_here)
-        ys = _grid(H, p, st)
-        xs = _grid(W, p, st)
-        counters["groups"] += len(ys) * len(xs)
-        # ~2048 groups per chunk keeps the per-chunk buffers at a few tens of MB
-        rows_per_chunk = max(1, 2048 // (len(xs) * nr))
-        nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
-        num = np.zeros((nr, H, W))
-        den = np.zeros((nr, H, W))
-        gamma = 1.0 / (c * 2.0 * d * sigma * sigma)
-        if rbf:
-            tau1 = 1.0 - (1.0 + 4.0 * gamma * sigma * sigma) ** (-d / 2.0)
-        else:
-            # linear: noise energy (n-1) d sigma^2 spread over min(d, n-1) directions
-            tau1 = (n - 1) * d * sigma * sigma / min(d, n - 1)
-        tau1 *= k1
-        # stage 2 (rbf): kernel between a noisy patch and a pilot patch, corrected so
-        # that on average it equals the kernel of the clean patch with width gamma
-        g_x = gamma / max(1.0 - 2.0 * gamma * sigma * sigma, 1e-3)
-        kscale = (1.0 + 2.0 * g_x * sigma * sigma) ** (d / 2.0)
-        tau2 = float(kappa2) * (2.0 * gamma * sigma * sigma if rbf else sigma * sigma)
-        resolved[f"stage{stage}_gamma"] = gamma
-        resolved[f"stage{stage}_noise_floor"] = tau1 if stage == 1 else tau2
-        tol2 = d * (float(tol) * sigma) ** 2
-        msg = f"stage {stage}"
-        for ci in range(nchunks):
-            check_cancel(cancel)
-            yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
-            ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
-            rx = np.ascontiguousarray(np.tile(xs, len(yy)))
-            m = len(ry)
-            t0 = time.perf_counter()
-            gy = np.empty((m, n), np.int64)
-            gx = np.empty((m, n), np.int64)
-            _match(guide, ry, rx, p, R, n, gy, gx)
-            Xg = np.empty((m, n, d))
-            _gather(img, gy, gx, p, Xg)
-            if stage == 2:
-                Pg = np.empty((m, n, d))
-                _gather(guide, gy, gx, p, Pg)
-            else:
-                Pg = Xg
-            t1 = time.perf_counter()
-            sec["grouping"] += t1 - t0
-            report(progress, "grouping", ci + 1, nchunks, message=msg)
-            lam = np.empty((m, n))
-            V = np.empty((m, n, n))
-            rmean = np.empty((m, n))
-            _eig(Pg, rbf, gamma, lam, V, rmean)
-            t2 = time.perf_counter()
-            sec["eigensolver"] += t2 - t1
-            # the mean spectrum of the final stage's groups, sent as it grows so
-            # a plot can show it while the run goes on
-            final = stage == 2 or not two_stage
-            if final:
-                spectrum[0] = lam.sum(axis=0) + (spectrum[0] if spectrum[0] is not None else 0.0)
-                spectrum[1] += m
-            report(progress, "eigensolver", ci + 1, nchunks, message=msg,
-                   eigenvalues=spectrum[0] / spectrum[1] if final else None)
-            Gam = np.empty((m, nr, n, n))
-            aggw = np.empty((m, nr, n))
-            if stage == 1:
-                _project1(lam, V, tau1, ranks_here, 1.0, Gam, aggw)
-            else:
-                _project2(lam, V, rmean, Pg, Xg, rbf, g_x, kscale, tau2, float(stage2_cut),
-                          ranks_here, 1.0, Gam, aggw)
-            t3 = time.perf_counter()
-            sec["projection"] += t3 - t2
-            report(progress, "projection", ci + 1, nchunks, message=msg)
-            Est = np.empty((m, nr, n, d))
-            fb = np.zeros(m, np.int64)
-            its = np.zeros(m, np.int64)
-            _preimage(Gam, Pg, preimage_init == "member", rbf, gamma, int(max_iter), tol2,
-                      Est, fb, its)
-            counters["fallbacks"] += int(fb.sum())
-            counters["iterations"] += int(its.sum())
-            t4 = time.perf_counter()
-            sec["preimage"] += t4 - t3
-            report(progress, "preimage", ci + 1, nchunks, message=msg)
-            _aggregate(Est, aggw, gy, gx, p, num, den, win)
-            sec["reassembly"] += time.perf_counter() - t4
-            report(progress, "reassembly", ci + 1, nchunks, message=msg)
-        # every pixel is covered by a reference patch (stride <= p, last row/col kept)
-        return num / den
-
-    spectrum = [None, 0]  # running sum of final-stage group eigenvalues, group count
+    run: dict[str, Any] = dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0,
+                               groups=0, spectrum=None, final_groups=0, kept=0)
+    cfg.update(rbf=rbf, window=win)  # working values, not reported
     one = np.asarray([-1], np.int64)
     if two_stage:
-        pilot = run_stage(img, 1, n1, one, float(gamma_scale), st1)[0]
+        pilot = _run_pass(img, img, sigma, 1, n1, one, float(gamma_scale), st1, cfg, run,
+                          False, progress, cancel)[0]
         check_cancel(cancel)
-        out = run_stage(pilot, 2, n2, ranks_arr, float(gamma_scale2), st2)
+        out = _run_pass(img, pilot, sigma, 2, n2, ranks_arr, float(gamma_scale2), st2, cfg,
+                        run, True, progress, cancel)
     else:
-        out = run_stage(img, 1, n1, ranks_arr, float(gamma_scale), st1)
+        out = _run_pass(img, img, sigma, 1, n1, ranks_arr, float(gamma_scale), st1, cfg, run,
+                        True, progress, cancel)
+    del cfg["rbf"], cfg["window"]
     results = {rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)}
+    sec = run["seconds"]
     sec["total"] = time.perf_counter() - t_all
+    ng = max(run["final_groups"], 1)
     stats = dict(
-        preimage_fallbacks=counters["fallbacks"],
-        preimage_iterations=counters["iterations"],
-        groups=counters["groups"],
+        preimage_fallbacks=run["fallbacks"],
+        preimage_iterations=run["iterations"],
+        groups=run["groups"],
         seconds=sec,
-        params=resolved,
+        params=cfg,
         # mean eigenvalues of the final stage's centred group Gram matrices, descending
-        spectrum=spectrum[0] / max(spectrum[1], 1) if spectrum[0] is not None else np.zeros(0),
+        spectrum=run["spectrum"] / ng if run["spectrum"] is not None else np.zeros(0),
+        # mean number of kernel components kept per group of the final stage, per rank
+        effective_rank={rk: float(np.asarray(run["kept"])[i]) / ng if run["final_groups"]
+                        else 0.0 for i, rk in enumerate(rank_list)},
     )
     return results, stats

@@ -1,10 +1,12 @@
-"""Kernel PCA with exact feature-space centring and a fixed-point pre-image.
+"""Kernel PCA numerics: exact feature-space centring, eigensolvers, a fixed-point pre-image.
 
-The estimator follows scikit-learn's contract (``sklearn.decomposition.KernelPCA``):
-``__init__`` only stores parameters, ``fit`` validates and returns ``self``,
-learned attributes end in ``_``.  Unlike scikit-learn it reports progress,
-can be cancelled, resolves the RBF width from the data and the noise level,
-and inverts the projection with the pre-image of Mika et al. (1998).
+:class:`KernelPCACore` holds the numerics; the public scikit-learn compatible
+estimator :class:`kpca_denoise.estimator.KernelPCA` (outside core, because it
+inherits scikit-learn's ``BaseEstimator``) adds the estimator protocol on top.
+Beyond scikit-learn the numerics report progress, can be cancelled, resolve
+the RBF width from the data and the noise level (``gamma='noise'``), use
+landmarks (Nyström) and invert the projection with the pre-image of Mika et
+al. (1998).
 
 References
 ----------
@@ -15,24 +17,19 @@ Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+import warnings
 
 import numpy as np
 
 from . import eigen
-from .kernels import KERNELS, kernel_matrix, rbf_gram
+from .kernels import KERNELS, centre_gram, kernel_matrix, rbf_gram
 from .noise import estimate_sigma_pca
 from .nystrom import LANDMARK_RTOL, fit_landmark_pca, landmark_weights, select_landmarks
 from .preimage import PreimageStats, expansion_weights, preimage_fixed_point
-from .progress import ProgressCallback, check_cancel, report
+from .progress import check_cancel, report
 
-__all__ = ["KernelPCA", "NotFittedError", "rbf_width", "noise_eigenvalue", "WIDTH_SCALE_SAMPLES",
+__all__ = ["KernelPCACore", "check_psd_eigenvalues", "rbf_width", "noise_eigenvalue", "WIDTH_SCALE_SAMPLES",
            "WIDTH_SCALE_IMAGE_PATCHES", "NOISE_RANK_KAPPA"]
-
-
-class NotFittedError(ValueError, AttributeError):
-    """The estimator was used before ``fit``."""
 
 
 #: Width scale c of :func:`rbf_width` for independent samples (digits-like
@@ -107,281 +104,245 @@ def rbf_width(X: np.ndarray, noise_sigma: float | None, *, scale: float = WIDTH_
     return 1.0 / (scale * s2)
 
 
-class KernelPCA:
-    """Kernel principal component analysis (low-rank) with a pre-image.
+#: Below this many samples the 'auto' Gram precision is float64: the Gram
+#: matrix is cheap, and float64 matches scikit-learn to round-off.
+AUTO_FLOAT32_MIN_N = 2000
+#: float32 RBF Gram matrices are accurate while ``gamma * s2`` (s2: the mean
+#: squared distance between samples, after centring the data) is at least
+#: this; wider kernels make K ~ 1 - gamma d^2, whose informative part drowns
+#: in float32 rounding of the 1, and 'auto' switches to float64 (an explicit
+#: ``gram_dtype='float32'`` warns).  See ``KernelPCA`` for the measured bound.
+FLOAT32_MIN_WIDTH_PRODUCT = 1e-2
+#: The RBF kernel matrix counts as the identity (degenerate spectrum: every
+#: sample orthogonal to every other) when its mean off-diagonal value is below this.
+IDENTITY_KERNEL_LEVEL = 1e-10
+#: The translation-invariant kernels: the data are centred before their Gram
+#: matrix is formed (exact in real arithmetic, and it keeps float32 accurate
+#: for data far from the origin).
+SHIFT_KERNELS = ("rbf", "linear")
 
-    Parameters
-    ----------
-    n_components : int
-        Number of components kept (the largest rank any caller will use;
-        smaller ranks are prefixes).
-    kernel : {'rbf', 'poly', 'sigmoid', 'linear'}
-    gamma : float or None
-        Kernel parameter.  ``None``: for 'rbf' chosen by :func:`rbf_width`
-        from the data and ``noise_sigma``; for 'poly'/'sigmoid' ``1/n_features``
-        as in scikit-learn.  The value used is stored in ``gamma_``.
-    degree, coef0 : polynomial / sigmoid parameters (scikit-learn's meaning).
-    noise_sigma : float or None
-        Noise standard deviation of the samples, used by the width rule;
-        ``None`` estimates it (``noise_sigma_``).
-    width_scale : float
-        The scale c of the automatic width rule (:func:`rbf_width`): 0.5 for
-        independent samples (default), 8 for overlapping image patches.
-    eigen_solver : {'auto', 'dense', 'arpack', 'randomized'}
-        'auto' is dense LAPACK for ``n <= 1500`` or ``n_components > n/4``
-        and randomized subspace iteration otherwise
-        (:func:`kpca_denoise.core.eigen.choose_solver`).
-    tol : float
-        Iterative eigensolvers stop when every Ritz residual ``||K u - theta u||``
-        is below ``tol * lambda_1``.  The default 1e-4 gives eigenvalues to
-        about 1e-5 of lambda_1 (measured on 8x8 image patches, n = 2000-6000)
-        in about 10 iterations; 1e-6 takes 3x as many.
-    max_iter : int or None
-        Iteration cap of the iterative eigensolvers.
-    preimage_tol, preimage_max_iter : pre-image stopping rule (per point).
-    dtype : 'float32' or 'float64'
-        Precision of the Gram matrix.  float32 halves memory and time and is
-        accurate to ~1e-6 relative; the eigensolver's small Rayleigh-Ritz
-        problem, projections and pre-image are float64.  In landmark mode it
-        is the precision of the N x m kernel blocks and of their product with
-        the landmark basis (the O(N m^2) part); K_mm, its eigendecomposition,
-        the covariance accumulation, projections and pre-image are float64.
-    n_landmarks : int or None
-        ``None`` (default): exact kernel PCA, O(N^2) memory.  An integer m
-        (``n_components <= m <= n_samples``): Nyström approximation with m
-        landmarks drawn uniformly from the training samples (``random_state``),
-        O(N m^2 + m^3) time and O(m^2) memory, so N can be much larger; see
-        :mod:`kpca_denoise.core.nystrom`.  ``m = n_samples`` reproduces the
-        exact mode.  Transform and pre-image then cost O(m) per point, not O(N).
-    random_state : int or None
-    progress : callable or None
-        Receives :class:`~kpca_denoise.core.progress.ProgressEvent`.
-    cancel : token or None
-        Checked between chunks; raises ``Cancelled``.
+_SIGNIFICANT_NEG = {"float32": (5e-3, 1e-6), "float64": (1e-5, 1e-10)}
+_SMALL_POS = {"float32": 2e-7, "float64": 1e-12}
 
-    Attributes
-    ----------
-    eigenvalues_ : (k,) eigenvalues of the centred Gram matrix, descending,
-        negative values clipped to 0.
-    eigenvectors_ : (n, k) unit-norm eigenvectors, sign fixed so that the
-        largest-magnitude entry of each is positive.
-    alphas_ : (n, k) expansion coefficients of the feature-space axes,
-        ``eigenvectors_ / sqrt(eigenvalues_)`` so that ``lambda ||alpha||^2 = 1``
-        (zero for zero eigenvalues).
-    X_fit_, gamma_, noise_sigma_, K_fit_rows_, K_fit_all_, solver_,
-    n_iter_, preimage_stats_ (after ``inverse_transform``).
-    n_landmarks_ : None (exact mode) or the number of landmarks m.
 
-    In landmark mode ``eigenvalues_`` and ``eigenvectors_`` are those of the
-    centred approximate Gram matrix ``L K_Nm K_mm^+ K_mN L`` (same scale as
-    the exact mode, same sign rule), ``K_fit_rows_`` / ``K_fit_all_`` are its
-    row means / mean, and additionally:
-    landmarks_ : (m, d) float64 landmark samples, the pre-image's expansion points.
-    landmark_indices_ : (m,) their rows in ``X_fit_``.
-    alphas_ : (m, k) expansion coefficients of the axes over ``landmarks_``.
-    landmark_mean_weights_ : (m,) expansion of the (projected) training mean.
-    landmark_rank_ : number r of K_mm eigenvalues kept (> ``LANDMARK_RTOL`` x largest).
-    landmark_eigenvalues_ : (r,) those eigenvalues, descending.
+def check_psd_eigenvalues(w: np.ndarray, dtype: str = "float64") -> np.ndarray:
+    """Clip round-off in the eigenvalues of a centred Gram matrix, as scikit-learn.
+
+    Same rule and messages as ``sklearn.utils.validation._check_psd_eigenvalues``
+    (without its warnings): significant negative eigenvalues (below
+    ``-5e-3 / -1e-5`` of the largest, per float32 / float64, and below
+    ``-1e-6 / -1e-10``) raise; smaller negative ones and positive ones below
+    ``2e-7 / 1e-12`` of the largest become 0.
+    """
+    w = np.array(w, dtype=np.float64)
+    if w.size == 0:
+        return w
+    max_eig = w.max()
+    if max_eig < 0:
+        raise ValueError(
+            f"All eigenvalues are negative (maximum is {max_eig:g}). Either the matrix is not "
+            "PSD, or there was an issue while computing the eigendecomposition of the matrix."
+        )
+    neg_ratio, neg_value = _SIGNIFICANT_NEG[dtype]
+    min_eig = w.min()
+    if min_eig < -neg_ratio * max_eig and min_eig < -neg_value:
+        raise ValueError(
+            f"There are significant negative eigenvalues ({-min_eig / max_eig:g} of the maximum "
+            "positive). Either the matrix is not PSD, or there was an issue while computing the "
+            "eigendecomposition of the matrix."
+        )
+    w[w < 0] = 0.0
+    w[(w > 0) & (w < _SMALL_POS[dtype] * max_eig)] = 0.0
+    return w
+
+
+def _int_seed(random_state) -> int:
+    """An int seed for the width rule: the given int, else 0 (deterministic)."""
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    return 0
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+class KernelPCACore:
+    """The numerics of kernel PCA, without scikit-learn's estimator protocol.
+
+    Not used on its own: the public, scikit-learn compatible
+    :class:`kpca_denoise.estimator.KernelPCA` inherits these methods and its
+    ``__init__`` sets the parameters read here (``n_components``, ``kernel``,
+    ``gamma``, ``degree``, ``coef0``, ``noise_sigma``, ``width_scale``,
+    ``eigen_solver``, ``tol``, ``max_iter``, ``remove_zero_eig``,
+    ``gram_dtype``, ``random_state``, ``preimage_tol``, ``preimage_max_iter``,
+    ``n_landmarks``, ``progress``, ``cancel``; see its docstring).  Inputs
+    arrive validated: 2-D, finite, real, and a private copy.  Kernels other
+    than the native ones (rbf, linear, poly, sigmoid) are evaluated by the
+    hooks ``_foreign_gram`` / ``_foreign_cross`` that the subclass provides.
     """
 
-    def __init__(
-        self,
-        n_components: int = 8,
-        *,
-        kernel: str = "rbf",
-        gamma: float | None = None,
-        degree: float = 3,
-        coef0: float = 1.0,
-        noise_sigma: float | None = None,
-        width_scale: float = WIDTH_SCALE_SAMPLES,
-        eigen_solver: str = "auto",
-        tol: float = 1e-4,
-        max_iter: int | None = None,
-        preimage_tol: float = 1e-5,
-        preimage_max_iter: int = 100,
-        dtype: str = "float32",
-        random_state: int | None = 0,
-        progress: ProgressCallback | None = None,
-        cancel: Any = None,
-        n_landmarks: int | None = None,
-    ) -> None:
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.noise_sigma = noise_sigma
-        self.width_scale = width_scale
-        self.eigen_solver = eigen_solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.preimage_tol = preimage_tol
-        self.preimage_max_iter = preimage_max_iter
-        self.dtype = dtype
-        self.random_state = random_state
-        self.progress = progress
-        self.cancel = cancel
-        self.n_landmarks = n_landmarks
+    #: category of the warning when an iterative eigensolver stops at max_iter
+    _convergence_warning: type = RuntimeWarning
+    _default_tol = 1e-4
 
-    # -- scikit-learn parameter protocol ---------------------------------
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
+    # -- parameters -------------------------------------------------------
+    def _native(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel in KERNELS
 
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params) -> "KernelPCA":
-        valid = set(self._param_names())
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"invalid parameter {key!r} for KernelPCA; valid are {sorted(valid)}"
-                )
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        extra = "" if self.n_landmarks is None else f", n_landmarks={self.n_landmarks!r}"
-        return (f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, "
-                f"gamma={self.gamma!r}{extra})")
-
-    # -- validation -------------------------------------------------------
-    def _check_params(self, n_samples: int) -> None:
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        k = self.n_components
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {k!r}")
-        if k > n_samples:
-            raise ValueError(
-                f"n_components={k} is more than the {n_samples} training samples; "
-                f"use at most {n_samples} components or more training samples"
-            )
-        if self.gamma is not None:
-            g = self.gamma
-            if not isinstance(g, (int, float, np.floating, np.integer)) or not np.isfinite(g) or g <= 0:
-                raise ValueError(
-                    f"gamma must be a positive finite number or None (automatic), got {g!r}"
-                )
-        if self.noise_sigma is not None and not (np.isfinite(self.noise_sigma) and self.noise_sigma >= 0):
+    def _resolve_gamma(self, X: np.ndarray) -> float:
+        n, d = X.shape
+        g = self.gamma
+        self.noise_sigma_ = None if self.noise_sigma is None else float(self.noise_sigma)
+        if self.noise_sigma_ is not None and not (np.isfinite(self.noise_sigma_)
+                                                  and self.noise_sigma_ >= 0):
             raise ValueError(f"noise_sigma must be >= 0 or None, got {self.noise_sigma!r}")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        m = self.n_landmarks
-        if m is not None:
-            if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+        if isinstance(g, str):
+            if g != "noise":
                 raise ValueError(
-                    f"n_landmarks must be None (exact kernel PCA) or an integer, got {m!r}"
-                )
-            if m < k:
-                raise ValueError(
-                    f"n_landmarks={m} is fewer than n_components={k}; use n_landmarks >= {k} "
-                    "(or n_landmarks=None for exact kernel PCA)"
-                )
-            if m > n_samples:
-                raise ValueError(
-                    f"n_landmarks={m} is more than the {n_samples} training samples; use at "
-                    f"most {n_samples} (n_landmarks={n_samples} equals exact kernel PCA) or "
-                    "n_landmarks=None"
-                )
+                    f"gamma must be a positive number, None (1/n_features, as scikit-learn) or "
+                    f"'noise' (the noise-aware RBF width), got {g!r}")
+            if self.kernel != "rbf":
+                raise ValueError(f"gamma='noise' is the RBF width rule, but kernel={self.kernel!r}; "
+                                 "use kernel='rbf' or give gamma as a number")
+            if self.noise_sigma_ is None:
+                self.noise_sigma_ = estimate_sigma_pca(X) if d >= 4 and n >= 2 else 0.0
+            return rbf_width(X, self.noise_sigma_, scale=self.width_scale,
+                             random_state=_int_seed(self.random_state))
+        if g is None:
+            return 1.0 / d
+        if not _is_number(g) or not np.isfinite(g) or g < 0 or (g == 0 and self.kernel == "rbf"):
+            raise ValueError(f"gamma must be a positive finite number, None (1/n_features) or "
+                             f"'noise', got {g!r}")
+        return float(g)
 
-    @staticmethod
-    def _check_X(X, what: str = "X") -> np.ndarray:
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"{what} must be 2-D (n_samples, n_features), got shape {X.shape}")
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"{what} is empty (shape {X.shape})")
-        if not np.issubdtype(X.dtype, np.number):
-            raise ValueError(f"{what} must be numeric, got dtype {X.dtype}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError(f"{what} contains NaN or Inf values; remove or replace them first")
-        return X
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "alphas_"):
-            raise NotFittedError(
-                "This KernelPCA instance is not fitted yet; call 'fit' with training data first"
-            )
+    def _resolve_dtype(self, Xk: np.ndarray) -> np.dtype:
+        """Gram precision: ``gram_dtype``, or for 'auto' by size and accuracy."""
+        want = self.gram_dtype
+        if want not in ("auto", "float32", "float64"):
+            raise ValueError(f"gram_dtype must be 'auto', 'float32' or 'float64', got {want!r}")
+        if want == "float64" or not self._native():
+            return np.dtype(np.float64)
+        n = Xk.shape[0]
+        accurate = True
+        if self.kernel == "rbf":
+            s2 = 2.0 * float(np.einsum("ij,ij->", Xk, Xk, dtype=np.float64)) / max(n, 1)
+            accurate = self.gamma_ * s2 >= FLOAT32_MIN_WIDTH_PRODUCT
+        if want == "float32":
+            if not accurate:
+                warnings.warn(
+                    f"gram_dtype='float32' is inaccurate for this wide kernel (gamma * mean "
+                    f"squared distance = {self.gamma_ * s2:.2g} < {FLOAT32_MIN_WIDTH_PRODUCT:g}); "
+                    "use gram_dtype='float64' or 'auto'", RuntimeWarning, stacklevel=4)
+            return np.dtype(np.float32)
+        use32 = self.kernel == "rbf" and n >= AUTO_FLOAT32_MIN_N and accurate
+        return np.dtype(np.float32 if use32 else np.float64)
 
     # -- fitting ----------------------------------------------------------
-    def fit(self, X, y=None) -> "KernelPCA":
-        X = self._check_X(X)
-        n, d = X.shape
-        if n < 2:
-            raise ValueError("kernel PCA needs at least 2 training samples")
-        self._check_params(n)
-        dt = np.dtype(self.dtype)
-        self.X_fit_ = np.ascontiguousarray(X, dtype=np.float64)
-        self._X_kernel = None
-        if self.noise_sigma is None and self.kernel == "rbf" and self.gamma is None:
-            self.noise_sigma_ = estimate_sigma_pca(self.X_fit_) if d >= 4 else 0.0
-        else:
-            self.noise_sigma_ = None if self.noise_sigma is None else float(self.noise_sigma)
-        if self.gamma is not None:
-            self.gamma_ = float(self.gamma)
-        elif self.kernel == "rbf":
-            self.gamma_ = rbf_width(self.X_fit_, self.noise_sigma_, scale=self.width_scale,
-                                    random_state=self.random_state)
-        else:
-            self.gamma_ = 1.0 / d
+    def _fit_core(self, X: np.ndarray) -> None:
+        """Fit on a validated float array X (a private copy; for
+        ``kernel='precomputed'`` the n x n kernel matrix)."""
+        n = X.shape[0]
+        self.X_fit_ = X
+        self.gamma_ = self._resolve_gamma(X)
+        k = self.n_components
+        if k is not None and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
+            raise ValueError(f"n_components must be None or an integer >= 1, got {k!r}")
+        k = n if k is None else min(n, int(k))
+        if self.eigen_solver not in eigen.SOLVERS:
+            raise ValueError(f"eigen_solver must be one of {eigen.SOLVERS}, got {self.eigen_solver!r}")
+        shift = self._native() and self.kernel in SHIFT_KERNELS
+        Xk = np.asarray(X, dtype=np.float64)
+        self._X_shift = Xk.mean(axis=0) if shift else None
+        if shift:
+            Xk = Xk - self._X_shift
+        dt = self._resolve_dtype(Xk) if self._native() else np.dtype(np.float64)
+        self.gram_dtype_ = dt.name
+        self._X_kernel = np.ascontiguousarray(Xk, dtype=dt) if self._native() else None
         for name in ("landmarks_", "landmark_indices_", "landmark_mean_weights_",
-                     "landmark_rank_", "landmark_eigenvalues_", "_landmark_offset"):
+                     "landmark_rank_", "landmark_eigenvalues_", "_landmark_offset", "_L_kernel"):
             self.__dict__.pop(name, None)
         self.n_landmarks_ = None
         if self.n_landmarks is not None:
-            return self._fit_landmarks()
-        if self.kernel == "rbf":
-            K = rbf_gram(self.X_fit_.astype(dt), self.gamma_, progress=self.progress,
-                         cancel=self.cancel)
+            self._fit_landmarks(k)
+            return
+        if not self._native():
+            K = np.array(self._foreign_gram(X), dtype=np.float64)
+        elif self.kernel == "rbf":
+            K = rbf_gram(self._X_kernel, self.gamma_, progress=self.progress, cancel=self.cancel)
         else:
             report(self.progress, "gram", 0, 1)
-            K = kernel_matrix(self.X_fit_, self.X_fit_, self.kernel, gamma=self.gamma_,
-                              degree=self.degree, coef0=self.coef0).astype(dt)
+            K = kernel_matrix(self._X_kernel, self._X_kernel, self.kernel, gamma=self.gamma_,
+                              degree=self.degree, coef0=self.coef0).astype(dt, copy=False)
             report(self.progress, "gram", 1, 1)
         check_cancel(self.cancel)
-        # exact feature-space centring: K~ = L K L with L = I - 11^T/n
-        self.K_fit_rows_ = K.mean(axis=0, dtype=np.float64)
-        self.K_fit_all_ = float(self.K_fit_rows_.mean())
-        K -= self.K_fit_rows_.astype(dt)[None, :]
-        K -= self.K_fit_rows_.astype(dt)[:, None]
-        K += dt.type(self.K_fit_all_)
+        # exact feature-space centring, in place (a precomputed K need not
+        # be symmetric: its column and row means differ)
+        self.K_fit_rows_, _, self.K_fit_all_ = centre_gram(K, symmetric=self._native())
+        if self.kernel == "rbf" and n > 1 and (n * n * self.K_fit_all_ - n) / (n * (n - 1)) \
+                < IDENTITY_KERNEL_LEVEL:
+            raise ValueError(
+                f"gamma={self.gamma_:g} is so large that the RBF kernel matrix is the identity "
+                "(no two samples are similar): the spectrum is degenerate and no component is "
+                "meaningful; use a smaller gamma, e.g. gamma=None (1/n_features) or 'noise'")
         w, V, info = eigen.eigh_top(
-            K, int(self.n_components), solver=self.eigen_solver, tol=self.tol,
-            max_iter=self.max_iter, random_state=self.random_state,
-            progress=self.progress, cancel=self.cancel,
+            K, k, solver=self.eigen_solver, tol=self._tol(), max_iter=self.max_iter,
+            random_state=self.random_state, progress=self.progress, cancel=self.cancel,
         )
         del K
+        self._set_spectrum(w, V, info, dt.name)
+
+    def _tol(self) -> float:
+        return self._default_tol if not self.tol else float(self.tol)
+
+    def _set_spectrum(self, w, V, info, dtype_name) -> None:
         self.solver_ = info["solver"]
         self.n_iter_ = info["iterations"]
-        # centred Gram matrices are PSD for PSD kernels: tiny negatives are
-        # round-off; sigmoid can give real negatives, which carry no variance
+        if info.get("converged") is False:
+            warnings.warn(
+                f"eigen_solver={self.solver_!r} stopped at max_iter={self.n_iter_} before "
+                f"reaching tol={self._tol():g}; the eigenpairs are approximate: raise max_iter "
+                "or use eigen_solver='dense'", self._convergence_warning, stacklevel=4)
         self.n_negative_eigenvalues_ = int((w < 0).sum())
-        w = np.where(w > 0, w, 0.0)
+        w = check_psd_eigenvalues(w, dtype_name)
         # deterministic signs: the largest-magnitude entry of each vector positive
         idx = np.argmax(np.abs(V), axis=0)
         signs = np.sign(V[idx, np.arange(V.shape[1])])
         signs[signs == 0] = 1.0
         V = V * signs
+        order = np.argsort(w, kind="stable")[::-1]
+        w, V = w[order], V[:, order]
+        if self.remove_zero_eig or self.n_components is None:
+            V, w = V[:, w > 0], w[w > 0]
         self.eigenvalues_ = w
         self.eigenvectors_ = V
-        # guard the division: a zero eigenvalue gives a zero axis, not Inf
-        nz = w > max(w.max(initial=0.0), 0.0) * 1e-12
         alphas = np.zeros_like(V)
+        nz = w > 0  # zero eigenvalues give zero axes, not Inf
         alphas[:, nz] = V[:, nz] / np.sqrt(w[nz])
         self.alphas_ = alphas
-        return self
 
-    def _fit_landmarks(self) -> "KernelPCA":
-        dt = np.dtype(self.dtype)
-        X = self.X_fit_
-        m = int(self.n_landmarks)
-        idx = select_landmarks(X.shape[0], m, self.random_state)
-        L = X[idx]
-        # non-RBF kernels in float64, as _centred_kernel does in the exact mode
-        kdt = dt if self.kernel == "rbf" else np.dtype(np.float64)
+    def _fit_landmarks(self, k: int) -> None:
+        if not self._native():
+            raise ValueError(f"n_landmarks needs a built-in kernel (rbf, linear, poly, sigmoid), "
+                             f"got kernel={self.kernel!r}; use n_landmarks=None")
+        X = self._X_kernel
+        n = X.shape[0]
+        m = self.n_landmarks
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+            raise ValueError(f"n_landmarks must be None (exact kernel PCA) or an integer, got {m!r}")
+        if m < k:
+            raise ValueError(f"n_landmarks={m} is fewer than n_components={k}; use n_landmarks "
+                             f">= {k} (or n_landmarks=None for exact kernel PCA)")
+        if m > n:
+            raise ValueError(f"n_landmarks={m} is more than the {n} training samples; use at most "
+                             f"{n} (n_landmarks={n} equals exact kernel PCA) or n_landmarks=None")
+        m = int(m)
+        dt = X.dtype
+        rs = self.random_state
+        if isinstance(rs, np.random.RandomState):
+            rs = int(rs.randint(np.iinfo(np.int32).max))
+        idx = select_landmarks(n, m, rs)
+        self._L_kernel = np.ascontiguousarray(X[idx])
 
         def kern(Y, Lk):
             return kernel_matrix(Y, Lk, self.kernel, gamma=self.gamma_, degree=self.degree,
@@ -391,10 +352,9 @@ class KernelPCA:
             return rbf_gram(Lk, self.gamma_) if self.kernel == "rbf" else kern(Lk, Lk)
 
         fit = fit_landmark_pca(
-            X, L, kern, int(self.n_components), gram=gram, dtype=kdt,
-            rtol=LANDMARK_RTOL[self.dtype], eigen_solver=self.eigen_solver, tol=self.tol,
-            max_iter=self.max_iter, random_state=self.random_state, progress=self.progress,
-            cancel=self.cancel,
+            X, self._L_kernel, kern, k, gram=gram, dtype=dt, rtol=LANDMARK_RTOL[dt.name],
+            eigen_solver=self.eigen_solver, tol=self._tol(), max_iter=self.max_iter,
+            random_state=self.random_state, progress=self.progress, cancel=self.cancel,
         )
         w, Z = fit["eigenvalues"], fit["projections"]
         # the exact mode's sign rule on the N-vector eigenvectors Z / sqrt(w):
@@ -407,12 +367,12 @@ class KernelPCA:
         V[:, nz] = Z[:, nz] / np.sqrt(w[nz])
         alphas = fit["alphas"] * signs
         alphas[:, ~nz] = 0.0
-        self.eigenvalues_ = w
+        self.eigenvalues_ = np.where(nz, w, 0.0)
         self.eigenvectors_ = V * signs
         self.alphas_ = alphas
         self._landmark_offset = np.where(nz, fit["offset"] * signs, 0.0)
         self.landmark_mean_weights_ = fit["mean_weights"]
-        self.landmarks_ = L
+        self.landmarks_ = np.ascontiguousarray(self.X_fit_[idx], dtype=np.float64)
         self.landmark_indices_ = idx
         self.landmark_rank_ = fit["rank"]
         self.landmark_eigenvalues_ = fit["landmark_eigenvalues"]
@@ -422,8 +382,6 @@ class KernelPCA:
         self.n_iter_ = fit["iterations"]
         self.n_negative_eigenvalues_ = fit["n_negative"]
         self.n_landmarks_ = m
-        self._X_kernel = None
-        return self
 
     def noise_rank(self, sigma: float | None = None, kappa: float = NOISE_RANK_KAPPA) -> int:
         """Number of fitted components whose eigenvalue exceeds ``kappa`` times the
@@ -442,41 +400,39 @@ class KernelPCA:
         if self.kernel not in ("rbf", "linear"):
             raise ValueError(f"noise_rank has no noise model for kernel={self.kernel!r}; "
                              "use kernel='rbf' or 'linear'")
-        n = self.X_fit_.shape[0]
-        tau = noise_eigenvalue(self.kernel, getattr(self, "gamma_", 0.0) or 0.0, s,
-                               self.X_fit_.shape[1], n)
+        n, d = self.X_fit_.shape
+        tau = noise_eigenvalue(self.kernel, self.gamma_, s, d, n)
         return max(1, int(np.count_nonzero(self.eigenvalues_ > kappa * tau)))
 
     # -- projection -------------------------------------------------------
+    def _kernel_input(self, Y: np.ndarray) -> np.ndarray:
+        Y = Y - self._X_shift if self._X_shift is not None else Y
+        return np.ascontiguousarray(Y, dtype=self._X_kernel.dtype)
+
     def _centred_kernel(self, Y: np.ndarray) -> np.ndarray:
-        # the RBF test kernel is computed in the Gram matrix's precision
-        dt = np.dtype(self.dtype) if self.kernel == "rbf" else np.dtype(np.float64)
-        if getattr(self, "_X_kernel", None) is None or self._X_kernel.dtype != dt:
-            self._X_kernel = self.X_fit_.astype(dt)
-        Kt = kernel_matrix(np.asarray(Y, dtype=dt), self._X_kernel, self.kernel, gamma=self.gamma_,
-                           degree=self.degree, coef0=self.coef0)
+        if self._native():
+            Kt = kernel_matrix(self._kernel_input(Y), self._X_kernel, self.kernel,
+                               gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
+        else:
+            Kt = np.array(self._foreign_cross(Y), dtype=np.float64)
         # centre with the training means: k~(y, x_j) = k(y, x_j) - mean_i k(x_i, x_j)
         #   - mean_i k(y, x_i) + mean_ij k(x_i, x_j)
         row_means = Kt.mean(axis=1, keepdims=True)
-        Kt -= self.K_fit_rows_.astype(dt)[None, :]
+        Kt -= self.K_fit_rows_.astype(Kt.dtype)[None, :]
         Kt -= row_means
-        Kt += dt.type(self.K_fit_all_)
+        Kt += Kt.dtype.type(self.K_fit_all_)
         return Kt
 
-    def transform(self, X, *, n_components: int | None = None, block: int = 4096) -> np.ndarray:
-        """Projections onto the leading components, shape (m, n_components)."""
-        self._check_fitted()
-        X = self._check_X(X)
-        if X.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(
-                f"X has {X.shape[1]} features but the model was fitted with {self.X_fit_.shape[1]}"
-            )
-        k = self.alphas_.shape[1] if n_components is None else int(n_components)
-        if not 1 <= k <= self.alphas_.shape[1]:
-            raise ValueError(f"n_components must be in [1, {self.alphas_.shape[1]}], got {k}")
+    def _transform_core(self, X: np.ndarray, n_components: int | None = None,
+                        block: int = 4096) -> np.ndarray:
+        """Projections (float64) of validated X onto the leading components."""
+        kmax = self.alphas_.shape[1]
+        k = kmax if n_components is None else int(n_components)
+        if not 0 <= k <= kmax or (n_components is not None and k < 1):
+            raise ValueError(f"n_components must be in [1, {kmax}], got {n_components}")
         m = X.shape[0]
         Z = np.empty((m, k))
-        landmark = getattr(self, "n_landmarks_", None) is not None
+        landmark = self.n_landmarks_ is not None
         report(self.progress, "projection", 0, m)
         for s in range(0, m, block):
             check_cancel(self.cancel)
@@ -484,7 +440,8 @@ class KernelPCA:
             if landmark:
                 # z = (phi~(x) - mu) . E = k_m(x) alphas - mu . E; the product
                 # in float64: alphas carries S^{-1/2}, so float32 would cancel
-                Kt = self._landmark_kernel(X[s:e])
+                Kt = kernel_matrix(self._kernel_input(X[s:e]), self._L_kernel, self.kernel,
+                                   gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
                 Z[s:e] = Kt.astype(np.float64) @ self.alphas_[:, :k] - self._landmark_offset[:k]
             else:
                 Kt = self._centred_kernel(X[s:e])
@@ -492,59 +449,57 @@ class KernelPCA:
             report(self.progress, "projection", e, m)
         return Z
 
-    def _landmark_kernel(self, Y: np.ndarray) -> np.ndarray:
-        dt = np.dtype(self.dtype) if self.kernel == "rbf" else np.dtype(np.float64)
-        if getattr(self, "_X_kernel", None) is None or self._X_kernel.dtype != dt:
-            self._X_kernel = self.landmarks_.astype(dt)
-        return kernel_matrix(np.asarray(Y, dtype=dt), self._X_kernel, self.kernel,
-                             gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
-
-    def fit_transform(self, X, y=None) -> np.ndarray:
-        self.fit(X)
-        # for training points the centred kernel rows are the centred Gram,
-        # so the projection is eigenvectors * sqrt(eigenvalues)
-        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
-
     # -- pre-image ----------------------------------------------------------
-    def inverse_transform(self, Z, init=None) -> np.ndarray:
-        """Pre-images of projections Z (m, r) with r <= n_components.
+    def fixed_point_inverse_transform(self, Z, init=None) -> np.ndarray:
+        """Pre-images of projections Z (m, r), r <= n_components, by the fixed
+        point of Mika et al. (1998) -- the denoising pre-image.
 
-        RBF: the fixed-point iteration of Mika et al. (1998), started from
-        ``init`` (the noisy inputs) when given; see
-        :mod:`kpca_denoise.core.preimage`.  ``linear``: exact
-        (``mean + Z @ axes``).  'poly' and 'sigmoid' have no fixed-point
-        pre-image here: a ValueError says to use ``kernel='rbf'`` (or
-        scikit-learn's learned ``fit_inverse_transform``).
+        Unlike :meth:`inverse_transform` (scikit-learn's learned ridge map,
+        needs ``fit_inverse_transform=True``), nothing is learned: each
+        pre-image minimises ``||Phi(z) - P Phi(x)||^2`` in feature space.
+
+        RBF: the fixed-point iteration, started from ``init`` (e.g. the noisy
+        inputs, or the learned map's output) when given, else from the
+        input-space expansion; see :mod:`kpca_denoise.core.preimage`.
+        ``linear``: exact (``mean + Z @ axes``).  Other kernels have no
+        fixed-point pre-image here (ValueError).  Statistics of the last call
+        are in ``preimage_stats_``.
         """
         self._check_fitted()
         Z = np.asarray(Z, dtype=np.float64)
-        if Z.ndim != 2 or not 1 <= Z.shape[1] <= self.alphas_.shape[1]:
-            raise ValueError(
-                f"Z must have shape (m, r) with 1 <= r <= {self.alphas_.shape[1]}, got {Z.shape}"
-            )
+        kmax = self.alphas_.shape[1]
+        if kmax == 0 or not np.any(self.eigenvalues_ > 0):
+            raise ValueError("the model has no component with a positive eigenvalue (all "
+                             "training samples look alike to the kernel), so there is nothing "
+                             "to project on; check gamma and the training data")
+        if Z.ndim != 2 or not 1 <= Z.shape[1] <= kmax:
+            raise ValueError(f"Z must have shape (m, r) with 1 <= r <= {kmax}, got {Z.shape}")
         if not np.all(np.isfinite(Z)):
             raise ValueError("Z contains NaN or Inf values")
         r = Z.shape[1]
-        if getattr(self, "n_landmarks_", None) is not None:
+        if self.n_landmarks_ is not None:
             # the projection is an expansion over the landmarks (core/nystrom.py)
             W = landmark_weights(Z, self.alphas_[:, :r], self.landmark_mean_weights_,
                                  normalise=self.kernel != "linear")
             points = self.landmarks_
         else:
             W = expansion_weights(Z, self.alphas_[:, :r])
-            points = self.X_fit_
+            points = np.asarray(self.X_fit_, dtype=np.float64)
         if self.kernel == "linear":
-            # Phi is the identity: the expansion is already the pre-image
+            # Phi is the identity on the centred data: the expansion (over the
+            # centred points, whose weights need not sum to 1 with landmarks)
+            # plus the shift is the pre-image
             self.preimage_stats_ = PreimageStats(n_points=Z.shape[0])
-            return W @ points
+            return W @ (points - self._X_shift) + self._X_shift
         if self.kernel != "rbf":
             raise ValueError(
-                f"no pre-image for kernel={self.kernel!r}: the fixed-point iteration needs "
-                "kernel='rbf' (or 'linear'); for other kernels use scikit-learn's "
-                "KernelPCA(fit_inverse_transform=True)"
-            )
+                f"no fixed-point pre-image for kernel={self.kernel!r}: it needs kernel='rbf' (or "
+                "'linear'); for other kernels use fit_inverse_transform=True and inverse_transform")
         if init is not None:
-            init = self._check_X(init, "init")
+            init = np.asarray(init, dtype=np.float64)
+            if init.shape != (Z.shape[0], points.shape[1]) or not np.all(np.isfinite(init)):
+                raise ValueError(f"init must be a finite array of shape "
+                                 f"{(Z.shape[0], points.shape[1])}, got {init.shape}")
         out, stats = preimage_fixed_point(
             W, points, self.gamma_, init=init, tol=self.preimage_tol,
             max_iter=self.preimage_max_iter, progress=self.progress, cancel=self.cancel,

@@ -1,0 +1,129 @@
+"""The Poisson-Gaussian noise model: generalised Anscombe transform, its exact unbiased
+inverse, the gain / sigma estimator and the library path."""
+
+import numpy as np
+import pytest
+
+from kpca_denoise import denoise_image
+from kpca_denoise.core.grouped import denoise_grouped
+from kpca_denoise.core.noise import estimate_poisson_gaussian
+from kpca_denoise.core.vst import GeneralizedAnscombe, gat_expectation
+from kpca_denoise.params import DenoiseParams, ParamError
+
+
+def simulate(y, gain, sigma, seed=0):
+    rng = np.random.default_rng(seed)
+    return gain * rng.poisson(np.asarray(y, dtype=float) / gain) + rng.normal(0.0, sigma, np.shape(y))
+
+
+@pytest.mark.parametrize("gain, sigma", [(1.0, 0.0), (4.0, 2.0), (16.0, 5.0)])
+def test_exact_inverse_is_unbiased_where_the_algebraic_one_is_not(gain, sigma):
+    vst = GeneralizedAnscombe(gain, sigma)
+    n = 400_000
+    for y in (0.5 * gain, 2.0 * gain, 10.0 * gain, 60.0 * gain, 2000.0 * gain):
+        f = vst.forward(simulate(np.full(n, y), gain, sigma, seed=int(y)))
+        est = float(vst.inverse(f.mean()))
+        # Monte-Carlo error of the mean of f is ~1/sqrt(n); mapped back through dy/dD
+        tol = 4.0 * np.sqrt((gain * y + sigma ** 2) / n) + 1e-3 * y
+        assert abs(est - y) <= tol, (y, est)
+        if y >= 60 * gain:
+            assert abs(f.std() - 1.0) < 0.01  # stabilised
+    # the algebraic inverse ((D alpha / 2)^2 - 3/8 alpha^2 - sigma^2) / alpha is biased
+    # low at low counts: the exact one corrects it
+    D = gat_expectation(np.array([2.0 * gain]), gain, sigma)
+    algebraic = ((D * gain / 2) ** 2 - 0.375 * gain ** 2 - sigma ** 2) / gain
+    assert float(vst.inverse(D)[0]) == pytest.approx(2.0 * gain, rel=1e-3)
+    assert algebraic[0] < 2.0 * gain * 0.9
+
+
+def test_inverse_is_monotone_continuous_and_per_channel():
+    vst = GeneralizedAnscombe(np.array([1.0, 4.0, 9.0]), np.array([0.5, 2.0, 3.0]))
+    D = np.linspace(0.0, 400.0, 20001)
+    y = vst.inverse(np.repeat(D[:, None], 3, axis=1))
+    assert np.all(np.diff(y, axis=0) >= 0)
+    # no jump where the numerical table hands over to the closed form (D ~ 40): above
+    # the toe, consecutive steps of y differ by a few per cent at most
+    step = np.diff(y[D > 10], axis=0)
+    assert np.all(np.abs(step[1:] / step[:-1] - 1.0) < 0.05)
+    # per-channel parameters broadcast on the last axis: channel 1 is the (4, 2) transform
+    z = np.random.default_rng(0).uniform(0, 255, (8, 8, 3))
+    np.testing.assert_allclose(vst.forward(z)[..., 1], GeneralizedAnscombe(4.0, 2.0).forward(z[..., 1]))
+    with pytest.raises(ValueError, match="gain must be > 0"):
+        GeneralizedAnscombe(0.0, 1.0)
+
+
+def test_estimator_recovers_gain_and_sigma_on_a_smooth_image():
+    # python benchmarks/poisson.py --estimate gives the figures on real images
+    yy, xx = np.mgrid[0:256, 0:256]
+    y = 20.0 + 200.0 * (xx / 255.0) * (0.5 + 0.5 * np.sin(yy / 40.0) ** 2)
+    for gain, sigma in ((2.0, 3.0), (8.0, 1.0)):
+        z = simulate(y, gain, sigma, seed=1)
+        a, s = estimate_poisson_gaussian(z)
+        assert a == pytest.approx(gain, rel=0.1), (a, s)
+        # the noise std it predicts, over the signal range (sigma 1 under gain 8 is
+        # too small a part of the variance to be resolved on its own)
+        lv = np.array([20.0, 60.0, 120.0, 220.0])
+        np.testing.assert_allclose(np.sqrt(a * lv + s * s), np.sqrt(gain * lv + sigma ** 2),
+                                   rtol=0.05)
+        # one given: the other fitted
+        a2, s2 = estimate_poisson_gaussian(z, gain=gain)
+        assert a2 == gain and np.sqrt(gain * 20 + s2 ** 2) == pytest.approx(
+            np.sqrt(gain * 20 + sigma ** 2), rel=0.05)
+    assert estimate_poisson_gaussian(simulate(y, 2.0, 3.0, 1))[1] == pytest.approx(3.0, abs=0.8)
+    with pytest.raises(ValueError, match="at least 10 px"):
+        estimate_poisson_gaussian(np.zeros((5, 50)))
+
+
+def test_library_path_beats_the_gaussian_model_on_poisson_noise(camera):
+    img = camera[200:328, 200:328].astype(float)
+    z = simulate(img, 16.0, 2.0, seed=4)
+    awgn = denoise_image(z)
+    stab = denoise_image(z, noise_model="poisson-gaussian")
+    given = denoise_image(z, noise_model="poisson-gaussian", poisson_gain=16.0, noise_sigma=2.0)
+    # the library path is the transform, the grouped method at sigma 1 and the inverse
+    vst = GeneralizedAnscombe(*estimate_poisson_gaussian(z))
+    np.testing.assert_allclose(stab, vst.inverse(denoise_grouped(vst.forward(z), 1.0)[0][None]),
+                               atol=1e-6)
+
+    def psnr(x):
+        return 10 * np.log10(255.0 ** 2 / np.mean((x - img) ** 2))
+    assert psnr(stab) >= psnr(awgn) + 1.0, (psnr(stab), psnr(awgn))
+    assert abs(psnr(given) - psnr(stab)) < 0.3
+
+
+def test_noise_model_parameters_are_checked():
+    with pytest.raises(ParamError, match="noise_model must be one of gaussian, poisson-gaussian"):
+        DenoiseParams(noise_model="poisson").validate()
+    with pytest.raises(ParamError, match="poisson_gain must be a number > 0"):
+        DenoiseParams(noise_model="poisson-gaussian", poisson_gain=-1.0).validate()
+    with pytest.raises(ParamError, match="applies to noise_model 'poisson-gaussian' only"):
+        DenoiseParams(poisson_gain=2.0).validate()
+    p = DenoiseParams(noise_model="poisson-gaussian", poisson_gain=2.0)
+    assert DenoiseParams.from_dict(p.to_dict()) == p
+
+
+def test_command_line_noise_model(tmp_path, capsys):
+    import json
+
+    from PIL import Image
+
+    from kpca_denoise.cli import main
+
+    yy, xx = np.mgrid[0:48, 0:48]
+    clean = 30.0 + 180.0 * (xx / 47.0)
+    Image.fromarray(np.clip(np.rint(simulate(clean, 8.0, 2.0)), 0, 255).astype(np.uint8)).save(
+        tmp_path / "p.png")
+    out = tmp_path / "o"
+    rc = main(["denoise", str(tmp_path / "p.png"), "-o", str(out), "-q",
+               "--noise-model", "poisson-gaussian", "--poisson-gain", "8"])
+    assert rc == 0
+    got = np.asarray(Image.open(out / "p_kpca.png"), dtype=float)
+    noisy = np.asarray(Image.open(tmp_path / "p.png"), dtype=float)
+    assert np.mean((got - clean) ** 2) < 0.5 * np.mean((noisy - clean) ** 2)
+    side = json.loads(next(out.glob("kpca-denoise-*.json")).read_text())
+    assert side["params"]["noise_model"] == "poisson-gaussian"
+    assert side["params"]["poisson_gain"] == 8.0
+    rc = main(["denoise", str(tmp_path / "p.png"), "-o", str(tmp_path / "o2"), "-q",
+               "--noise-model", "poisson-gaussian", "--poisson-gain", "-1"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--poisson-gain must be a number > 0" in err, err
