@@ -150,6 +150,7 @@ class MainWindow(ExportActions, QMainWindow):
         self._help: HelpDialog | None = None
         self._refresh_pending = False
         self.fitted = True  # views fit the image until the user zooms or pans
+        self._user_view: tuple | None = None  # (centre x, centre y, image pixels per screen pixel)
         self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
@@ -741,8 +742,8 @@ class MainWindow(ExportActions, QMainWindow):
 
     def zoom_one_to_one(self) -> None:
         """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
-        self.fitted = False
-        one_to_one(self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master)
+        one_to_one(self._visible_vb())
+        self._on_user_zoom()
 
     def toggle_roi(self) -> None:
         """Show or remove the ROI on the input view; its statistics appear under every view."""
@@ -775,13 +776,22 @@ class MainWindow(ExportActions, QMainWindow):
         for p in self.grid.panels():
             p.set_roi_text(region_stats(p.data, *box) if p.has_image() else "")
 
+    def _visible_vb(self):
+        return self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master
+
     def _on_user_zoom(self) -> None:
-        self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
+        """The user zoomed or panned: keep that centre and scale from now on, until Ctrl+0."""
+        self.fitted = False
+        vb = self._visible_vb()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        upp = max((x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0))
+        self._user_view = ((x0 + x1) / 2, (y0 + y1) / 2, upp)
 
     def keep_fit(self) -> None:
-        """While the views are fitted (no zoom by the user), fit them again after whatever
-        changed their size or content; once, at the next event-loop turn (after layout)."""
-        if self.fitted and not self._fit_pending:
+        """After whatever changed the views' size or content: fit them again while they are
+        fitted, else put back the user's centre and scale (a re-laid-out, linked view would
+        otherwise show another region); once, at the next event-loop turn (after layout)."""
+        if not self._fit_pending:
             self._fit_pending = True
             QTimer.singleShot(0, self._fit_now)
 
@@ -789,6 +799,13 @@ class MainWindow(ExportActions, QMainWindow):
         self._fit_pending = False
         if self.fitted:
             self._auto_range()
+        elif self._user_view is not None:
+            cx, cy, upp = self._user_view
+            vb = self._visible_vb()
+            w, h = vb.width(), vb.height()
+            if min(w, h) >= 1:
+                vb.setRange(xRange=(cx - upp * w / 2, cx + upp * w / 2),
+                            yRange=(cy - upp * h / 2, cy + upp * h / 2), padding=0)
 
     def auto_range(self) -> None:
         """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
