@@ -762,6 +762,12 @@ def test_export_writes_the_displayed_pixels_and_a_set_fit_keeps_own_results(wind
     umask = os.umask(0)
     os.umask(umask)
     assert all(f.stat().st_mode & 0o777 == 0o666 & ~umask for f in written)  # normal permissions
+    asked = []
+    window.ask = lambda title, text, choices: (asked.append(text), "Cancel")[1]
+    assert window.export_current(tmp_path / "own") == [] and "2 file(s) already exist" in asked[0]
+    window.ask = lambda title, text, choices: "Replace"
+    assert window.export_current(tmp_path / "own") == written  # replaced only when confirmed
+    window.ask = lambda *a: pytest.fail("nothing is missing: the export must not ask")
     # the explicit set fit (one model for both grey images) lives beside the own results
     summary = _run(qtbot, window, own.replace(ranks=(4,)), run=window.run_set_fit)
     assert summary.status == "done" and jobs[0].sets == [(0, 1)]
@@ -900,18 +906,20 @@ def test_views_stay_fitted_until_the_user_zooms(window, images, qtbot):
     master.scaleBy((0.25, 0.25))
     master.sigRangeChangedManually.emit([True, True])
 
-    def scale():  # image pixels per screen pixel (the zoom), and the centre
+    def region():  # the part of the image in view: its centre and its smaller extent
         (x0, x1), (y0, y1) = master.viewRange()
-        return max((x1 - x0) / master.width(), (y1 - y0) / master.height()), ((x0 + x1) / 2, (y0 + y1) / 2)
+        return ((x0 + x1) / 2, (y0 + y1) / 2), min(x1 - x0, y1 - y0)
 
-    zoomed, centre = scale()
+    centre, extent = region()
+    assert extent < 60
     window.params_panel.set_ranks((2, 4))
     window.resize(window.width() - 40, window.height())
+    # the same centre and scale stay in view after the re-layout, not refitted
+    qtbot.waitUntil(lambda: not window._fit_pending, timeout=5000)
     QApplication.processEvents()
-    QApplication.processEvents()
-    assert not _shows_whole_image(master, 96, 96)
-    now, centre_now = scale()
-    assert 0.5 < now / zoomed < 2 and np.allclose(centre, centre_now, atol=2)
+    centre_now, extent_now = region()
+    assert not _shows_whole_image(master, 96, 96) and extent_now < 60
+    assert np.allclose(centre, centre_now, atol=2)
     window.act_reset_zoom.trigger()  # Ctrl+0: fitted again, and kept fitted
     qtbot.waitUntil(lambda: _shows_whole_image(master, 96, 96), timeout=5000)
 

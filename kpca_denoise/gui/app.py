@@ -83,8 +83,8 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
     if screenshot:  # the README's picture has a fixed size; otherwise the window places itself
         from PySide6.QtCore import QRect
 
-        win.resize(*SCREENSHOT_SIZE)
         win.place_on_screen(QRect(0, 0, *SCREENSHOT_SIZE))  # not clamped to the offscreen screen
+        win.resize(*SCREENSHOT_SIZE)
     if files:
         win.load_paths(files)
     status = {"code": 0}

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QFileDialog
 from .. import __version__
 from ..io import InputError, atomic_write, check_not_input, jsonable, output_path, rank_tag, write_item
 from ..params import DenoiseParams
-from .imageset import display_array, qimage_from_array, to_uint8
+from .imageset import qimage_from_array, to_uint8
 from .model import FitRecord, ImageEntry, describe_params
 from .views import format_metrics
 from .worker import rank_label, rank_sort_key
@@ -126,13 +126,26 @@ class ExportActions:
                 continue
             units.append((e.stack, np.stack([r.ranks[rank].output for _, r in pages]),
                           np.stack([r.noisy for _, r in pages]), e, rec))
+        # never replace a file without asking (io refuses with replace=False)
+        ins = {Path(p).resolve() for p in inputs}  # an input is never replaced: io refuses it below
+        existing = [t for item, _, _, _, rec in units for t in self._targets(item, folder, rank, rec)
+                    if t.exists() and t.resolve() not in ins]
+        replace = False
+        if existing:
+            names = ", ".join(t.name for t in existing[:4]) + (" …" if len(existing) > 4 else "")
+            if self.ask("Export: files exist", f"{len(existing)} file(s) already exist in {folder} "
+                        f"({names}). Replace them?", ("Replace", "Cancel")) != "Replace":
+                self.log("export cancelled: existing files kept")
+                return []
+            replace = True
         for item, out, noisy, e, rec in units:
             target = output_path(item, folder, rank_tag(rank))
             try:
-                written.append(write_item(item, out, target, inputs=inputs))
+                written.append(write_item(item, out, target, inputs=inputs, replace=replace))
                 if rec.params.add_noise:
-                    written.append(write_item(item, noisy, output_path(item, folder, "noisy"), inputs=inputs))
-                written.append(self._write_sidecar(e, rec, rank, target, inputs))
+                    written.append(write_item(item, noisy, output_path(item, folder, "noisy"), inputs=inputs,
+                                              replace=replace))
+                written.append(self._write_sidecar(e, rec, rank, target, inputs, replace))
             except (InputError, OSError, ValueError) as exc:
                 errors.append(f"{target}: cannot write ({exc})")
         for w in written:
@@ -146,7 +159,15 @@ class ExportActions:
             self.last_export_dir = str(folder)
         return written
 
-    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path, inputs) -> Path:
+    @staticmethod
+    def _targets(item, folder: Path, rank, rec: FitRecord) -> list[Path]:
+        """The files an export of ``item`` writes: the result, its sidecar, the noisy input."""
+        target = output_path(item, folder, rank_tag(rank))
+        out = [target, target.with_name(target.stem + ".json")]
+        return out + ([output_path(item, folder, "noisy")] if rec.params.add_noise else [])
+
+    def _write_sidecar(self, e: ImageEntry, rec: FitRecord, rank, target: Path, inputs,
+                       replace: bool = False) -> Path:
         """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
         side = target.with_name(target.stem + ".json")
         check_not_input(side, inputs)
@@ -167,7 +188,7 @@ class ExportActions:
             "software": f"kpca-denoise {__version__} (GUI)",
         }
         text = json.dumps(data, indent=2)
-        return atomic_write(side, lambda p: p.write_text(text))
+        return atomic_write(side, lambda p: p.write_text(text), replace=replace)
 
     def _key_path(self, key: str) -> str:
         e = next((x for x in self.entries if x.key == key), None)
@@ -213,7 +234,7 @@ class ExportActions:
             tiles.insert(0, ("reference" if e.reference is not None else "clean", clean, {}))
         for r in sorted(rec.ranks, key=rank_sort_key):
             tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
-        imgs = [qimage_from_array(to_uint8(display_array(a, e.is_patchset), levels)) for _, a, _ in tiles]
+        imgs = [qimage_from_array(to_uint8(e.display(a), levels)) for _, a, _ in tiles]
         h0, w0 = imgs[0].height(), imgs[0].width()
         scale = max(1.0, min_tile / max(h0, w0))
         tw, th = max(1, round(w0 * scale)), max(1, round(h0 * scale))

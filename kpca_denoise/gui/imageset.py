@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..io import SUPPORTED_SUFFIXES
-from .model import ImageEntry
+from .model import MOSAIC_MAX_SAMPLES, ImageEntry, display_array, patch_mosaic  # noqa: F401 - re-exported
 
 __all__ = [
     "ImageEntry",
@@ -35,44 +35,6 @@ __all__ = [
     "qimage_from_array",
 ]
 
-#: patch sets show at most this many samples (a 12 x 12 grid stays readable)
-MOSAIC_MAX_SAMPLES = 144
-
-
-def patch_mosaic(a: np.ndarray, max_samples: int = MOSAIC_MAX_SAMPLES, gap: int = 1,
-                 fill: float | None = None) -> np.ndarray:
-    """(N, h, w) samples -> one (H, W) float image of the first ``max_samples``.
-
-    Samples are laid out row by row on a near-square grid separated by ``gap``
-    pixels of ``fill`` (default: the array's minimum, so gaps read as dark).
-    """
-    a = np.asarray(a)
-    n = min(a.shape[0], max_samples)
-    h, w = a.shape[1:3]
-    cols = int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / cols))
-    fill = float(np.min(a[:n])) if fill is None else fill
-    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), fill, dtype=np.float64)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]
-    return out
-
-
-def display_array(a: np.ndarray, is_patchset: bool) -> np.ndarray:
-    """What to draw for an array: images as they are, patch sets as a mosaic.
-
-    Colour images keep 3 channels; an alpha channel is dropped (the views
-    compare pixel values, not compositing).
-    """
-    a = np.asarray(a)
-    if is_patchset:
-        return patch_mosaic(a)
-    if a.ndim == 3 and a.shape[2] in (2, 4):
-        a = a[..., :-1]
-    if a.ndim == 3 and a.shape[2] == 1:
-        a = a[..., 0]
-    return a
 
 
 def display_levels(a: np.ndarray) -> tuple[float, float]:
@@ -113,7 +75,7 @@ def qimage_from_array(a8: np.ndarray) -> QImage:
 
 
 def make_thumbnail(entry: ImageEntry, size: int = 72) -> QIcon:
-    a = display_array(entry.array, entry.is_patchset)
+    a = entry.display(entry.array)
     step = max(1, int(max(a.shape[:2]) // (2 * size)))  # cheap decimation before smooth scaling
     small = a[::step, ::step]
     img = qimage_from_array(to_uint8(small, display_levels(entry.array)))

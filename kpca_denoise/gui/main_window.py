@@ -52,7 +52,7 @@ from ..io import (
 )
 from ..params import DenoiseParams
 from .export import ExportActions
-from .imageset import ImageSetPanel, display_array, display_levels
+from .imageset import ImageSetPanel, display_levels
 from .model import (
     FitRecord,
     ImageEntry,
@@ -94,11 +94,11 @@ SETTINGS_APP = "kpca-denoise"
 _FILE_FILTER = "Images and patch sets (" + " ".join(f"*{s}" for s in sorted(SUPPORTED_SUFFIXES)) + ")"
 
 
-def _residual(noisy: np.ndarray, out: np.ndarray, is_patchset: bool) -> np.ndarray:
+def _residual(e: ImageEntry, noisy: np.ndarray, out: np.ndarray) -> np.ndarray:
     r = np.asarray(noisy, dtype=np.float64) - np.asarray(out, dtype=np.float64)
-    if r.ndim == 3 and not is_patchset:
+    if r.ndim == 3 and not e.is_patchset:
         r = r[..., : 3 if r.shape[2] >= 3 else 1].mean(axis=2)  # one grey map; alpha is untouched
-    return display_array(r, is_patchset)
+    return e.display(r)
 
 
 def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
@@ -150,6 +150,7 @@ class MainWindow(ExportActions, QMainWindow):
         self._help: HelpDialog | None = None
         self._refresh_pending = False
         self.fitted = True  # views fit the image until the user zooms or pans
+        self._user_view: tuple | None = None  # (centre x, centre y, image pixels per screen pixel)
         self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
@@ -449,6 +450,7 @@ class MainWindow(ExportActions, QMainWindow):
         it, centred."""
         if available is not None:
             self._available = available  # kept: placed again once shown (the frame is known then)
+            self._arrange_docks_for_height()
         available = available or self._available
         if available is None:
             screen = self.screen() or QGuiApplication.primaryScreen()
@@ -483,6 +485,12 @@ class MainWindow(ExportActions, QMainWindow):
             self.tabifyDockWidget(self.dock_spectrum, self.dock_progress)
             self.dock_progress.raise_()
             self.resizeDocks([self.dock_spectrum], [185], Qt.Orientation.Vertical)
+        elif self.tabifiedDockWidgets(self.dock_spectrum):  # a taller screen: side by side again
+            # (splitDockWidget on a tabbed dock would only add another tab)
+            self.removeDockWidget(self.dock_progress)
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock_progress)
+            self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+            self.dock_progress.show()
 
     def save_settings(self) -> None:
         if not self.persist:
@@ -734,8 +742,8 @@ class MainWindow(ExportActions, QMainWindow):
 
     def zoom_one_to_one(self) -> None:
         """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
-        self.fitted = False
-        one_to_one(self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master)
+        one_to_one(self._visible_vb())
+        self._on_user_zoom()
 
     def toggle_roi(self) -> None:
         """Show or remove the ROI on the input view; its statistics appear under every view."""
@@ -768,13 +776,22 @@ class MainWindow(ExportActions, QMainWindow):
         for p in self.grid.panels():
             p.set_roi_text(region_stats(p.data, *box) if p.has_image() else "")
 
+    def _visible_vb(self):
+        return self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master
+
     def _on_user_zoom(self) -> None:
-        self.fitted = False  # the user's zoom is kept from now on, until Ctrl+0
+        """The user zoomed or panned: keep that centre and scale from now on, until Ctrl+0."""
+        self.fitted = False
+        vb = self._visible_vb()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        upp = max((x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0))
+        self._user_view = ((x0 + x1) / 2, (y0 + y1) / 2, upp)
 
     def keep_fit(self) -> None:
-        """While the views are fitted (no zoom by the user), fit them again after whatever
-        changed their size or content; once, at the next event-loop turn (after layout)."""
-        if self.fitted and not self._fit_pending:
+        """After whatever changed the views' size or content: fit them again while they are
+        fitted, else put back the user's centre and scale (a re-laid-out, linked view would
+        otherwise show another region); once, at the next event-loop turn (after layout)."""
+        if not self._fit_pending:
             self._fit_pending = True
             QTimer.singleShot(0, self._fit_now)
 
@@ -782,6 +799,13 @@ class MainWindow(ExportActions, QMainWindow):
         self._fit_pending = False
         if self.fitted:
             self._auto_range()
+        elif self._user_view is not None:
+            cx, cy, upp = self._user_view
+            vb = self._visible_vb()
+            w, h = vb.width(), vb.height()
+            if min(w, h) >= 1:
+                vb.setRange(xRange=(cx - upp * w / 2, cx + upp * w / 2),
+                            yRange=(cy - upp * h / 2, cy + upp * h / 2), padding=0)
 
     def auto_range(self) -> None:
         """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
@@ -1142,7 +1166,7 @@ class MainWindow(ExportActions, QMainWindow):
         levels = self._levels_for(e)
         running = e.key in self._running_keys
         noisy = rec.noisy if rec is not None else e.array
-        noisy_d = display_array(noisy, e.is_patchset)
+        noisy_d = e.display(noisy)
         title = "input"
         if rec is not None and rec.params.add_noise:
             title = f"noisy (input + σ {rec.params.add_noise:g})"
@@ -1157,7 +1181,7 @@ class MainWindow(ExportActions, QMainWindow):
         clean = self._clean_for(e, p) if p is not None else None
         if clean is not None:
             self.grid.ref_panel.set_title("reference" if e.reference is not None else "clean (before noise)")
-            self.grid.ref_panel.set_image(display_array(clean, e.is_patchset), levels)
+            self.grid.ref_panel.set_image(e.display(clean), levels)
             self.grid.ref_panel.set_metrics(str(e.reference_path.name) if e.reference_path else "")
         else:
             self.grid.ref_panel.set_title("no reference")
@@ -1175,10 +1199,10 @@ class MainWindow(ExportActions, QMainWindow):
                                 "auto (no cap)" if rec is not None and rec.params.method == "grouped"
                                 and not e.is_patchset else "rank auto")
             if rr is not None:
-                panel.set_image(display_array(rr.output, e.is_patchset), levels)
+                panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
                 prev = rr
-                res = _residual(rec.noisy, rr.output, e.is_patchset)
+                res = _residual(e, rec.noisy, rr.output)
                 span = 3.0 * (sigma if sigma else max(rr.residual_std, 1e-12))
                 rpanel.set_image(res, (-span, span))
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
@@ -1191,7 +1215,7 @@ class MainWindow(ExportActions, QMainWindow):
                 rpanel.set_metrics("")
         # split view: noisy left, selected rank right
         sel = rec.ranks.get(self.selected_rank) if rec is not None else None
-        self.split.set_images(noisy_d, display_array(sel.output, e.is_patchset) if sel else None, levels,
+        self.split.set_images(noisy_d, e.display(sel.output) if sel else None, levels,
                               "noisy", f"rank {rank_label(self.selected_rank)}")
         # spectrum and what 'auto' chose
         if not running:

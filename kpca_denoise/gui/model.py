@@ -25,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import LoadedItem
+from ..io import LoadedItem, display_oriented
 from ..params import DenoiseParams
 from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 
 __all__ = [
     "ImageEntry",
+    "display_array",
+    "patch_mosaic",
     "entries_for",
     "RankRecord",
     "FitRecord",
@@ -47,6 +49,47 @@ __all__ = [
 ]
 
 _ids = itertools.count(1)
+
+
+#: patch sets show at most this many samples (a 12 x 12 grid stays readable)
+MOSAIC_MAX_SAMPLES = 144
+
+
+def patch_mosaic(a: np.ndarray, max_samples: int = MOSAIC_MAX_SAMPLES, gap: int = 1,
+                 fill: float | None = None) -> np.ndarray:
+    """(N, h, w) samples -> one (H, W) float image of the first ``max_samples``.
+
+    Samples are laid out row by row on a near-square grid separated by ``gap``
+    pixels of ``fill`` (default: the array's minimum, so gaps read as dark).
+    """
+    a = np.asarray(a)
+    n = min(a.shape[0], max_samples)
+    h, w = a.shape[1:3]
+    cols = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / cols))
+    fill = float(np.min(a[:n])) if fill is None else fill
+    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), fill, dtype=np.float64)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]
+    return out
+
+
+def display_array(a: np.ndarray, is_patchset: bool) -> np.ndarray:
+    """What to draw for an array: images as they are, patch sets as a mosaic.
+
+    Colour images keep 3 channels; an alpha channel is dropped (the views
+    compare pixel values, not compositing).
+    """
+    a = np.asarray(a)
+    if is_patchset:
+        return patch_mosaic(a)
+    if a.ndim == 3 and a.shape[2] in (2, 4):
+        a = a[..., :-1]
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[..., 0]
+    return a
+
 
 
 @dataclass(eq=False)
@@ -85,6 +128,12 @@ class ImageEntry:
     @property
     def is_patchset(self) -> bool:
         return self.item.is_patchset
+
+    def display(self, a: np.ndarray) -> np.ndarray:
+        """What the views draw for an array of this image: a patch set as a mosaic, a photo
+        upright under its EXIF orientation (exports keep the raw array; the tag is carried)."""
+        d = display_array(a, self.is_patchset)
+        return d if self.is_patchset else display_oriented(d, self.item.meta.get("orientation"))
 
     def describe(self) -> str:
         a = self.array
