@@ -65,8 +65,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         samples, used by :meth:`inverse_transform`.
     eigen_solver : {'auto', 'dense', 'arpack', 'randomized', 'lobpcg'}
         'auto' chooses by cost (:func:`kpca_denoise.core.eigen.choose_solver`):
-        dense LAPACK for small n or large k, otherwise block LOBPCG with an
-        iteration budget worth one dense solve, then dense if the spectrum
+        dense LAPACK for n <= 1200 or large k, otherwise block LOBPCG with an
+        iteration budget worth half a dense solve, then dense if the spectrum
         is too flat.  'randomized' is block subspace iteration that keeps the
         k largest eigenvalues in magnitude, like scikit-learn's.
     tol : float
