@@ -7,8 +7,8 @@ with additive white Gaussian noise (0..255 scale, not clipped):
   overlap averaging);
 * ``kpca-glob`` - plain global kernel PCA (8x8 patches, 2000 training patches, RBF with
   gamma = 1/median squared distance, top-16 components, Mika fixed-point pre-image,
-  overlap averaging).  Uses ``kpca_denoise.core.kpca.KernelPCA`` if it is importable
-  with ``fit/transform/inverse_transform(Z, init=...)``, otherwise a small local version;
+  overlap averaging).  Uses ``kpca_denoise.KernelPCA`` (``fixed_point_inverse_transform``)
+  if it is importable, otherwise a small local version;
 * ``ours``      - :func:`kpca_denoise.core.grouped.denoise_grouped` (RBF, defaults);
 * ``ours-lin``  - the same with ``kernel="linear"`` (ablation);
 * ``nlm``       - ``skimage.restoration.denoise_nl_means(h=0.8s, sigma=s, fast_mode=True,
@@ -156,12 +156,12 @@ def global_kpca(noisy: np.ndarray, sigma: float, p: int = 8, stride: int = 4, n_
     gamma = 1.0 / np.median(d2[np.triu_indices(len(sub), 1)])
     model = None
     try:  # the package's own implementation, if it is there with the expected API
-        from kpca_denoise.core.kpca import KernelPCA  # type: ignore
+        from kpca_denoise import KernelPCA
 
-        model = KernelPCA(n_components=q, gamma=gamma).fit(T)
+        model = KernelPCA.for_denoising(n_components=q, gamma=gamma).fit(T)
         Z = model.transform(P)
-        R = model.inverse_transform(Z, init=P)
-        global_kpca.impl = "kpca_denoise.core.kpca.KernelPCA"
+        R = model.fixed_point_inverse_transform(Z, init=P)  # Mika et al.'s pre-image
+        global_kpca.impl = "kpca_denoise.KernelPCA"
     except Exception as exc:  # not there yet / different API: the local version
         global_kpca.impl = f"local _LocalKPCA ({type(exc).__name__})"
         model = _LocalKPCA(q, gamma).fit(T)
