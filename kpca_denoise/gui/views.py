@@ -33,7 +33,7 @@ pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 #: the views the largest image (at least :data:`CELL_WIDTH` pixels wide each) and wraps
 #: the rest onto further rows
 MIN_VIEW = 80
-CELL_WIDTH = 110
+CELL_WIDTH = 90
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
