@@ -27,6 +27,7 @@ from . import __version__
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
                  output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
+from .executor import Executor, ExecutorError
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
@@ -36,7 +37,7 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
-           "poisson_gain": "--poisson-gain"}
+           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size"}
 
 
 class UsageError(ValueError):
@@ -153,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--max-pixels", type=_positive_int, default=MAX_PIXELS, metavar="N",
                    help=f"largest image accepted, in pixels per image or page (default {MAX_PIXELS}); "
                         "larger headers are refused as decompression bombs")
+    d.add_argument("--tile-size", type=int, metavar="PX",
+                   help="side of the overlapping tiles images are denoised in (bounds memory; "
+                        "default: automatic, the result does not depend on it)")
+    d.add_argument("--workers", type=_positive_int, metavar="N",
+                   help="spread the images over N local Dask worker processes "
+                        "(needs kpca-denoise[distributed])")
+    d.add_argument("--scheduler", metavar="ADDRESS",
+                   help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = sub.add_parser("gui", help="open the desktop application")
     g.add_argument("files", nargs="*")
@@ -306,28 +315,36 @@ def _denoise(args) -> int:
             patch_sets.append(it.is_patchset)
             owner.append(it)
     bar = ProgressBar(enabled=not args.quiet)
-    result = denoise_set(images, params, names=names, patch_sets=patch_sets, progress=bar)
-    rows, written = [], []
     failed = len(errors) + len(read_errors)
+    done: dict = {}  # item -> {image index: ImageResult}
+    finished: dict = {}  # item position -> (entry, rows)
+    try:
+        executor = Executor(workers=args.workers, scheduler=args.scheduler).__enter__()
+    except ExecutorError as exc:  # before any compute
+        raise UsageError(str(exc)) from None
+    with executor:
+        # each input is written as soon as all its pages are back (from a worker or here)
+        for res in executor.run(images, params, names=names, patch_sets=patch_sets, progress=bar,
+                                denoise=denoise_set):
+            it = owner[res.index]
+            got = done.setdefault(id(it), {})
+            got[res.index] = res
+            if len(got) < len(it.pages):
+                continue
+            pages = [got[k] for k in sorted(got)]
+            ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
+                                                params, inputs, args.overwrite, outdir)
+            failed += not ok
+            finished[items.index(it)] = (entry, item_rows)
+    result = executor.summary
+    rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
                "resolved": result.resolved, "timings": result.timings, "items": []}
-    for it in items:
-        pages = [r for r, o in zip(result.images, owner) if o is it]
-        bad = [r.error for r in pages if r.error]
-        if bad:
-            print(f"error: {bad[0]}" + (f" (and {len(bad) - 1} more pages)" if len(bad) > 1 else ""),
-                  file=sys.stderr)
-            failed += 1
-            continue
-        for r in pages:
-            if r.stats.get("note"):
-                print(f"note: {r.stats['note']}", file=sys.stderr)
-        ok, entry, item_rows = _write_item_outputs(it, pages, plan[id(it)], refs.get(id(it)),
-                                                   params, inputs, args.overwrite, outdir)
-        failed += not ok
+    for k in sorted(finished):
+        entry, item_rows = finished[k]
         rows += item_rows
-        written += [Path(f) for f in entry["files"]]
-        if entry["files"]:
+        if entry is not None and entry["files"]:
+            written += [Path(f) for f in entry["files"]]
             sidecar["items"].append(entry)
     if written:
         sidecar["files"] = [str(w) for w in written]
@@ -341,6 +358,19 @@ def _denoise(args) -> int:
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
+    """Report an input's errors and notes, or write its outputs: (ok, entry, rows)."""
+    bad = [r.error for r in pages if r.error]
+    if bad:
+        print(f"error: {bad[0]}" + (f" (and {len(bad) - 1} more pages)" if len(bad) > 1 else ""),
+              file=sys.stderr)
+        return False, None, []
+    for r in pages:
+        if r.stats.get("note"):
+            print(f"note: {r.stats['note']}", file=sys.stderr)
+    return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 
 def _stacked(pages, key):

@@ -62,6 +62,9 @@ class DenoiseParams:
     seed : random seed for training-patch sampling, the eigensolver and added noise.
     add_noise : if set, Gaussian noise of this std (pixel units) is added to each
         input before denoising (to try the method on clean images).
+    tile_size : core side in pixels of the overlapping tiles an image is denoised
+        in (memory is bounded by the tile); ``None`` = the method's default
+        (``kpca_denoise.tiling.DEFAULT_TILE``).  The result does not depend on it.
     noise_model : 'gaussian' (default: additive white Gaussian noise of std
         ``noise_sigma``) or 'poisson-gaussian' (camera / microscope noise of variance
         ``poisson_gain * signal + noise_sigma^2``: images are denoised after the
@@ -85,6 +88,7 @@ class DenoiseParams:
     eigen_solver: str = "auto"
     seed: int = 0
     add_noise: float | None = None
+    tile_size: int | None = None
     extra: dict = field(default_factory=dict)
     noise_model: str = "gaussian"
     poisson_gain: float | None = None
@@ -173,6 +177,9 @@ class DenoiseParams:
             unknown = sorted(set(map(str, self.extra)) - known)
             if unknown:
                 bad("extra", f"has unknown option(s) {unknown}; known are {sorted(known)}")
+        if self.tile_size is not None and (not is_int(self.tile_size) or self.tile_size < 64):
+            bad("tile_size", "must be an integer >= 64 (pixels; omit it for the default), "
+                             f"got {self.tile_size!r}")
         return self
 
     def replace(self, **changes: Any) -> "DenoiseParams":

@@ -16,15 +16,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .core.color import opponent_to_rgb, rgb_to_opponent
 from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES
 from .core.metrics import data_range_for, psnr, ssim
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
-from .core.patches import extract_patches, reassemble
+from .core.patches import patch_positions
 from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_cancel, report
 from .core.vst import GeneralizedAnscombe
 from .estimator import KernelPCA
 from .params import DenoiseParams
+from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, denoise_tiled, denoise_with_model,
+                     luminance, training_patches)
 
 __all__ = [
     "DenoiseParams",
@@ -39,7 +40,6 @@ __all__ = [
     "PATCH_SET_DEFAULT_RANK",
 ]
 
-GLOBAL_PATCH_SIZE = 8
 #: the grouped method's patch side when ``patch_size`` is None (core.grouped)
 GROUPED_PATCH_SIZE = 5
 #: the global method's pre-image iteration cap when ``preimage_iterations`` is None
@@ -82,6 +82,9 @@ class SetResult:
     resolved: dict
     timings: dict
     model: KernelPCA | None = None
+    #: every fitted global model, by the key of its group of items (what
+    #: ``denoise_set(..., fitted_models=...)`` takes back)
+    models: dict = field(default_factory=dict)
 
 
 # -- helpers -------------------------------------------------------------------
@@ -107,50 +110,6 @@ class _StageClock:
 
     def close(self) -> None:
         self(ProgressEvent("done", 0, 0))
-
-
-def _to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | None, bool]:
-    """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
-
-    Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
-    A variance-stabilising transform ``vst`` applies to each colour channel first.
-    """
-    a = np.asarray(image)
-    if a.ndim == 2:
-        a = a[..., None]
-    if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
-        alpha = None
-        if a.shape[2] in (2, 4):
-            alpha = a[..., -1].copy()
-            a = a[..., :-1]
-        if vst is not None:
-            a = vst.forward(a)
-        if a.shape[2] == 1:
-            return a.astype(np.float64), alpha, False
-        return rgb_to_opponent(a), alpha, True
-    raise ValueError(
-        f"expected a grayscale (H, W) or colour (H, W, 3|4) image, got shape {a.shape}"
-    )
-
-
-def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
-    out = opponent_to_rgb(work) if colour else work
-    if vst is not None:
-        out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
-    if like.ndim == 2:
-        out = out[..., 0]
-    if alpha is not None:
-        out = np.concatenate([out, alpha[..., None].astype(np.float64)], axis=-1)
-    return _cast_like(out, like)
-
-
-def _cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """Values in ``like``'s dtype: rounded and clipped to the range of integer types."""
-    dt = like.dtype
-    if np.issubdtype(dt, np.integer):
-        info = np.iinfo(dt)
-        return np.clip(np.rint(values), info.min, info.max).astype(dt)
-    return np.asarray(values).astype(dt)
 
 
 def _check_image(image: np.ndarray, name: str) -> np.ndarray:
@@ -196,19 +155,13 @@ def _stabiliser(image: np.ndarray, params: DenoiseParams):
 
 
 def remaining_noise(image: np.ndarray) -> float:
-    """Estimated noise std left in an image (luminance for colour), pixel units."""
-    work, _, _ = _to_working(image)
-    return estimate_sigma_image(work[..., 0])
+    """Estimated noise std left in an image (luminance for colour), pixel units.
+
+    Bounded memory: the estimator reads a bounded sample of the image."""
+    return estimate_sigma_image(luminance(image))
 
 
 # -- methods ----------------------------------------------------------------------
-
-
-def _global_patches(work: np.ndarray, p: int, stride: int):
-    """Patches of all channels stacked: rows of length p*p*c, and their grid."""
-    chans = [extract_patches(work[..., c], p, stride) for c in range(work.shape[2])]
-    P = np.concatenate([c[0] for c in chans], axis=1)
-    return P, chans[0][1]
 
 
 def _value_range(a: np.ndarray) -> float:
@@ -238,18 +191,6 @@ def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
     return tuple(sorted({default if r is None else int(r) for r in params.ranks}))
 
 
-def _denoise_with_model(model: KernelPCA, P: np.ndarray, ranks, progress, cancel):
-    """Project once at the largest rank; pre-image per rank (ranks are prefixes)."""
-    Z = model.transform(P, n_components=max(ranks))
-    out, stats = {}, {}
-    for r in ranks:
-        check_cancel(cancel)
-        out[r] = model.fixed_point_inverse_transform(Z[:, :r], init=P)
-        s = model.preimage_stats_
-        stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
-    return out, stats
-
-
 def denoise_set(
     images: Sequence[np.ndarray],
     params: DenoiseParams | None = None,
@@ -259,6 +200,9 @@ def denoise_set(
     progress: ProgressCallback | None = None,
     cancel: Any = None,
     model: KernelPCA | None = None,
+    first_index: int = 0,
+    fit_only: bool = False,
+    fitted_models: dict | None = None,
 ) -> SetResult:
     """Denoise a set of images or patch sets at several ranks.
 
@@ -276,6 +220,14 @@ def denoise_set(
         the same parameters except the ranks.  The global kernel PCA is then
         not fitted again when the model has at least ``max(ranks)``
         components: any smaller rank is a prefix of its eigendecomposition.
+    first_index : the position of ``images[0]`` in a larger set that is
+        denoised a few items at a time (:mod:`kpca_denoise.executor`): item
+        indices, default names and the seeds of added noise follow it.
+    fit_only : fit the global models (``SetResult.models``) and stop: no item is
+        denoised.
+    fitted_models : ``SetResult.models`` of a ``fit_only`` call on the whole set:
+        these models are used as they are (no training patches, no fit), so a
+        part of the set gets the pixels the whole set would.
 
     Returns
     -------
@@ -293,7 +245,8 @@ def denoise_set(
     n_items = len(images)
     if n_items == 0:
         raise ValueError("no images given; pass at least one image")
-    names = list(names) if names is not None else [f"image {i}" for i in range(n_items)]
+    names = (list(names) if names is not None
+             else [f"image {first_index + i}" for i in range(n_items)])
     patch_sets = list(patch_sets) if patch_sets is not None else [False] * n_items
     for what, seq in (("names", names), ("patch_sets", patch_sets)):
         if len(seq) != n_items:
@@ -305,7 +258,7 @@ def denoise_set(
             "method 'global')")
     clock = _StageClock(progress)
     t0 = time.perf_counter()
-    results = [ImageResult(index=i, name=names[i]) for i in range(n_items)]
+    results = [ImageResult(index=first_index + i, name=names[i]) for i in range(n_items)]
     resolved: dict[str, Any] = {"method": params.method}
 
     # 1. read each item into working form, add noise, estimate sigma
@@ -335,7 +288,7 @@ def denoise_set(
                 # the noisy input is what the source type can hold (rounded and
                 # clipped for integer images): the file a user would have, and
                 # the one written next to the results
-                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + i), a)
+                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + first_index + i), a)
             res.noisy = _cast_like(noisy, a)
             vst = None
             if patch_sets[i]:
@@ -343,12 +296,13 @@ def denoise_set(
                 sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
+                # pixels stay in the input's dtype: tiles are converted one at a time
                 vst = _stabiliser(noisy, params) if params.noise_model != "gaussian" else None
-                work, alpha, colour = _to_working(noisy, vst)
                 # after the variance-stabilising transform the noise has unit std
                 sigma = (1.0 if vst is not None else params.noise_sigma
-                         if params.noise_sigma is not None else estimate_sigma_image(work[..., 0]))
-                works[i] = ("image", work, (alpha, colour, a, vst))
+                         if params.noise_sigma is not None
+                         else estimate_sigma_image(luminance(res.noisy)))
+                works[i] = ("image", res.noisy, (channels(res.noisy), vst))
                 if vst is not None:
                     res.stats["noise_model"] = dict(
                         model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
@@ -382,15 +336,18 @@ def denoise_set(
         if w[0] == "patchset":
             groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
         elif params.method == "global":
-            groups.setdefault(("image", w[1].shape[2]), []).append(i)
+            groups.setdefault(("image", w[2][0]), []).append(i)
     prior_model = model
-    eig, model, ranks = np.zeros(0), None, None
+    eig, model, ranks, models = np.zeros(0), None, None, {}
     for key in sorted(groups, key=lambda k: -len(groups[k])):
         e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel,
-                               prior_model if len(groups) == 1 else None)
+                               prior_model if len(groups) == 1 else None,
+                               fixed=(fitted_models or {}).get(key), fit_only=fit_only)
+        if m is not None:
+            models[key] = m
         if model is None:
             eig, model, ranks = e, m, rk
-    if params.method == "grouped":
+    if params.method == "grouped" and not fit_only:
         ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel)
         ranks = ranks_g if ranks is None else ranks
         if eig.size == 0:
@@ -402,41 +359,73 @@ def denoise_set(
     if ranks is None:  # nothing was fitted (flat or failed items): the keys they got
         ranks = result_keys(params, bool(patch_sets) and all(patch_sets))
     return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
-                     eigenvalues=eig, resolved=resolved, timings=timings, model=model)
+                     eigenvalues=eig, resolved=resolved, timings=timings, model=model,
+                     models=models)
 
 
-def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None):
+def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None,
+                fixed=None, fit_only=False):
     p = params.patch_size or GLOBAL_PATCH_SIZE
     stride = params.stride or max(1, p // 2)
-    rng = np.random.default_rng(params.seed)
     is_patchset = works[members[0]][0] == "patchset"
     # patch sets: None = the rank from the noise level, chosen after the fit
     auto = is_patchset and None in params.ranks
     ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
              else _global_ranks(params, 16))
     # training samples from every usable item, in proportion to their patch counts
-    pools = []
+    pools = []  # (item, number of candidate training samples)
+    step = max(1, stride // 2)
     for i in members:
         w = works[i]
         if w[0] == "patchset":
-            pools.append((i, w[1]))
+            pools.append((i, w[1].shape[0]))
         else:
-            work = w[1]
-            if min(work.shape[:2]) < p:
+            H, W = w[1].shape[:2]
+            if min(H, W) < p:
                 results[i].error = (
-                    f"{results[i].name}: image {work.shape[1]}x{work.shape[0]} is smaller than "
+                    f"{results[i].name}: image {W}x{H} is smaller than "
                     f"the {p}x{p} patch; use a smaller patch size"
                 )
                 continue
-            P, _ = _global_patches(work, p, max(1, stride // 2))
-            pools.append((i, P))
+            pools.append((i, len(patch_positions(H, p, step)) * len(patch_positions(W, p, step))))
     if not pools:  # every item too small: their errors say so
         return np.zeros(0), None, ranks
-    total = sum(P.shape[0] for _, P in pools)
+    if fixed is not None:
+        model, sigma, fit_k = fixed.set_params(progress=clock, cancel=cancel), None, None
+    else:
+        model, sigma, fit_k = _fit_global(works, results, pools, params, resolved, clock, cancel,
+                                          fitted, ranks, auto, is_patchset, p, stride)
+    auto_rank = None
+    if auto:
+        sigma = model.noise_sigma if sigma is None else sigma
+        fit_k = model.alphas_.shape[1] if fit_k is None else fit_k
+        # the automatic result is keyed None ("auto"), as the grouped method's is
+        auto_rank = min(model.noise_rank(sigma), fit_k)
+        if fixed is None:
+            resolved["models"][-1]["auto_rank"] = auto_rank
+    if fixed is None and "gamma" not in resolved:
+        resolved.update(resolved["models"][-1])
+    if fit_only:
+        return model.eigenvalues_.copy(), model, ranks + ((None,) if auto else ())
+    eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
+                                   auto_rank)
+    return eig, model, ranks + ((None,) if auto else ())
+
+
+def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, ranks, auto,
+                is_patchset, p, stride):
+    """The kernel PCA of a group's training patches: (model, noise sigma, components)."""
+    rng = np.random.default_rng(params.seed)
+    step = max(1, stride // 2)
+    total = sum(n for _, n in pools)
     n_train = min(params.n_train, total)
-    take = [max(1, round(n_train * P.shape[0] / total)) for _, P in pools]
-    train = np.concatenate([P[rng.choice(P.shape[0], min(t, P.shape[0]), replace=False)]
-                            for (_, P), t in zip(pools, take)])
+    take = [max(1, round(n_train * n / total)) for _, n in pools]
+    # only the sampled patches are built (bounded memory whatever the image size)
+    train = np.concatenate([
+        works[i][1][idx] if works[i][0] == "patchset"
+        else training_patches(works[i][1], p, step, idx, works[i][2][1])
+        for (i, n), t in zip(pools, take)
+        for idx in (rng.choice(n, min(t, n), replace=False),)])
     if ranks and max(ranks) > train.shape[0]:
         raise ValueError(
             f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
@@ -484,16 +473,7 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
         solver="reused" if reuse else model.solver_,
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
-    auto_rank = None
-    if auto:
-        # the automatic result is keyed None ("auto"), as the grouped method's is
-        auto_rank = min(model.noise_rank(sigma), fit_k)
-        resolved["models"][-1]["auto_rank"] = auto_rank
-    if "gamma" not in resolved:
-        resolved.update(resolved["models"][-1])
-    eig, model, _ = _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel,
-                                   auto_rank)
-    return eig, model, ranks + ((None,) if auto else ())
+    return model, sigma, fit_k
 
 
 def _check_gamma(gamma: float, X: np.ndarray) -> None:
@@ -518,7 +498,7 @@ def _check_gamma(gamma: float, X: np.ndarray) -> None:
             "for the automatic width")
 
 
-def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel, auto_rank=None):
+def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None):
     """Outputs per rank for every item; the ``auto_rank`` result is stored under ``None``."""
     keys = {r: [r] for r in ranks}
     if auto_rank is not None:
@@ -530,26 +510,15 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
         t = time.perf_counter()
         kind, data, extra = works[i]
         if kind == "patchset":
-            outs, stats = _denoise_with_model(model, data, ranks, clock, cancel)
-            src = extra
-            for r, O in outs.items():
-                for key in keys[r]:
-                    res.outputs[key] = _cast_like(O.reshape(src.shape), src)
+            outs, stats = denoise_with_model(model, data, ranks, cancel)
+            outs = {r: _cast_like(O.reshape(extra.shape), extra) for r, O in outs.items()}
         else:
-            work = data
-            alpha, colour, src, vst = extra
-            P, pos = _global_patches(work, p, stride)
-            outs, stats = _denoise_with_model(model, P, ranks, clock, cancel)
-            c = work.shape[2]
-            d = p * p
-            for r, O in outs.items():
-                report(clock, "reassembly", 0, c)
-                chans = [reassemble(O[:, j * d:(j + 1) * d], pos, work.shape[:2], p)
-                         for j in range(c)]
-                report(clock, "reassembly", c, c)
-                for key in keys[r]:
-                    res.outputs[key] = _from_working(np.stack(chans, axis=-1), alpha, colour, src,
-                                                     vst)
+            outs, stats = denoise_tiled(data, res.noise_sigma, params, model=model, ranks=ranks,
+                                        vst=extra[1], progress=clock, cancel=cancel)
+            report(clock, "reassembly", 1, 1)
+        for r, O in outs.items():
+            for j, key in enumerate(keys[r]):
+                res.outputs[key] = O if j == 0 else O.copy()
         res.stats["preimage"] = {key: v for r, v in stats.items() for key in keys[r]}
         res.seconds = time.perf_counter() - t
         report(clock, "image", k + 1, len(pools))
@@ -557,38 +526,21 @@ def _denoise_items(model, pools, works, results, ranks, p, stride, clock, cancel
 
 
 def _run_grouped(works, results, params, resolved, clock, cancel):
-    from .core.grouped import denoise_grouped
-
     ranks = tuple(params.ranks)
     spectra = []
     todo = [i for i, w in enumerate(works) if w is not None and w[0] == "image" and not results[i].error]
     for k, i in enumerate(todo):
         res = results[i]
-        work = works[i][1]
-        alpha, colour, src, vst = works[i][2]
         t = time.perf_counter()
         try:
-            chans: dict = {r: [] for r in ranks}
-            stats_all = []
-            for c in range(work.shape[2]):
-                out, stats = denoise_grouped(
-                    work[..., c], res.noise_sigma, ranks=ranks, kernel=params.kernel,
-                    patch_size=params.patch_size, progress=clock, cancel=cancel,
-                    **({"max_iter": params.preimage_iterations}
-                       if params.preimage_iterations is not None else {}),
-                    **params.extra,
-                )
-                for r in ranks:
-                    chans[r].append(out[r])
-                stats_all.append(stats)
-                if "spectrum" in stats:
-                    spectra.append(np.asarray(stats["spectrum"]))
+            outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params,
+                                            vst=works[i][2][1], progress=clock, cancel=cancel)
+            spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
             report(clock, "reassembly", 1, 1)
-            for r in ranks:
-                res.outputs[r] = _from_working(np.stack(chans[r], axis=-1), alpha, colour, src, vst)
+            res.outputs.update(outs)
             res.stats["grouped"] = stats_all
             resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
-                                            if k2 not in ("seconds", "spectrum")})
+                                            if k2 not in ("seconds", "spectrum", "tiles")})
         except Cancelled:
             raise
         except ValueError as exc:

@@ -127,3 +127,20 @@ def test_command_line_noise_model(tmp_path, capsys):
                "--noise-model", "poisson-gaussian", "--poisson-gain", "-1"])
     err = capsys.readouterr().err
     assert rc != 0 and "--poisson-gain must be a number > 0" in err, err
+
+
+def test_gui_panel_sets_the_noise_model(qtbot):
+    from kpca_denoise.gui.params_panel import ParamsPanel
+
+    panel = ParamsPanel()
+    qtbot.addWidget(panel)
+    assert panel.params().noise_model == "gaussian" and not panel.poisson_gain.isEnabled()
+    panel.noise_model.setCurrentIndex(panel.noise_model.findData("poisson-gaussian"))
+    assert panel.poisson_gain.isEnabled()
+    panel.poisson_gain.set_value(8.0)
+    p = panel.params()
+    assert (p.noise_model, p.poisson_gain) == ("poisson-gaussian", 8.0)
+    other = ParamsPanel()
+    qtbot.addWidget(other)
+    other.set_params(p)
+    assert other.params() == p

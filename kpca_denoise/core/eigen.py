@@ -16,13 +16,23 @@ spectrum is so flat that LOBPCG has not converged within that budget.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
 from .progress import ProgressCallback, check_cancel, report
+
+class nullcontext:  # noqa: N801 - contextlib's name; core imports only numpy/scipy/numba
+    """A context manager that does nothing (the default ``small_ops``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
 
 __all__ = ["eigh_top", "choose_solver", "lobpcg_budget", "AUTO_DENSE_MAX_N", "SOLVERS"]
 
@@ -84,6 +94,7 @@ def eigh_top(
     random_state: Any = 0,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
+    small_ops: Callable[[], ContextManager] = nullcontext,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Leading k eigenpairs of a symmetric matrix.
 
@@ -96,7 +107,10 @@ def eigh_top(
     solver does, so that an indefinite matrix shows its negative eigenvalues.
     ``tol`` is the iterative solvers' stopping rule: every Ritz residual
     ``||K u - theta u|| <= tol * |lambda_1|`` (ARPACK: its own relative rule,
-    0 meaning machine precision).
+    0 meaning machine precision).  ``small_ops``: a context manager factory
+    entered around the iterative solvers' small dense operations (all but the
+    products with K), e.g. one limiting BLAS to one thread: on a loaded
+    2-core machine multi-threaded BLAS made them 3x slower.
     """
     n = K.shape[0]
     if not 1 <= k <= n:
@@ -123,9 +137,9 @@ def eigh_top(
         report(progress, "eigensolver", 1, 1, eigenvalues=w)
         return w, V, {"solver": "arpack", "iterations": 1}
     if solver == "randomized":
-        return _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel)
+        return _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel, small_ops)
     if solver == "lobpcg":
-        w, V, info = _lobpcg(K, k, tol, max_iter, random_state, progress, cancel)
+        w, V, info = _lobpcg(K, k, tol, max_iter, random_state, progress, cancel, small_ops)
         if budget_fallback and info.get("converged") is False:
             w, V, dinfo = _dense(K, k, progress, cancel)
             info = {"solver": "lobpcg+dense", "iterations": info["iterations"]}
@@ -151,7 +165,8 @@ def _matmul(K, Q):
     return np.asarray(K @ Q.astype(dt, copy=False), dtype=np.float64)
 
 
-def _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel):
+def _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel,
+                        small_ops=nullcontext):
     n = K.shape[0]
     p = min(n - k, max(10, k // 2))  # oversampling
     max_iter = 200 if max_iter is None else int(max_iter)
@@ -162,28 +177,29 @@ def _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel):
     for it in range(1, max_iter + 1):
         check_cancel(cancel)
         Y = _matmul(K, Q)
-        # Rayleigh-Ritz on span(Q): B = Q^T K Q (small, float64)
-        B = _tdot(Q, Y)
-        B = 0.5 * (B + B.T)
-        C = _tdot(Y, Y)
-        theta, S = np.linalg.eigh(B)
-        # the k largest in magnitude (scikit-learn's selection='module');
-        # reversed views have negative strides, which numpy's matmul does not
-        # hand to BLAS: keep everything C-contiguous
-        order = np.argsort(np.abs(theta), kind="stable")[::-1]
-        theta, S = theta[order], np.ascontiguousarray(S[:, order])
-        w = theta[:k]
-        # residual of Ritz pair (theta, u = Q s) without forming it:
-        # ||K u - theta u||^2 = s^T (Y^T Y) s - theta^2   (Q orthonormal, |s| = 1)
-        Sk = S[:, :k]
-        res2 = np.einsum("ij,ij->j", Sk, C @ Sk) - w**2
-        res = np.sqrt(np.maximum(res2, 0.0)) / max(abs(theta[0]), np.finfo(float).tiny)
-        report(progress, "eigensolver", it, max_iter, eigenvalues=np.sort(w)[::-1])
-        if res.max() <= tol or it == max_iter:
-            break
-        # next basis: orthonormal span of Y = K Q, reusing Y^T Y for the first
-        # Cholesky-QR pass
-        Q = _orthonormalize(Y, gram=C)
+        with small_ops():
+            # Rayleigh-Ritz on span(Q): B = Q^T K Q (small, float64)
+            B = _tdot(Q, Y)
+            B = 0.5 * (B + B.T)
+            C = _tdot(Y, Y)
+            theta, S = np.linalg.eigh(B)
+            # the k largest in magnitude (scikit-learn's selection='module');
+            # reversed views have negative strides, which numpy's matmul does not
+            # hand to BLAS: keep everything C-contiguous
+            order = np.argsort(np.abs(theta), kind="stable")[::-1]
+            theta, S = theta[order], np.ascontiguousarray(S[:, order])
+            w = theta[:k]
+            # residual of Ritz pair (theta, u = Q s) without forming it:
+            # ||K u - theta u||^2 = s^T (Y^T Y) s - theta^2   (Q orthonormal, |s| = 1)
+            Sk = S[:, :k]
+            res2 = np.einsum("ij,ij->j", Sk, C @ Sk) - w**2
+            res = np.sqrt(np.maximum(res2, 0.0)) / max(abs(theta[0]), np.finfo(float).tiny)
+            report(progress, "eigensolver", it, max_iter, eigenvalues=np.sort(w)[::-1])
+            if res.max() <= tol or it == max_iter:
+                break
+            # next basis: orthonormal span of Y = K Q, reusing Y^T Y for the first
+            # Cholesky-QR pass
+            Q = _orthonormalize(Y, gram=C)
     info = {"solver": "randomized", "iterations": it}
     if res.max() > tol:
         info["converged"] = False
@@ -191,7 +207,7 @@ def _subspace_iteration(K, k, tol, max_iter, random_state, progress, cancel):
     return w[order].copy(), Q @ Sk[:, order], info
 
 
-def _lobpcg(K, k, tol, max_iter, random_state, progress, cancel):
+def _lobpcg(K, k, tol, max_iter, random_state, progress, cancel, small_ops=nullcontext):
     """Block LOBPCG (no preconditioner) for the k algebraically largest eigenpairs.
 
     Rayleigh-Ritz on span[X, R, P] (current Ritz vectors, their residuals,
@@ -216,42 +232,47 @@ def _lobpcg(K, k, tol, max_iter, random_state, progress, cancel):
     scale = max(abs(theta[0]), np.finfo(float).tiny)
     for it in range(1, max_iter + 1):
         check_cancel(cancel)
-        R = KX - X * theta
-        res = np.sqrt(np.einsum("ij,ij->j", R[:, :k], R[:, :k])) / scale
-        report(progress, "eigensolver", it, max_iter, eigenvalues=theta[:k].copy())
-        if res.max() <= tol or it == max_iter:
-            break
-        R = _orthonormalize(_project_out(R, X))
+        with small_ops():
+            R = KX - X * theta
+            res = np.sqrt(np.einsum("ij,ij->j", R[:, :k], R[:, :k])) / scale
+            report(progress, "eigensolver", it, max_iter, eigenvalues=theta[:k].copy())
+            if res.max() <= tol or it == max_iter:
+                break
+            R = _orthonormalize(_project_out(R, X))
         KR = _matmul(K, R)
-        blocks, kblocks = [X, R], [KX, KR]
-        if P is not None:
-            B = np.concatenate(blocks, axis=1)
-            C = _tdot(B, P)
-            P = P - B @ C
-            KP = KP - np.concatenate(kblocks, axis=1) @ C
-            G = _tdot(P, P)
-            try:
-                Rp = np.linalg.cholesky(G).T
-                dg = np.abs(np.diag(Rp))
-                # a well-conditioned P block only: else drop it this iteration
-                if dg.min() > 1e-6 * dg.max():
-                    Rinv = scipy.linalg.solve_triangular(Rp, np.eye(Rp.shape[0]))
-                    blocks.append(P @ Rinv)
-                    kblocks.append(KP @ Rinv)
-            except np.linalg.LinAlgError:
-                pass
-        B = np.concatenate(blocks, axis=1)
-        KB = np.concatenate(kblocks, axis=1)
-        theta_all, S = _ritz(_tdot(B, KB))
-        theta, S = theta_all[:b], S[:, :b]
+        with small_ops():
+            X, KX, P, KP, theta = _lobpcg_step(X, KX, R, KR, P, KP, b)
         scale = max(abs(theta[0]), np.finfo(float).tiny)
-        Xn, KXn = B @ S, KB @ S
-        P, KP = B[:, b:] @ S[b:], KB[:, b:] @ S[b:]
-        X, KX = Xn, KXn
     info = {"solver": "lobpcg", "iterations": it}
     if res.max() > tol:
         info["converged"] = False
     return theta[:k].copy(), np.ascontiguousarray(X[:, :k]), info
+
+
+def _lobpcg_step(X, KX, R, KR, P, KP, b):
+    """One Rayleigh-Ritz on span[X, R, P]; returns the new X, KX, P, KP, theta."""
+    blocks, kblocks = [X, R], [KX, KR]
+    if P is not None:
+        B = np.concatenate(blocks, axis=1)
+        C = _tdot(B, P)
+        P = P - B @ C
+        KP = KP - np.concatenate(kblocks, axis=1) @ C
+        G = _tdot(P, P)
+        try:
+            Rp = np.linalg.cholesky(G).T
+            dg = np.abs(np.diag(Rp))
+            # a well-conditioned P block only: else drop it this iteration
+            if dg.min() > 1e-6 * dg.max():
+                Rinv = scipy.linalg.solve_triangular(Rp, np.eye(Rp.shape[0]))
+                blocks.append(P @ Rinv)
+                kblocks.append(KP @ Rinv)
+        except np.linalg.LinAlgError:
+            pass
+    B = np.concatenate(blocks, axis=1)
+    KB = np.concatenate(kblocks, axis=1)
+    theta_all, S = _ritz(_tdot(B, KB))
+    theta, S = theta_all[:b], S[:, :b]
+    return B @ S, KB @ S, B[:, b:] @ S[b:], KB[:, b:] @ S[b:], theta
 
 
 def _ritz(G):

@@ -649,6 +649,9 @@ def denoise_grouped(
     preimage_init: str = "member",
     window_beta: float = 2.0,
     two_stage: bool = True,
+    backprojection: int = 0,
+    bp_delta: float = 0.1,
+    bp_lambda: float = 1.0,
     progress: ProgressCallback | None = None,
     cancel: Any = None,
 ) -> tuple[dict[int | None, np.ndarray], dict]:
@@ -714,6 +717,13 @@ def denoise_grouped(
         Kaiser window on the aggregation weights (0 = flat; 2 gave +0.045 dB).
     two_stage : bool, default True
         ``False`` returns the stage-1 estimate (ranks then apply to stage 1).
+    backprojection, bp_delta, bp_lambda : int, float, float, default 0, 0.1, 1.0
+        Extra stage-2 passes of iterative regularisation (WNNM, SAIST): pass ``k``
+        denoises ``y_k = x_{k-1} + bp_delta (y - x_{k-1})`` at the re-estimated noise
+        ``bp_lambda * sqrt(sigma^2 - mean((y - y_k)^2))``, grouped on ``x_{k-1}``.
+        Measured on 128x128 crops of coins / moon / gravel / camera with one pass,
+        ``bp_delta=0``, ``bp_lambda=0.6``: +0.15 / +0.03 / -0.03 dB at sigma 50 / 25 /
+        15 for one more stage-2 pass of time, so it is off by default.
     progress : callable or None
         Receives :class:`~kpca_denoise.core.progress.ProgressEvent` for the stages
         ``"grouping"``, ``"eigensolver"``, ``"projection"``, ``"preimage"`` and
@@ -819,8 +829,19 @@ def denoise_grouped(
     if two_stage:
         pilot = _run_pass(img, img, sigma, 1, n1, one, float(gamma_scale), st1, cfg, run,
                           False, progress, cancel)[0]
+        y, s = img, sigma
+        for _ in range(int(backprojection)):
+            # iterative regularisation (WNNM / SAIST): re-inject part of the residual,
+            # re-estimate the noise left in it, regroup on the new estimate
+            check_cancel(cancel)
+            est = _run_pass(y, pilot, s, 2, n2, one, float(gamma_scale2), st2, cfg, run,
+                            False, progress, cancel)[0]
+            y = est + bp_delta * (img - est)
+            s = bp_lambda * math.sqrt(max(sigma * sigma - float(np.mean((img - y) ** 2)),
+                                          1e-4 * sigma * sigma))
+            pilot = est
         check_cancel(cancel)
-        out = _run_pass(img, pilot, sigma, 2, n2, ranks_arr, float(gamma_scale2), st2, cfg,
+        out = _run_pass(y, pilot, s, 2, n2, ranks_arr, float(gamma_scale2), st2, cfg,
                         run, True, progress, cancel)
     else:
         out = _run_pass(img, img, sigma, 1, n1, ranks_arr, float(gamma_scale), st1, cfg, run,

@@ -288,9 +288,16 @@ class KernelPCACore:
         w, V, info = eigen.eigh_top(
             K, k, solver=self.eigen_solver, tol=self._tol(), max_iter=self.max_iter,
             random_state=self.random_state, progress=self.progress, cancel=self.cancel,
+            small_ops=self._small_ops,
         )
         del K
         self._set_spectrum(w, V, info, dt.name)
+
+    def _small_ops(self):
+        """Context for the eigensolver's small dense operations (see
+        :func:`kpca_denoise.core.eigen.eigh_top`); the estimator limits BLAS
+        threads there."""
+        return eigen.nullcontext()
 
     def _tol(self) -> float:
         return self._default_tol if not self.tol else float(self.tol)

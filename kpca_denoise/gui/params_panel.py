@@ -245,6 +245,14 @@ class ParamsPanel(QScrollArea):
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
                                       "of an 8-bit image); auto estimates it per image", "{:.3g}")
         f.addRow("noise level σ", self.noise_sigma)
+        self.noise_model = QComboBox(g_noise)
+        self.noise_model.addItem("Gaussian", "gaussian")
+        self.noise_model.addItem("Poisson-Gaussian (camera, microscope)", "poisson-gaussian")
+        self.noise_model.setToolTip("Poisson-Gaussian: noise that grows with the signal; denoised after "
+                                    "the generalised Anscombe transform (σ is then its Gaussian part)")
+        f.addRow("noise model", self.noise_model)
+        self.poisson_gain = _AutoFloat("Poisson gain (pixel units per photon); auto estimates it", "{:.3g}")
+        f.addRow("Poisson gain", self.poisson_gain)
         row = QWidget(g_noise)
         h = QHBoxLayout(row)
         h.setContentsMargins(0, 0, 0, 0)
@@ -294,6 +302,8 @@ class ParamsPanel(QScrollArea):
         self.landmarks_on.toggled.connect(self._on_method)
         self.gamma.changed.connect(self._emit)
         self.noise_sigma.changed.connect(self._emit)
+        self.noise_model.currentIndexChanged.connect(self._on_method)
+        self.poisson_gain.changed.connect(self._emit)
         self.add_noise_on.toggled.connect(self.add_noise.setEnabled)
         self.add_noise_on.toggled.connect(self._emit)
         self.add_noise.valueChanged.connect(self._emit)
@@ -317,6 +327,7 @@ class ParamsPanel(QScrollArea):
         self.gamma.setEnabled(is_global)
         self.landmarks_on.setEnabled(is_global)
         self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
+        self.poisson_gain.setEnabled(self.noise_model.currentData() == "poisson-gaussian")
         self._emit()
 
     def _emit(self) -> None:
@@ -346,6 +357,9 @@ class ParamsPanel(QScrollArea):
             preimage_iterations=self.iterations.value(),
             seed=self.seed.value(),
             add_noise=float(self.add_noise.value()) if self.add_noise_on.isChecked() else None,
+            noise_model=self.noise_model.currentData(),
+            poisson_gain=(self.poisson_gain.value("Poisson gain")
+                          if self.noise_model.currentData() == "poisson-gaussian" else None),
         )
         if method == "global":
             # 'auto' is the noise-level rank for patch sets and 16 for images
@@ -376,6 +390,8 @@ class ParamsPanel(QScrollArea):
                 self.n_landmarks.setValue(int(p.n_landmarks))
             self.gamma.set_value(p.gamma)
             self.noise_sigma.set_value(p.noise_sigma)
+            self.noise_model.setCurrentIndex(max(self.noise_model.findData(p.noise_model), 0))
+            self.poisson_gain.set_value(p.poisson_gain)
             self.iterations.setValue(int(p.preimage_iterations or 100))
             self.seed.setValue(int(p.seed))
             self.add_noise_on.setChecked(p.add_noise is not None)

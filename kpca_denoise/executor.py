@@ -1,0 +1,247 @@
+"""Runs the pipeline's per-image work in this process or on a Dask cluster.
+
+The command line calls :class:`Executor`; the executor calls the pipeline
+(:func:`kpca_denoise.pipeline.denoise_set`), which stays the only recipe.
+Images are the tasks.  A set that needs one global kernel PCA (``method
+'global'``, patch sets) has it fitted once here, on the whole set, and the
+fitted models are shipped to the workers once (``Client.scatter``), not with
+every task.  Results are yielded as they complete, so the caller writes each
+image as it arrives; writing files stays with the caller (``io``), never on
+a worker, so a task that Dask re-runs after a worker died never leaves a
+second file.
+
+* ``Executor()``: in-process, as before (no cluster, no Dask import).
+* ``Executor(workers=N)``: an embedded ``dask.distributed`` LocalCluster of N
+  worker processes on 127.0.0.1.
+* ``Executor(scheduler="tcp://host:8786")``: an existing scheduler
+  (``dask scheduler``, dask-jobqueue, Kubernetes...).
+
+Dask is an optional dependency: ``pip install 'kpca-denoise[distributed]'``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
+from .params import DenoiseParams
+from .pipeline import ImageResult, SetResult, denoise_set
+
+__all__ = ["Executor", "ExecutorError"]
+
+#: seconds to wait for a scheduler to answer before giving up
+CONNECT_TIMEOUT = 10
+
+
+class ExecutorError(RuntimeError):
+    """A cluster that cannot be used; the message is one line naming the fix."""
+
+
+def _denoise_one(image, index: int, name: str, patch_set: bool, params: DenoiseParams,
+                 models: dict | None) -> SetResult:
+    """The task: one item of the set through the pipeline (runs on a worker)."""
+    return denoise_set([image], params, names=[name], patch_sets=[patch_set],
+                       first_index=index, fitted_models=models or None)
+
+
+class _ItemProgress:
+    """Forwards a task's stage events; the set-level 'image' count is the executor's."""
+
+    def __init__(self, inner: ProgressCallback | None):
+        self.inner = inner
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        if self.inner is not None and ev.stage not in ("image", "done"):
+            self.inner(ev)
+
+
+class Executor:
+    """Where the per-image work runs; use as a context manager.
+
+    Parameters
+    ----------
+    workers : start a LocalCluster with this many worker processes.
+    scheduler : address of an existing Dask scheduler.  With neither, the
+        work runs in this process.
+    timeout : seconds to wait for the scheduler to answer.
+
+    Raises
+    ------
+    ExecutorError : Dask missing, the scheduler does not answer, or the
+        workers cannot import kpca_denoise (one line, before any compute).
+    """
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, *,
+                 timeout: float | None = None):
+        if workers is not None and scheduler is not None:
+            raise ExecutorError("give --workers or --scheduler, not both")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):
+            raise ExecutorError(f"--workers must be an integer >= 1, got {workers!r}")
+        self.workers = workers
+        self.scheduler = scheduler
+        self.timeout = CONNECT_TIMEOUT if timeout is None else timeout
+        self.client = None
+        self._cluster = None
+        self.summary: SetResult | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.workers is not None or self.scheduler is not None
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def __enter__(self) -> "Executor":
+        if self.distributed:
+            self._connect()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def _connect(self) -> None:
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise ExecutorError(
+                "--workers/--scheduler need Dask: pip install 'kpca-denoise[distributed]'"
+            ) from None
+        if self.scheduler is not None:
+            try:
+                self.client = Client(self.scheduler, timeout=self.timeout)
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise ExecutorError(
+                    f"cannot reach the Dask scheduler at {self.scheduler} "
+                    f"({type(exc).__name__}); start one with 'dask scheduler' and give its "
+                    "tcp://HOST:PORT address") from None
+        else:
+            self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                         processes=True, host="127.0.0.1",
+                                         dashboard_address=":0")
+            self.client = Client(self._cluster)
+        self._check_workers()
+
+    def _check_workers(self) -> None:
+        # a builtin, so that a worker without the package can still run the probe
+        try:
+            found = self.client.run(eval, "__import__('kpca_denoise').__version__")
+        except Exception as exc:  # noqa: BLE001 - any worker failure means the same fix
+            self.close()
+            raise ExecutorError(
+                f"a Dask worker cannot import kpca_denoise ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); install kpca-denoise "
+                "on every worker (pip install 'kpca-denoise[distributed]')") from None
+        if not found and self.scheduler is not None:
+            self.close()
+            raise ExecutorError(
+                f"the Dask scheduler at {self.scheduler} has no workers; start some with "
+                f"'dask worker {self.scheduler}'")
+
+    # -- work -------------------------------------------------------------------------
+
+    def run(self, images: Sequence[np.ndarray], params: DenoiseParams, *,
+            names: Sequence[str] | None = None, patch_sets: Sequence[bool] | None = None,
+            progress: ProgressCallback | None = None, cancel: Any = None,
+            denoise: Callable[..., SetResult] = denoise_set) -> Iterator[ImageResult]:
+        """Denoise every item; yield each :class:`ImageResult` as it completes.
+
+        ``denoise`` is the pipeline function run in this process (the set's fit,
+        and every image when there is no cluster); workers run
+        :func:`kpca_denoise.pipeline.denoise_set`.
+
+        After the loop, :attr:`summary` is the set's :class:`SetResult`
+        (results in input order, resolved parameters, eigenvalues, timings).
+        """
+        params = params.validate()
+        n = len(images)
+        names = list(names) if names is not None else [f"image {i}" for i in range(n)]
+        patch_sets = list(patch_sets) if patch_sets is not None else [False] * n
+        t0 = time.perf_counter()
+        models: dict = {}
+        fit = None
+        if params.method == "global" or any(patch_sets):
+            # one kernel PCA per set, fitted here on the whole set
+            fit = denoise(images, params, names=names, patch_sets=patch_sets,
+                          progress=_ItemProgress(progress), cancel=cancel, fit_only=True)
+            models = fit.models
+        parts: list = [None] * n
+        report(progress, "image", 0, n)
+        done = 0
+        work = self._parts(images, names, patch_sets, params, models, progress, cancel, denoise)
+        try:
+            for part in work:
+                parts[part.images[0].index] = part
+                done += 1
+                report(progress, "image", done, n)
+                yield part.images[0]
+        finally:
+            work.close()  # the caller stopped early (Ctrl-C): cancel what is left
+        self.summary = _merge(params, parts, fit, time.perf_counter() - t0)
+
+    def _parts(self, images, names, patch_sets, params, models, progress, cancel, denoise):
+        if not self.distributed:
+            for i, img in enumerate(images):
+                check_cancel(cancel)
+                yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
+                              first_index=i, fitted_models=models or None,
+                              progress=_ItemProgress(progress), cancel=cancel)
+            return
+        from dask.distributed import as_completed
+
+        client = self.client
+        # one future for the whole dict: its key is a hash of the models, so runs of
+        # other sets on the same cluster never share it
+        shared = client.scatter([models], broadcast=True)[0] if models else None
+        futures = []
+        run_id = uuid.uuid4().hex
+        try:
+            for i, img in enumerate(images):
+                futures.append(client.submit(_denoise_one, img, i, names[i], patch_sets[i],
+                                             params, shared, key=f"kpca-denoise-{run_id}-{i}",
+                                             pure=False))
+            for fut in as_completed(futures):
+                check_cancel(cancel)
+                yield fut.result()
+                fut.release()
+        except BaseException:
+            # Ctrl-C, a cancel token or an error: nothing left running on the cluster
+            client.cancel(futures)
+            raise
+
+
+def _merge(params: DenoiseParams, parts: list, fit: SetResult | None, total: float) -> SetResult:
+    """One SetResult from the per-item results (and the set's fit)."""
+    images = [p.images[0] for p in parts]
+    timings: dict = {}
+    for p in ([fit] if fit is not None else []) + parts:
+        for k, v in p.timings.items():
+            if k != "total":
+                timings[k] = timings.get(k, 0.0) + v
+    timings["total"] = total
+    resolved = dict(fit.resolved) if fit is not None else {"method": params.method}
+    for p in parts:
+        for k, v in p.resolved.items():
+            resolved.setdefault(k, v)
+    ranks = next((p.ranks for p in parts if p.ranks), fit.ranks if fit is not None else ())
+    if fit is not None and fit.eigenvalues.size:
+        eig = fit.eigenvalues
+    else:
+        spectra = [p.eigenvalues for p in parts if p.eigenvalues.size]
+        L = min((s.size for s in spectra), default=0)
+        eig = np.mean([s[:L] for s in spectra], axis=0) if spectra else np.zeros(0)
+    return SetResult(params=params, ranks=tuple(ranks), images=images, eigenvalues=eig,
+                     resolved=resolved, timings=timings,
+                     model=fit.model if fit is not None else None,
+                     models=fit.models if fit is not None else {})

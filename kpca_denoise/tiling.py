@@ -1,0 +1,286 @@
+"""Bounded-memory denoising of one image: overlapping tiles.
+
+The pipeline (:mod:`kpca_denoise.pipeline`, the only orchestrator) cuts every
+image into tiles (:func:`plan`), denoises each tile's region with
+:func:`denoise_tile` and writes the tile's core into the output.  Memory is
+bounded by the tile, not by the image: the input and the outputs stay in the
+image's own dtype, only a tile's region is ever converted to float64.
+
+The halo is what a core pixel depends on, so tiled output equals whole-image
+output (up to floating-point summation order):
+
+* ``global``: the kernel PCA model is fitted once per set; every patch is then
+  denoised on its own, so a core pixel needs the patches that cover it: a
+  halo of one patch side, rounded up to the stride, the patch grid aligned to
+  the image origin.
+* ``grouped``: a pixel gets estimates from every group that has a member
+  covering it (references up to ``R + p`` away), and a group depends on the
+  pixels of its search window (another ``R + p``): ``2 (R + p)`` per stage,
+  and stage 2 matches on the stage-1 pilot, so twice that.  Reference grids
+  stay aligned with the image origin (cores and halos are multiples of the
+  reference strides).
+
+The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
+tile's working set to some tens of MB and the recomputed halo to about 30 %
+(grouped) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
+from .core.patches import extract_patches, patch_positions, reassemble
+from .core.progress import check_cancel, report
+from .core.tiles import Tile, tile_grid
+from .params import DenoiseParams
+
+__all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
+           "luminance", "channels", "training_patches", "merge_grouped_stats",
+           "denoise_with_model"]
+
+GLOBAL_PATCH_SIZE = 8
+#: core side of a tile per method when ``DenoiseParams.tile_size`` is None
+DEFAULT_TILE = {"grouped": 1024, "global": 256}
+#: rows converted to float64 at a time when a whole image is read (luminance)
+_ROWS = 256
+
+
+# -- the working space ----------------------------------------------------------------
+
+
+def _to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
+
+    Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
+    A variance-stabilising transform ``vst`` applies to each colour channel first.
+    """
+    a = np.asarray(image)
+    if a.ndim == 2:
+        a = a[..., None]
+    if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
+        alpha = None
+        if a.shape[2] in (2, 4):
+            alpha = a[..., -1].copy()
+            a = a[..., :-1]
+        if vst is not None:
+            a = vst.forward(a)
+        if a.shape[2] == 1:
+            return a.astype(np.float64), alpha, False
+        return rgb_to_opponent(a), alpha, True
+    raise ValueError(
+        f"expected a grayscale (H, W) or colour (H, W, 3|4) image, got shape {a.shape}"
+    )
+
+
+def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
+    out = opponent_to_rgb(work) if colour else work
+    if vst is not None:
+        out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
+    if like.ndim == 2:
+        out = out[..., 0]
+    if alpha is not None:
+        out = np.concatenate([out, alpha[..., None].astype(np.float64)], axis=-1)
+    return _cast_like(out, like)
+
+
+def _cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Values in ``like``'s dtype: rounded and clipped to the range of integer types."""
+    dt = like.dtype
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        return np.clip(np.rint(values), info.min, info.max).astype(dt)
+    return np.asarray(values).astype(dt)
+
+
+def channels(image: np.ndarray) -> int:
+    """Channels the methods denoise: 3 for colour (with or without alpha), else 1."""
+    a = np.asarray(image)
+    if a.ndim == 2 or (a.ndim == 3 and a.shape[2] in (1, 2)):
+        return 1
+    if a.ndim == 3 and a.shape[2] in (3, 4):
+        return 3
+    _to_working(a[:1, :1])  # raises the message for a bad shape
+    return 1
+
+
+def luminance(image: np.ndarray) -> np.ndarray:
+    """The first working channel (grey, or the opponent luminance), float64 (H, W),
+    converted a band of rows at a time (no float64 copy of a colour image)."""
+    a = np.asarray(image)
+    if channels(a) == 1:
+        return (a if a.ndim == 2 else a[..., 0]).astype(np.float64)
+    out = np.empty(a.shape[:2])
+    for s in range(0, a.shape[0], _ROWS):
+        out[s:s + _ROWS] = np.asarray(a[s:s + _ROWS, :, :3], dtype=np.float64) @ OPPONENT[0]
+    return out
+
+
+# -- geometry -------------------------------------------------------------------------
+
+
+def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
+    """(halo, align) of the grouped method with these parameters."""
+    ex = params.extra
+    p = params.patch_size or 5
+    R = int(ex.get("search_radius", 12))
+    st2 = int(ex.get("stride") or p)
+    st1 = int(ex.get("stride1") or st2)
+    stages = 2 if ex.get("two_stage", True) else 1
+    return stages * 2 * (R + p), math.lcm(st1, st2)
+
+
+def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:
+    """(halo, align, patch size, stride) of the global method."""
+    p = params.patch_size or GLOBAL_PATCH_SIZE
+    stride = params.stride or max(1, p // 2)
+    return p, stride, p, stride
+
+
+def plan(shape: tuple[int, ...], params: DenoiseParams) -> list[Tile]:
+    """The tiles of an image of ``shape`` (H, W[, C]) for ``params.method``."""
+    if params.method == "grouped":
+        halo, align = _grouped_geometry(params)
+    else:
+        halo, align, _, _ = _global_geometry(params)
+    side = params.tile_size or DEFAULT_TILE[params.method]
+    return tile_grid(shape[:2], max(side, align), halo, align)
+
+
+# -- one tile -------------------------------------------------------------------------
+
+
+def training_patches(image: np.ndarray, p: int, step: int, idx: np.ndarray, vst=None) -> np.ndarray:
+    """Rows (len(idx), c p p) of the working-space patches at flat indices ``idx``
+    of the ``step`` grid (the rows of ``extract_patches`` of every channel, side
+    by side), gathered without building the other patches."""
+    a = np.asarray(image)
+    ys = patch_positions(a.shape[0], p, step)
+    xs = patch_positions(a.shape[1], p, step)
+    iy, ix = ys[idx // len(xs)], xs[idx % len(xs)]
+    win = sliding_window_view(a, (p, p), axis=(0, 1))[iy, ix]  # (k[, C], p, p)
+    k = len(idx)
+    stack = win.reshape(k, p * p) if a.ndim == 2 else np.moveaxis(win, 1, -1).reshape(k, p * p, -1)
+    work, _, _ = _to_working(stack, vst)  # a (k, p*p, c) "image" of patches
+    return np.ascontiguousarray(np.moveaxis(work, 2, 1).reshape(k, -1))
+
+
+def _denoise_region_global(work, model, ranks, p, stride, cancel):
+    """{rank: (h, w, c) float64} for one region of working channels."""
+    chans = [extract_patches(work[..., c], p, stride) for c in range(work.shape[2])]
+    P = np.concatenate([c[0] for c in chans], axis=1)
+    pos = chans[0][1]
+    outs, stats = denoise_with_model(model, P, ranks, cancel)
+    d = p * p
+    return {r: np.stack([reassemble(O[:, j * d:(j + 1) * d], pos, work.shape[:2], p)
+                         for j in range(work.shape[2])], axis=-1)
+            for r, O in outs.items()}, stats
+
+
+def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
+    """Rows P projected once at the largest rank; pre-image per rank (ranks are
+    prefixes).  Returns ``({rank: rows}, {rank: pre-image counters})``."""
+    Z = model.transform(P, n_components=max(ranks))
+    out, stats = {}, {}
+    for r in ranks:
+        check_cancel(cancel)
+        out[r] = model.fixed_point_inverse_transform(Z[:, :r], init=P)
+        s = model.preimage_stats_
+        stats[r] = {"fallbacks": s.fallbacks, "restarts": s.restarts, "iterations": s.iterations}
+    return out, stats
+
+
+def _denoise_region_grouped(work, sigma, params, progress, cancel):
+    from .core.grouped import denoise_grouped
+
+    ranks = tuple(params.ranks)
+    out: dict = {r: [] for r in ranks}
+    stats_all = []
+    for c in range(work.shape[2]):
+        o, st = denoise_grouped(work[..., c], sigma, ranks=ranks, kernel=params.kernel,
+                                patch_size=params.patch_size, progress=progress, cancel=cancel,
+                                **({"max_iter": params.preimage_iterations}
+                                   if params.preimage_iterations is not None else {}),
+                                **params.extra)
+        for r in ranks:
+            out[r].append(o[r])
+        stats_all.append(st)
+    return {r: np.stack(v, axis=-1) for r, v in out.items()}, stats_all
+
+
+def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
+                 model: Any = None, ranks: tuple = (), vst=None, progress=None, cancel=None):
+    """Denoise one tile's ``region`` (the image's pixels ``image[tile.region]``).
+
+    Returns ``({rank: core pixels in the region's dtype}, stats)``; stats are
+    per channel (grouped) or per rank (global).  ``model`` and ``ranks``
+    (integers) are the global method's fitted kernel PCA and ranks; ``vst`` the
+    image's variance-stabilising transform (pointwise, so it applies per tile).
+    """
+    work, alpha, colour = _to_working(region, vst)
+    core = tile.core_in_region
+    if params.method == "grouped":
+        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel)
+    else:
+        _, _, p, stride = _global_geometry(params)
+        outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)
+    a = alpha[core] if alpha is not None else None
+    like = region[:1, :1]
+    return {r: _from_working(o[core], a, colour, like, vst) for r, o in outs.items()}, stats
+
+
+def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
+    """Per channel: counters and seconds summed over tiles, the spectrum averaged
+    with the tiles' group counts as weights, resolved parameters of the first tile."""
+    merged = []
+    for chans in zip(*per_tile):
+        first = chans[0]
+        m = dict(first)
+        for key in ("preimage_fallbacks", "preimage_iterations", "groups"):
+            m[key] = int(sum(s[key] for s in chans))
+        m["seconds"] = {k: float(sum(s["seconds"].get(k, 0.0) for s in chans))
+                        for k in first["seconds"]}
+        spectra = [(np.asarray(s["spectrum"]), s["groups"]) for s in chans if np.size(s["spectrum"])]
+        if spectra:
+            L = min(sp.size for sp, _ in spectra)
+            w = np.asarray([g for _, g in spectra], dtype=np.float64)
+            m["spectrum"] = np.average([sp[:L] for sp, _ in spectra], axis=0, weights=w)
+        m["tiles"] = len(chans)
+        merged.append(m)
+    return merged
+
+
+def _merge_global_stats(per_tile: list[dict]) -> dict:
+    return {r: {k: int(sum(t[r][k] for t in per_tile)) for k in per_tile[0][r]}
+            for r in per_tile[0]}
+
+
+def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,
+                  ranks: tuple = (), vst=None, progress=None, cancel=None):
+    """Denoise a whole image tile by tile: ``({rank: array like image}, stats)``.
+
+    Stats: per channel (grouped, see :func:`merge_grouped_stats`) or per rank
+    (global: pre-image counters summed over tiles).
+    """
+    a = np.asarray(image)
+    tiles = plan(a.shape, params)
+    outputs: dict = {}
+    per_tile = []
+    for k, tile in enumerate(tiles):
+        check_cancel(cancel)
+        outs, stats = denoise_tile(a[tile.region], tile, sigma, params, model=model, ranks=ranks,
+                                   vst=vst, progress=progress, cancel=cancel)
+        for r, o in outs.items():
+            if r not in outputs:
+                outputs[r] = np.empty_like(a)
+            outputs[r][tile.core] = o
+        per_tile.append(stats)
+        if len(tiles) > 1:
+            report(progress, "tiles", k + 1, len(tiles))
+    if params.method == "grouped":
+        return outputs, merge_grouped_stats(per_tile)
+    return outputs, _merge_global_stats(per_tile)

@@ -1,0 +1,167 @@
+"""The executor: in-process and on a real dask.distributed cluster on 127.0.0.1
+(a scheduler and two worker processes started here)."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.executor import Executor
+from kpca_denoise.pipeline import add_noise
+
+distributed = pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _images(n, shape=(48, 56)):
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    return [np.clip(add_noise(120 + 60 * np.sin(x / (5.0 + k)) * np.cos(y / 9.0), 15, seed=k),
+                    0, 255).astype(np.uint8) for k in range(n)]
+
+
+GROUPED = DenoiseParams(noise_sigma=15.0)
+GLOBAL = DenoiseParams(method="global", ranks=(4, 8), n_train=300, add_noise=5.0)
+
+
+def _assert_same(reference, results):
+    assert sorted(r.index for r in results) == list(range(len(reference.images)))
+    by_index = {r.index: r for r in results}
+    for res in reference.images:
+        got = by_index[res.index]
+        assert got.name == res.name and got.error is None
+        assert set(got.outputs) == set(res.outputs)
+        for k, out in res.outputs.items():
+            np.testing.assert_array_equal(got.outputs[k], out)
+
+
+def _start(args, env):
+    return subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A scheduler and two single-threaded worker processes on 127.0.0.1."""
+    from distributed import Client
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    sfile = tmp_path_factory.mktemp("dask") / "scheduler.json"
+    procs = [_start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                     "--dashboard-address", ":0", "--scheduler-file", str(sfile)], env)]
+    try:
+        with Client(scheduler_file=str(sfile), timeout=60) as client:
+            address = client.scheduler.address
+            for _ in range(2):
+                procs.append(_start(["distributed.cli.dask_worker", address, "--nthreads", "1",
+                                     "--no-nanny", "--host", "127.0.0.1",
+                                     "--dashboard-address", ":0"], env))
+            client.wait_for_workers(2, timeout=60)
+        yield address, env
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # a slow graceful shutdown on a busy machine
+                p.kill()
+                p.wait()
+
+
+def test_in_process_gives_the_pixels_of_the_whole_set():
+    imgs = _images(3)
+    for params in (GROUPED, GLOBAL):
+        with Executor() as ex:
+            _assert_same(denoise_set(imgs, params), list(ex.run(imgs, params)))
+        assert ex.summary.ranks == denoise_set(imgs[:1], params).ranks
+
+
+def test_scheduler_gives_the_same_pixels_as_in_process(scheduler):
+    address, _ = scheduler
+    imgs = _images(4)
+    for params in (GROUPED, GLOBAL):  # 'global': one model fitted here, scattered once
+        with Executor(scheduler=address) as ex:
+            results = list(ex.run(imgs, params))
+        _assert_same(denoise_set(imgs, params), results)
+    assert ex.summary.resolved["gamma"] == denoise_set(imgs, GLOBAL).resolved["gamma"]
+
+
+def test_killing_a_worker_mid_run_loses_nothing(scheduler):
+    address, env = scheduler
+    imgs = _images(8, (80, 80))
+    # a third worker, the one to kill, so the others stay for the rest of the module
+    victim = _start(["distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
+                     "--host", "127.0.0.1", "--dashboard-address", ":0"], env)
+    try:
+        with Executor(scheduler=address) as ex:
+            ex.client.wait_for_workers(3, timeout=60)
+            pids = ex.client.run(os.getpid)
+            addr = next(a for a, pid in pids.items() if pid == victim.pid)
+            results, killed_busy = [], None
+            for res in ex.run(imgs, GROUPED):
+                if killed_busy is None:
+                    killed_busy = len(ex.client.processing()[addr]) > 0
+                    os.kill(victim.pid, signal.SIGKILL)
+                results.append(res)
+        assert killed_busy, "the killed worker had no task running: the test proved nothing"
+        assert victim.wait(timeout=30) == -signal.SIGKILL
+        _assert_same(denoise_set(imgs, GROUPED), results)  # every image exactly once
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+
+
+def _cli_set(tmp_path, n=3):
+    from PIL import Image
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for k, img in enumerate(_images(n)):
+        Image.fromarray(img).save(src / f"im{k}.png")
+    return src
+
+
+def _pixels(folder):
+    from PIL import Image
+
+    return {p.name: np.asarray(Image.open(p)) for p in sorted(folder.glob("*.png"))}
+
+
+def test_cli_scheduler_and_local_workers_write_the_in_process_pixels(scheduler, tmp_path, capsys):
+    from kpca_denoise.cli import main
+
+    address, _ = scheduler
+    src = _cli_set(tmp_path)
+    common = [str(src), "-q", "--noise-sigma", "15"]
+    assert main(["denoise", *common, "-o", str(tmp_path / "here")]) == 0
+    assert main(["denoise", *common, "-o", str(tmp_path / "there"), "--scheduler", address]) == 0
+    assert main(["denoise", *common, "-o", str(tmp_path / "local"), "--workers", "2"]) == 0
+    here = _pixels(tmp_path / "here")
+    assert sorted(here) == ["im0_kpca.png", "im1_kpca.png", "im2_kpca.png"]
+    for other in ("there", "local"):
+        got = _pixels(tmp_path / other)
+        assert sorted(got) == sorted(here)
+        for name in here:
+            np.testing.assert_array_equal(got[name], here[name])
+        assert len(list((tmp_path / other).glob("kpca-denoise-*.json"))) == 1
+
+
+def test_unreachable_scheduler_is_one_line_before_any_compute(tmp_path, capsys, monkeypatch):
+    import kpca_denoise.executor as executor
+    from kpca_denoise.cli import main
+
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT", 2)
+    src = _cli_set(tmp_path, 1)
+    out = tmp_path / "out"
+    assert main(["denoise", str(src), "-o", str(out), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (OSError); start "
+                   "one with 'dask scheduler' and give its tcp://HOST:PORT address\n")
+    assert not out.exists() or not any(out.iterdir())  # nothing written, nothing computed

@@ -1,0 +1,95 @@
+"""Tiles bound memory without changing the result; the noise estimate reads a
+bounded sample."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.core.noise import estimate_sigma_image
+from kpca_denoise.core.tiles import tile_grid
+from kpca_denoise.pipeline import add_noise, evaluate, remaining_noise
+from kpca_denoise.tiling import plan
+
+
+@pytest.mark.parametrize("shape,tile,halo,align", [((300, 200), 64, 23, 5), ((64, 700), 100, 8, 4),
+                                                    ((50, 50), 1024, 70, 5)])
+def test_tile_cores_partition_the_image_and_regions_are_aligned(shape, tile, halo, align):
+    tiles = tile_grid(shape, tile, halo, align)
+    count = np.zeros(shape, int)
+    h = -(-halo // align) * align  # the halo is rounded up to the alignment
+    for t in tiles:
+        count[t.core] += 1
+        assert t.ry0 % align == 0 and t.rx0 % align == 0  # patch grids stay aligned
+        assert (t.ry0, t.ry1) == (max(0, t.y0 - h), min(shape[0], t.y1 + h))
+        assert (t.rx0, t.rx1) == (max(0, t.x0 - h), min(shape[1], t.x1 + h))
+        region = np.zeros(shape, bool)
+        region[t.region] = True
+        assert region[t.core].all()
+    assert (count == 1).all()
+    if max(shape) <= tile:
+        assert len(tiles) == 1 and tiles[0].region == (slice(0, shape[0]), slice(0, shape[1]))
+
+
+def test_default_tiles_bound_a_12_megapixel_photo():
+    tiles = plan((3000, 4000, 3), DenoiseParams())
+    assert len(tiles) == 12
+    assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) < 1.4e6
+    assert len(plan((512, 512), DenoiseParams())) == 1  # small images: one tile, as before
+
+
+def _scene(shape, seed):
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    img = 120 + 60 * np.sin(x / 6.0) * np.cos(y / 9.0) + 50 * ((x // 23 + y // 17) % 2)
+    return np.clip(add_noise(img, 20, seed=seed), 0, 255)
+
+
+def test_tiled_grouped_equals_whole_image():
+    # a small search window keeps the halo (2 stages x 2 (R + p) = 36 -> 40) below the
+    # image, so interior tiles are really cut: 3 x 2 tiles of a 192 x 160 image
+    clean = _scene((192, 160), 0)
+    noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
+    base = DenoiseParams(noise_sigma=20.0, extra={"search_radius": 4})
+    whole = denoise_set([noisy], base).images[0].outputs[None]
+    res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
+    assert res.stats["grouped"][0]["tiles"] == 6
+    tiled = res.outputs[None]
+    assert tiled.dtype == np.uint8
+    assert abs(evaluate(clean, tiled, np.uint8)["psnr"]
+               - evaluate(clean, whole, np.uint8)["psnr"]) <= 0.02
+    assert np.abs(tiled.astype(int) - whole.astype(int)).max() <= 1
+
+
+def test_tiled_global_equals_whole_image_colour_with_alpha_uint16():
+    clean = np.stack([_scene((150, 170), 2), _scene((150, 170), 3), _scene((150, 170), 4)], -1)
+    noisy = (np.clip(add_noise(clean, 15, seed=5), 0, 255) * 257).astype(np.uint16)
+    rgba = np.dstack([noisy, np.full(noisy.shape[:2], 65535, np.uint16)])
+    base = DenoiseParams(method="global", ranks=(4, 8), n_train=300, noise_sigma=15.0 * 257)
+    whole = denoise_set([rgba], base).images[0].outputs
+    tiled = denoise_set([rgba], base.replace(tile_size=64)).images[0].outputs
+    assert len(plan(rgba.shape, base.replace(tile_size=64))) == 6
+    for r in (4, 8):
+        assert tiled[r].shape == rgba.shape and tiled[r].dtype == np.uint16
+        assert (tiled[r][..., 3] == 65535).all()
+        diff = np.abs(tiled[r].astype(np.int64) - whole[r].astype(np.int64))
+        assert diff.max() <= 1
+
+
+def test_noise_estimate_of_a_large_image_reads_a_bounded_sample():
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:2048, 0:2048]
+    img = 100 + 50 * np.sin(x / 40.0) + 30 * np.cos(y / 25.0) + rng.normal(0, 12, (2048, 2048))
+    tracemalloc.start()
+    est = estimate_sigma_image(img)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # every 7x7 patch at stride 1 in float64 would be 1.6 GB; the sample is ~1 Mpx
+    assert peak < 200e6, peak / 1e6
+    assert abs(est / 12 - 1) < 0.03
+
+
+def test_remaining_noise_of_a_colour_image_is_its_luminance_noise():
+    rng = np.random.default_rng(3)
+    flat = np.full((400, 300, 3), 128.0) + rng.normal(0, 10, (400, 300, 3))
+    assert abs(remaining_noise(flat) / 10 - 1) < 0.05
