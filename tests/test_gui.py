@@ -1074,6 +1074,6 @@ def test_suggested_ranks_include_auto_and_patch_sets_compare_its_neighbours(wind
                     eigenvalues=None, total_variance=None,
                     resolved={"grouped": {"effective_rank": {8: 3.25, None: 3.5}}},
                     timings={}, params=DenoiseParams(), ranks={8: one, None: two})
-    assert rank_metrics_text(fit, None, one, 1.0) == ("PSNR 30.10 dB · SSIM 0.900 · effective rank 3.5 · "
-                                                    "≈ previous rank: converged (Δ +0.10 dB)")
+    assert rank_metrics_text(fit, None, one, 1.0) == ("PSNR 30.10 dB · SSIM 0.900 · eff. rank 3.5 · "
+                                                    "≈ previous rank (Δ +0.10 dB)")
     assert converged_with(one, RankRecord(np.zeros((4, 4)), {"psnr": 30.5, "ssim": 0.9}, 1.0), 1.0) == ""

@@ -108,10 +108,10 @@ def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
     parts = [format_metrics(rr.metrics)]
     eff = rec.effective_rank(rank)
     if eff is not None:
-        parts.append(f"effective rank {eff:.1f}")
+        parts.append(f"eff. rank {eff:.1f}")
     conv = converged_with(prev, rr, sigma)
     if conv:
-        parts.append(f"≈ previous rank: {conv}")
+        parts.append(f"≈ previous rank {conv}")
     return " · ".join(p for p in parts if p)
 
 
@@ -253,7 +253,7 @@ class MainWindow(ExportActions, QMainWindow):
         # contrast: one histogram with black/white points for every view (napari/Fiji style)
         self.hist = pg.HistogramLUTWidget(central)
         self.hist.setMinimumWidth(90)
-        self.hist.setMaximumWidth(120)
+        self.hist.setMaximumWidth(100)
         self.hist.item.setImageItem(self.grid.input_panel.image)
         self.hist.setToolTip("Drag the black and white points: the contrast of every view follows")
         row = QHBoxLayout()

@@ -462,8 +462,8 @@ def converged_with(prev: RankRecord | None, cur: RankRecord, sigma: float | None
         return ""
     a, b = prev.metrics.get("psnr"), cur.metrics.get("psnr")
     if a is not None and b is not None and np.isfinite(a) and np.isfinite(b):
-        return f"converged (Δ {b - a:+.2f} dB)" if abs(b - a) < threshold_db else ""
+        return f"(Δ {b - a:+.2f} dB)" if abs(b - a) < threshold_db else ""
     if sigma and np.isfinite(sigma) and prev.output.shape == cur.output.shape:
         rms = float(np.sqrt(np.mean((np.asarray(cur.output, float) - np.asarray(prev.output, float)) ** 2)))
-        return f"converged (RMS Δ {rms:.2g})" if rms < 0.1 * sigma else ""
+        return f"(RMS Δ {rms:.2g})" if rms < 0.1 * sigma else ""
     return ""

@@ -33,7 +33,7 @@ pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 #: the views the largest image (at least :data:`CELL_WIDTH` pixels wide each) and wraps
 #: the rest onto further rows
 MIN_VIEW = 80
-CELL_WIDTH = 110
+CELL_WIDTH = 90
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
@@ -113,7 +113,10 @@ class ImagePanel(QFrame):
         self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
         # narrow panels wrap the line (PSNR, SSIM, effective rank, "converged") instead of cutting it
         self.metrics.setWordWrap(True)
-        self.metrics.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.metrics.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        # two lines in every panel: linked views must keep one height per row (pyqtgraph
+        # links views by their screen extent); the full text is in the tooltip
+        self.metrics.setFixedHeight(2 * self.metrics.fontMetrics().lineSpacing() + 2)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
