@@ -314,6 +314,7 @@ def _denoise(args) -> int:
             names.append(name)
             patch_sets.append(it.is_patchset)
             owner.append(it)
+    position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
     bar = ProgressBar(enabled=not args.quiet)
     failed = len(errors) + len(read_errors)
     done: dict = {}  # item -> {image index: ImageResult}
@@ -335,7 +336,7 @@ def _denoise(args) -> int:
             ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
                                                 params, inputs, args.overwrite, outdir)
             failed += not ok
-            finished[items.index(it)] = (entry, item_rows)
+            finished[position[id(it)]] = (entry, item_rows)
     result = executor.summary
     rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
