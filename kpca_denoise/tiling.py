@@ -109,11 +109,12 @@ def channels(image: np.ndarray) -> int:
 
 
 def luminance(image: np.ndarray) -> np.ndarray:
-    """The first working channel (grey, or the opponent luminance), float64 (H, W),
-    converted a band of rows at a time (no float64 copy of a colour image)."""
+    """The first working channel (H, W): a grey image's own pixels (a view, in its
+    dtype: the noise estimator converts only the blocks it samples), or the opponent
+    luminance of a colour image in float64, converted a band of rows at a time."""
     a = np.asarray(image)
     if channels(a) == 1:
-        return (a if a.ndim == 2 else a[..., 0]).astype(np.float64)
+        return a if a.ndim == 2 else a[..., 0]
     out = np.empty(a.shape[:2])
     for s in range(0, a.shape[0], _ROWS):
         out[s:s + _ROWS] = np.asarray(a[s:s + _ROWS, :, :3], dtype=np.float64) @ OPPONENT[0]
