@@ -21,23 +21,18 @@ import argparse
 import pathlib
 
 import numpy as np
+from _digits import noisy_digits
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def digits():
-    from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
     from sklearn.decomposition import KernelPCA as SkKernelPCA
 
     from kpca_denoise import KernelPCA
 
-    X = load_digits().data / 16.0
-    rng = np.random.default_rng(0)
-    X = X[rng.permutation(len(X))]
-    Xtr, Xte = X[:1000], X[1000:]
-    Ntr = Xtr + rng.normal(0, 0.25, Xtr.shape)
-    Nte = Xte + rng.normal(0, 0.25, Xte.shape)
+    Ntr, Xte, Nte = noisy_digits()
 
     def mse(a):
         return float(np.mean((a - Xte) ** 2))

@@ -17,18 +17,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 from kpca_denoise import KernelPCA
+from _digits import noisy_digits
 
 
 def main():
-    X = load_digits().data / 16.0
-    rng = np.random.default_rng(0)
-    X = X[rng.permutation(len(X))]
-    Xtr, Xte = X[:1000], X[1000:]
-    Ntr = Xtr + rng.normal(0, 0.25, Xtr.shape)
-    Nte = Xte + rng.normal(0, 0.25, Xte.shape)
+    Ntr, Xte, Nte = noisy_digits()
 
     def mse(a):
         return float(np.mean((a - Xte) ** 2))
