@@ -131,10 +131,10 @@ def bench_solvers():
     print("solvers (the 'auto' rule): time of dense LAPACK vs LOBPCG (tol 1e-4) on the "
           "centred float32 Gram matrix, k=32")
     print(f"{'spectrum':>9} {'n':>6} {'dense s':>8} {'lobpcg s':>9} {'it':>4} {'ratio':>6} "
-          f"{'n/b':>6}")
+          f"{'n/b':>6} {'auto picks':>11}")
     Xd = digits_data(1797)
     for name in ("flat", "digits"):
-        for n in (600, 1000, 1797) if name == "digits" else (600, 1000, 2000, 4000):
+        for n in (600, 1000, 1500, 1797) if name == "digits" else (600, 1000, 1500, 2000, 3000, 4000):
             if name == "flat":
                 X, g = bar_data(n)
             else:
@@ -145,7 +145,7 @@ def bench_solvers():
             t_l, (_, _, info) = best_of(lambda: eigen.eigh_top(K, 32, solver="lobpcg", tol=1e-4), 2)
             b = 32 + 8
             print(f"{name:>9} {n:>6} {t_d:>8.2f} {t_l:>9.2f} {info['iterations']:>4} "
-                  f"{t_d / t_l:>6.1f} {n / b:>6.1f}", flush=True)
+                  f"{t_d / t_l:>6.1f} {n / b:>6.1f} {eigen.choose_solver(n, 32):>11}", flush=True)
 
 
 def bench_digits():

@@ -149,6 +149,29 @@ def test_auto_falls_back_to_dense_when_lobpcg_exceeds_its_budget(rng, monkeypatc
     np.testing.assert_allclose(np.abs(V[np.argsort(perm)[:k], range(k)]), 1.0, rtol=1e-10)
 
 
+def test_lobpcg_asked_beyond_float32_accuracy_returns_its_best_not_garbage(rng):
+    """A tolerance below what a float32 Gram matrix supports: LOBPCG used to
+    iterate on past its floor and diverge (Ritz values off by 1e15 after 60
+    iterations).  It now stops at the floor with its best iterate, flagged."""
+    from kpca_denoise.core.kernels import centre_gram, rbf_gram
+
+    X = rng.normal(size=(900, 16)).astype(np.float32)
+    K = rbf_gram(X, 1 / 32)
+    centre_gram(K, symmetric=True)
+    wd, _, _ = eigen.eigh_top(K, 16, solver="dense")
+    w, V, info = eigen.eigh_top(K, 16, solver="lobpcg", tol=1e-12, max_iter=80)
+    assert info["converged"] is False and info["stalled"] is True
+    assert info["iterations"] < 80
+    # float64 products with the float32 matrix: the returned pairs are at the float32 floor
+    R = K.astype(np.float64) @ V - V * w
+    assert np.linalg.norm(R, axis=0).max() / wd[0] < 1e-4
+    np.testing.assert_allclose(w, wd, rtol=1e-6)
+    np.testing.assert_allclose(V.T @ V, np.eye(16), atol=1e-10)
+    with pytest.warns(ConvergenceWarning, match="stopped improving after .* gram_dtype='float64'"):
+        Plain(16, kernel="rbf", gamma=1 / 32, eigen_solver="lobpcg", tol=1e-12,
+              gram_dtype="float32").fit(X)
+
+
 @pytest.mark.parametrize("solver,tol,atol", [("lobpcg", 1e-8, 1e-6), ("arpack", 1e-8, 1e-6),
                                               ("randomized", 1e-6, 1e-4)])
 def test_iterative_solvers_match_dense(rng, solver, tol, atol):

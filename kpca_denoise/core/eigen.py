@@ -38,19 +38,21 @@ __all__ = ["eigh_top", "choose_solver", "lobpcg_budget", "AUTO_DENSE_MAX_N", "SO
 
 SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 
-#: 'auto' uses the dense solver up to this many samples.  Measured
-#: (``python benchmarks/speed.py --only solvers``, k = 32, tol 1e-4, loaded
-#: 2-core machine): dense / LOBPCG time 0.7 (flat spectrum) and 0.6 (noisy
-#: digits) at n = 1000, 3.6 and 2.6 at n = 2000 / 1797, 11 at n = 4000.
+#: 'auto' uses the dense solver up to this many samples.  Measured on a quiet
+#: 2-core machine (``python benchmarks/speed.py --only solvers``, k = 32,
+#: tol 1e-4, float32 Gram), dense / LOBPCG time: flat spectrum 0.3, 0.8, 1.3,
+#: 1.8, 9.5, 10.9 at n = 600, 1000, 1500, 2000, 3000, 4000; noisy digits 0.6,
+#: 0.4, 1.0, 1.2 at n = 600, 1000, 1500, 1797.  The break-even is at 1000-1500.
 AUTO_DENSE_MAX_N = 1200
 
 #: LOBPCG iterations that cost about as much as one dense top-k solve, per
 #: n / b (b the block size): a dense solve is ~ (4/3) n^3 float64 flops, one
 #: LOBPCG iteration ~ 2 n^2 b in K's precision plus O(n b^2).  Measured with
-#: the same command: one dense solve took the time of 21 LOBPCG iterations at
-#: n = 2000 (n / b = 50), 36 at n = 1797 (45), 66 at n = 4000 (100), i.e.
-#: 0.4-0.8 n / b; 0.5 keeps the worst case (budget spent, then dense) near
-#: 1.5 dense solves.
+#: the same command: one dense solve took the time of 11 LOBPCG iterations at
+#: n = 2000 (n / b = 50), 13 at n = 1797 (45), 66 at n = 4000 (100), i.e.
+#: 0.2-0.66 n / b.  0.5 n / b leaves room for the 6-11 iterations these
+#: spectra need, and only a spectrum too flat for LOBPCG spends it all before
+#: the dense solve takes over.
 DENSE_COST_IN_ITERATIONS = 0.5
 
 
@@ -211,12 +213,18 @@ def _lobpcg(K, k, tol, max_iter, random_state, progress, cancel, small_ops=nullc
     """Block LOBPCG (no preconditioner) for the k algebraically largest eigenpairs.
 
     Rayleigh-Ritz on span[X, R, P] (current Ritz vectors, their residuals,
-    the previous update), each block orthonormalised against the ones before
-    it, so the small problem is a standard symmetric one.  Only ``K @ R``
-    touches K: the products with X and P are updated by the same small
-    combinations as the blocks themselves.  Converges much faster than
+    the previous update), whitened by the basis Gram matrix
+    (:func:`_lobpcg_step`), with soft locking of converged pairs.  Only
+    ``K @ R`` touches K: the products with X and P are updated by the same
+    small combinations as the blocks themselves.  Converges much faster than
     subspace iteration on flat spectra (the rate depends on the square root
     of the gap ratio), which is where the latter needed 50-90 iterations.
+
+    Those implicit updates limit the attainable residual: measured, it bottoms
+    out at 3e-6 to 1.2e-5 of lambda_1 with a float32 K and about 1e-8 with a
+    float64 K, and iterating on past that floor diverges.  So the iteration
+    keeps the best iterate seen and returns it, flagged unconverged, when the
+    residual has not improved for ``_STALL`` iterations or has grown tenfold.
     """
     n = K.shape[0]
     b = _block(n, k)
@@ -229,50 +237,83 @@ def _lobpcg(K, k, tol, max_iter, random_state, progress, cancel, small_ops=nullc
     P = KP = None
     report(progress, "eigensolver", 0, max_iter)
     it, res = 0, np.full(k, np.inf)
+    best = (np.inf, 0, theta[:k].copy(), X[:, :k].copy())
     scale = max(abs(theta[0]), np.finfo(float).tiny)
     for it in range(1, max_iter + 1):
         check_cancel(cancel)
         with small_ops():
             R = KX - X * theta
-            res = np.sqrt(np.einsum("ij,ij->j", R[:, :k], R[:, :k])) / scale
+            res_all = np.sqrt(np.einsum("ij,ij->j", R, R)) / scale
+            res = res_all[:k]
             report(progress, "eigensolver", it, max_iter, eigenvalues=theta[:k].copy())
+            if res.max() < best[0]:
+                best = (res.max(), it, theta[:k].copy(), X[:, :k].copy())
             if res.max() <= tol or it == max_iter:
                 break
-            R = _orthonormalize(_project_out(R, X))
+            if it - best[1] >= _STALL or res.max() > 10 * best[0]:
+                break  # at the attainable floor: return the best iterate
+            # soft locking: converged pairs keep their place in X but get no
+            # search directions; at round-off level those directions are noise
+            # and made the iteration diverge if it went on past convergence
+            active = np.ones(b, dtype=bool)
+            active[:k] = res > tol
+            R = R[:, active]
+            if P is not None:
+                P, KP = P[:, active], KP[:, active]
+            # X's own direction removed, then unit columns (no orthonormalisation:
+            # the step whitens the whole basis)
+            R = _project_out(R, X)
+            rn = np.sqrt(np.einsum("ij,ij->j", R, R))
+            R = R / np.where(rn > 0, rn, 1.0)
         KR = _matmul(K, R)
         with small_ops():
             X, KX, P, KP, theta = _lobpcg_step(X, KX, R, KR, P, KP, b)
         scale = max(abs(theta[0]), np.finfo(float).tiny)
     info = {"solver": "lobpcg", "iterations": it}
-    if res.max() > tol:
+    res_best, _, w, V = best
+    if res_best > tol:
         info["converged"] = False
-    return theta[:k].copy(), np.ascontiguousarray(X[:, :k]), info
+        info["stalled"] = it < max_iter
+    return w, np.ascontiguousarray(V), info
+
+
+#: LOBPCG stops when its residual has not improved for this many iterations.
+_STALL = 6
 
 
 def _lobpcg_step(X, KX, R, KR, P, KP, b):
-    """One Rayleigh-Ritz on span[X, R, P]; returns the new X, KX, P, KP, theta."""
+    """One Rayleigh-Ritz on span[X, R, P]; returns the new X, KX, P, KP, theta.
+
+    The basis is not assumed orthonormal: near convergence R and P are tiny
+    and almost inside span(X), and re-orthonormalising them amplified
+    round-off until the Ritz values were garbage (an eigenvalue error of 1e8
+    after 20 iterations past convergence, measured on noisy digits).  The
+    small problem is whitened with the eigen-decomposition of the basis Gram
+    matrix instead, dropping directions it cannot resolve.
+    """
     blocks, kblocks = [X, R], [KX, KR]
     if P is not None:
-        B = np.concatenate(blocks, axis=1)
-        C = _tdot(B, P)
-        P = P - B @ C
-        KP = KP - np.concatenate(kblocks, axis=1) @ C
-        G = _tdot(P, P)
-        try:
-            Rp = np.linalg.cholesky(G).T
-            dg = np.abs(np.diag(Rp))
-            # a well-conditioned P block only: else drop it this iteration
-            if dg.min() > 1e-6 * dg.max():
-                Rinv = scipy.linalg.solve_triangular(Rp, np.eye(Rp.shape[0]))
-                blocks.append(P @ Rinv)
-                kblocks.append(KP @ Rinv)
-        except np.linalg.LinAlgError:
-            pass
+        norms = np.sqrt(np.einsum("ij,ij->j", P, P))
+        ok = norms > 0
+        blocks.append(P[:, ok] / norms[ok])
+        kblocks.append(KP[:, ok] / norms[ok])
     B = np.concatenate(blocks, axis=1)
     KB = np.concatenate(kblocks, axis=1)
-    theta_all, S = _ritz(_tdot(B, KB))
-    theta, S = theta_all[:b], S[:, :b]
-    return B @ S, KB @ S, B[:, b:] @ S[b:], KB[:, b:] @ S[b:], theta
+    M = _tdot(B, B)
+    s, U = np.linalg.eigh(0.5 * (M + M.T))
+    keep = s > _WHITEN_RCOND * s[-1]
+    T = U[:, keep] / np.sqrt(s[keep])
+    theta_all, S = _ritz(T.T @ _tdot(B, KB) @ T)
+    C = T @ S[:, :b]
+    theta = theta_all[:b]
+    nx = X.shape[1]
+    return B @ C, KB @ C, B[:, nx:] @ C[nx:], KB[:, nx:] @ C[nx:], theta
+
+
+#: Basis directions whose Gram eigenvalue is below this fraction of the
+#: largest are dropped from LOBPCG's Rayleigh-Ritz (the basis has unit
+#: columns, so this bounds the whitening's amplification of round-off to 1e5).
+_WHITEN_RCOND = 1e-10
 
 
 def _ritz(G):

@@ -50,25 +50,42 @@ def squared_norms(X: np.ndarray) -> np.ndarray:
 
 
 @njit(inline="always", cache=True)
-def _expf_parts(y):  # pragma: no cover - numba
-    """exp(y) for float32 y in [-87, 0] as (mantissa value, exponent bits).
-
-    Cody-Waite reduction y = k ln2 + x and the degree-6 minimax polynomial of
-    Cephes' expf (relative error < 1e-6, about float32 rounding).  The caller
-    adds the returned ``k << 23`` to the bits of the stored value, i.e.
-    multiplies it by 2**k.  numba has no vector exp without SVML; this
-    inlines and vectorises, and the scalar libm call made the Gram pass 2x
-    slower than the GEMM.
-    """
-    kf = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
-    x = y - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
+def _expf_poly(x):  # pragma: no cover - numba
+    """exp(x) for float32 x in [-ln2/2, ln2/2]: Cephes' degree-6 minimax polynomial."""
     p = np.float32(1.9875691500e-4)
     p = p * x + np.float32(1.3981999507e-3)
     p = p * x + np.float32(8.3334519073e-3)
     p = p * x + np.float32(4.1665795894e-2)
     p = p * x + np.float32(1.6666665459e-1)
     p = p * x + np.float32(5.0000001201e-1)
-    return p * x * x + x + np.float32(1.0), np.int32(kf) << 23
+    return p * x * x + x + np.float32(1.0)
+
+
+@njit(inline="always", cache=True)
+def _neg_gamma_d_expf(out, sq_r, sqc, gamma, kf, ebits):  # pragma: no cover - numba
+    """out[j] = exp(-gamma * max(sq_r + sqc[j] - 2 out[j], 0)) in place, float32.
+
+    ``out`` holds inner products on entry.  Cody-Waite reduction
+    y = k ln2 + x, Cephes' expf polynomial (relative error < 1e-6, about
+    float32 rounding), and 2**k built as float bits in ``ebits``.  numba has
+    no vector exp without SVML, and the scalar libm call made the Gram pass
+    2x slower than the GEMM.  The three loops are separate on purpose: LLVM
+    vectorises each of them (8 lanes with AVX2) but not the fused loop, which
+    ran 7x slower.  ``kf`` and ``ebits`` are scratch of at least len(out).
+    """
+    m = out.shape[0]
+    for j in range(m):
+        y = -gamma * (sq_r + sqc[j] - np.float32(2.0) * out[j])
+        # y <= 0 up to round-off; below -87 expf leaves the normal range
+        y = max(min(y, np.float32(0.0)), np.float32(-87.0))
+        k = np.floor(y * np.float32(1.4426950408889634) + np.float32(0.5))
+        kf[j] = k
+        out[j] = y - k * np.float32(0.693359375) + k * np.float32(2.12194440e-4)
+    for j in range(m):
+        ebits[j] = (np.int32(kf[j]) + np.int32(127)) << 23
+    scale = ebits[:m].view(np.float32)
+    for j in range(m):
+        out[j] = _expf_poly(out[j]) * scale[j]
 
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
@@ -94,26 +111,16 @@ def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_rows_inplace_f32(K, sq, i0, i1, gamma):  # pragma: no cover - numba
-    # float32 variant with the inlined, vectorisable exp of _expf_parts
-    Kbits = K.view(np.int32)
+    # float32 variant with the vectorised exp of _neg_gamma_d_expf
     ntiles = (i1 + _TILE - 1) // _TILE
     for t in prange(ntiles):
         c0 = t * _TILE
         c1 = min(c0 + _TILE, i1)
+        kf = np.empty(_TILE, np.float32)
         ebits = np.empty(_TILE, np.int32)
         for r in range(max(i0, c0), i1):
-            sr = sq[r]
             cend = min(c1, r + 1)
-            for c in range(c0, cend):
-                d = sr + sq[c] - np.float32(2.0) * K[r, c]
-                y = -gamma * d
-                # y <= 0 always (d >= 0); below -87 expf leaves the normal range
-                y = min(y, np.float32(0.0))
-                y = max(y, np.float32(-87.0))
-                K[r, c], ebits[c - c0] = _expf_parts(y)
-            # multiply by 2**k by adding k to the exponent field
-            for c in range(c0, cend):
-                Kbits[r, c] += ebits[c - c0]
+            _neg_gamma_d_expf(K[r, c0:cend], sq[r], sq[c0:cend], gamma, kf, ebits)
         _mirror_tile(K, i0, i1, c0, c1)
 
 
@@ -139,20 +146,14 @@ def _rbf_fill_cross(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
 
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_fill_cross_f32(G, sqY, sqX, gamma, out):  # pragma: no cover - numba
-    # the inlined exp of _expf_parts, row by row
+    # the vectorised exp of _neg_gamma_d_expf, row by row
     m, n = G.shape
-    bits = out.view(np.int32)
     for i in prange(m):
-        si = sqY[i]
+        kf = np.empty(n, np.float32)
         ebits = np.empty(n, np.int32)
-        for j in range(n):
-            d = si + sqX[j] - np.float32(2.0) * G[i, j]
-            y = -gamma * d
-            y = min(y, np.float32(0.0))
-            y = max(y, np.float32(-87.0))
-            out[i, j], ebits[j] = _expf_parts(y)
-        for j in range(n):
-            bits[i, j] += ebits[j]
+        row = out[i]
+        row[:] = G[i]
+        _neg_gamma_d_expf(row, sqY[i], sqX, gamma, kf, ebits)
 
 
 def rbf_gram(
@@ -194,7 +195,11 @@ def rbf_gram(
     syrk = scipy.linalg.blas.ssyrk if X.dtype == np.float32 else scipy.linalg.blas.dsyrk
     report(progress, "gram", 0, max(1, -(-n // block)))
     check_cancel(cancel)
-    K = syrk(1.0, X).T
+    # SYRK into an array numpy allocated: numpy advises huge pages for large
+    # arrays, the f2py-allocated result gets 4 kB pages, and touching the
+    # other triangle's fresh pages in the mirror then cost a third of the
+    # pass.  np.zeros, not np.empty: no reliance on BLAS ignoring C at beta=0.
+    K = syrk(1.0, X, beta=0.0, c=np.zeros((n, n), X.dtype, order="F"), overwrite_c=1).T
     fill = _rbf_rows_inplace_f32 if X.dtype == np.float32 else _rbf_rows_inplace
     g = X.dtype.type(gamma)
     nblocks = max(1, -(-n // block))
@@ -258,10 +263,10 @@ def rbf_cross(
     if sqX is None:
         sqX = squared_norms(X)
     G = Y @ X.T
-    out = np.empty_like(G)
     fill = _rbf_fill_cross_f32 if dt == np.float32 else _rbf_fill_cross
-    fill(G, squared_norms(Y), sqX.astype(dt, copy=False), dt.type(gamma), out)
-    return out
+    # in place: G's entries are read before each is overwritten
+    fill(G, squared_norms(Y), sqX.astype(dt, copy=False), dt.type(gamma), G)
+    return G
 
 
 def kernel_matrix(

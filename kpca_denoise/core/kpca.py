@@ -305,7 +305,14 @@ class KernelPCACore:
     def _set_spectrum(self, w, V, info, dtype_name) -> None:
         self.solver_ = info["solver"]
         self.n_iter_ = info["iterations"]
-        if info.get("converged") is False:
+        if info.get("converged") is False and info.get("stalled"):
+            warnings.warn(
+                f"eigen_solver={self.solver_!r} stopped improving after {self.n_iter_} "
+                f"iterations before reaching tol={self._tol():g} (the attainable accuracy "
+                f"of a {dtype_name} Gram matrix); the eigenpairs are approximate: raise tol, "
+                "use gram_dtype='float64' or eigen_solver='dense'",
+                self._convergence_warning, stacklevel=4)
+        elif info.get("converged") is False:
             warnings.warn(
                 f"eigen_solver={self.solver_!r} stopped at max_iter={self.n_iter_} before "
                 f"reaching tol={self._tol():g}; the eigenpairs are approximate: raise max_iter "
