@@ -2,10 +2,13 @@
 
 The command line calls :class:`Executor`; the executor calls the pipeline
 (:func:`kpca_denoise.pipeline.denoise_set`), which stays the only recipe.
-Images are the tasks.  A set that needs one global kernel PCA (``method
-'global'``, patch sets) has it fitted once here, on the whole set, and the
-fitted models are shipped to the workers once (``Client.scatter``), not with
-every task.  Results are yielded as they complete, so the caller writes each
+Images are the tasks, and so are the tiles of a large image: an image that
+needs several tiles (:func:`kpca_denoise.tiling.plan`) runs its pipeline here
+(noise estimate, assembly, metrics) and sends each tile to the cluster as a
+task of its own, so one big photo spreads over every worker.  A set that
+needs one global kernel PCA (``method 'global'``, patch sets) has it fitted
+once here, on the whole set, and the fitted models are shipped to the workers
+once (``Client.scatter``), not with every task.  Results are yielded as they complete, so the caller writes each
 image as it arrives; writing files stays with the caller (``io``), never on
 a worker, so a task that Dask re-runs after a worker died never leaves a
 second file.
@@ -21,6 +24,10 @@ Dask is an optional dependency: ``pip install 'kpca-denoise[distributed]'``.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import logging
+import signal
 import time
 import uuid
 from typing import Any, Callable, Iterator, Sequence
@@ -30,6 +37,7 @@ import numpy as np
 from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
 from .params import DenoiseParams
 from .pipeline import ImageResult, SetResult, denoise_set
+from .tiling import denoise_tile, plan
 
 __all__ = ["Executor", "ExecutorError"]
 
@@ -48,6 +56,61 @@ def _denoise_one(image, index: int, name: str, patch_set: bool, params: DenoiseP
                        first_index=index, fitted_models=models or None)
 
 
+def _denoise_tile(region, tile, sigma, params, model, ranks, vst):
+    """The task for one tile of a large image (runs on a worker)."""
+    return denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst)
+
+
+def _is_tiled(image, patch_set: bool, params: DenoiseParams) -> bool:
+    """Whether this item is denoised in several tiles (then the tiles are the tasks)."""
+    shape = np.shape(image)
+    if patch_set or len(shape) not in (2, 3) or min(shape[:2]) < 1:
+        return False  # the pipeline reports what is wrong with it
+    return len(plan(shape, params)) > 1
+
+
+class _DaskTiles:
+    """A ``tile_map`` (see :func:`kpca_denoise.tiling.denoise_tiled`) that runs
+    each tile as a Dask task and yields the tiles as they complete."""
+
+    def __init__(self, client, run_id: str):
+        self.client = client
+        self.run_id = run_id
+        self._models: dict = {}  # id(model) -> (model, its scattered copy)
+        self._n = 0
+
+    def _shared(self, model):
+        if model is None:
+            return None
+        if id(model) not in self._models:
+            # without the caller's progress callback and cancel token (they stay here)
+            bare = copy.copy(model)
+            bare.set_params(progress=None, cancel=None)
+            self._models[id(model)] = (model, self.client.scatter(bare, broadcast=True,
+                                                                  hash=False))
+        return self._models[id(model)][1]
+
+    def __call__(self, jobs, *, sigma, params, model, ranks, vst):
+        from dask.distributed import as_completed
+
+        client = self.client
+        shared = self._shared(model)
+        futures: dict = {}
+        try:
+            for k, region, tile in jobs:
+                self._n += 1
+                data = client.scatter(np.ascontiguousarray(region), hash=False)
+                fut = client.submit(_denoise_tile, data, tile, sigma, params, shared, ranks, vst,
+                                    key=f"kpca-denoise-{self.run_id}-tile-{self._n}", pure=False)
+                futures[fut] = k
+            for fut in as_completed(list(futures)):
+                yield futures[fut], fut.result()
+                fut.release()
+        finally:
+            # finished, or stopped early (Ctrl-C, cancel, an error): nothing left running
+            client.cancel(list(futures))
+
+
 class _ItemProgress:
     """Forwards a task's stage events; the set-level 'image' count is the executor's."""
 
@@ -57,6 +120,25 @@ class _ItemProgress:
     def __call__(self, ev: ProgressEvent) -> None:
         if self.inner is not None and ev.stage not in ("image", "done"):
             self.inner(ev)
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint():
+    """Start child processes with SIGINT ignored (inherited through exec).
+
+    Ctrl-C on a terminal signals the whole process group: the local workers
+    printed a KeyboardInterrupt traceback each.  This process handles it
+    instead, cancels the futures and closes the cluster.
+    """
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class Executor:
@@ -127,9 +209,11 @@ class Executor:
                     f"({type(exc).__name__}); start one with 'dask scheduler' and give its "
                     "tcp://HOST:PORT address") from None
         else:
-            self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                         processes=True, host="127.0.0.1",
-                                         dashboard_address=":0")
+            with _workers_ignore_sigint():
+                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                             processes=True, host="127.0.0.1",
+                                             dashboard_address=":0",
+                                             silence_logs=logging.ERROR)
             self.client = Client(self._cluster)
         self._check_workers()
 
@@ -206,11 +290,21 @@ class Executor:
         shared = client.scatter([models], broadcast=True)[0] if models else None
         futures = []
         run_id = uuid.uuid4().hex
+        tiled = [i for i, img in enumerate(images) if _is_tiled(img, patch_sets[i], params)]
         try:
             for i, img in enumerate(images):
-                futures.append(client.submit(_denoise_one, img, i, names[i], patch_sets[i],
-                                             params, shared, key=f"kpca-denoise-{run_id}-{i}",
-                                             pure=False))
+                if i not in tiled:
+                    futures.append(client.submit(_denoise_one, img, i, names[i], patch_sets[i],
+                                                 params, shared, key=f"kpca-denoise-{run_id}-{i}",
+                                                 pure=False))
+            # a large image: its pipeline here, its tiles on the cluster (beside the
+            # small images' tasks, which run meanwhile)
+            tiles = _DaskTiles(client, run_id)
+            for i in tiled:
+                check_cancel(cancel)
+                yield denoise([images[i]], params, names=[names[i]], patch_sets=[patch_sets[i]],
+                              first_index=i, fitted_models=models or None,
+                              progress=_ItemProgress(progress), cancel=cancel, tile_map=tiles)
             for fut in as_completed(futures):
                 check_cancel(cancel)
                 yield fut.result()

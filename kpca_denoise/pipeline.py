@@ -203,6 +203,7 @@ def denoise_set(
     first_index: int = 0,
     fit_only: bool = False,
     fitted_models: dict | None = None,
+    tile_map: Any = None,
 ) -> SetResult:
     """Denoise a set of images or patch sets at several ranks.
 
@@ -228,6 +229,8 @@ def denoise_set(
     fitted_models : ``SetResult.models`` of a ``fit_only`` call on the whole set:
         these models are used as they are (no training patches, no fit), so a
         part of the set gets the pixels the whole set would.
+    tile_map : where an image's tiles run (see
+        :func:`kpca_denoise.tiling.denoise_tiled`); None runs them here.
 
     Returns
     -------
@@ -342,13 +345,14 @@ def denoise_set(
     for key in sorted(groups, key=lambda k: -len(groups[k])):
         e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel,
                                prior_model if len(groups) == 1 else None,
-                               fixed=(fitted_models or {}).get(key), fit_only=fit_only)
+                               fixed=(fitted_models or {}).get(key), fit_only=fit_only,
+                               tile_map=tile_map)
         if m is not None:
             models[key] = m
         if model is None:
             eig, model, ranks = e, m, rk
     if params.method == "grouped" and not fit_only:
-        ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel)
+        ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel, tile_map)
         ranks = ranks_g if ranks is None else ranks
         if eig.size == 0:
             eig = eig_g
@@ -364,7 +368,7 @@ def denoise_set(
 
 
 def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None,
-                fixed=None, fit_only=False):
+                fixed=None, fit_only=False, tile_map=None):
     p = params.patch_size or GLOBAL_PATCH_SIZE
     stride = params.stride or max(1, p // 2)
     is_patchset = works[members[0]][0] == "patchset"
@@ -408,7 +412,7 @@ def _run_global(works, results, members, params, resolved, clock, cancel, fitted
     if fit_only:
         return model.eigenvalues_.copy(), model, ranks + ((None,) if auto else ())
     eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
-                                   auto_rank)
+                                   auto_rank, tile_map)
     return eig, model, ranks + ((None,) if auto else ())
 
 
@@ -498,7 +502,8 @@ def _check_gamma(gamma: float, X: np.ndarray) -> None:
             "for the automatic width")
 
 
-def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None):
+def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None,
+                   tile_map=None):
     """Outputs per rank for every item; the ``auto_rank`` result is stored under ``None``."""
     keys = {r: [r] for r in ranks}
     if auto_rank is not None:
@@ -514,7 +519,8 @@ def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, a
             outs = {r: _cast_like(O.reshape(extra.shape), extra) for r, O in outs.items()}
         else:
             outs, stats = denoise_tiled(data, res.noise_sigma, params, model=model, ranks=ranks,
-                                        vst=extra[1], progress=clock, cancel=cancel)
+                                        vst=extra[1], progress=clock, cancel=cancel,
+                                        tile_map=tile_map)
             report(clock, "reassembly", 1, 1)
         for r, O in outs.items():
             for j, key in enumerate(keys[r]):
@@ -525,7 +531,7 @@ def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, a
     return model.eigenvalues_.copy(), model, ranks
 
 
-def _run_grouped(works, results, params, resolved, clock, cancel):
+def _run_grouped(works, results, params, resolved, clock, cancel, tile_map=None):
     ranks = tuple(params.ranks)
     spectra = []
     todo = [i for i, w in enumerate(works) if w is not None and w[0] == "image" and not results[i].error]
@@ -534,7 +540,8 @@ def _run_grouped(works, results, params, resolved, clock, cancel):
         t = time.perf_counter()
         try:
             outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params,
-                                            vst=works[i][2][1], progress=clock, cancel=cancel)
+                                            vst=works[i][2][1], progress=clock, cancel=cancel,
+                                            tile_map=tile_map)
             spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
             report(clock, "reassembly", 1, 1)
             res.outputs.update(outs)

@@ -40,7 +40,7 @@ from .core.tiles import Tile, tile_grid
 from .params import DenoiseParams
 
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
-           "luminance", "channels", "training_patches", "merge_grouped_stats",
+           "luminance", "LazyLuminance", "channels", "training_patches", "merge_grouped_stats",
            "denoise_with_model"]
 
 GLOBAL_PATCH_SIZE = 8
@@ -89,8 +89,14 @@ def _from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=N
 
 
 def _cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """Values in ``like``'s dtype: rounded and clipped to the range of integer types."""
+    """Values in ``like``'s dtype: rounded and clipped to the range of integer types.
+
+    Values already of that dtype are returned as they are, not copied: rounding
+    and clipping a whole 81 Mpx image took 4 bytes per pixel of temporaries.
+    """
     dt = like.dtype
+    if np.asarray(values).dtype == dt:
+        return np.asarray(values)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
         return np.clip(np.rint(values), info.min, info.max).astype(dt)
@@ -108,17 +114,40 @@ def channels(image: np.ndarray) -> int:
     return 1
 
 
-def luminance(image: np.ndarray) -> np.ndarray:
-    """The first working channel (H, W): a grey image's own pixels (a view, in its
-    dtype: the noise estimator converts only the blocks it samples), or the opponent
-    luminance of a colour image in float64, converted a band of rows at a time."""
+def luminance(image: np.ndarray):
+    """The first working channel (H, W), for the noise estimator: a grey image's
+    own pixels (a view, in its dtype: the estimator converts only the blocks it
+    samples), or for colour a :class:`LazyLuminance` that computes the opponent
+    luminance of only the slices asked for (no float64 plane of the image)."""
     a = np.asarray(image)
     if channels(a) == 1:
         return a if a.ndim == 2 else a[..., 0]
-    out = np.empty(a.shape[:2])
-    for s in range(0, a.shape[0], _ROWS):
-        out[s:s + _ROWS] = np.asarray(a[s:s + _ROWS, :, :3], dtype=np.float64) @ OPPONENT[0]
-    return out
+    return LazyLuminance(a)
+
+
+class LazyLuminance:
+    """The opponent luminance of a colour image (H, W, 3|4) as a read-only 2-D
+    array-like: ``lum[ys, xs]`` converts that block to float64 only, and
+    ``np.asarray(lum)`` the whole plane, a band of rows at a time."""
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, image: np.ndarray):
+        self._a = image
+        self.shape = image.shape[:2]
+
+    def __getitem__(self, key) -> np.ndarray:
+        if not (isinstance(key, tuple) and len(key) == 2
+                and all(isinstance(k, slice) for k in key)):
+            raise TypeError("LazyLuminance takes two slices, lum[y0:y1, x0:x1]")
+        return np.asarray(self._a[key][..., :3], dtype=np.float64) @ OPPONENT[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.empty(self.shape)
+        for s in range(0, self.shape[0], _ROWS):
+            out[s:s + _ROWS] = self[s:s + _ROWS, :]
+        return out if dtype is None else out.astype(dtype, copy=False)
 
 
 # -- geometry -------------------------------------------------------------------------
@@ -261,27 +290,42 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,
-                  ranks: tuple = (), vst=None, progress=None, cancel=None):
+                  ranks: tuple = (), vst=None, progress=None, cancel=None, tile_map=None):
     """Denoise a whole image tile by tile: ``({rank: array like image}, stats)``.
 
     Stats: per channel (grouped, see :func:`merge_grouped_stats`) or per rank
     (global: pre-image counters summed over tiles).
+
+    ``tile_map``: where the tiles run.  None runs them here, one after the
+    other.  Otherwise a callable ``tile_map(jobs, **kw)`` that takes an iterable
+    of ``(k, region, tile)`` and the keywords of :func:`denoise_tile` (``sigma``,
+    ``params``, ``model``, ``ranks``, ``vst``) and yields ``(k, (outs, stats))``
+    as tiles complete, in any order (:mod:`kpca_denoise.executor` runs them as
+    Dask tasks).  Each core is written into the output as it arrives.
     """
     a = np.asarray(image)
     tiles = plan(a.shape, params)
+    jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
+    if tile_map is None:
+        done = ((k, denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst,
+                                 progress=progress, cancel=cancel))
+                for k, region, tile in jobs)
+    else:
+        done = tile_map(jobs, sigma=sigma, params=params, model=model, ranks=ranks, vst=vst)
     outputs: dict = {}
-    per_tile = []
-    for k, tile in enumerate(tiles):
-        check_cancel(cancel)
-        outs, stats = denoise_tile(a[tile.region], tile, sigma, params, model=model, ranks=ranks,
-                                   vst=vst, progress=progress, cancel=cancel)
-        for r, o in outs.items():
-            if r not in outputs:
-                outputs[r] = np.empty_like(a)
-            outputs[r][tile.core] = o
-        per_tile.append(stats)
-        if len(tiles) > 1:
-            report(progress, "tiles", k + 1, len(tiles))
+    per_tile: list = [None] * len(tiles)
+    try:
+        for n_done, (k, (outs, stats)) in enumerate(done, 1):
+            check_cancel(cancel)
+            for r, o in outs.items():
+                if r not in outputs:
+                    outputs[r] = np.empty_like(a)
+                outputs[r][tiles[k].core] = o
+            per_tile[k] = stats
+            if len(tiles) > 1:
+                report(progress, "tiles", n_done, len(tiles))
+    finally:
+        done.close()  # stopped early (cancel, an error): a tile map drops what is left
     if params.method == "grouped":
         return outputs, merge_grouped_stats(per_tile)
     return outputs, _merge_global_stats(per_tile)

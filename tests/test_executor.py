@@ -93,6 +93,27 @@ def test_scheduler_gives_the_same_pixels_as_in_process(scheduler):
     assert ex.summary.resolved["gamma"] == denoise_set(imgs, GLOBAL).resolved["gamma"]
 
 
+def test_tiles_of_a_large_image_are_tasks_of_their_own(scheduler):
+    """An image that needs several tiles spreads over the cluster tile by tile
+    (the small image beside it stays one task) with the in-process pixels."""
+    from distributed import get_task_stream
+
+    from kpca_denoise.tiling import plan
+
+    address, _ = scheduler
+    imgs = [_images(1, (130, 140))[0], _images(1)[0]]
+    for params in (GROUPED.replace(tile_size=64),
+                   GLOBAL.replace(tile_size=64)):  # 'global': the model is scattered once
+        n_tiles = len(plan(imgs[0].shape, params))
+        assert n_tiles >= 4 and len(plan(imgs[1].shape, params)) == 1
+        with Executor(scheduler=address) as ex, get_task_stream(ex.client) as ts:
+            results = list(ex.run(imgs, params))
+        keys = [str(t["key"]) for t in ts.data]
+        assert sum("-tile-" in k for k in keys) == n_tiles
+        assert sum("-tile-" not in k and k.startswith("kpca-denoise-") for k in keys) == 1
+        _assert_same(denoise_set(imgs, params), results)
+
+
 def test_killing_a_worker_mid_run_loses_nothing(scheduler):
     address, env = scheduler
     imgs = _images(8, (80, 80))
@@ -166,3 +187,46 @@ def test_unreachable_scheduler_is_one_line_before_any_compute(tmp_path, capsys, 
     assert err == ("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (OSError); start "
                    "one with 'dask scheduler' and give its tcp://HOST:PORT address\n")
     assert not out.exists() or not any(out.iterdir())  # nothing written, nothing computed
+
+
+def test_ctrl_c_cancels_the_futures_and_leaves_only_complete_files(tmp_path):
+    """Ctrl-C on a terminal (SIGINT to the command's whole process group, its
+    local workers included) mid-run: exit 130, one line, every file there is
+    complete and has the in-process pixels, no temporary file, nothing after."""
+    from PIL import Image
+
+    src = tmp_path / "in"
+    src.mkdir()
+    imgs = _images(16, (128, 128))
+    for k, img in enumerate(imgs):
+        Image.fromarray(img).save(src / f"im{k:02d}.png")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "kpca_denoise", "denoise", str(src), "-o",
+                             str(out), "--noise-sigma", "15", "--workers", "2", "-q"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        # wait for the first result on disk (a condition, not a time)
+        while proc.poll() is None and not (out.exists() and any(out.glob("*_kpca.png"))):
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == ("error: interrupted; files already written are "
+                                            "complete, nothing partial was left")
+    written = sorted(p.name for p in out.iterdir())
+    assert all(name.endswith("_kpca.png") for name in written), written  # no .part, no sidecar
+    assert 1 <= len(written) < len(imgs)
+    reference = denoise_set(imgs, GROUPED)
+    for name in written:
+        k = int(name[2:4])
+        assert_same_result(np.asarray(Image.open(out / name)), reference.images[k].outputs[None])

@@ -93,3 +93,31 @@ def test_remaining_noise_of_a_colour_image_is_its_luminance_noise():
     rng = np.random.default_rng(3)
     flat = np.full((400, 300, 3), 128.0) + rng.normal(0, 10, (400, 300, 3))
     assert abs(remaining_noise(flat) / 10 - 1) < 0.05
+
+
+def test_whole_image_work_outside_the_tiles_is_bounded(monkeypatch):
+    """Reading a big colour image's noise level and assembling its output cost
+    a bounded amount beside the output itself: no float64 luminance plane, no
+    rounding temporaries of the whole image.  (The tiles are faked: their own
+    working set is bounded by the tile size.)"""
+    import kpca_denoise.tiling as tiling
+
+    def copy_core(region, tile, sigma, params, **kw):
+        stats = {"preimage_fallbacks": 0, "preimage_iterations": 0, "groups": 1, "seconds": {},
+                 "spectrum": np.ones(3)}
+        return ({r: region[tile.core_in_region].copy() for r in params.ranks},
+                [stats] * tiling.channels(region))
+
+    monkeypatch.setattr(tiling, "denoise_tile", copy_core)
+    img = np.clip(120 + np.random.default_rng(0).normal(0, 10, (3000, 3000, 3)), 0, 255)
+    img = img.astype(np.uint8)
+    tracemalloc.start()
+    try:
+        res = denoise_set([img], DenoiseParams()).images[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert abs(res.noise_sigma - 10) < 0.5
+    np.testing.assert_array_equal(res.outputs[None], img)
+    # the output (27 MB) plus the estimator's bounded sample; a float64 plane is 72 MB
+    assert peak - img.nbytes < 100e6, f"peak {peak / 1e6:.0f} MB beside a {img.nbytes / 1e6:.0f} MB output"

@@ -76,9 +76,12 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
     sigma 5, reads 6.1 (step 1 alone: 11.8); grass at sigma 15 reads 15.3
     (step 1 alone: 18.3).
     """
-    img = np.asarray(image)
+    # a 2-D array-like that slices lazily (a colour image's luminance) stays one:
+    # only the sampled blocks are ever converted
+    img = image if getattr(image, "ndim", None) == 2 and hasattr(image, "__getitem__") \
+        else np.asarray(image)
     if img.ndim != 2:
-        raise ValueError(f"expected a single-channel (H, W) image, got shape {img.shape}")
+        raise ValueError(f"expected a single-channel (H, W) image, got shape {tuple(img.shape)}")
     H, W = img.shape
     p = min(patch_size, H, W)
     # the covariance needs many more patches than dimensions: at N/d = 24
