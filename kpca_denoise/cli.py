@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -230,6 +231,42 @@ def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
     return {id(items[0]): arr}
 
 
+#: memory the engine needs beside an image's own pixels: the interpreter and its
+#: libraries (about 180 MB) and the working set of one default tile (about 250 MB);
+#: measured with /usr/bin/time -v on 0.25-12 Mpx images (README, "Large images")
+ENGINE_MEMORY = 450 * 2**20
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux MemAvailable), or None
+    where that is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _check_memory(items, params: DenoiseParams) -> None:
+    """Refuse, before any compute, an input whose pixels cannot fit in memory even
+    though the engine works tile by tile: the input, one output per rank (a stack's
+    pages are written together) and the engine's own working set."""
+    avail = available_memory()
+    if avail is None:
+        return
+    for it in items:
+        copies = 2 + len(result_keys(params, it.is_patchset)) + bool(params.add_noise)
+        need = int(np.prod(it.shape)) * it.dtype.itemsize * copies + ENGINE_MEMORY
+        if need > avail:
+            raise UsageError(
+                f"{it.path}: needs about {need / 2**30:.1f} GB of memory (the image, "
+                f"{copies - 2} output(s) and the engine), {avail / 2**30:.1f} GB is available; "
+                "ask for fewer --ranks, free memory, or split the file")
+
+
 def _check_output_folder(outdir: Path) -> None:
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
@@ -296,21 +333,24 @@ def _denoise(args) -> int:
         if not errors:
             print("error: no inputs given", file=sys.stderr)
         return 2
-    items, read_errors = read_items(files, max_pixels=args.max_pixels)
+    # every file is read (a bad one is reported before any compute), then its pixels
+    # are let go: they are read again when their turn comes (_PageSource)
+    items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False)
     for _, msg in read_errors:
         print(f"error: {msg}", file=sys.stderr)
     if not items:
         print("error: none of the inputs could be read", file=sys.stderr)
         return 2
     refs = _load_reference(args.reference, items, args.max_pixels)
+    _check_memory(items, params)
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
                                                          else []), args.overwrite)
     # stacks: each page is an image of the set; pages are gathered again to be written
-    images, names, patch_sets, owner = [], [], [], []
+    images = _PageSource(items)
+    names, patch_sets, owner = [], [], []
     for it in items:
-        for page, name in zip(it.pages, it.page_names()):
-            images.append(page)
+        for name in it.page_names():
             names.append(name)
             patch_sets.append(it.is_patchset)
             owner.append(it)
@@ -330,9 +370,9 @@ def _denoise(args) -> int:
             it = owner[res.index]
             got = done.setdefault(id(it), {})
             got[res.index] = res
-            if len(got) < len(it.pages):
+            if len(got) < it.n_pages:
                 continue
-            pages = [got[k] for k in sorted(got)]
+            pages = [got[k] for k in sorted(done.pop(id(it)))]
             ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
                                                 params, inputs, args.overwrite, outdir)
             failed += not ok
@@ -359,6 +399,30 @@ def _denoise(args) -> int:
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+class _PageSource(Sequence):
+    """The set's images page by page, read from their files when asked for: one
+    file's pixels are held at a time (the last one read, for a stack's pages)."""
+
+    def __init__(self, items):
+        self._index = [(it, k) for it in items for k in range(it.n_pages)]
+        self._held: tuple = (None, None)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def shape_of(self, i: int) -> tuple:
+        it, _ = self._index[i]
+        return it.shape[1:] if it.is_stack else it.shape
+
+    def __getitem__(self, i):
+        it, k = self._index[i]
+        if self._held[0] is not it:
+            self._held = (None, None)  # let the previous file go before reading the next
+            self._held = (it, it.reread())
+        a = self._held[1]
+        return a[k] if it.is_stack else a
 
 
 def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
@@ -389,7 +453,10 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
              "noise_estimated": pages[0].noise_estimated, "seconds": seconds,
              "stats": pages[0].stats if not stack else {}, "outputs": {}, "files": []}
     if clean is None and params.add_noise:
-        clean = it.array
+        try:
+            clean = it.reread()  # the input itself is the reference
+        except InputError as exc:
+            print(f"error: {exc}; PSNR skipped", file=sys.stderr)
     ok = True
 
     def write(array, target) -> bool:
@@ -412,7 +479,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
         entry["noisy"] = entry["files"][-1] if ok else None
     noisy_psnr = None
     if clean is not None and np.shape(clean) == np.shape(noisy):
-        noisy_psnr = evaluate(clean, noisy, it.array.dtype)["psnr"]
+        noisy_psnr = evaluate(clean, noisy, it.dtype)["psnr"]
     rows = []
     for key, target in targets.items():
         if key == "noisy":
@@ -427,7 +494,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
                 print(f"error: reference for {it.name} has shape {np.shape(clean)}, "
                       f"output has {np.shape(out)}; PSNR skipped", file=sys.stderr)
             else:
-                m = evaluate(clean, out, it.array.dtype)
+                m = evaluate(clean, out, it.dtype)
         elif it.kind == "image" and params.noise_sigma is None:
             # informs only where nothing else does: no reference, sigma not given
             m = {"remaining_noise": remaining_noise(out)}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 import signal
 import time
@@ -61,9 +62,9 @@ def _denoise_tile(region, tile, sigma, params, model, ranks, vst):
     return denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst)
 
 
-def _is_tiled(image, patch_set: bool, params: DenoiseParams) -> bool:
-    """Whether this item is denoised in several tiles (then the tiles are the tasks)."""
-    shape = np.shape(image)
+def _is_tiled(images, i: int, patch_set: bool, params: DenoiseParams) -> bool:
+    """Whether item i is denoised in several tiles (then the tiles are the tasks)."""
+    shape = images.shape_of(i) if hasattr(images, "shape_of") else np.shape(images[i])
     if patch_set or len(shape) not in (2, 3) or min(shape[:2]) < 1:
         return False  # the pipeline reports what is wrong with it
     return len(plan(shape, params)) > 1
@@ -260,24 +261,36 @@ class Executor:
             fit = denoise(images, params, names=names, patch_sets=patch_sets,
                           progress=_ItemProgress(progress), cancel=cancel, fit_only=True)
             models = fit.models
+            for r in fit.images:  # only the models are needed from here on
+                r.noisy, r.outputs = None, {}
         parts: list = [None] * n
         report(progress, "image", 0, n)
         done = 0
         work = self._parts(images, names, patch_sets, params, models, progress, cancel, denoise)
         try:
             for part in work:
-                parts[part.images[0].index] = part
+                res = part.images[0]
+                # the summary keeps no pixels: the caller writes them and lets them go,
+                # so a long set does not pile up in memory
+                parts[res.index] = dataclasses.replace(
+                    part, images=[dataclasses.replace(res, outputs={}, noisy=None)])
                 done += 1
                 report(progress, "image", done, n)
-                yield part.images[0]
+                yield res
         finally:
             work.close()  # the caller stopped early (Ctrl-C): cancel what is left
         self.summary = _merge(params, parts, fit, time.perf_counter() - t0)
 
     def _parts(self, images, names, patch_sets, params, models, progress, cancel, denoise):
+        n = len(images)
         if not self.distributed:
-            for i, img in enumerate(images):
+            for i in range(n):
                 check_cancel(cancel)
+                try:
+                    img = images[i]  # may read the file now (the CLI's lazy pages)
+                except (OSError, ValueError) as exc:
+                    yield _failed(params, i, names[i], exc)
+                    continue
                 yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
                               first_index=i, fitted_models=models or None,
                               progress=_ItemProgress(progress), cancel=cancel)
@@ -288,31 +301,70 @@ class Executor:
         # one future for the whole dict: its key is a hash of the models, so runs of
         # other sets on the same cluster never share it
         shared = client.scatter([models], broadcast=True)[0] if models else None
-        futures = []
         run_id = uuid.uuid4().hex
-        tiled = [i for i, img in enumerate(images) if _is_tiled(img, patch_sets[i], params)]
+        tiled, small = [], []
+        for i in range(n):
+            (tiled if _is_tiled(images, i, patch_sets[i], params) else small).append(i)
+        # images are read and sent a window at a time (a few per worker), so a set
+        # larger than memory is never held here or on the scheduler at once
+        window = max(2, 2 * len(client.scheduler_info().get("workers", {})))
+        todo = iter(small)
+        futures: list = []
+        running = as_completed()
+        failed: list = []
+
+        def submit_next() -> bool:
+            for i in todo:
+                try:
+                    img = images[i]
+                except (OSError, ValueError) as exc:
+                    failed.append(_failed(params, i, names[i], exc))
+                    continue
+                fut = client.submit(_denoise_one, img, i, names[i], patch_sets[i], params, shared,
+                                    key=f"kpca-denoise-{run_id}-{i}", pure=False)
+                futures.append(fut)
+                running.add(fut)
+                return True
+            return False
+
         try:
-            for i, img in enumerate(images):
-                if i not in tiled:
-                    futures.append(client.submit(_denoise_one, img, i, names[i], patch_sets[i],
-                                                 params, shared, key=f"kpca-denoise-{run_id}-{i}",
-                                                 pure=False))
+            for _ in range(window):
+                if not submit_next():
+                    break
             # a large image: its pipeline here, its tiles on the cluster (beside the
             # small images' tasks, which run meanwhile)
             tiles = _DaskTiles(client, run_id)
             for i in tiled:
                 check_cancel(cancel)
-                yield denoise([images[i]], params, names=[names[i]], patch_sets=[patch_sets[i]],
+                try:
+                    img = images[i]
+                except (OSError, ValueError) as exc:
+                    yield _failed(params, i, names[i], exc)
+                    continue
+                yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
                               first_index=i, fitted_models=models or None,
                               progress=_ItemProgress(progress), cancel=cancel, tile_map=tiles)
-            for fut in as_completed(futures):
+            for fut in running:
                 check_cancel(cancel)
-                yield fut.result()
+                part = fut.result()
                 fut.release()
+                submit_next()
+                while failed:
+                    yield failed.pop(0)
+                yield part
+            while failed:
+                yield failed.pop(0)
         except BaseException:
             # Ctrl-C, a cancel token or an error: nothing left running on the cluster
             client.cancel(futures)
             raise
+
+
+def _failed(params: DenoiseParams, index: int, name: str, exc: Exception) -> SetResult:
+    """The part of an item that could not even be read: its error, no pixels."""
+    msg = str(exc) or type(exc).__name__
+    return SetResult(params=params, ranks=(), eigenvalues=np.zeros(0), resolved={}, timings={},
+                     images=[ImageResult(index=index, name=name, error=msg)])
 
 
 def _merge(params: DenoiseParams, parts: list, fit: SetResult | None, total: float) -> SetResult:

@@ -92,17 +92,52 @@ class LoadedItem:
     folder (its sub-folder and name; by default just the name)."""
 
     path: Path
-    array: np.ndarray
+    array: np.ndarray | None
     kind: str  # 'image', 'stack' or 'patchset'
     format: str  # PNG, TIFF, JPEG, BMP, NPY, NPZ
     npz_key: str | None = None
     npz_extra: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
     rel: Path | None = None
+    max_pixels: int | None = None  # the limit it was read with (for :meth:`reread`)
+    _shape: tuple = field(default=(), repr=False)
+    _dtype: np.dtype | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def shape(self) -> tuple:
+        return self.array.shape if self.array is not None else self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype if self.array is not None else self._dtype
+
+    @property
+    def n_pages(self) -> int:
+        return self.shape[0] if self.is_stack else 1
+
+    def release(self) -> None:
+        """Drop the pixels, keeping what is known of them (shape, dtype, pages, metadata),
+        so that a large set is not held in memory; :meth:`reread` reads them again."""
+        if self.array is not None:
+            self._shape, self._dtype = self.array.shape, self.array.dtype
+            self.array = None
+
+    def reread(self) -> np.ndarray:
+        """The pixels: held, or read from the file again after :meth:`release` (not kept).
+
+        Raises InputError if the file no longer reads as it did."""
+        if self.array is not None:
+            return self.array
+        a = read_item(self.path, max_pixels=self.max_pixels).array
+        if a.shape != self._shape or a.dtype != self._dtype:
+            raise InputError(f"{self.path}: the file changed while the run was going "
+                             f"(now {a.dtype} {a.shape}, was {self._dtype} {self._shape}); "
+                             "run again")
+        return a
 
     @property
     def is_patchset(self) -> bool:
@@ -120,7 +155,7 @@ class LoadedItem:
     def page_names(self) -> list[str]:
         if not self.is_stack:
             return [self.name]
-        n = self.array.shape[0]
+        n = self.n_pages
         return [f"{self.name} [page {k + 1}/{n}]" for k in range(n)]
 
 
@@ -432,7 +467,8 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
         raise InputError(f"{path}: the file is empty (0 bytes)")
     if suffix in PATCHSET_SUFFIXES:
         a, key, extra = _read_patchset(path)
-        return LoadedItem(path, a, "patchset", PATCHSET_SUFFIXES[suffix], key, extra)
+        return LoadedItem(path, a, "patchset", PATCHSET_SUFFIXES[suffix], key, extra,
+                          max_pixels=max_pixels)
     fmt = IMAGE_SUFFIXES[suffix]
     try:
         if fmt == "TIFF":
@@ -448,12 +484,16 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
     except Exception as exc:  # any decoder failure is a bad file, never a traceback
         raise InputError(f"{path}: cannot read the image ({type(exc).__name__}: {exc})") from None
     a = _check_pixels(path, a)
-    return LoadedItem(path, a, "stack" if stack else "image", fmt, meta=meta)
+    return LoadedItem(path, a, "stack" if stack else "image", fmt, meta=meta,
+                      max_pixels=max_pixels)
 
 
-def read_items(paths, *, max_pixels: int | None = None):
+def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True):
     """Read many files (paths or :class:`InputFile`); a bad file is reported in the
-    second list ``(path, message)``, the rest are kept."""
+    second list ``(path, message)``, the rest are kept.  With ``keep_pixels`` false
+    every file is still read in full (so that a bad one is found before any compute)
+    but its pixels are released at once (:meth:`LoadedItem.release`): memory then
+    holds one file, not the set."""
     items, errors = [], []
     for p in paths:
         rel = p.rel if isinstance(p, InputFile) else None
@@ -464,6 +504,8 @@ def read_items(paths, *, max_pixels: int | None = None):
             errors.append((p, str(exc)))
             continue
         item.rel = rel
+        if not keep_pixels:
+            item.release()
         items.append(item)
     return items, errors
 
@@ -692,7 +734,7 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
     target = Path(target)
     check_not_input(target, list(inputs) + [item.path])
     if item.kind == "patchset":
-        a = np.asarray(array).astype(item.array.dtype, copy=False)
+        a = np.asarray(array).astype(item.dtype, copy=False)
 
         def write(tmp: Path) -> None:
             with open(tmp, "wb") as fh:

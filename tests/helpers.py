@@ -1,5 +1,7 @@
 """Shared test helpers."""
 
+import numpy as np
+
 from kpca_denoise import KernelPCA
 
 #: KernelPCA with the denoiser's choices (rbf, gamma='noise', float32 Gram,
@@ -13,7 +15,6 @@ def assert_same_result(actual, desired):
     integer images that noise can flip a value lying within ~1e-12 of a rounding
     boundary, so at most 1 in 1000 pixels may differ, by one grey level; float
     outputs agree to 1e-8 relative."""
-    import numpy as np
 
     a, d = np.asarray(actual), np.asarray(desired)
     assert a.shape == d.shape and a.dtype == d.dtype
@@ -23,3 +24,17 @@ def assert_same_result(actual, desired):
         assert np.count_nonzero(diff) <= max(1, a.size // 1000), f"{np.count_nonzero(diff)} differ"
     else:
         np.testing.assert_allclose(a, d, rtol=1e-8, atol=1e-8 * float(np.abs(d).max(initial=1)))
+
+
+def fake_tiles(monkeypatch):
+    """Make every tile return its core unchanged, so that a test measures the
+    handling around the engine (reading, assembly, writing), not the engine."""
+    import kpca_denoise.tiling as tiling
+
+    def copy_core(region, tile, sigma, params, **kw):
+        stats = {"preimage_fallbacks": 0, "preimage_iterations": 0, "groups": 1, "seconds": {},
+                 "spectrum": np.ones(3)}
+        return ({r: region[tile.core_in_region].copy() for r in params.ranks},
+                [stats] * tiling.channels(region))
+
+    monkeypatch.setattr(tiling, "denoise_tile", copy_core)

@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from kpca_denoise.cli import main
+from helpers import fake_tiles
 
 
 def sidecar_of(folder):
@@ -139,3 +140,72 @@ def test_bad_ranks_syntax(tmp_path, capsys):
 def test_python_dash_m_entry_point():
     r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("kpca-denoise ")
+
+
+def test_a_long_set_is_not_held_in_memory(tmp_path, rng, monkeypatch, capsys):
+    """Twelve 1-Mpx images cost about what two do: each file is read when its turn
+    comes and its pixels are let go once written (inputs and outputs)."""
+    import tracemalloc
+
+    fake_tiles(monkeypatch)
+    peaks = []
+    for n in (2, 12):
+        src = tmp_path / f"in{n}"
+        src.mkdir()
+        for k in range(n):
+            _img(src / f"im{k:02d}.png", rng, shape=(1000, 1000))
+        tracemalloc.start()
+        try:
+            assert main(["denoise", str(src), "-o", str(tmp_path / f"out{n}"), "-q",
+                         "--noise-sigma", "10"]) == 0
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert len(list((tmp_path / f"out{n}").glob("*_kpca.png"))) == n
+    # ten more images held as input and output would be 20 MB more
+    assert peaks[1] - peaks[0] < 5e6, [p / 1e6 for p in peaks]
+
+
+def test_a_file_changed_during_the_run_fails_alone(tmp_path, rng, monkeypatch, capsys):
+    from kpca_denoise.io import LoadedItem
+
+    fake_tiles(monkeypatch)
+    src = tmp_path / "in"
+    src.mkdir()
+    for k in range(3):
+        _img(src / f"im{k}.png", rng)
+    reread = LoadedItem.reread
+
+    def replaced_first(self):
+        if self.path.name == "im1.png" and self.array is None:
+            _img(self.path, rng, shape=(30, 50))  # another picture under the same name
+        return reread(self)
+
+    monkeypatch.setattr(LoadedItem, "reread", replaced_first)
+    out = tmp_path / "out"
+    assert main(["denoise", str(src), "-o", str(out), "-q", "--noise-sigma", "10"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {src / 'im1.png'}: the file changed while the run was going" in err
+    assert "run again" in err
+    assert sorted(p.name for p in out.glob("*.png")) == ["im0_kpca.png", "im2_kpca.png"]
+
+
+def test_an_image_too_large_for_memory_is_refused_before_any_compute(tmp_path, rng, monkeypatch,
+                                                                      capsys):
+    import kpca_denoise.cli as cli
+
+    src = tmp_path / "big.png"
+    _img(src, rng, shape=(400, 500))
+    # 200,000 pixels, 3 copies (the image, one output, the read) and the engine
+    need = 400 * 500 * 3 + cli.ENGINE_MEMORY
+    monkeypatch.setattr(cli, "available_memory", lambda: need - 1)
+    out = tmp_path / "out"
+    assert main(["denoise", str(src), "-o", str(out), "--noise-sigma", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {src}: needs about {need / 2**30:.1f} GB of memory (the image, 1 "
+                   f"output(s) and the engine), {(need - 1) / 2**30:.1f} GB is available; ask "
+                   "for fewer --ranks, free memory, or split the file\n")
+    assert not out.exists()
+    monkeypatch.setattr(cli, "available_memory", lambda: need)
+    fake_tiles(monkeypatch)
+    assert main(["denoise", str(src), "-o", str(out), "-q", "--noise-sigma", "10"]) == 0

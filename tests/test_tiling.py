@@ -11,6 +11,7 @@ from kpca_denoise.core.noise import estimate_sigma_image
 from kpca_denoise.core.tiles import tile_grid
 from kpca_denoise.pipeline import add_noise, evaluate, remaining_noise
 from kpca_denoise.tiling import plan
+from helpers import fake_tiles
 
 
 @pytest.mark.parametrize("shape,tile,halo,align", [((300, 200), 64, 23, 5), ((64, 700), 100, 8, 4),
@@ -100,15 +101,7 @@ def test_whole_image_work_outside_the_tiles_is_bounded(monkeypatch):
     a bounded amount beside the output itself: no float64 luminance plane, no
     rounding temporaries of the whole image.  (The tiles are faked: their own
     working set is bounded by the tile size.)"""
-    import kpca_denoise.tiling as tiling
-
-    def copy_core(region, tile, sigma, params, **kw):
-        stats = {"preimage_fallbacks": 0, "preimage_iterations": 0, "groups": 1, "seconds": {},
-                 "spectrum": np.ones(3)}
-        return ({r: region[tile.core_in_region].copy() for r in params.ranks},
-                [stats] * tiling.channels(region))
-
-    monkeypatch.setattr(tiling, "denoise_tile", copy_core)
+    fake_tiles(monkeypatch)
     img = np.clip(120 + np.random.default_rng(0).normal(0, 10, (3000, 3000, 3)), 0, 255)
     img = img.astype(np.uint8)
     tracemalloc.start()
