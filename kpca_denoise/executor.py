@@ -247,7 +247,12 @@ class Executor:
         :func:`kpca_denoise.pipeline.denoise_set`.
 
         After the loop, :attr:`summary` is the set's :class:`SetResult`
-        (results in input order, resolved parameters, eigenvalues, timings).
+        (results in input order without their pixels, which only the yielded
+        results carry; resolved parameters, eigenvalues, timings).
+
+        ``images`` is any sequence; an item that raises OSError or ValueError
+        when it is fetched (a file read lazily that changed) gets that error as
+        its result and the others go on.
         """
         params = params.validate()
         n = len(images)
