@@ -147,7 +147,7 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
 def _stabiliser(image: np.ndarray, params: DenoiseParams):
     """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
     Gaussian sigma per colour channel, given or estimated."""
-    x = np.asarray(image, dtype=np.float64)
+    x = np.asarray(image)  # the estimator converts a band of rows at a time
     x = x[..., None] if x.ndim == 2 else x[..., :-1] if x.shape[2] in (2, 4) else x
     est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
                                      sigma=params.noise_sigma) for c in range(x.shape[2])]

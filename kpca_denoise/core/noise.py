@@ -184,6 +184,28 @@ def _fit_line(m: np.ndarray, v: np.ndarray, w: np.ndarray, gain: float | None,
     return float(a), float(b)
 
 
+def _block_stats(img: np.ndarray, block: int, band: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Per ``block`` x ``block`` block of the image without its 1-px border: the mean and
+    the mean square of the high-pass, in row-major block order.  Computed a band of
+    ``band`` rows at a time (each band read with the row above and below it, which the
+    3x3 filter needs), so that no float64 copy of the whole image is made; the result
+    is the whole-image computation's."""
+    H = ((img.shape[0] - 2) // block) * block
+    W = ((img.shape[1] - 2) // block) * block
+    band = max(block, band // block * block)
+    ms, vs = [], []
+    for s in range(0, H, band):
+        e = min(s + band, H)
+        sl = np.asarray(img[s:e + 2], dtype=np.float64)  # z rows s..e are img rows s+1..e+1
+        r = correlate(sl, _HIGH_PASS, mode="nearest")[1:-1, 1:-1]
+        z = sl[1:-1, 1:-1]
+        h = e - s
+        ms.append(z[:h, :W].reshape(h // block, block, W // block, block).mean(axis=(1, 3)).ravel())
+        vs.append((r[:h, :W] ** 2).reshape(h // block, block, W // block, block)
+                  .mean(axis=(1, 3)).ravel())
+    return np.concatenate(ms), np.concatenate(vs)
+
+
 def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
                               sigma: float | None = None, block: int = 8,
                               iterations: int = 10, confidence: float = 0.999
@@ -206,20 +228,12 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
     (so that the transform stays defined), ``sigma`` >= 0.  Accuracy:
     ``python benchmarks/poisson.py --estimate``.
     """
-    img = np.asarray(image, dtype=np.float64)
+    img = np.asarray(image)  # in its own dtype: converted a band of rows at a time
     if img.ndim != 2 or min(img.shape) < block + 2:
         raise ValueError(
             f"Poisson-Gaussian estimation needs a 2-D image of at least {block + 2} px a side, "
             f"got shape {img.shape}")
-    r = correlate(img, _HIGH_PASS, mode="nearest")[1:-1, 1:-1]
-    z = img[1:-1, 1:-1]
-    H, W = (z.shape[0] // block) * block, (z.shape[1] // block) * block
-
-    def blocks(a: np.ndarray) -> np.ndarray:
-        return a[:H, :W].reshape(H // block, block, W // block, block).mean(axis=(1, 3)).ravel()
-
-    m = blocks(z)
-    v = blocks(r * r)
+    m, v = _block_stats(img, block)
     # effective degrees of freedom of a block's mean square: the high-pass outputs of
     # neighbouring pixels are correlated (sum of squared autocorrelations)
     rho = correlate(np.pad(_HIGH_PASS, 2), _HIGH_PASS, mode="constant")
