@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=16)
     ap.add_argument("--size", type=int, default=192)
     args = ap.parse_args()
+    if not 16 <= args.size < 303:
+        ap.error("--size must be in 16..302 (crops of coins, the smallest source, 303x384)")
     images = make_set(args.images, args.size)
     params = DenoiseParams()
     rows = []

@@ -95,9 +95,18 @@ _FILE_FILTER = "Images and patch sets (" + " ".join(f"*{s}" for s in sorted(SUPP
 
 
 def _residual(e: ImageEntry, noisy: np.ndarray, out: np.ndarray) -> np.ndarray:
-    r = np.asarray(noisy, dtype=np.float64) - np.asarray(out, dtype=np.float64)
-    if r.ndim == 3 and not e.is_patchset:
-        r = r[..., : 3 if r.shape[2] >= 3 else 1].mean(axis=2)  # one grey map; alpha is untouched
+    """noisy - output as one float32 map (colour: the mean over R, G, B; alpha untouched),
+    built channel by channel so a 12 Mpx photo needs no float64 copies of its planes."""
+    noisy, out = np.asarray(noisy), np.asarray(out)
+    if noisy.ndim == 3 and not e.is_patchset:
+        chans = range(3 if noisy.shape[2] >= 3 else 1)
+        r = np.zeros(noisy.shape[:2], np.float32)
+        for c in chans:
+            r += noisy[..., c].astype(np.float32)
+            r -= out[..., c].astype(np.float32)
+        r /= len(chans)
+    else:
+        r = noisy.astype(np.float32) - out.astype(np.float32)
     return e.display(r)
 
 

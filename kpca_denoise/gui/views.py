@@ -105,7 +105,9 @@ class ImagePanel(QFrame):
         self.vb = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
         self.vb.setDefaultPadding(0.0)
         self.view.setCentralItem(self.vb)
-        self.image = pg.ImageItem()
+        # drawn at screen resolution: a 12 Mpx photo in a small panel is drawn from a
+        # screen-sized reduction, not from a full-size ARGB copy per panel
+        self.image = pg.ImageItem(autoDownsample=True)
         self.vb.addItem(self.image)
         self.placeholder = pg.TextItem("", color="#bbbbbb", anchor=(0.5, 0.5))
         self.vb.addItem(self.placeholder, ignoreBounds=True)
