@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.metrics import residual_std
 from ..core.progress import Cancelled, ProgressEvent
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
@@ -400,11 +401,10 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
         out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
     elif not item.is_patchset:
         out.noisy_metrics = {"noise_sigma": img.noise_sigma}
-    noisy_f = np.asarray(img.noisy, dtype=np.float64)
     for k, (r, arr) in enumerate(outputs.items()):
         out.outputs[r] = arr
         out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
-        out.residual_std[r] = float(np.std(noisy_f - arr))
+        out.residual_std[r] = residual_std(img.noisy, arr)  # in bands: no float64 image copies
         progress.emit("progress", ("metrics", k + 1, len(outputs), ""))
     return out
 
