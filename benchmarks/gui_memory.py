@@ -19,62 +19,86 @@ import threading
 import time
 from pathlib import Path
 
-def tree_rss(pid):
-    tot = 0
-    pids = [pid]
+
+def _status_kb(pid: int, field: str) -> int:
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
     except OSError:
-        kids = []
-    for k in kids:
-        pids += [int(k)]
+        pass
+    return 0
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the compute process and its helpers)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
         try:
-            pids += [int(x) for x in Path(f"/proc/{k}/task/{k}/children").read_text().split()]
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
         except OSError:
             pass
-    per = {}
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS"):
-                    per[p] = int(line.split()[1]); tot += per[p]
-        except OSError:
-            pass
-    return tot, per
+    return out
 
-peak = [0, {}]
-stop = False
-def sampler():
-    while not stop:
-        t, per = tree_rss(os.getpid())
-        if t > peak[0]:
-            peak[0], peak[1] = t, per
-        time.sleep(0.2)
-threading.Thread(target=sampler, daemon=True).start()
 
-from PySide6.QtCore import QTimer, QSettings
-from PySide6.QtWidgets import QApplication
-app = QApplication(sys.argv[:1])
-from kpca_denoise.gui.main_window import MainWindow
-s = QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.Format.IniFormat)
-w = MainWindow(settings=s, persist=False)
-w.resize(1366, 740); w.show()
-t0 = time.time()
-w.load_paths([sys.argv[1]])
-def go():
-    assert w.run_current()
-    def poll():
+class Sampler(threading.Thread):
+    """The largest sum of VmRSS over the process tree, sampled every 0.2 s."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_kb = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.peak_kb = max(self.peak_kb,
+                               sum(_status_kb(p, "VmRSS") for p in process_tree(os.getpid())))
+            time.sleep(0.2)
+
+
+def main() -> None:
+    path, shot = sys.argv[1], sys.argv[2]
+    sampler = Sampler()
+    sampler.start()
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from kpca_denoise.gui.main_window import MainWindow
+
+    app = QApplication(sys.argv[:1])
+    settings = QSettings(os.path.join(tempfile.mkdtemp(), "s.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings, persist=False)
+    w.resize(1366, 740)
+    w.show()
+    t0 = time.time()
+    w.load_paths([path])
+
+    def poll() -> None:
         if w.runner.is_running():
-            QTimer.singleShot(500, poll); return
-        QTimer.singleShot(1500, finish)
-    QTimer.singleShot(1000, poll)
-def finish():
-    global stop
-    w.grab().save(sys.argv[2])
-    stop = True
-    print(f"wall {time.time() - t0:.0f} s; peak RSS of GUI + compute process {peak[0]/1024:.0f} MB "
-          f"(per process at the peak: {', '.join(f'{v/1024:.0f}' for v in peak[1].values())} MB)")
-    print("log:", w.log_view.toPlainText()[-600:])
-    app.quit()
-QTimer.singleShot(2000, go)
-app.exec()
+            QTimer.singleShot(500, poll)
+        else:
+            QTimer.singleShot(1500, finish)  # the views are redrawn after the last result
+
+    def start() -> None:
+        assert w.run_current(), "the run did not start"
+        QTimer.singleShot(1000, poll)
+
+    def finish() -> None:
+        w.grab().save(shot)
+        own = {p: _status_kb(p, "VmHWM") for p in process_tree(os.getpid())}
+        sampler.done.set()
+        print(f"wall {time.time() - t0:.0f} s; peak RSS of the window and its compute process "
+              f"together {sampler.peak_kb / 1024:.0f} MB; each process's own peak (VmHWM): "
+              + ", ".join(f"{'window' if p == os.getpid() else p} {kb / 1024:.0f} MB"
+                          for p, kb in own.items() if kb))
+        print("log:", w.log_view.toPlainText()[-600:])
+        app.quit()
+
+    QTimer.singleShot(2000, start)
+    app.exec()
+
+
+if __name__ == "__main__":
+    main()

@@ -137,6 +137,26 @@ def add_noise(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
     return a + rng.normal(0.0, sigma, a.shape)
 
 
+#: elements per band when noise is added to a big image (a few MB of float64)
+_NOISE_BAND = 1 << 20
+
+
+def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    """``add_noise`` in the image's own dtype (rounded and clipped for integers), built a
+    band of rows at a time: the same values, without float64 copies of the whole image
+    (the generator's stream does not depend on how the draws are split)."""
+    a = np.asarray(image)
+    if a.ndim == 0 or a.size == 0:
+        return _cast_like(add_noise(a, sigma, seed), a)
+    rng = np.random.default_rng(seed)
+    out = np.empty(a.shape, a.dtype)
+    rows = max(1, _NOISE_BAND // max(1, a[0].size))
+    for y0 in range(0, a.shape[0], rows):
+        band = a[y0:y0 + rows]
+        out[y0:y0 + rows] = _cast_like(band.astype(np.float64) + rng.normal(0.0, sigma, band.shape), a)
+    return out
+
+
 def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
     """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``."""
     dtype = np.asarray(reference).dtype if dtype is None else dtype
@@ -291,7 +311,7 @@ def denoise_set(
                 # the noisy input is what the source type can hold (rounded and
                 # clipped for integer images): the file a user would have, and
                 # the one written next to the results
-                noisy = _cast_like(add_noise(noisy, params.add_noise, params.seed + first_index + i), a)
+                noisy = noisy_like(a, params.add_noise, params.seed + first_index + i)
             res.noisy = _cast_like(noisy, a)
             vst = None
             if patch_sets[i]:
