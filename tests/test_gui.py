@@ -226,12 +226,16 @@ def test_event_loop_stays_responsive_and_spectrum_is_live(window, images, qtbot)
         finally:
             timer.stop()
         assert blocker.args[0].status == "done"
-        assert len(ticks) > 20
-        worst_per_run.append(float(np.diff(ticks).max()))
-        if worst_per_run[-1] < 0.100:
+        # a run counts only if the timer ticked often enough to measure it (over
+        # 100 ms of run; a run starved by another process is measured again; a GUI
+        # blocked by the computation gets one or two ticks and one long gap)
+        gap = float(np.diff(ticks).max()) if len(ticks) > 1 else float("inf")
+        worst_per_run.append((gap, len(ticks)))
+        if gap < 0.100 and len(ticks) > 10:
             break
-    assert min(worst_per_run) < 0.100, (
-        "longest event-loop gap per run: " + ", ".join(f"{1000 * g:.0f} ms" for g in worst_per_run))
+    assert any(g < 0.100 and n > 10 for g, n in worst_per_run), (
+        "longest event-loop gap per run (ticks): "
+        + ", ".join(f"{1000 * g:.0f} ms ({n})" for g, n in worst_per_run))
     assert len(live) >= 2, "the eigen-spectrum should update while the eigensolver iterates"
     assert window.spectrum.n_updates >= 2
 
