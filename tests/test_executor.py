@@ -189,6 +189,12 @@ def test_unreachable_scheduler_is_one_line_before_any_compute(tmp_path, capsys, 
     assert not out.exists() or not any(out.iterdir())  # nothing written, nothing computed
 
 
+def _sigint_default() -> None:
+    """The command as a terminal starts it: a test run launched in the background by a
+    non-interactive shell inherits SIGINT ignored, and Python keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_cancels_the_futures_and_leaves_only_complete_files(tmp_path):
     """Ctrl-C on a terminal (SIGINT to the command's whole process group, its
     local workers included) mid-run: exit 130, one line, every file there is
@@ -207,7 +213,7 @@ def test_ctrl_c_cancels_the_futures_and_leaves_only_complete_files(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "kpca_denoise", "denoise", str(src), "-o",
                              str(out), "--noise-sigma", "15", "--workers", "2", "-q"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_default)
     try:
         # wait for the first result on disk (a condition, not a time)
         while proc.poll() is None and not (out.exists() and any(out.glob("*_kpca.png"))):
