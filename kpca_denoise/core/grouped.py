@@ -86,8 +86,8 @@ def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
     window of the patch at ``(y, x)`` starts at ``guide[y, x]`` and is centred on the
     patch (one pixel more after it when ``m - p`` is odd).  Candidate positions are
     those of the unpadded image; the search window is clipped at the borders; the
-    reference itself comes first.  With ``m == p`` (no padding) this is the plain
-    patch SSD.
+    reference itself is always a member (members in scan order).  With ``m == p``
+    (no padding) this is the plain patch SSD.
     """
     H = guide.shape[0] - (m - p)
     W = guide.shape[1] - (m - p)
@@ -466,7 +466,7 @@ def _pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
           n: int):
     """Block matching on a guide padded by :func:`_pad_for_matching`: the member
-    positions ``gy, gx`` (len(ry), n), reference first."""
+    positions ``gy, gx`` (len(ry), n), the reference among them."""
     k = len(ry)
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
