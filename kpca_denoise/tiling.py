@@ -238,9 +238,8 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
-    channels.  Colour (opponent channels, luminance first) is denoised with the
-    groups found on the luminance and shared by the three channels, as CBM3D does
-    (``benchmarks/colour_groups.py``); a grey image is its own luminance."""
+    channels, each channel with its own groups (``benchmarks/colour_groups.py``
+    compares the groups of the luminance shared by all three, not measured yet)."""
     from .core.grouped import denoise_grouped_channels
 
     kw = dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
@@ -248,7 +247,15 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
               **({"max_iter": params.preimage_iterations}
                  if params.preimage_iterations is not None else {}),
               **params.extra)
-    return denoise_grouped_channels(work, sigma, **kw)
+    # per channel (each its own groups): the shared-luminance grouping
+    # (denoise_grouped_channels on all three) is not yet confirmed by a measurement
+    outs, stats = {}, []
+    for c in range(work.shape[2]):
+        o, st = denoise_grouped_channels(work[..., c:c + 1], sigma, **kw)
+        for r, v in o.items():
+            outs.setdefault(r, []).append(v)
+        stats.extend(st)
+    return {r: np.concatenate(v, axis=-1) for r, v in outs.items()}, stats
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
