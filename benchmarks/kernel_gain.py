@@ -9,13 +9,19 @@ sigma 15 / 25 / 50 (not clipped), mean PSNR over two noise seeds; NLM
 patch_distance=11)``) for context.  The natural photographs of
 ``benchmarks/quality.py`` are where the two kernels tie (within 0.04 dB).
 
+An optional JSON dictionary of keywords applies to both kernels (e.g. the
+settings before issue 12: ``'{"match_size1": null, "match_size": null, "shrink1":
+"soft"}'``; ``kappa1`` then resolves per kernel).
+
 Usage::
 
     python benchmarks/kernel_gain.py
+    python benchmarks/kernel_gain.py '{"match_size1": null, "match_size": null, "shrink1": "soft"}'
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -65,7 +71,10 @@ def psnr(ref, x) -> float:
     return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(x) - ref) ** 2)))
 
 
-def main() -> None:
+def main(argv=()) -> None:
+    kw = json.loads(argv[0]) if argv else {}
+    if kw:
+        print(f"settings: {json.dumps(kw)}")
     print(f"{'image':22s} {'sigma':>5s} {'rbf':>7s} {'linear':>7s} {'gain':>6s} {'nlm':>7s}")
     gains = {s: [] for s in SIGMAS}
     for name, raw in images().items():
@@ -75,7 +84,7 @@ def main() -> None:
             for seed in SEEDS:
                 noisy = im + np.random.default_rng(seed).normal(0.0, s, im.shape)
                 for k in ("rbf", "linear"):
-                    out, _ = denoise_grouped(noisy, s, kernel=k)
+                    out, _ = denoise_grouped(noisy, s, kernel=k, **kw)
                     vals[k].append(psnr(im, out[None]))
                 nlm = denoise_nl_means(noisy, h=0.8 * s, sigma=s, fast_mode=True, patch_size=7,
                                        patch_distance=11)
@@ -92,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -23,6 +23,7 @@ Usage::
     python benchmarks/quality.py --blind    # also ours with the noise level estimated by the product
     python benchmarks/quality.py --no-global  # skip the slow global baselines
     python benchmarks/quality.py --full --timing-only  # only the 512x512 time ratios
+    python benchmarks/quality.py --kw '{"match_size": null}'  # ours with other settings
 
 At the end it prints the mean time ratios ours/bm3d and ours/nlm on 512x512 images
 (camera, and moon/grass/gravel with --full), measured in this process; ours is timed
@@ -32,6 +33,7 @@ end to end (``denoise_image`` with the noise level given).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -183,14 +185,17 @@ def bm3d_(noisy, sigma):
     return bm3d.bm3d(noisy, sigma)
 
 
+KW: dict = {}  # --kw: keywords for ours / ours-lin / ours-blind
+
+
 def ours(noisy, sigma):
-    out, st = denoise_grouped(noisy, sigma)
+    out, st = denoise_grouped(noisy, sigma, **KW)
     ours.stats = st
     return out[None]
 
 
 def ours_lin(noisy, sigma):
-    out, st = denoise_grouped(noisy, sigma, kernel="linear")
+    out, st = denoise_grouped(noisy, sigma, **dict(KW, kernel="linear"))
     return out[None]
 
 
@@ -200,7 +205,7 @@ def ours_blind(noisy, sigma):
     from kpca_denoise.core.noise import estimate_sigma_image
 
     s = float(estimate_sigma_image(noisy))
-    out, st = denoise_grouped(noisy, s)
+    out, st = denoise_grouped(noisy, s, **KW)
     return out[None]
 
 
@@ -218,7 +223,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timing-only", action="store_true",
                     help="only the 512x512 time ratios (with --full: four images)")
+    ap.add_argument("--kw", default="{}", help="JSON keywords for ours (not the timing)")
     a = ap.parse_args(argv)
+    KW.update(json.loads(a.kw))
+    if KW:
+        print(f"ours with {json.dumps(KW)}")
     if a.timing_only:
         denoise_grouped(np.random.default_rng(1).normal(128, 20, (48, 48)), 20.0)  # compile
         timing(a.full, a.seed, a.no_bm3d)

@@ -15,10 +15,14 @@ output (up to floating-point summation order):
   the image origin.
 * ``grouped``: a pixel gets estimates from every group that has a member
   covering it (references up to ``R + p`` away), and a group depends on the
-  pixels of its search window (another ``R + p``): ``2 (R + p)`` per stage,
-  and stage 2 matches on the stage-1 pilot, so twice that.  Reference grids
-  stay aligned with the image origin (cores and halos are multiples of the
-  reference strides).
+  pixels of its search window (another ``R + p``) and on the matching windows
+  of its candidates, which reach up to ``m - p`` beyond a candidate patch
+  (``m`` the stage's matching window, ``match_size1`` / ``match_size``):
+  ``2 (R + p) + (m - p)`` per stage, and stage 2 matches on the stage-1 pilot,
+  so the two stages add up.  Colour channels share the groups found on the
+  luminance, which is within the same radius.  Reference grids stay aligned
+  with the image origin (cores and halos are multiples of the reference
+  strides).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 30 %
@@ -27,6 +31,7 @@ tile's working set to some tens of MB and the recomputed halo to about 30 %
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -155,13 +160,20 @@ class LazyLuminance:
 
 def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
     """(halo, align) of the grouped method with these parameters."""
+    from .core.grouped import denoise_grouped
+
     ex = params.extra
     p = params.patch_size or 5
-    R = int(ex.get("search_radius", 12))
+    default = inspect.signature(denoise_grouped).parameters
+    R = int(ex.get("search_radius", default["search_radius"].default))
     st2 = int(ex.get("stride") or p)
     st1 = int(ex.get("stride1") or st2)
-    stages = 2 if ex.get("two_stage", True) else 1
-    return stages * 2 * (R + p), math.lcm(st1, st2)
+    # matching windows (None -> the patch; smaller than the patch -> the patch)
+    m1, m2 = (max(p, int(ex.get(k, default[k].default) or p)) for k in ("match_size1", "match_size"))
+    halo = 2 * (R + p) + (m1 - p)  # stage 1
+    if ex.get("two_stage", True):
+        halo += 2 * (R + p) + (m2 - p)  # stage 2, matching on the stage-1 pilot
+    return halo, math.lcm(st1, st2)
 
 
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:
@@ -225,21 +237,25 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
-    from .core.grouped import denoise_grouped
+    """{rank: (h, w, c) float64} and per-channel stats for one region of working
+    channels, each channel with its own groups (``benchmarks/colour_groups.py``
+    compares the groups of the luminance shared by all three, not measured yet)."""
+    from .core.grouped import denoise_grouped_channels
 
-    ranks = tuple(params.ranks)
-    out: dict = {r: [] for r in ranks}
-    stats_all = []
+    kw = dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
+              progress=progress, cancel=cancel,
+              **({"max_iter": params.preimage_iterations}
+                 if params.preimage_iterations is not None else {}),
+              **params.extra)
+    # per channel (each its own groups): the shared-luminance grouping
+    # (denoise_grouped_channels on all three) is not yet confirmed by a measurement
+    outs, stats = {}, []
     for c in range(work.shape[2]):
-        o, st = denoise_grouped(work[..., c], sigma, ranks=ranks, kernel=params.kernel,
-                                patch_size=params.patch_size, progress=progress, cancel=cancel,
-                                **({"max_iter": params.preimage_iterations}
-                                   if params.preimage_iterations is not None else {}),
-                                **params.extra)
-        for r in ranks:
-            out[r].append(o[r])
-        stats_all.append(st)
-    return {r: np.stack(v, axis=-1) for r, v in out.items()}, stats_all
+        o, st = denoise_grouped_channels(work[..., c:c + 1], sigma, **kw)
+        for r, v in o.items():
+            outs.setdefault(r, []).append(v)
+        stats.extend(st)
+    return {r: np.concatenate(v, axis=-1) for r, v in outs.items()}, stats
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,

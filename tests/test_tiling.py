@@ -47,7 +47,8 @@ def _scene(shape, seed):
 
 
 def test_tiled_grouped_equals_whole_image():
-    # a small search window keeps the halo (2 stages x 2 (R + p) = 36 -> 40) below the
+    # a small search window keeps the halo (2 stages x 2 (R + p) + (7 - 5) + (9 - 5) = 42
+    # -> 45, the matching windows included) below the
     # image, so interior tiles are really cut: 3 x 2 tiles of a 192 x 160 image
     clean = _scene((192, 160), 0)
     noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)

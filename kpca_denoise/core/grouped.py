@@ -58,6 +58,7 @@ How the kernel parts work (per group of ``n`` patches ``x_i`` of dimension ``d``
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from typing import Any, Sequence
@@ -67,7 +68,7 @@ from numba import njit, prange
 
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
-__all__ = ["denoise_grouped"]
+__all__ = ["denoise_grouped", "denoise_grouped_channels", "denoise_grouped_opponent"]
 
 
 # ----------------------------------------------------------------------------
@@ -76,12 +77,20 @@ __all__ = ["denoise_grouped"]
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _match(guide, refs_y, refs_x, p, R, n, out_y, out_x):
-    """Block matching: the ``n`` patches of ``guide`` closest (SSD) to each reference.
+def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
+    """Block matching: the ``n`` patches closest to each reference, by the SSD of
+    their ``m x m`` matching windows (``m >= p``) in ``guide``.
 
-    The search window is clipped at the borders; the reference itself comes first.
+    ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
+    ``m - p - (m - p) // 2`` after on both axes (:func:`_pad_for_matching`), so the
+    window of the patch at ``(y, x)`` starts at ``guide[y, x]`` and is centred on the
+    patch (one pixel more after it when ``m - p`` is odd).  Candidate positions are
+    those of the unpadded image; the search window is clipped at the borders; the
+    reference itself is always a member (members in scan order).  With ``m == p``
+    (no padding) this is the plain patch SSD.
     """
-    H, W = guide.shape
+    H = guide.shape[0] - (m - p)
+    W = guide.shape[1] - (m - p)
     nref = refs_y.shape[0]
     for r in prange(nref):
         ry = refs_y[r]
@@ -98,8 +107,8 @@ def _match(guide, refs_y, refs_x, p, R, n, out_y, out_x):
             for ix in range(nx):
                 cx = x0 + ix
                 s = 0.0
-                for a in range(p):
-                    for b in range(p):
+                for a in range(m):
+                    for b in range(m):
                         t = guide[ry + a, rx + b] - guide[cy + a, cx + b]
                         s += t * t
                 dist[iy * nx + ix] = s
@@ -198,8 +207,9 @@ def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project1(lam, V, tau, ranks, agg0, Gam, aggw, kept):
-    """Stage 1: Wiener shrinkage of the group's own kernel components.
+def _project1(lam, V, tau, hard, ranks, agg0, Gam, aggw, kept):
+    """Stage 1: shrinkage of the group's own kernel components: hard threshold
+    (``w_k = 1`` if ``lambda_k > tau``) or Wiener-type (``w_k = (lambda_k - tau) / lambda_k``).
 
     Expansion weights ``Gam[r, q, i, :]`` of the projection of member ``i`` (rank cap
     ``ranks[q]``) on the feature-space images of the members, centring-corrected.
@@ -215,7 +225,7 @@ def _project1(lam, V, tau, ranks, agg0, Gam, aggw, kept):
         for k in range(n):
             l = lam[r, k]
             if l > 1e-6 * max(lmax, 1e-300) and l > tau:
-                w[k] = (l - tau) / l
+                w[k] = 1.0 if hard else (l - tau) / l
                 nkeep = k + 1
         for q in range(nr):
             cap = ranks[q] if ranks[q] >= 0 else n
@@ -442,24 +452,47 @@ _STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
 # ----------------------------------------------------------------------------
 
 
-def grouping(img: np.ndarray, guide: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int,
-             R: int, n: int, with_pilot: bool):
-    """Block matching on ``guide``; the members' noisy patches and, with a pilot, its patches.
+def _pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
+    """``guide`` extended for ``m x m`` matching windows around ``p x p`` patches:
+    ``(m - p) // 2`` pixels before and the rest after, on both axes, by mirror
+    reflection (deterministic; the image itself when ``m == p``)."""
+    lo = (m - p) // 2
+    hi = m - p - lo
+    if lo == 0 and hi == 0:
+        return guide
+    return np.ascontiguousarray(np.pad(guide, ((lo, hi), (lo, hi)), mode="reflect"))
 
-    Returns ``gy, gx`` (m, n) member positions and ``X, P`` (m, n, p*p) float64
+
+def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
+          n: int):
+    """Block matching on a guide padded by :func:`_pad_for_matching`: the member
+    positions ``gy, gx`` (len(ry), n), the reference among them."""
+    k = len(ry)
+    gy = np.empty((k, n), np.int64)
+    gx = np.empty((k, n), np.int64)
+    _match(guide_padded, ry, rx, p, m, R, n, gy, gx)
+    return gy, gx
+
+
+def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarray:
+    """The members' patches of ``img``: (len(gy), n, p*p) float64."""
+    out = np.empty(gy.shape + (p * p,))
+    _gather(img, gy, gx, p, out)
+    return out
+
+
+def grouping(img: np.ndarray, guide: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int,
+             R: int, n: int, with_pilot: bool, m: int | None = None):
+    """Block matching on ``guide`` (``m x m`` windows, ``None`` = ``p``); the members'
+    noisy patches and, with a pilot, its patches.
+
+    Returns ``gy, gx`` (k, n) member positions and ``X, P`` (k, n, p*p) float64
     (``P is X`` without a pilot).
     """
-    m = len(ry)
-    gy = np.empty((m, n), np.int64)
-    gx = np.empty((m, n), np.int64)
-    _match(guide, ry, rx, p, R, n, gy, gx)
-    X = np.empty((m, n, p * p))
-    _gather(img, gy, gx, p, X)
-    if not with_pilot:
-        return gy, gx, X, X
-    P = np.empty((m, n, p * p))
-    _gather(guide, gy, gx, p, P)
-    return gy, gx, X, P
+    m = p if m is None else m
+    gy, gx = match(_pad_for_matching(guide, p, m), ry, rx, p, m, R, n)
+    X = gather(img, gy, gx, p)
+    return gy, gx, X, (gather(guide, gy, gx, p) if with_pilot else X)
 
 
 def fit_groups(P: np.ndarray, rbf: bool, gamma: float):
@@ -473,16 +506,17 @@ def fit_groups(P: np.ndarray, rbf: bool, gamma: float):
     return lam, V, rowmean
 
 
-def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray):
-    """Stage-1 shrinkage ``w_k = max(lambda_k - tau, 0) / lambda_k`` of each group's own
-    components.  Returns the expansion weights ``Gam`` (m, nr, n, n), the aggregation
+def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray,
+               hard: bool = False):
+    """Stage-1 shrinkage of each group's own components: ``w_k = 1[lambda_k > tau]``
+    (``hard``) or ``w_k = max(lambda_k - tau, 0) / lambda_k``.  Returns the expansion weights ``Gam`` (m, nr, n, n), the aggregation
     weights (m, nr, n) and the number of kept components (m, nr)."""
     m, n = lam.shape
     nr = len(ranks)
     Gam = np.empty((m, nr, n, n))
     aggw = np.empty((m, nr, n))
     kept = np.empty((m, nr), np.int64)
-    _project1(lam, V, tau, ranks, 1.0, Gam, aggw, kept)
+    _project1(lam, V, tau, bool(hard), ranks, 1.0, Gam, aggw, kept)
     return Gam, aggw, kept
 
 
@@ -555,76 +589,94 @@ def noise_floors(sigma: float, d: int, n: int, c: float, rbf: bool, kappa1: floa
     return dict(gamma=gamma, tau1=tau1 * kappa1, g_x=g_x, kscale=kscale, tau2=tau2)
 
 
-def _run_pass(img: np.ndarray, guide: np.ndarray, sigma: float, stage: int, n: int,
-              ranks: np.ndarray, c: float, st: int, cfg: dict, run: dict, final: bool,
-              progress: ProgressCallback | None, cancel: Any) -> np.ndarray:
-    """One pass over all reference patches: ``(nr, H, W)`` estimates.
+def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
+              ranks: np.ndarray, c: float, st: int, cfg: dict, runs: list, final: bool,
+              progress: ProgressCallback | None, cancel: Any) -> list:
+    """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
 
-    Stage 1 shrinks each group's own components; stage 2 fits on the ``guide`` (pilot).
-    ``run`` collects timings, counters, the final stage's spectrum and kept ranks.
+    ``imgs`` are the channels to denoise, ``guides`` their pilots (stage 2; in stage 1
+    the channels themselves).  The groups are found once, on the first guide
+    (luminance), and shared by every channel; each channel then has its own kernel
+    PCA per group.  Stage 1 shrinks each group's own components; stage 2 fits on the
+    pilot.  ``runs`` (one per channel) collect timings, counters, the final stage's
+    spectrum and kept ranks.
     """
-    H, W = img.shape
+    H, W = imgs[0].shape
+    C = len(imgs)
     p = cfg["patch_size"]
+    m = cfg["match_size1"] if stage == 1 else cfg["match_size"]
     nr = len(ranks)
     ys = _grid(H, p, st)
     xs = _grid(W, p, st)
-    run["groups"] += len(ys) * len(xs)
+    for run in runs:
+        run["groups"] += len(ys) * len(xs)
     # ~2048 groups per chunk keeps the per-chunk buffers at a few tens of MB
     rows_per_chunk = max(1, 2048 // (len(xs) * nr))
     nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
-    num = np.zeros((nr, H, W))
-    den = np.zeros((nr, H, W))
+    nums = [np.zeros((nr, H, W)) for _ in range(C)]
+    dens = [np.zeros((nr, H, W)) for _ in range(C)]
     rbf = cfg["rbf"]
     fl = noise_floors(sigma, p * p, n, c, rbf, cfg["kappa1"], cfg["kappa2"])
     gamma = fl["gamma"]
     cfg[f"stage{stage}_gamma"] = gamma
     cfg[f"stage{stage}_noise_floor"] = fl["tau1"] if stage == 1 else fl["tau2"]
+    hard = cfg["shrink1"] == "hard"
     tol2 = p * p * (cfg["tol"] * sigma) ** 2
-    sec = run["seconds"]
     msg = f"stage {stage}"
+    t0 = time.perf_counter()
+    guide_m = _pad_for_matching(guides[0], p, m)
+    for run in runs:
+        run["seconds"]["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
         check_cancel(cancel)
         yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
         ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
         rx = np.ascontiguousarray(np.tile(xs, len(yy)))
         t0 = time.perf_counter()
-        gy, gx, X, P = grouping(img, guide, ry, rx, p, cfg["search_radius"], n, stage == 2)
-        t1 = time.perf_counter()
-        sec["grouping"] += t1 - t0
-        report(progress, "grouping", ci + 1, nchunks, message=msg)
-        lam, V, rowmean = fit_groups(P, rbf, gamma)
-        t2 = time.perf_counter()
-        sec["eigensolver"] += t2 - t1
-        # the mean spectrum of the final stage's groups, sent as it grows so
-        # a plot can show it while the run goes on
-        if final:
-            run["spectrum"] = lam.sum(axis=0) + (run["spectrum"] if run["spectrum"] is not None
-                                                 else 0.0)
-            run["final_groups"] += len(ry)
-        report(progress, "eigensolver", ci + 1, nchunks, message=msg,
-               eigenvalues=run["spectrum"] / run["final_groups"] if final else None)
-        if stage == 1:
-            Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks)
-        else:
-            Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl, rbf, cfg["stage2_cut"],
-                                           ranks)
-        if final:
-            run["kept"] = kept.sum(axis=0) + run["kept"]
-        t3 = time.perf_counter()
-        sec["projection"] += t3 - t2
-        report(progress, "projection", ci + 1, nchunks, message=msg)
-        Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
-                                cfg["max_iter"], tol2)
-        run["fallbacks"] += int(fb.sum())
-        run["iterations"] += int(its.sum())
-        t4 = time.perf_counter()
-        sec["preimage"] += t4 - t3
-        report(progress, "preimage", ci + 1, nchunks, message=msg)
-        aggregate(Est, aggw, gy, gx, p, num, den, cfg["window"])
-        sec["reassembly"] += time.perf_counter() - t4
-        report(progress, "reassembly", ci + 1, nchunks, message=msg)
+        gy, gx = match(guide_m, ry, rx, p, m, cfg["search_radius"], n)
+        tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
+        for ch in range(C):
+            run = runs[ch]
+            sec = run["seconds"]
+            t0 = time.perf_counter()
+            X = gather(imgs[ch], gy, gx, p)
+            P = gather(guides[ch], gy, gx, p) if stage == 2 else X
+            t1 = time.perf_counter()
+            sec["grouping"] += t1 - t0 + tm
+            report(progress, "grouping", ci + 1, nchunks, message=msg)
+            lam, V, rowmean = fit_groups(P, rbf, gamma)
+            t2 = time.perf_counter()
+            sec["eigensolver"] += t2 - t1
+            # the mean spectrum of the final stage's groups, sent as it grows so
+            # a plot can show it while the run goes on
+            if final:
+                run["spectrum"] = lam.sum(axis=0) + (run["spectrum"] if run["spectrum"]
+                                                     is not None else 0.0)
+                run["final_groups"] += len(ry)
+            report(progress, "eigensolver", ci + 1, nchunks, message=msg,
+                   eigenvalues=run["spectrum"] / run["final_groups"] if final else None)
+            if stage == 1:
+                Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks, hard)
+            else:
+                Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl, rbf,
+                                               cfg["stage2_cut"], ranks)
+            if final:
+                run["kept"] = kept.sum(axis=0) + run["kept"]
+            t3 = time.perf_counter()
+            sec["projection"] += t3 - t2
+            report(progress, "projection", ci + 1, nchunks, message=msg)
+            Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
+                                    cfg["max_iter"], tol2)
+            run["fallbacks"] += int(fb.sum())
+            run["iterations"] += int(its.sum())
+            t4 = time.perf_counter()
+            sec["preimage"] += t4 - t3
+            report(progress, "preimage", ci + 1, nchunks, message=msg)
+            aggregate(Est, aggw, gy, gx, p, nums[ch], dens[ch], cfg["window"])
+            sec["reassembly"] += time.perf_counter() - t4
+            report(progress, "reassembly", ci + 1, nchunks, message=msg)
     # every pixel is covered by a reference patch (stride <= p, last row/col kept)
-    return num / den
+    return [num / den for num, den in zip(nums, dens)]
 
 
 def denoise_grouped(
@@ -637,11 +689,14 @@ def denoise_grouped(
     group_size: int = 32,
     group_size1: int = 40,
     search_radius: int = 12,
+    match_size1: int | None = 7,
+    match_size: int | None = 9,
     stride: int | None = None,
     stride1: int | None = None,
     gamma_scale: float = 16.0,
     gamma_scale2: float = 32.0,
     kappa1: float | None = None,
+    shrink1: str | None = None,
     kappa2: float = 1.2,
     stage2_cut: float = 0.1,
     max_iter: int = 6,
@@ -765,13 +820,80 @@ def denoise_grouped(
        3-D transform-domain collaborative filtering", IEEE TIP 16(8):2080-2095,
        2007 (BM3D).
     """
-    t_all = time.perf_counter()
+    kw = dict(locals())  # first statement: exactly the parameters
     img = np.asarray(image)
     if img.ndim != 2:
         raise ValueError(f"image must be 2-D (H, W), got shape {img.shape}")
-    img = np.ascontiguousarray(img, dtype=np.float64)
-    if not np.all(np.isfinite(img)):
-        raise ValueError("image contains NaN or Inf")
+    del kw["image"], kw["sigma"]
+    results, stats = _denoise_channels([img], sigma, **kw)
+    return results[0], stats[0]
+
+
+def denoise_grouped_channels(image: np.ndarray, sigma: float, **kw: Any
+                             ) -> tuple[dict[int | None, np.ndarray], list[dict]]:
+    """Denoise the channels of ``image`` (H, W, C) with groups shared across channels.
+
+    Block matching runs on channel 0 only (noisy in stage 1, its pilot in stage 2)
+    and every channel is denoised with the same groups, each with its own kernel PCA
+    per group, shrinkage, pre-image and aggregation, as CBM3D does in its opponent
+    colour space.  Channel 0 should therefore be the luminance of an orthonormal
+    opponent transform (the noise keeps ``sigma`` in every channel); see
+    :func:`denoise_grouped_opponent` for RGB input.  Keywords as
+    :func:`denoise_grouped`.
+
+    Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel (the shared
+    matching time split evenly between them).
+    """
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] < 1:
+        raise ValueError(f"image must be 3-D (H, W, C), got shape {img.shape}")
+    bound = _SIGNATURE.bind(img[..., 0], sigma, **kw)
+    bound.apply_defaults()
+    args = dict(bound.arguments)
+    del args["image"], args["sigma"]
+    results, stats = _denoise_channels([img[..., c] for c in range(img.shape[2])], sigma,
+                                       **args)
+    ranks = list(results[0])
+    return {rk: np.stack([r[rk] for r in results], axis=-1) for rk in ranks}, stats
+
+
+def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
+                             ) -> tuple[dict[int | None, np.ndarray], list[dict]]:
+    """Denoise an RGB image (H, W, 3): grouping on the luminance, groups shared.
+
+    RGB goes to the orthonormal opponent space of :mod:`kpca_denoise.core.color`
+    (``Y = (R + G + B) / sqrt(3)`` and two chrominances; white noise of std ``sigma``
+    keeps ``sigma`` in each), :func:`denoise_grouped_channels` denoises it with the
+    groups found on ``Y`` and the result goes back to RGB.  Keywords as
+    :func:`denoise_grouped`; returns ``{rank: (H, W, 3)}`` and per-channel stats
+    (opponent channels).
+    """
+    from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
+
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"image must be RGB (H, W, 3), got shape {img.shape}")
+    out, stats = denoise_grouped_channels(rgb_to_opponent(img), sigma, **kw)
+    return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats
+
+
+def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, group_size,
+                      group_size1, search_radius, match_size1, match_size, stride, stride1,
+                      gamma_scale, gamma_scale2, kappa1, shrink1, kappa2, stage2_cut, max_iter,
+                      tol, preimage_init, window_beta, two_stage, backprojection, bp_delta,
+                      bp_lambda, progress, cancel) -> tuple[list, list]:
+    """The driver of :func:`denoise_grouped` for one or more channels of the same
+    size (groups from channel 0): per channel ``{rank: (H, W)}`` and stats."""
+    t_all = time.perf_counter()
+    imgs = []
+    for im in chans:
+        im = np.ascontiguousarray(im, dtype=np.float64)
+        if not np.all(np.isfinite(im)):
+            raise ValueError("image contains NaN or Inf")
+        imgs.append(im)
+    img = imgs[0]
+    if any(im.shape != img.shape or im.ndim != 2 for im in imgs):
+        raise ValueError("channels must be 2-D and of the same size")
     sigma = float(sigma)
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"sigma must be a positive finite number, got {sigma}")
@@ -779,6 +901,8 @@ def denoise_grouped(
         raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
     if preimage_init not in ("member", "linear"):
         raise ValueError(f"preimage_init must be 'member' or 'linear', got {preimage_init!r}")
+    if shrink1 not in (None, "hard", "soft"):
+        raise ValueError(f"shrink1 must be 'hard', 'soft' or None, got {shrink1!r}")
     rank_list = list(ranks)
     if not rank_list:
         raise ValueError("ranks must contain at least one entry (None = no cap)")
@@ -809,58 +933,74 @@ def denoise_grouped(
     n1 = max(2, min(int(group_size1), mincand))
     n2 = max(2, min(int(group_size), mincand))
     rbf = kernel == "rbf"
-    k1 = float(kappa1) if kappa1 is not None else (2.5 if rbf else 1.6)
-    d = p * p
+    sh1 = shrink1 if shrink1 is not None else ("hard" if rbf else "soft")
+    k1 = float(kappa1) if kappa1 is not None else (
+        (4.5 if rbf else 3.0) if sh1 == "hard" else (2.5 if rbf else 1.6))
+    ms = {}
+    for name, v in (("match_size1", match_size1), ("match_size", match_size)):
+        mv = p if v is None else int(v)
+        if mv < 1:
+            raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
+        ms[name] = max(mv, p)  # a window smaller than the patch means the patch
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
 
     cfg: dict[str, Any] = dict(
         kernel=kernel, patch_size=p, group_size=n2, group_size1=n1, search_radius=R,
+        match_size1=ms["match_size1"], match_size=ms["match_size"],
         stride=st2, stride1=st1, gamma_scale=float(gamma_scale),
-        gamma_scale2=float(gamma_scale2), kappa1=k1, kappa2=float(kappa2),
+        gamma_scale2=float(gamma_scale2), kappa1=k1, shrink1=sh1, kappa2=float(kappa2),
         stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
         preimage_init=preimage_init, window_beta=float(window_beta),
         two_stage=bool(two_stage), sigma=sigma)
-    run: dict[str, Any] = dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0,
-                               groups=0, spectrum=None, final_groups=0, kept=0)
+    C = len(imgs)
+    runs = [dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0, groups=0,
+                 spectrum=None, final_groups=0, kept=0) for _ in range(C)]
     cfg.update(rbf=rbf, window=win)  # working values, not reported
     one = np.asarray([-1], np.int64)
     if two_stage:
-        pilot = _run_pass(img, img, sigma, 1, n1, one, float(gamma_scale), st1, cfg, run,
-                          False, progress, cancel)[0]
-        y, s = img, sigma
+        pilot = [o[0] for o in _run_pass(imgs, imgs, sigma, 1, n1, one, float(gamma_scale),
+                                         st1, cfg, runs, False, progress, cancel)]
+        y, s = imgs, sigma
         for _ in range(int(backprojection)):
             # iterative regularisation (WNNM / SAIST): re-inject part of the residual,
-            # re-estimate the noise left in it, regroup on the new estimate
+            # re-estimate the noise left in it (over all channels), regroup on the new
+            # estimate
             check_cancel(cancel)
-            est = _run_pass(y, pilot, s, 2, n2, one, float(gamma_scale2), st2, cfg, run,
-                            False, progress, cancel)[0]
-            y = est + bp_delta * (img - est)
-            s = bp_lambda * math.sqrt(max(sigma * sigma - float(np.mean((img - y) ** 2)),
-                                          1e-4 * sigma * sigma))
+            est = [o[0] for o in _run_pass(y, pilot, s, 2, n2, one, float(gamma_scale2), st2,
+                                           cfg, runs, False, progress, cancel)]
+            y = [e + bp_delta * (im - e) for e, im in zip(est, imgs)]
+            res2 = float(np.mean([np.mean((im - yy) ** 2) for im, yy in zip(imgs, y)]))
+            s = bp_lambda * math.sqrt(max(sigma * sigma - res2, 1e-4 * sigma * sigma))
             pilot = est
         check_cancel(cancel)
-        out = _run_pass(y, pilot, s, 2, n2, ranks_arr, float(gamma_scale2), st2, cfg,
-                        run, True, progress, cancel)
+        outs = _run_pass(y, pilot, s, 2, n2, ranks_arr, float(gamma_scale2), st2, cfg,
+                         runs, True, progress, cancel)
     else:
-        out = _run_pass(img, img, sigma, 1, n1, ranks_arr, float(gamma_scale), st1, cfg, run,
-                        True, progress, cancel)
+        outs = _run_pass(imgs, imgs, sigma, 1, n1, ranks_arr, float(gamma_scale), st1, cfg,
+                         runs, True, progress, cancel)
     del cfg["rbf"], cfg["window"]
-    results = {rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)}
-    sec = run["seconds"]
-    sec["total"] = time.perf_counter() - t_all
-    ng = max(run["final_groups"], 1)
-    stats = dict(
-        preimage_fallbacks=run["fallbacks"],
-        preimage_iterations=run["iterations"],
-        groups=run["groups"],
-        seconds=sec,
-        params=cfg,
-        # mean eigenvalues of the final stage's centred group Gram matrices, descending
-        spectrum=run["spectrum"] / ng if run["spectrum"] is not None else np.zeros(0),
-        # mean number of kernel components kept per group of the final stage, per rank
-        effective_rank={rk: float(np.asarray(run["kept"])[i]) / ng if run["final_groups"]
-                        else 0.0 for i, rk in enumerate(rank_list)},
-    )
-    return results, stats
+    total = time.perf_counter() - t_all
+    all_results, all_stats = [], []
+    for out, run in zip(outs, runs):
+        all_results.append({rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)})
+        sec = run["seconds"]
+        sec["total"] = total / C
+        ng = max(run["final_groups"], 1)
+        all_stats.append(dict(
+            preimage_fallbacks=run["fallbacks"],
+            preimage_iterations=run["iterations"],
+            groups=run["groups"],
+            seconds=sec,
+            params=dict(cfg),
+            # mean eigenvalues of the final stage's centred group Gram matrices, descending
+            spectrum=run["spectrum"] / ng if run["spectrum"] is not None else np.zeros(0),
+            # mean number of kernel components kept per group of the final stage, per rank
+            effective_rank={rk: float(np.asarray(run["kept"])[i]) / ng if run["final_groups"]
+                            else 0.0 for i, rk in enumerate(rank_list)},
+        ))
+    return all_results, all_stats
+
+
+_SIGNATURE = inspect.signature(denoise_grouped)

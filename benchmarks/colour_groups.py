@@ -1,0 +1,109 @@
+"""Colour: groups found on the luminance and shared by the opponent channels, against
+one grouping per opponent channel, and CBM3D.
+
+A script, not a test.  The development set's colour photographs (scikit-image's
+``astronaut`` and ``hubble_deep_field``), 256x256 crops (centre and one more each),
+0..255, white Gaussian noise of sigma 15 / 25 / 50 on R, G and B (not clipped,
+seed 1).  Methods, all told sigma:
+
+* ``per-chan``  - :func:`denoise_grouped` on each opponent channel on its own (the
+  colour path before issue 12);
+* ``shared``    - :func:`denoise_grouped_opponent`: block matching on the luminance
+  only, the groups shared by the three opponent channels (the colour path now);
+* ``cbm3d``     - ``bm3d.bm3d_rgb(noisy, sigma)`` (its own opponent space).
+
+Extra arguments: a JSON dictionary of keywords for both of ours (e.g. the settings
+before issue 12).
+
+Usage::
+
+    python benchmarks/colour_groups.py
+    python benchmarks/colour_groups.py '{"match_size1": null, "match_size": null}'
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from skimage import data  # noqa: E402
+
+from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent  # noqa: E402
+from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+
+SIGMAS = (15, 25, 50)
+
+
+def crops() -> dict:
+    out = {}
+    for name, im in (("astronaut", data.astronaut()), ("hubble", data.hubble_deep_field())):
+        im = im.astype(np.float64)
+        H, W, _ = im.shape
+        y0, x0 = (H - 256) // 2, (W - 256) // 2
+        out[f"{name}-centre"] = im[y0:y0 + 256, x0:x0 + 256]
+        out[f"{name}-top-left"] = im[:256, :256]
+    return out
+
+
+def psnr(ref, x) -> float:
+    return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(x) - ref) ** 2)))
+
+
+def per_channel(noisy, s, **kw):
+    opp = rgb_to_opponent(noisy)
+    return opponent_to_rgb(np.stack([denoise_grouped(opp[..., c], s, **kw)[0][None]
+                                     for c in range(3)], axis=-1))
+
+
+def shared(noisy, s, **kw):
+    return denoise_grouped_opponent(noisy, s, **kw)[0][None]
+
+
+def cbm3d(noisy, s, **kw):
+    import bm3d
+
+    return bm3d.bm3d_rgb(noisy, float(s))
+
+
+def main(argv) -> None:
+    kw = json.loads(argv[0]) if argv else {}
+    methods = (("per-chan", per_channel), ("shared", shared), ("cbm3d", cbm3d))
+    w = np.random.default_rng(0).normal(128, 20, (40, 40, 3))
+    shared(w, 20.0, **kw), per_channel(w, 20.0, **kw)  # numba compilation
+    print(f"settings: {json.dumps(kw)}")
+    print(f"{'image':18s} {'sigma':>5s} " + " ".join(f"{m:>9s}" for m, _ in methods)
+          + "   | seconds")
+    rows = []
+    for s in SIGMAS:
+        for name, im in crops().items():
+            noisy = im + np.random.default_rng(1).normal(0.0, s, im.shape)
+            ps, ts = [], []
+            for _, f in methods:
+                t0 = time.perf_counter()
+                out = f(noisy, s, **kw)
+                ts.append(time.perf_counter() - t0)
+                ps.append(psnr(im, out))
+            rows.append((s, ps, ts))
+            print(f"{name:18s} {s:5d} " + " ".join(f"{p:9.3f}" for p in ps) + "   | "
+                  + " ".join(f"{t:.2f}" for t in ts), flush=True)
+    print()
+    for s in SIGMAS:
+        sel = [r for r in rows if r[0] == s]
+        mp = np.mean([r[1] for r in sel], axis=0)
+        mt = np.mean([r[2] for r in sel], axis=0)
+        print(f"{'MEAN':18s} {s:5d} " + " ".join(f"{p:9.3f}" for p in mp) + "   | "
+              + " ".join(f"{t:.2f}" for t in mt))
+    g = [r[1][1] - r[1][0] for r in rows]
+    print(f"shared - per-chan: mean {np.mean(g):+.3f} dB, min {np.min(g):+.3f}, "
+          f"max {np.max(g):+.3f}; time shared / per-chan "
+          f"{np.sum([r[2][1] for r in rows]) / np.sum([r[2][0] for r in rows]):.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

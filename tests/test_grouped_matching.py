@@ -1,0 +1,94 @@
+"""Block matching with windows larger than the patch, the stage-1 shrinkers and
+groups shared across channels (issue 12)."""
+
+import numpy as np
+import pytest
+
+from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
+from kpca_denoise.core.grouped import (_pad_for_matching, denoise_grouped,
+                                       denoise_grouped_channels, denoise_grouped_opponent,
+                                       match)
+
+OLD = dict(match_size1=None, match_size=None, shrink1="soft", kappa1=2.5)
+
+
+def _reference_match(img, ry, rx, p, m, R, n):
+    """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image."""
+    lo = (m - p) // 2
+    g = np.pad(img, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect")
+    H, W = img.shape
+    out = []
+    for y, x in zip(ry, rx):
+        ref = g[y:y + m, x:x + m]
+        cands = [(float(((g[cy:cy + m, cx:cx + m] - ref) ** 2).sum()), cy, cx)
+                 for cy in range(max(0, y - R), min(H - p, y + R) + 1)
+                 for cx in range(max(0, x - R), min(W - p, x + R) + 1)]
+        cands.sort()
+        out.append({(cy, cx) for _, cy, cx in cands[:n]})
+    return out
+
+
+@pytest.mark.parametrize("m", [5, 6, 9])
+def test_matching_windows_are_centred_windows_of_the_reflected_image(m):
+    rng = np.random.default_rng(0)
+    img = rng.normal(100, 30, (30, 33))
+    ry = np.array([0, 0, 13, 25, 20], np.int64)
+    rx = np.array([0, 28, 14, 3, 28], np.int64)
+    gy, gx = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 6, 12)
+    for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 6, 12)):
+        got = set(zip(gy[r].tolist(), gx[r].tolist()))
+        assert got == ref and (ry[r], rx[r]) in got  # the reference is a member
+
+
+def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
+    # match_size None or = patch_size is the matching of before the windows existed
+    # (checked bit for bit against the previous commit when written)
+    img = camera[100:180, 100:180].astype(float)
+    noisy = img + np.random.default_rng(0).normal(0, 25, img.shape)
+    a, sa = denoise_grouped(noisy, 25.0, **OLD)
+    b, sb = denoise_grouped(noisy, 25.0, **dict(OLD, match_size1=5, match_size=5))
+    np.testing.assert_array_equal(a[None], b[None])
+    assert (sa["params"]["match_size1"], sa["params"]["match_size"]) == (5, 5)
+    assert np.array_equal(_pad_for_matching(img, 5, 5), img)
+    c, _ = denoise_grouped(noisy, 25.0, **dict(OLD, match_size1=3, match_size=1))
+    np.testing.assert_array_equal(a[None], c[None])  # smaller than the patch: the patch
+    d, _ = denoise_grouped(noisy, 25.0)
+    assert np.abs(d[None] - a[None]).max() > 0.1  # the defaults are not the old method
+
+
+def test_stage1_shrinker_defaults_are_resolved_per_kernel():
+    noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
+    p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
+    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"]) == ("hard", 4.5)
+    assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("soft", 1.6)
+    assert (p["rbf"]["match_size1"], p["rbf"]["match_size"]) == (7, 9)
+    soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
+    assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
+    with pytest.raises(ValueError, match="shrink1"):
+        denoise_grouped(noisy, 10.0, shrink1="firm")
+    with pytest.raises(ValueError, match="match_size"):
+        denoise_grouped(noisy, 10.0, match_size=0)
+
+
+def test_channels_share_the_groups_of_the_first_channel():
+    rng = np.random.default_rng(2)
+    y, x = np.mgrid[0:48, 0:56]
+    lum = 120 + 50 * np.sin(x / 4.0) * np.cos(y / 6.0) + rng.normal(0, 15, (48, 56))
+    one, st1 = denoise_grouped(lum, 15.0, ranks=(None, 2))
+    # a copy of the guide channel is denoised exactly like the guide itself
+    both, st = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, ranks=(None, 2))
+    assert len(st) == 2 and st[0]["params"] == st1["params"]
+    for r in (None, 2):
+        np.testing.assert_allclose(both[r][..., 0], one[r], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(both[r][..., 1], one[r], rtol=0, atol=1e-9)
+    # one channel is denoise_grouped itself
+    single, _ = denoise_grouped_channels(lum[..., None], 15.0, ranks=(None, 2))
+    np.testing.assert_array_equal(single[2][..., 0], one[2])
+    # RGB: the opponent transform around the shared-group denoiser
+    rgb = np.stack([lum, lum[::-1], lum[:, ::-1]], -1)
+    out, st3 = denoise_grouped_opponent(rgb, 15.0)
+    ref, _ = denoise_grouped_channels(rgb_to_opponent(rgb), 15.0)
+    np.testing.assert_allclose(out[None], opponent_to_rgb(ref[None]), rtol=0, atol=1e-9)
+    assert len(st3) == 3 and all(s["groups"] == st3[0]["groups"] for s in st3)
+    with pytest.raises(ValueError, match="RGB"):
+        denoise_grouped_opponent(lum, 15.0)
