@@ -238,11 +238,11 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
-    channels.  Colour (opponent channels, luminance first) is denoised with the
-    groups found on the luminance and shared by the three channels, as CBM3D does:
-    +0.10 dB mean over astronaut / hubble crops at sigma 15 / 25 / 50 against
-    each channel with its own groups, at 0.88x the time
-    (``python benchmarks/colour_groups.py``); a grey image is its own luminance."""
+    channels, each channel with its own groups.  Sharing the luminance's groups
+    across the opponent channels (``denoise_grouped_channels`` on all three, as
+    CBM3D does) gained +0.10 dB on astronaut / hubble crops with sigma given
+    (``python benchmarks/colour_groups.py``) but lost on the full astronaut with
+    sigma estimated (29.88 -> 29.53 dB), so it is not used yet."""
     from .core.grouped import denoise_grouped_channels
 
     kw = dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
@@ -250,7 +250,13 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
               **({"max_iter": params.preimage_iterations}
                  if params.preimage_iterations is not None else {}),
               **params.extra)
-    return denoise_grouped_channels(work, sigma, **kw)
+    outs, stats = {}, []
+    for c in range(work.shape[2]):
+        o, st = denoise_grouped_channels(work[..., c:c + 1], sigma, **kw)
+        for r, v in o.items():
+            outs.setdefault(r, []).append(v)
+        stats.extend(st)
+    return {r: np.concatenate(v, axis=-1) for r, v in outs.items()}, stats
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,

@@ -52,18 +52,18 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
     assert np.array_equal(_pad_for_matching(img, 5, 5), img)
     c, _ = denoise_grouped(noisy, 25.0, **dict(OLD, match_size1=3, match_size=1))
     np.testing.assert_array_equal(a[None], c[None])  # smaller than the patch: the patch
-    d, _ = denoise_grouped(noisy, 25.0)
-    assert np.abs(d[None] - a[None]).max() > 0.1  # the defaults are not the old method
+    d, _ = denoise_grouped(noisy, 25.0, match_size1=7, match_size=9)
+    assert np.abs(d[None] - a[None]).max() > 0.1  # wider windows change the groups
 
 
 def test_stage1_shrinker_defaults_are_resolved_per_kernel():
     noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
     p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
-    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"]) == ("hard", 4.5)
+    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"]) == ("soft", 2.5)
     assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("soft", 1.6)
-    assert (p["rbf"]["match_size1"], p["rbf"]["match_size"]) == (7, 9)
-    soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
-    assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
+    assert (p["rbf"]["match_size1"], p["rbf"]["match_size"]) == (5, 5)  # the patch
+    hard = denoise_grouped(noisy, 10.0, shrink1="hard")[1]["params"]
+    assert (hard["shrink1"], hard["kappa1"]) == ("hard", 4.5)
     with pytest.raises(ValueError, match="shrink1"):
         denoise_grouped(noisy, 10.0, shrink1="firm")
     with pytest.raises(ValueError, match="match_size"):

@@ -35,10 +35,11 @@ How the kernel parts work (per group of ``n`` patches ``x_i`` of dimension ``d``
   the diagonal is exactly 1 while off-diagonals shrink by the noise).  The noise in
   the leading directions is larger than that mean (measured: shrinking with
   ``kappa1 * tau``, ``kappa1 = 2.5``, is best with soft weights); stage-1 weights
-  are ``w_k = max(lambda_k - kappa1 tau, 0) / lambda_k`` (``shrink1="soft"``) or, the
-  default for the RBF kernel, ``w_k = 1`` if ``lambda_k > kappa1 tau`` else 0 with
-  ``kappa1 = 4.5`` (``shrink1="hard"``, with matching windows wider than the patch:
-  +0.02 / +0.09 / +0.20 dB at sigma 15 / 25 / 50 on the development crops).
+  are ``w_k = max(lambda_k - kappa1 tau, 0) / lambda_k`` (``shrink1="soft"``, the
+  default) or ``w_k = 1`` if ``lambda_k > kappa1 tau`` else 0 with ``kappa1 = 4.5``
+  (``shrink1="hard"``; with matching windows wider than the patch +0.02 / +0.09 /
+  +0.20 dB at sigma 15 / 25 / 50 on the development crops with sigma given, but
+  worse on full-size images with sigma estimated, so not the default).
 * Stage 2: the kernel PCA is fitted on the pilot patches, the noisy patches are
   projected on it (their kernel values against pilot patches are corrected for the
   noise: ``E exp(-g'|s + e - p|^2) = (1 + 2 g' sigma^2)^(-d/2) exp(-g'|s-p|^2/(1+2g'sigma^2))``),
@@ -692,8 +693,8 @@ def denoise_grouped(
     group_size: int = 32,
     group_size1: int = 40,
     search_radius: int = 12,
-    match_size1: int | None = 7,
-    match_size: int | None = 9,
+    match_size1: int | None = None,
+    match_size: int | None = None,
     stride: int | None = None,
     stride1: int | None = None,
     gamma_scale: float = 16.0,
@@ -755,7 +756,7 @@ def denoise_grouped(
         (mean of 4 images x sigma 15/25/50): c1 4 / 8 / 16 / 32 -> 29.54 / 29.63 /
         29.67 / 29.67 dB; c2 8 / 16 / 32 -> 29.58 / 29.63 / 29.66.  Narrow kernels
         lose; wide ones approach the linear kernel.
-    match_size1, match_size : int or None, default 7, 9
+    match_size1, match_size : int or None, default None
         Side of the window compared in block matching in stage 1 / stage 2, centred
         on the patch (the members stay ``patch_size`` patches; the guide is mirrored
         at the border); ``None`` or ``patch_size`` compares the patches themselves.
@@ -763,16 +764,20 @@ def denoise_grouped(
         (``python benchmarks/grouped_configs.py '{"match_size1": null, "match_size":
         null, "shrink1": "soft"}' '{}'``, ``benchmarks/results_issue12.txt``): sigma
         15 / 25 / 50 -> 31.675 / 29.285 / 26.013 dB before, 31.695 / 29.377 / 26.213
-        dB with 7 / 9 and the hard shrinker.
+        dB with 7 / 9 and the hard shrinker, noise level given.  Off by default: on
+        the full 512x512 sample images with the noise estimated (the command line's
+        default) they lost (camera 29.65 -> 29.52 dB, astronaut 29.53 -> 29.11 dB
+        with the estimate 21 for a true 25; camera with sigma given 29.62 -> 29.43).
     kappa1 : float or None, default None
-        Stage-1 noise-floor multiplier; ``None`` -> 4.5 (rbf, hard shrinker), 2.5
-        (rbf, soft), 1.6 (linear, soft; the measured optima: rbf soft 2.2 / 2.5 /
+        Stage-1 noise-floor multiplier; ``None`` -> 2.5 (rbf, soft shrinker), 4.5
+        (rbf, hard), 1.6 (linear, soft; the measured optima: rbf soft 2.2 / 2.5 /
         3.0 -> 29.57 / 29.71 / 29.62 dB; linear 1.6 / 1.8 / 2.4 -> 29.73 / 29.72 /
         29.51 dB) or 3.0 (linear, hard: not measured).
     shrink1 : {"hard", "soft"} or None, default None
         Stage-1 shrinker: ``"hard"`` keeps the components with ``lambda_k >
         kappa1 tau`` whole, ``"soft"`` weights them ``max(lambda_k - kappa1 tau, 0) /
-        lambda_k``; ``None`` -> hard for rbf, soft for linear (see ``match_size``).
+        lambda_k``; ``None`` -> soft (hard with 7 / 9 matching windows: see
+        ``match_size``, and it is sensitive to an underestimated noise level).
     kappa2 : float, default 1.2
         Stage-2 coefficient-noise multiplier in the Wiener weights (1.0 / 1.2 / 1.4 /
         1.7 -> 29.65 / 29.67 / 29.63 / 29.55 dB).
@@ -950,7 +955,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     n1 = max(2, min(int(group_size1), mincand))
     n2 = max(2, min(int(group_size), mincand))
     rbf = kernel == "rbf"
-    sh1 = shrink1 if shrink1 is not None else ("hard" if rbf else "soft")
+    sh1 = shrink1 if shrink1 is not None else "soft"
     k1 = float(kappa1) if kappa1 is not None else (
         (4.5 if rbf else 3.0) if sh1 == "hard" else (2.5 if rbf else 1.6))
     ms = {}
