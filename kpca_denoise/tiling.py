@@ -19,8 +19,7 @@ output (up to floating-point summation order):
   of its candidates, which reach up to ``m - p`` beyond a candidate patch
   (``m`` the stage's matching window, ``match_size1`` / ``match_size``):
   ``2 (R + p) + (m - p)`` per stage, and stage 2 matches on the stage-1 pilot,
-  so the two stages add up.  Colour channels share the groups found on the
-  luminance, which is within the same radius.  Reference grids stay aligned
+  so the two stages add up.  Reference grids stay aligned
   with the image origin (cores and halos are multiples of the reference
   strides).
 
@@ -239,24 +238,25 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels, each channel with its own groups.  Sharing the luminance's groups
-    across the opponent channels (``denoise_grouped_channels`` on all three, as
+    across the opponent channels (``core.grouped.denoise_grouped_channels``, as
     CBM3D does) gained +0.10 dB on astronaut / hubble crops with sigma given
     (``python benchmarks/colour_groups.py``) but lost on the full astronaut with
     sigma estimated (29.88 -> 29.53 dB), so it is not used yet."""
-    from .core.grouped import denoise_grouped_channels
+    from .core.grouped import denoise_grouped
 
-    kw = dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
-              progress=progress, cancel=cancel,
-              **({"max_iter": params.preimage_iterations}
-                 if params.preimage_iterations is not None else {}),
-              **params.extra)
-    outs, stats = {}, []
+    ranks = tuple(params.ranks)
+    out: dict = {r: [] for r in ranks}
+    stats_all = []
     for c in range(work.shape[2]):
-        o, st = denoise_grouped_channels(work[..., c:c + 1], sigma, **kw)
-        for r, v in o.items():
-            outs.setdefault(r, []).append(v)
-        stats.extend(st)
-    return {r: np.concatenate(v, axis=-1) for r, v in outs.items()}, stats
+        o, st = denoise_grouped(work[..., c], sigma, ranks=ranks, kernel=params.kernel,
+                                patch_size=params.patch_size, progress=progress, cancel=cancel,
+                                **({"max_iter": params.preimage_iterations}
+                                   if params.preimage_iterations is not None else {}),
+                                **params.extra)
+        for r in ranks:
+            out[r].append(o[r])
+        stats_all.append(st)
+    return {r: np.stack(v, axis=-1) for r, v in out.items()}, stats_all
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,

@@ -46,13 +46,15 @@ def _scene(shape, seed):
     return np.clip(add_noise(img, 20, seed=seed), 0, 255)
 
 
-def test_tiled_grouped_equals_whole_image():
-    # a small search window keeps the halo (2 stages x 2 (R + p) + (7 - 5) + (9 - 5) = 42
-    # -> 45, the matching windows included) below the
-    # image, so interior tiles are really cut: 3 x 2 tiles of a 192 x 160 image
+@pytest.mark.parametrize("extra", [{"search_radius": 4},
+                                   {"search_radius": 4, "match_size1": 7, "match_size": 9}])
+def test_tiled_grouped_equals_whole_image(extra):
+    # a small search window keeps the halo (2 stages x 2 (R + p) = 36 -> 40; with the
+    # matching windows + (7 - 5) + (9 - 5) = 42 -> 45) below the image, so interior
+    # tiles are really cut: 3 x 2 tiles of a 192 x 160 image
     clean = _scene((192, 160), 0)
     noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
-    base = DenoiseParams(noise_sigma=20.0, extra={"search_radius": 4})
+    base = DenoiseParams(noise_sigma=20.0, extra=extra)
     whole = denoise_set([noisy], base).images[0].outputs[None]
     res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
     assert res.stats["grouped"][0]["tiles"] == 6
