@@ -25,6 +25,7 @@ from .core.vst import GeneralizedAnscombe
 from .estimator import KernelPCA
 from .params import DenoiseParams
 from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, denoise_tiled, denoise_with_model,
+                     luminance_bounds,
                      luminance, training_patches)
 
 __all__ = [
@@ -324,7 +325,8 @@ def denoise_set(
                 # after the variance-stabilising transform the noise has unit std
                 sigma = (1.0 if vst is not None else params.noise_sigma
                          if params.noise_sigma is not None
-                         else estimate_sigma_image(luminance(res.noisy)))
+                         else estimate_sigma_image(luminance(res.noisy),
+                                                   bounds=luminance_bounds(res.noisy)))
                 works[i] = ("image", res.noisy, (channels(res.noisy), vst))
                 if vst is not None:
                     res.stats["noise_model"] = dict(

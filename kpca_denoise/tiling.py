@@ -30,7 +30,6 @@ tile's working set to some tens of MB and the recomputed halo to about 30 %
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -129,6 +128,18 @@ def luminance(image: np.ndarray):
     return LazyLuminance(a)
 
 
+def luminance_bounds(image: np.ndarray) -> tuple[float, float] | None:
+    """The values :func:`luminance` takes where every channel is clipped to its
+    integer type's limits (0 and 255 for 8 bits), for the noise estimator; None for
+    a float image (no known clipping)."""
+    a = np.asarray(image)
+    if not np.issubdtype(a.dtype, np.integer):
+        return None
+    info = np.iinfo(a.dtype)
+    scale = 1.0 if channels(a) == 1 else float(OPPONENT[0].sum())
+    return float(info.min) * scale, float(info.max) * scale
+
+
 class LazyLuminance:
     """The opponent luminance of a colour image (H, W, 3|4) as a read-only 2-D
     array-like: ``lum[ys, xs]`` converts that block to float64 only, and
@@ -159,16 +170,14 @@ class LazyLuminance:
 
 def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
     """(halo, align) of the grouped method with these parameters."""
-    from .core.grouped import denoise_grouped
+    from .core.grouped import resolve_geometry
 
     ex = params.extra
-    p = params.patch_size or 5
-    default = inspect.signature(denoise_grouped).parameters
-    R = int(ex.get("search_radius", default["search_radius"].default))
-    st2 = int(ex.get("stride") or p)
-    st1 = int(ex.get("stride1") or st2)
-    # matching windows (None -> the patch; smaller than the patch -> the patch)
-    m1, m2 = (max(p, int(ex.get(k, default[k].default) or p)) for k in ("match_size1", "match_size"))
+    g = resolve_geometry(params.patch_size, ex.get("stride"), ex.get("stride1"),
+                         ex.get("match_size1"), ex.get("match_size"),
+                         ex.get("search_radius"))
+    p, R, st1, st2 = g["patch_size"], g["search_radius"], g["stride1"], g["stride"]
+    m1, m2 = g["match_size1"], g["match_size"]
     halo = 2 * (R + p) + (m1 - p)  # stage 1
     if ex.get("two_stage", True):
         halo += 2 * (R + p) + (m2 - p)  # stage 2, matching on the stage-1 pilot
@@ -237,26 +246,20 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
-    channels, each channel with its own groups.  Sharing the luminance's groups
-    across the opponent channels (``core.grouped.denoise_grouped_channels``, as
-    CBM3D does) gained +0.10 dB on astronaut / hubble crops with sigma given
-    (``python benchmarks/colour_groups.py``) but lost on the full astronaut with
-    sigma estimated (29.88 -> 29.53 dB), so it is not used yet."""
-    from .core.grouped import denoise_grouped
+    channels.  Colour shares the luminance's groups across the opponent channels
+    (``core.grouped.denoise_grouped_channels``, as CBM3D does): on astronaut at
+    sigma 25 given, 32.34 -> 32.53 dB, and +0.10 dB mean on astronaut / hubble
+    crops (``python benchmarks/colour_groups.py``), for 0.88x the time."""
+    from .core.grouped import denoise_grouped_channels
 
     ranks = tuple(params.ranks)
-    out: dict = {r: [] for r in ranks}
-    stats_all = []
-    for c in range(work.shape[2]):
-        o, st = denoise_grouped(work[..., c], sigma, ranks=ranks, kernel=params.kernel,
-                                patch_size=params.patch_size, progress=progress, cancel=cancel,
-                                **({"max_iter": params.preimage_iterations}
-                                   if params.preimage_iterations is not None else {}),
-                                **params.extra)
-        for r in ranks:
-            out[r].append(o[r])
-        stats_all.append(st)
-    return {r: np.stack(v, axis=-1) for r, v in out.items()}, stats_all
+    out, stats_all = denoise_grouped_channels(
+        work, sigma, ranks=ranks, kernel=params.kernel, patch_size=params.patch_size,
+        progress=progress, cancel=cancel,
+        **({"max_iter": params.preimage_iterations}
+           if params.preimage_iterations is not None else {}),
+        **params.extra)
+    return out, stats_all
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,

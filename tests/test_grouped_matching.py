@@ -9,7 +9,8 @@ from kpca_denoise.core.grouped import (_pad_for_matching, denoise_grouped,
                                        denoise_grouped_channels, denoise_grouped_opponent,
                                        match)
 
-OLD = dict(match_size1=None, match_size=None, shrink1="soft", kappa1=2.5)
+# the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5)
+OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, stride=5)
 
 
 def _reference_match(img, ry, rx, p, m, R, n):
@@ -41,13 +42,11 @@ def test_matching_windows_are_centred_windows_of_the_reflected_image(m):
 
 
 def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
-    # match_size None or = patch_size is the matching of before the windows existed
+    # match_size = patch_size is the matching of before the windows existed
     # (checked bit for bit against the previous commit when written)
     img = camera[100:180, 100:180].astype(float)
     noisy = img + np.random.default_rng(0).normal(0, 25, img.shape)
     a, sa = denoise_grouped(noisy, 25.0, **OLD)
-    b, sb = denoise_grouped(noisy, 25.0, **dict(OLD, match_size1=5, match_size=5))
-    np.testing.assert_array_equal(a[None], b[None])
     assert (sa["params"]["match_size1"], sa["params"]["match_size"]) == (5, 5)
     assert np.array_equal(_pad_for_matching(img, 5, 5), img)
     c, _ = denoise_grouped(noisy, 25.0, **dict(OLD, match_size1=3, match_size=1))
@@ -56,18 +55,44 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
     assert np.abs(d[None] - a[None]).max() > 0.1  # wider windows change the groups
 
 
-def test_stage1_shrinker_defaults_are_resolved_per_kernel():
+def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
     p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
-    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"]) == ("soft", 2.5)
-    assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("soft", 1.6)
-    assert (p["rbf"]["match_size1"], p["rbf"]["match_size"]) == (5, 5)  # the patch
-    hard = denoise_grouped(noisy, 10.0, shrink1="hard")[1]["params"]
-    assert (hard["shrink1"], hard["kappa1"]) == ("hard", 4.5)
+    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"], p["rbf"]["kappa2"]) == ("hard", 4.5, 1.0)
+    assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
+    g = p["rbf"]
+    assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (7, 11, 4, 4)
+    soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
+    assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
+    wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7)[1]["params"]
+    assert (wien["shrink1"], wien["kappa1"]) == ("wiener", 4.5)
+    # the geometry follows the patch size
+    assert (wien["match_size1"], wien["match_size"], wien["stride"]) == (9, 13, 6)
     with pytest.raises(ValueError, match="shrink1"):
         denoise_grouped(noisy, 10.0, shrink1="firm")
     with pytest.raises(ValueError, match="match_size"):
         denoise_grouped(noisy, 10.0, match_size=0)
+
+
+def test_the_stage1_shrinkers_differ_only_in_the_weights_of_the_kept_components():
+    # same threshold: hard keeps the components whole, wiener subtracts the mean noise
+    # eigenvalue, so the two agree where nothing is kept and differ elsewhere; soft
+    # subtracts the whole threshold
+    from kpca_denoise.core.grouped import shrink_own
+
+    rng = np.random.default_rng(3)
+    lam = np.sort(rng.uniform(0.0, 10.0, (4, 8)), axis=1)[:, ::-1].copy()
+    V = np.stack([np.linalg.qr(rng.normal(size=(8, 8)))[0] for _ in range(4)])
+    ranks = np.asarray([-1], np.int64)
+    tau = 4.0
+    G = {nu: shrink_own(lam, V, tau, ranks, nu)[0][:, 0] for nu in (0.0, 1.0, tau)}
+    for r in range(4):
+        keep = lam[r] > tau
+        for nu, Gam in G.items():
+            w = np.where(keep, (lam[r] - nu) / lam[r], 0.0)
+            expect = (V[r] * w) @ V[r].T
+            expect += (1.0 - expect.sum(axis=1, keepdims=True)) / 8  # weights sum to one
+            np.testing.assert_allclose(Gam[r], expect, atol=1e-12)
 
 
 def test_channels_share_the_groups_of_the_first_channel():

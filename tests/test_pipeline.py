@@ -67,6 +67,32 @@ def test_noise_estimate_is_not_fooled_by_texture():
         assert abs(est - sigma) < 0.5 * abs(first - sigma), (sigma, est, first)
 
 
+def test_noise_estimate_leaves_out_patches_near_the_clipping_bounds():
+    # noise clipped to 8 bits has less variance near 0 and 255: astronaut's
+    # luminance read 21.0 for 25 without the bounds, 23.9 with them
+    from skimage import data
+
+    from kpca_denoise.pipeline import noisy_like
+    from kpca_denoise.tiling import luminance, luminance_bounds
+
+    img = data.astronaut()
+    noisy = noisy_like(img, 25.0, seed=0)
+    lum = luminance(noisy)
+    assert luminance_bounds(noisy) == pytest.approx((0.0, 255.0 * np.sqrt(3.0)))
+    assert luminance_bounds(noisy.astype(np.float32)) is None
+    blind = estimate_sigma_image(lum)
+    aware = estimate_sigma_image(lum, bounds=luminance_bounds(noisy))
+    assert blind < 22.0 and abs(aware - 25.0) < 0.06 * 25.0, (blind, aware)
+    # the command line's path passes the bounds
+    res = denoise_set([noisy[128:384, 128:384]], DenoiseParams(ranks=(None,))).images[0]
+    sub = luminance(noisy[128:384, 128:384])
+    assert res.noise_sigma == pytest.approx(
+        estimate_sigma_image(sub, bounds=luminance_bounds(noisy)))
+    # an image far from its bounds reads the same either way
+    far = np.clip(add_noise(np.full((128, 128), 128.0), 10.0, seed=1), 0, 255).astype(np.uint8)
+    assert estimate_sigma_image(far, bounds=(0, 255)) == estimate_sigma_image(far)
+
+
 def test_noise_estimate_on_pure_noise_small_and_large():
     rng = np.random.default_rng(5)
     for side in (40, 256):

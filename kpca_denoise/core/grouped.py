@@ -33,13 +33,11 @@ How the kernel parts work (per group of ``n`` patches ``x_i`` of dimension ``d``
 * Noise in feature space: for pure noise the centred RBF Gram has mean non-zero
   eigenvalue ``tau = 1 - (1 + 4 gamma sigma^2)^(-d/2)`` (= ``1 - E k(n_i, n_j)``;
   the diagonal is exactly 1 while off-diagonals shrink by the noise).  The noise in
-  the leading directions is larger than that mean (measured: shrinking with
-  ``kappa1 * tau``, ``kappa1 = 2.5``, is best with soft weights); stage-1 weights
-  are ``w_k = max(lambda_k - kappa1 tau, 0) / lambda_k`` (``shrink1="soft"``, the
-  default) or ``w_k = 1`` if ``lambda_k > kappa1 tau`` else 0 with ``kappa1 = 4.5``
-  (``shrink1="hard"``; with matching windows wider than the patch +0.02 / +0.09 /
-  +0.20 dB at sigma 15 / 25 / 50 on the development crops with sigma given, but
-  worse on full-size images with sigma estimated, so not the default).
+  the leading directions is larger than that mean, so the stage-1 threshold is
+  ``kappa1 * tau``: ``w_k = 1`` if ``lambda_k > kappa1 tau`` else 0 with ``kappa1 =
+  4.5`` (``shrink1="hard"``, the default), ``w_k = max(lambda_k - kappa1 tau, 0) /
+  lambda_k`` with ``kappa1 = 2.5`` (``"soft"``), or ``w_k = (lambda_k - tau) /
+  lambda_k`` above the threshold (``"wiener"``).
 * Stage 2: the kernel PCA is fitted on the pilot patches, the noisy patches are
   projected on it (their kernel values against pilot patches are corrected for the
   noise: ``E exp(-g'|s + e - p|^2) = (1 + 2 g' sigma^2)^(-d/2) exp(-g'|s-p|^2/(1+2g'sigma^2))``),
@@ -211,9 +209,11 @@ def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project1(lam, V, tau, hard, ranks, agg0, Gam, aggw, kept):
-    """Stage 1: shrinkage of the group's own kernel components: hard threshold
-    (``w_k = 1`` if ``lambda_k > tau``) or Wiener-type (``w_k = (lambda_k - tau) / lambda_k``).
+def _project1(lam, V, tau, nu, ranks, agg0, Gam, aggw, kept):
+    """Stage 1: shrinkage of the group's own kernel components: the components with
+    ``lambda_k > tau`` are kept with the weight ``w_k = (lambda_k - nu) / lambda_k``
+    (``nu = 0``: hard threshold; ``nu = tau``: soft; ``0 < nu < tau``: Wiener weights
+    with the noise power ``nu`` behind a threshold ``tau``).
 
     Expansion weights ``Gam[r, q, i, :]`` of the projection of member ``i`` (rank cap
     ``ranks[q]``) on the feature-space images of the members, centring-corrected.
@@ -229,7 +229,7 @@ def _project1(lam, V, tau, hard, ranks, agg0, Gam, aggw, kept):
         for k in range(n):
             l = lam[r, k]
             if l > 1e-6 * max(lmax, 1e-300) and l > tau:
-                w[k] = 1.0 if hard else (l - tau) / l
+                w[k] = (l - nu) / l
                 nkeep = k + 1
         for q in range(nr):
             cap = ranks[q] if ranks[q] >= 0 else n
@@ -511,16 +511,17 @@ def fit_groups(P: np.ndarray, rbf: bool, gamma: float):
 
 
 def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray,
-               hard: bool = False):
-    """Stage-1 shrinkage of each group's own components: ``w_k = 1[lambda_k > tau]``
-    (``hard``) or ``w_k = max(lambda_k - tau, 0) / lambda_k``.  Returns the expansion weights ``Gam`` (m, nr, n, n), the aggregation
+               nu: float = 0.0):
+    """Stage-1 shrinkage of each group's own components: ``w_k = (lambda_k - nu) /
+    lambda_k`` where ``lambda_k > tau``, else 0 (``nu`` 0: hard threshold, ``nu = tau``:
+    soft).  Returns the expansion weights ``Gam`` (m, nr, n, n), the aggregation
     weights (m, nr, n) and the number of kept components (m, nr)."""
     m, n = lam.shape
     nr = len(ranks)
     Gam = np.empty((m, nr, n, n))
     aggw = np.empty((m, nr, n))
     kept = np.empty((m, nr), np.int64)
-    _project1(lam, V, tau, bool(hard), ranks, 1.0, Gam, aggw, kept)
+    _project1(lam, V, float(tau), float(nu), ranks, 1.0, Gam, aggw, kept)
     return Gam, aggw, kept
 
 
@@ -561,6 +562,37 @@ def aggregate(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray,
 # ----------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------
+
+
+def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
+                     stride1: int | None = None, match_size1: int | None = None,
+                     match_size: int | None = None, search_radius: int | None = None) -> dict:
+    """The patch geometry of :func:`denoise_grouped`, defaults resolved and checked.
+
+    ``patch_size`` None -> 5; ``stride`` None -> ``patch_size - 1`` (at least 1);
+    ``stride1`` None -> ``stride``; ``match_size1`` / ``match_size`` None ->
+    ``patch_size + 2`` / ``patch_size + 6`` (a window smaller than the patch means the
+    patch); ``search_radius`` None -> 12.  The tiled engine takes its halo from the
+    same values.
+    """
+    p = 5 if patch_size is None else int(patch_size)
+    if p < 1:
+        raise ValueError(f"patch_size must be >= 1, got {patch_size}")
+    R = 12 if search_radius is None else int(search_radius)
+    if R < 1:
+        raise ValueError(f"search_radius must be >= 1, got {search_radius}")
+    st2 = max(1, p - 1) if stride is None else int(stride)
+    st1 = st2 if stride1 is None else int(stride1)
+    for name, s in (("stride", st2), ("stride1", st1)):
+        if not 1 <= s <= p:
+            raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), got {s}")
+    ms = {}
+    for name, v, extra in (("match_size1", match_size1, 2), ("match_size", match_size, 6)):
+        mv = p + extra if v is None else int(v)
+        if mv < 1:
+            raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
+        ms[name] = max(mv, p)
+    return dict(patch_size=p, stride=st2, stride1=st1, search_radius=R, **ms)
 
 
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
@@ -624,7 +656,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     gamma = fl["gamma"]
     cfg[f"stage{stage}_gamma"] = gamma
     cfg[f"stage{stage}_noise_floor"] = fl["tau1"] if stage == 1 else fl["tau2"]
-    hard = cfg["shrink1"] == "hard"
+    # the noise power subtracted from the kept stage-1 components (see shrink1)
+    nu1 = {"hard": 0.0, "soft": fl["tau1"], "wiener": fl["tau1"] / cfg["kappa1"]}[cfg["shrink1"]]
     tol2 = p * p * (cfg["tol"] * sigma) ** 2
     msg = f"stage {stage}"
     t0 = time.perf_counter()
@@ -660,7 +693,7 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             report(progress, "eigensolver", ci + 1, nchunks, message=msg,
                    eigenvalues=run["spectrum"] / run["final_groups"] if final else None)
             if stage == 1:
-                Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks, hard)
+                Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks, nu1)
             else:
                 Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl, rbf,
                                                cfg["stage2_cut"], ranks)
@@ -701,7 +734,7 @@ def denoise_grouped(
     gamma_scale2: float = 32.0,
     kappa1: float | None = None,
     shrink1: str | None = None,
-    kappa2: float = 1.2,
+    kappa2: float = 1.0,
     stage2_cut: float = 0.1,
     max_iter: int = 6,
     tol: float = 1e-2,
@@ -748,9 +781,12 @@ def denoise_grouped(
     search_radius : int, default 12
         Search window is ``(2 R + 1)^2`` positions (R=12 beat R=15 by 0.05 dB).
     stride, stride1 : int or None, default None
-        Step between reference patches in stage 2 / stage 1; ``None`` -> patch_size.
-        Must be <= patch_size so that reference patches cover every pixel (stride 6
-        instead of 3 with 6x6 patches cost only 0.07 dB).
+        Step between reference patches in stage 2 / stage 1; ``None`` -> ``patch_size
+        - 1`` (4) for stage 2 and ``stride`` for stage 1.  Must be <= patch_size so
+        that reference patches cover every pixel.  Measured on the development crops
+        with the other defaults (``benchmarks/results_issue12.txt``): stride 5 -> 4
+        +0.05 / +0.10 / +0.08 dB at sigma 15 / 25 / 50 for 1.5x the time; 3 adds
+        +0.03 more at 2.5x.
     gamma_scale, gamma_scale2 : float, default 16, 32
         ``c`` in ``gamma = 1 / (c * 2 d sigma^2)`` for stage 1 / stage 2.  Measured
         (mean of 4 images x sigma 15/25/50): c1 4 / 8 / 16 / 32 -> 29.54 / 29.63 /
@@ -759,28 +795,31 @@ def denoise_grouped(
     match_size1, match_size : int or None, default None
         Side of the window compared in block matching in stage 1 / stage 2, centred
         on the patch (the members stay ``patch_size`` patches; the guide is mirrored
-        at the border); ``None`` or ``patch_size`` compares the patches themselves.
-        Measured together with ``shrink1="hard"`` on the development crops
-        (``python benchmarks/grouped_configs.py '{"match_size1": null, "match_size":
-        null, "shrink1": "soft"}' '{}'``, ``benchmarks/results_issue12.txt``): sigma
-        15 / 25 / 50 -> 31.675 / 29.285 / 26.013 dB before, 31.695 / 29.377 / 26.213
-        dB with 7 / 9 and the hard shrinker, noise level given.  Off by default: on
-        the full 512x512 sample images with the noise estimated (the command line's
-        default) they lost (camera 29.65 -> 29.52 dB, astronaut 29.53 -> 29.11 dB
-        with the estimate 21 for a true 25; camera with sigma given 29.62 -> 29.43).
+        at the border); ``None`` -> ``patch_size + 2`` (7) / ``patch_size + 6`` (11);
+        ``patch_size`` compares the patches themselves.  Measured with the hard
+        shrinker on the development crops (``benchmarks/results_issue12.txt``): patch
+        / 7 / 9 matching 31.675 / 29.285 / 26.013 dB -> 31.695 / 29.377 / 26.213 dB
+        at sigma 15 / 25 / 50 (noise level given); stage 2 at 11 instead of 9 +0.01
+        / +0.03 / +0.02 dB.
     kappa1 : float or None, default None
-        Stage-1 noise-floor multiplier; ``None`` -> 2.5 (rbf, soft shrinker), 4.5
-        (rbf, hard), 1.6 (linear, soft; the measured optima: rbf soft 2.2 / 2.5 /
-        3.0 -> 29.57 / 29.71 / 29.62 dB; linear 1.6 / 1.8 / 2.4 -> 29.73 / 29.72 /
-        29.51 dB) or 3.0 (linear, hard: not measured).
-    shrink1 : {"hard", "soft"} or None, default None
-        Stage-1 shrinker: ``"hard"`` keeps the components with ``lambda_k >
-        kappa1 tau`` whole, ``"soft"`` weights them ``max(lambda_k - kappa1 tau, 0) /
-        lambda_k``; ``None`` -> soft (hard with 7 / 9 matching windows: see
-        ``match_size``, and it is sensitive to an underestimated noise level).
-    kappa2 : float, default 1.2
-        Stage-2 coefficient-noise multiplier in the Wiener weights (1.0 / 1.2 / 1.4 /
-        1.7 -> 29.65 / 29.67 / 29.63 / 29.55 dB).
+        Stage-1 noise-floor multiplier; ``None`` -> 4.5 (rbf, hard or wiener
+        shrinker; hard 4.0 / 4.5 / 5.0 -> 29.086 / 29.095 / 29.014 dB mean on the
+        development crops), 3.0 (linear, hard; 2.5 / 3.0 / 3.5 -> 28.879 / 29.148 /
+        29.082 dB), 2.5 (rbf, soft) or 1.6 (linear, soft).
+    shrink1 : {"hard", "soft", "wiener"} or None, default None
+        Stage-1 shrinker: ``"hard"`` (``None``) keeps the components with ``lambda_k
+        > kappa1 tau`` whole, ``"soft"`` weights them ``max(lambda_k - kappa1 tau, 0)
+        / lambda_k``, ``"wiener"`` keeps the same components with the weight
+        ``(lambda_k - tau) / lambda_k``.  Measured with the other defaults (crops,
+        sigma 15 / 25 / 50): hard 31.759 / 29.508 / 26.346 dB, soft (``kappa2=1.2``)
+        31.781 / 29.467 / 26.300, wiener with ``kappa1=4`` 31.800 / 29.525 / 26.418;
+        on the full-size images all three within 0.1 dB.  Hard is the default
+        because it is the robust one: told a noise level 8 % too low it loses 0.24
+        dB mean, soft and wiener 0.8-0.9 dB.
+    kappa2 : float, default 1.0
+        Stage-2 coefficient-noise multiplier in the Wiener weights (with the hard
+        stage-1 shrinker 1.0 / 1.2 / 1.4 -> 29.109 / 29.095 / 29.075 dB mean; with
+        the soft one 1.2 was best).
     stage2_cut : float, default 0.1
         Stage-2 components with pilot eigenvalue below ``cut * n * noise`` are dropped.
     max_iter, tol : int, float, default 6, 1e-2
@@ -923,8 +962,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
     if preimage_init not in ("member", "linear"):
         raise ValueError(f"preimage_init must be 'member' or 'linear', got {preimage_init!r}")
-    if shrink1 not in (None, "hard", "soft"):
-        raise ValueError(f"shrink1 must be 'hard', 'soft' or None, got {shrink1!r}")
+    if shrink1 not in (None, "hard", "soft", "wiener"):
+        raise ValueError(f"shrink1 must be 'hard', 'soft', 'wiener' or None, got {shrink1!r}")
     rank_list = list(ranks)
     if not rank_list:
         raise ValueError("ranks must contain at least one entry (None = no cap)")
@@ -933,20 +972,11 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
             raise ValueError(f"ranks must be None or integers >= 1, got {rk!r}")
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
 
-    p = 5 if patch_size is None else int(patch_size)
-    if p < 1:
-        raise ValueError(f"patch_size must be >= 1, got {patch_size}")
+    g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius)
+    p, st1, st2, R = g["patch_size"], g["stride1"], g["stride"], g["search_radius"]
     H, W = img.shape
     if H < p or W < p:
         raise ValueError(f"image {H}x{W} is smaller than patch_size {p}")
-    R = int(search_radius)
-    if R < 1:
-        raise ValueError(f"search_radius must be >= 1, got {search_radius}")
-    st2 = p if stride is None else int(stride)
-    st1 = st2 if stride1 is None else int(stride1)
-    for name, s in (("stride", st2), ("stride1", st1)):
-        if not 1 <= s <= p:
-            raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), got {s}")
     # fewest candidates any reference has (a corner reference with a clipped window)
     mincand = min(R + 1, H - p + 1) * min(R + 1, W - p + 1)
     if mincand < 2:
@@ -955,15 +985,10 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     n1 = max(2, min(int(group_size1), mincand))
     n2 = max(2, min(int(group_size), mincand))
     rbf = kernel == "rbf"
-    sh1 = shrink1 if shrink1 is not None else "soft"
+    sh1 = shrink1 if shrink1 is not None else "hard"
     k1 = float(kappa1) if kappa1 is not None else (
-        (4.5 if rbf else 3.0) if sh1 == "hard" else (2.5 if rbf else 1.6))
-    ms = {}
-    for name, v in (("match_size1", match_size1), ("match_size", match_size)):
-        mv = p if v is None else int(v)
-        if mv < 1:
-            raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
-        ms[name] = max(mv, p)  # a window smaller than the patch means the patch
+        (4.5 if rbf else 3.0) if sh1 in ("hard", "wiener") else (2.5 if rbf else 1.6))
+    ms = {"match_size1": g["match_size1"], "match_size": g["match_size"]}
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
