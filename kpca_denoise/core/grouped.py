@@ -78,7 +78,7 @@ __all__ = ["denoise_grouped", "denoise_grouped_channels", "denoise_grouped_oppon
 # ----------------------------------------------------------------------------
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
     """Block matching: the ``n`` patches closest to each reference, by the SSD of
     their ``m x m`` matching windows (``m >= p``) in ``guide``.
@@ -90,47 +90,85 @@ def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
     those of the unpadded image; the search window is clipped at the borders; the
     reference itself is always a member (members in scan order).  With ``m == p``
     (no padding) this is the plain patch SSD.
+
+    References sharing a row (a run of equal ``refs_y``, as the reference grid gives)
+    share the work: for each candidate row and column offset the column sums of
+    squared differences over the ``m`` window rows are computed once for the whole
+    row, and a window's SSD adds ``m`` of them (``m`` instead of ``m^2`` operations
+    per reference and candidate).  Each window's sum depends on its own pixels
+    only, so a tile gets the distances the whole image gets.
     """
     H = guide.shape[0] - (m - p)
     W = guide.shape[1] - (m - p)
+    Wg = guide.shape[1]
     nref = refs_y.shape[0]
-    for r in prange(nref):
-        ry = refs_y[r]
-        rx = refs_x[r]
+    # runs of references on the same row
+    nseg = 0
+    seg = np.empty(nref + 1, np.int64)
+    for r in range(nref):
+        if r == 0 or refs_y[r] != refs_y[r - 1]:
+            seg[nseg] = r
+            nseg += 1
+    seg[nseg] = nref
+    S = 2 * R + 1
+    for si in prange(nseg):
+        r0 = seg[si]
+        r1 = seg[si + 1]
+        k = r1 - r0
+        ry = refs_y[r0]
         y0 = max(0, ry - R)
         y1 = min(H - p, ry + R)
-        x0 = max(0, rx - R)
-        x1 = min(W - p, rx + R)
         ny = y1 - y0 + 1
-        nx = x1 - x0 + 1
-        dist = np.empty(ny * nx)
+        dist = np.full((k, ny * S), np.inf)
+        cs = np.zeros(Wg)  # column sums of squared differences
         for iy in range(ny):
             cy = y0 + iy
-            for ix in range(nx):
-                cx = x0 + ix
-                s = 0.0
-                for a in range(m):
-                    for b in range(m):
-                        t = guide[ry + a, rx + b] - guide[cy + a, cx + b]
+            for dx in range(-R, R + 1):
+                # column c of the reference rows against column c + dx of the candidate's
+                c_lo = max(0, -dx)
+                c_hi = min(Wg, Wg - dx)
+                for c in range(c_lo, c_hi):
+                    s = 0.0
+                    for a in range(m):
+                        t = guide[ry + a, c] - guide[cy + a, c + dx]
                         s += t * t
-                dist[iy * nx + ix] = s
-        dist[(ry - y0) * nx + (rx - x0)] = -1.0  # the reference is always a member
-        # the n smallest through a partition (O(m)) instead of a full sort;
-        # ties are resolved in scan order, so the result is deterministic
-        thr = np.partition(dist, n - 1)[n - 1]
-        k = 0
-        for j in range(ny * nx):
-            if dist[j] < thr:
-                out_y[r, k] = y0 + j // nx
-                out_x[r, k] = x0 + j % nx
-                k += 1
-        for j in range(ny * nx):
-            if k >= n:
-                break
-            if dist[j] == thr:
-                out_y[r, k] = y0 + j // nx
-                out_x[r, k] = x0 + j % nx
-                k += 1
+                    cs[c] = s
+                for j in range(k):
+                    rx = refs_x[r0 + j]
+                    cx = rx + dx
+                    if cx < max(0, rx - R) or cx > min(W - p, rx + R):
+                        continue
+                    s = 0.0
+                    for b in range(m):
+                        s += cs[rx + b]
+                    dist[j, iy * S + dx + R] = s
+        for j in range(k):
+            r = r0 + j
+            rx = refs_x[r]
+            x0 = max(0, rx - R)
+            x1 = min(W - p, rx + R)
+            nx = x1 - x0 + 1
+            d = np.empty(ny * nx)
+            for iy in range(ny):
+                for ix in range(nx):
+                    d[iy * nx + ix] = dist[j, iy * S + (x0 + ix - rx) + R]
+            d[(ry - y0) * nx + (rx - x0)] = -1.0  # the reference is always a member
+            # the n smallest through a partition (O(m)) instead of a full sort;
+            # ties are resolved in scan order, so the result is deterministic
+            thr = np.partition(d, n - 1)[n - 1]
+            q = 0
+            for i in range(ny * nx):
+                if d[i] < thr:
+                    out_y[r, q] = y0 + i // nx
+                    out_x[r, q] = x0 + i % nx
+                    q += 1
+            for i in range(ny * nx):
+                if q >= n:
+                    break
+                if d[i] == thr:
+                    out_y[r, q] = y0 + i // nx
+                    out_x[r, q] = x0 + i % nx
+                    q += 1
 
 
 @njit(cache=True, parallel=True, nogil=True)
