@@ -18,7 +18,7 @@ before issue 12).
 Usage::
 
     python benchmarks/colour_groups.py
-    python benchmarks/colour_groups.py '{"match_size1": null, "match_size": null}'
+    python benchmarks/colour_groups.py '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations

@@ -6,17 +6,17 @@ shrinkage and aggregation) on scikit-image's non-photographic images, 256x256
 centre crops (smaller images whole), grey levels 0..255, white Gaussian noise of
 sigma 15 / 25 / 50 (not clipped), mean PSNR over two noise seeds; NLM
 (``denoise_nl_means(h=0.8 sigma, sigma=sigma, fast_mode=True, patch_size=7,
-patch_distance=11)``) for context.  The natural photographs of
-``benchmarks/quality.py`` are where the two kernels tie (within 0.04 dB).
+patch_distance=11)``) for context.  On the natural photographs of
+``benchmarks/quality.py`` the two kernels are within 0.1 dB.
 
 An optional JSON dictionary of keywords applies to both kernels (e.g. the
-settings before issue 12: ``'{"match_size1": null, "match_size": null, "shrink1":
-"soft"}'``; ``kappa1`` then resolves per kernel).
+settings before issue 12, ``'{"match_size1": 5, "match_size": 5, "shrink1": "soft",
+"kappa2": 1.2, "stride": 5}'``; ``kappa1`` then resolves per kernel).
 
 Usage::
 
     python benchmarks/kernel_gain.py
-    python benchmarks/kernel_gain.py '{"match_size1": null, "match_size": null, "shrink1": "soft"}'
+    python benchmarks/kernel_gain.py '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations

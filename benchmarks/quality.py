@@ -23,7 +23,7 @@ Usage::
     python benchmarks/quality.py --blind    # also ours with the noise level estimated by the product
     python benchmarks/quality.py --no-global  # skip the slow global baselines
     python benchmarks/quality.py --full --timing-only  # only the 512x512 time ratios
-    python benchmarks/quality.py --kw '{"match_size": null}'  # ours with other settings
+    python benchmarks/quality.py --kw '{"match_size": 5}'  # ours with other settings
 
 At the end it prints the mean time ratios ours/bm3d and ours/nlm on 512x512 images
 (camera, and moon/grass/gravel with --full), measured in this process; ours is timed

@@ -112,14 +112,15 @@ def test_grouped_reports_the_effective_rank_per_cap(crop):
 
 
 def test_floor_against_bm3d_at_sigma_50(camera):
-    # measured when written (96x96 crop of camera at (200, 200), seed 0): ours 26.81 dB,
-    # bm3d 26.98 dB; seed 1: 26.28 / 26.57.  The floor catches a regression of the gap.
+    # measured (96x96 crop of camera at (200, 200)): seed 0 ours 27.04 dB, bm3d 26.98 dB;
+    # seeds 1 / 2: 26.33 / 26.57 and 26.95 / 27.02 (with the settings before issue 12
+    # seed 0 gave 26.81).  The floor catches a regression of the gap.
     bm3d = pytest.importorskip("bm3d")
     img = camera[200:296, 200:296].astype(float)
     noisy = add_noise(img, 50, seed=0)
     ours = psnr(img, denoise_image(noisy, noise_sigma=50), 255)
     ref = psnr(img, bm3d.bm3d(noisy, 50.0), 255)
-    assert ours >= ref - 0.35, (ours, ref)
+    assert ours >= ref - 0.15, (ours, ref)
 
 
 def test_floor_for_the_poisson_gaussian_path(camera):

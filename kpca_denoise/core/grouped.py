@@ -801,10 +801,10 @@ def denoise_grouped(
         ``None``.  Each rank must be >= 1.
     kernel : {"rbf", "linear"}, default "rbf"
         ``"linear"`` is the ablation: plain group PCA with the same grouping,
-        shrinkage and aggregation (pre-image exact).  Measured: the two tie on
-        natural photographs (within 0.04 dB, ``benchmarks/quality.py``); on sharp,
-        high-contrast structure the RBF kernel gains up to 2.4 dB at sigma 15
-        (mean +0.50 / +0.21 / +0.05 dB at sigma 15 / 25 / 50 over ten
+        shrinkage and aggregation (pre-image exact).  Measured: on natural
+        photographs the RBF kernel is 0.10 / 0.05 / 0.03 dB ahead at sigma 15 / 25 /
+        50 (``benchmarks/quality.py``); on sharp, high-contrast structure it gains up
+        to 3.1 dB at sigma 15 (mean +0.92 / +0.52 / +0.15 dB over ten
         non-photographic images, ``benchmarks/kernel_gain.py``).
     patch_size : int or None, default None
         Patch side; ``None`` -> 5.  Measured on 256x256 crops: at sigma 15, 5 beat 4
