@@ -117,3 +117,27 @@ def test_channels_share_the_groups_of_the_first_channel():
     assert len(st3) == 3 and all(s["groups"] == st3[0]["groups"] for s in st3)
     with pytest.raises(ValueError, match="RGB"):
         denoise_grouped_opponent(lum, 15.0)
+
+
+@pytest.mark.parametrize("rbf", [True, False])
+def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(rbf):
+    # stage 1 asks LAPACK (ssyevr) only for the components above its threshold
+    from kpca_denoise.core.grouped import fit_groups
+
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.0, 30.0, (64, 1, 25))
+    P = base + rng.normal(0.0, 10.0, (64, 40, 25))  # 64 groups of 40 similar patches
+    gamma = 1.0 / (16 * 2 * 25 * 100.0)
+    lam, V, rm = fit_groups(P, rbf, gamma)
+    floor = float(np.median(lam[:, 3]))
+    lam_p, V_p, rm_p = fit_groups(P, rbf, gamma, floor)
+    np.testing.assert_array_equal(rm_p, rm)
+    for r in range(64):
+        k = int((lam[r] > floor).sum())
+        assert (lam_p[r, k:] == 0).all() and (V_p[r, :, k:] == 0).all()
+        # float32 LAPACK: relative to the largest eigenvalue
+        np.testing.assert_allclose(lam_p[r, :k], lam[r, :k], atol=1e-5 * lam[r, 0])
+        # the kept eigenvectors up to sign (their eigenvalues are distinct here)
+        dots = np.abs(np.sum(V_p[r, :, :k] * V[r, :, :k], axis=0))
+        np.testing.assert_allclose(dots, 1.0, atol=1e-4)
+    assert 0 < (lam_p > 0).sum() < lam.size  # the floor did cut

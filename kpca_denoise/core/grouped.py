@@ -65,8 +65,10 @@ import math
 import time
 from typing import Any, Sequence
 
+import llvmlite.binding as llvm_binding
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import get_cython_function_address
 
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
@@ -76,6 +78,13 @@ __all__ = ["denoise_grouped", "denoise_grouped_channels", "denoise_grouped_oppon
 # ----------------------------------------------------------------------------
 # numba kernels
 # ----------------------------------------------------------------------------
+
+# LAPACK's ssyevr (the eigenpairs above a value only) from scipy's Cython LAPACK,
+# registered as a named symbol so that the numba kernels that call it can be cached
+llvm_binding.add_symbol("kpca_denoise_ssyevr",
+                        get_cython_function_address("scipy.linalg.cython_lapack", "ssyevr"))
+_ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.voidptr] * 21)))
+
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -184,11 +193,15 @@ def _gather(img, gy, gx, p, out):
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
+def _eig(B, rbf, gamma, floor, lam_out, V_out, rowmean_out):
     """Per group: Gram (RBF or linear), exact centring, eigenpairs in descending order.
 
     ``rowmean_out`` keeps the row means of the uncentred Gram, needed to centre the
-    kernel values of new points (stage 2) consistently.
+    kernel values of new points (stage 2) consistently.  With ``floor > 0`` only the
+    eigenpairs with eigenvalues above ``floor`` are computed (LAPACK ``ssyevr``; the
+    others are returned as zeros): a stage that keeps only those needs no more, and
+    the back-transformation of the few kept vectors costs about half a full
+    decomposition (measured 0.22 s against 0.39 s for 4096 groups of 40 keeping 4.5).
     """
     nref, n, d = B.shape
     for r in prange(nref):
@@ -239,11 +252,56 @@ def _eig(B, rbf, gamma, lam_out, V_out, rowmean_out):
         # float32 LAPACK is ~15-25% faster on these small matrices and the kept
         # components are far above float32 round-off; components below 1e-6 of the
         # largest eigenvalue are never used (see the thresholds in _project*)
-        w, v = np.linalg.eigh(Kc.astype(np.float32))
+        A = Kc.astype(np.float32)
+        if floor > 0.0 and _eig_above(A, floor, lam_out[r], V_out[r]):
+            continue
+        w, v = np.linalg.eigh(A)
         for k in range(n):
             lam_out[r, k] = w[n - 1 - k]
             for i in range(n):
                 V_out[r, i, k] = v[i, n - 1 - k]
+
+
+@njit(cache=True, nogil=True)
+def _eig_above(A, floor, lam, V):
+    """The eigenpairs of the symmetric float32 matrix ``A`` with eigenvalues above
+    ``floor`` (descending, in ``lam`` and the columns of ``V``; zeros after them)
+    through ``ssyevr``.  False if LAPACK reports a failure (``A`` is overwritten)."""
+    n = A.shape[0]
+    jobz = np.array([ord("V")], np.uint8)
+    rng = np.array([ord("V")], np.uint8)
+    uplo = np.array([ord("L")], np.uint8)  # A is symmetric: either storage order
+    nn = np.array([n], np.int32)
+    vl = np.array([floor], np.float32)
+    vu = np.array([np.inf], np.float32)
+    il = np.array([1], np.int32)
+    abstol = np.zeros(1, np.float32)
+    m = np.zeros(1, np.int32)
+    w = np.empty(n, np.float32)
+    z = np.empty((n, n), np.float32)  # column j of LAPACK's Z is row j here
+    isuppz = np.empty(2 * n, np.int32)
+    lwork = np.array([26 * n], np.int32)
+    work = np.empty(26 * n, np.float32)
+    liwork = np.array([10 * n], np.int32)
+    iwork = np.empty(10 * n, np.int32)
+    info = np.zeros(1, np.int32)
+    _ssyevr(jobz.ctypes, rng.ctypes, uplo.ctypes, nn.ctypes, A.ctypes, nn.ctypes, vl.ctypes,
+            vu.ctypes, il.ctypes, nn.ctypes, abstol.ctypes, m.ctypes, w.ctypes, z.ctypes,
+            nn.ctypes, isuppz.ctypes, work.ctypes, lwork.ctypes, iwork.ctypes, liwork.ctypes,
+            info.ctypes)
+    if info[0] != 0:
+        return False
+    mk = m[0]
+    for k in range(n):
+        if k < mk:
+            lam[k] = w[mk - 1 - k]
+            for i in range(n):
+                V[i, k] = z[mk - 1 - k, i]
+        else:
+            lam[k] = 0.0
+            for i in range(n):
+                V[i, k] = 0.0
+    return True
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
@@ -537,14 +595,15 @@ def grouping(img: np.ndarray, guide: np.ndarray, ry: np.ndarray, rx: np.ndarray,
     return gy, gx, X, (gather(guide, gy, gx, p) if with_pilot else X)
 
 
-def fit_groups(P: np.ndarray, rbf: bool, gamma: float):
+def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0):
     """Per-group kernel PCA: eigenvalues ``lam`` (m, n) descending, eigenvectors
-    ``V`` (m, n, n) in columns and the uncentred Gram's row means (m, n)."""
+    ``V`` (m, n, n) in columns and the uncentred Gram's row means (m, n).  With
+    ``floor > 0`` only the eigenpairs above it (the rest zeros)."""
     m, n, _ = P.shape
     lam = np.empty((m, n))
     V = np.empty((m, n, n))
     rowmean = np.empty((m, n))
-    _eig(P, rbf, gamma, lam, V, rowmean)
+    _eig(P, rbf, gamma, float(floor), lam, V, rowmean)
     return lam, V, rowmean
 
 
@@ -719,7 +778,10 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             t1 = time.perf_counter()
             sec["grouping"] += t1 - t0 + tm
             report(progress, "grouping", ci + 1, nchunks, message=msg)
-            lam, V, rowmean = fit_groups(P, rbf, gamma)
+            # stage 1 uses only the components above its threshold; the final stage
+            # reports the whole spectrum
+            lam, V, rowmean = fit_groups(P, rbf, gamma,
+                                         fl["tau1"] if stage == 1 and not final else 0.0)
             t2 = time.perf_counter()
             sec["eigensolver"] += t2 - t1
             # the mean spectrum of the final stage's groups, sent as it grows so
