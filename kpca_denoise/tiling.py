@@ -175,10 +175,10 @@ def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
     ex = params.extra
     g = resolve_geometry(params.patch_size, ex.get("stride"), ex.get("stride1"),
                          ex.get("match_size1"), ex.get("match_size"),
-                         ex.get("search_radius"))
+                         ex.get("search_radius"), ex.get("search_radius1"))
     p, R, st1, st2 = g["patch_size"], g["search_radius"], g["stride1"], g["stride"]
-    m1, m2 = g["match_size1"], g["match_size"]
-    halo = 2 * (R + p) + (m1 - p)  # stage 1
+    m1, m2, R1 = g["match_size1"], g["match_size"], g["search_radius1"]
+    halo = 2 * (R1 + p) + (m1 - p)  # stage 1
     if ex.get("two_stage", True):
         halo += 2 * (R + p) + (m2 - p)  # stage 2, matching on the stage-1 pilot
     return halo, math.lcm(st1, st2)

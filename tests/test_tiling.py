@@ -36,7 +36,8 @@ def test_tile_cores_partition_the_image_and_regions_are_aligned(shape, tile, hal
 def test_default_tiles_bound_a_12_megapixel_photo():
     tiles = plan((3000, 4000, 3), DenoiseParams())
     assert len(tiles) == 12
-    assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) < 1.4e6
+    # 1024 px cores and a 90 px halo (stage 1 searches 19 px, stage 2 12 px away)
+    assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) < 1.5e6
     assert len(plan((512, 512), DenoiseParams())) == 1  # small images: one tile, as before
 
 
@@ -49,9 +50,10 @@ def _scene(shape, seed):
 @pytest.mark.parametrize("extra", [{"search_radius": 4},
                                    {"search_radius": 4, "match_size1": 7, "match_size": 9}])
 def test_tiled_grouped_equals_whole_image(extra):
-    # a small search window keeps the halo (2 stages x 2 (R + p) = 36 -> 40; with the
-    # matching windows + (7 - 5) + (9 - 5) = 42 -> 45) below the image, so interior
-    # tiles are really cut: 3 x 2 tiles of a 192 x 160 image
+    # a small search window keeps the halo (stage 1 searches R + 7 = 11 px away:
+    # 2 (11 + p) + 2 (4 + p) = 50 with patch matching, 56 with the matching windows of
+    # 7 / 9, the defaults' 7 / 11 add 2 more; rounded up to the stride) below the image,
+    # so interior tiles are really cut: 3 x 2 tiles of a 192 x 160 image
     clean = _scene((192, 160), 0)
     noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
     base = DenoiseParams(noise_sigma=20.0, extra=extra)
