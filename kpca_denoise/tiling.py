@@ -18,7 +18,8 @@ output (up to floating-point summation order):
   pixels of its search window (another ``R + p``) and on the matching windows
   of its candidates, which reach up to ``m - p`` beyond a candidate patch
   (``m`` the stage's matching window, ``match_size1`` / ``match_size``):
-  ``2 (R + p) + (m - p)`` per stage, and stage 2 matches on the stage-1 pilot,
+  ``2 (R + p) + (m - p)`` per stage (``R`` the stage's search radius,
+  ``search_radius1`` / ``search_radius``), and stage 2 matches on the stage-1 pilot,
   so the two stages add up.  Reference grids stay aligned
   with the image origin (cores and halos are multiples of the reference
   strides).
