@@ -249,8 +249,9 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels.  Colour shares the luminance's groups across the opponent channels
     (``core.grouped.denoise_grouped_channels``, as CBM3D does): on astronaut at
-    sigma 25 given, 32.34 -> 32.53 dB, and +0.10 dB mean on astronaut / hubble
-    crops (``python benchmarks/colour_groups.py``), for 0.88x the time."""
+    sigma 25 given, 32.34 -> 32.53 dB, and +0.15 / +0.21 / +0.12 dB at sigma 15 /
+    25 / 50 on astronaut / hubble crops (``python benchmarks/colour_groups.py``),
+    for 0.76x the time."""
     from .core.grouped import denoise_grouped_channels
 
     ranks = tuple(params.ranks)
