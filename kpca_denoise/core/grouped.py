@@ -86,7 +86,6 @@ llvm_binding.add_symbol("kpca_denoise_ssyevr",
 _ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.voidptr] * 21)))
 
 
-
 @njit(cache=True, parallel=True, nogil=True)
 def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
     """Block matching: the ``n`` patches closest to each reference, by the SSD of
@@ -252,10 +251,11 @@ def _eig(B, rbf, gamma, floor, lam_out, V_out, rowmean_out):
         # float32 LAPACK is ~15-25% faster on these small matrices and the kept
         # components are far above float32 round-off; components below 1e-6 of the
         # largest eigenvalue are never used (see the thresholds in _project*)
-        A = Kc.astype(np.float32)
-        if floor > 0.0 and _eig_above(A, floor, lam_out[r], V_out[r]):
+        # (ssyevr overwrites its input: the full solver, the fallback if LAPACK
+        # reports a failure, gets a fresh copy)
+        if floor > 0.0 and _eig_above(Kc.astype(np.float32), floor, lam_out[r], V_out[r]):
             continue
-        w, v = np.linalg.eigh(A)
+        w, v = np.linalg.eigh(Kc.astype(np.float32))
         for k in range(n):
             lam_out[r, k] = w[n - 1 - k]
             for i in range(n):
