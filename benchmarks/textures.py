@@ -24,13 +24,12 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from quality import psnr  # noqa: E402
+
 from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
-
-
-def psnr(ref: np.ndarray, x: np.ndarray) -> float:
-    return float(10 * np.log10(255.0 ** 2 / np.mean((ref - x) ** 2)))
 
 
 def images() -> dict[str, np.ndarray]:

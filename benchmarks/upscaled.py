@@ -23,16 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skimage import data  # noqa: E402
 from skimage.transform import rescale  # noqa: E402
 
+from quality import psnr  # noqa: E402
+
 from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
-
-
-def psnr(ref: np.ndarray, x: np.ndarray) -> float:
-    return float(10 * np.log10(255.0 ** 2 / np.mean((ref - x) ** 2)))
 
 
 def main(argv: list[str]) -> None:

@@ -661,6 +661,10 @@ def aggregate(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray,
 # ----------------------------------------------------------------------------
 
 
+#: stage-2 search radius of the grouped method (stage 1: 7 more)
+SEARCH_RADIUS = 12
+
+
 def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
                      stride1: int | None = None, match_size1: int | None = None,
                      match_size: int | None = None, search_radius: int | None = None,
@@ -677,7 +681,7 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
     p = 5 if patch_size is None else int(patch_size)
     if p < 1:
         raise ValueError(f"patch_size must be >= 1, got {patch_size}")
-    R = 12 if search_radius is None else int(search_radius)
+    R = SEARCH_RADIUS if search_radius is None else int(search_radius)
     if R < 1:
         raise ValueError(f"search_radius must be >= 1, got {search_radius}")
     R1 = R + 7 if search_radius1 is None else int(search_radius1)
@@ -832,7 +836,7 @@ def denoise_grouped(
     patch_size: int | None = None,
     group_size: int = 32,
     group_size1: int = 40,
-    search_radius: int = 12,
+    search_radius: int = SEARCH_RADIUS,
     search_radius1: int | None = None,
     match_size1: int | None = None,
     match_size: int | None = None,
@@ -1110,7 +1114,6 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     sh1 = shrink1 if shrink1 is not None else "hard"
     k1 = float(kappa1) if kappa1 is not None else (
         (4.5 if rbf else 3.0) if sh1 in ("hard", "wiener") else (2.5 if rbf else 1.6))
-    ms = {"match_size1": g["match_size1"], "match_size": g["match_size"]}
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
@@ -1118,7 +1121,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     cfg: dict[str, Any] = dict(
         kernel=kernel, patch_size=p, group_size=n2, group_size1=n1, search_radius=R,
         search_radius1=R1,
-        match_size1=ms["match_size1"], match_size=ms["match_size"],
+        match_size1=g["match_size1"], match_size=g["match_size"],
         stride=st2, stride1=st1, gamma_scale=float(gamma_scale),
         gamma_scale2=float(gamma_scale2), kappa1=k1, shrink1=sh1, kappa2=float(kappa2),
         stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
