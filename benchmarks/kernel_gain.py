@@ -84,7 +84,7 @@ def main(argv=()) -> None:
             for seed in SEEDS:
                 noisy = im + np.random.default_rng(seed).normal(0.0, s, im.shape)
                 for k in ("rbf", "linear"):
-                    out, _ = denoise_grouped(noisy, s, kernel=k, **kw)
+                    out, _ = denoise_grouped(noisy, s, kernel=k, **dict({"data_range": 255.0}, **kw))
                     vals[k].append(psnr(im, out[None]))
                 nlm = denoise_nl_means(noisy, h=0.8 * s, sigma=s, fast_mode=True, patch_size=7,
                                        patch_distance=11)

@@ -185,7 +185,9 @@ def bm3d_(noisy, sigma):
     return bm3d.bm3d(noisy, sigma)
 
 
-KW: dict = {}  # --kw: keywords for ours / ours-lin / ours-blind
+# --kw: keywords for ours / ours-lin / ours-blind; the images are 0..255, which the
+# command line and the GUI tell the core for 8-bit files (the high-noise geometry)
+KW: dict = {"data_range": 255.0}
 
 
 def ours(noisy, sigma):
@@ -226,7 +228,7 @@ def main(argv=None):
     ap.add_argument("--kw", default="{}", help="JSON keywords for ours (not the timing)")
     a = ap.parse_args(argv)
     KW.update(json.loads(a.kw))
-    if KW:
+    if json.loads(a.kw):
         print(f"ours with {json.dumps(KW)}")
     if a.timing_only:
         denoise_grouped(np.random.default_rng(1).normal(128, 20, (48, 48)), 20.0)  # compile

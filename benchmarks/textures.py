@@ -54,7 +54,8 @@ def main(argv: list[str]) -> None:
     for name, im in images().items():
         for s in (15, 25, 50):
             noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
-            row = [psnr(im, denoise_grouped(noisy, float(s), **c)[0][None]) for c in cfgs]
+            row = [psnr(im, denoise_grouped(noisy, float(s), **dict({"data_range": 255.0}, **c))
+                        [0][None]) for c in cfgs]
             print(f"{name:7} {s:5} {psnr(im, bm3d.bm3d(noisy, float(s))):7.2f}  | "
                   + " | ".join(f"{v:7.2f}" for v in row), flush=True)
 

@@ -48,7 +48,8 @@ def main(argv: list[str]) -> None:
             t0 = time.perf_counter()
             b = psnr(up, bm3d.bm3d(noisy, float(s)))
             t1 = time.perf_counter()
-            o = psnr(up, denoise_grouped(noisy, float(s), **kw)[0][None])
+            o = psnr(up, denoise_grouped(noisy, float(s), **dict({"data_range": 255.0}, **kw))
+                     [0][None])
             t2 = time.perf_counter()
             gaps.setdefault(s, []).append(o - b)
             print(f"{name}-x2{up.shape[0]:>6} {s:>5} {b:7.2f} {o:7.2f} {o - b:+6.2f}   | "

@@ -174,9 +174,11 @@ def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
     from .core.grouped import resolve_geometry
 
     ex = params.extra
+    # noise_fraction 1: the widest stage-1 window any noise level gets (the tiles are
+    # planned before the noise level is known)
     g = resolve_geometry(params.patch_size, ex.get("stride"), ex.get("stride1"),
                          ex.get("match_size1"), ex.get("match_size"),
-                         ex.get("search_radius"), ex.get("search_radius1"))
+                         ex.get("search_radius"), ex.get("search_radius1"), noise_fraction=1.0)
     p, R, st1, st2 = g["patch_size"], g["search_radius"], g["stride1"], g["stride"]
     m1, m2, R1 = g["match_size1"], g["match_size"], g["search_radius1"]
     halo = 2 * (R1 + p) + (m1 - p)  # stage 1
@@ -245,7 +247,22 @@ def denoise_with_model(model, P: np.ndarray, ranks, cancel=None):
     return out, stats
 
 
-def _denoise_region_grouped(work, sigma, params, progress, cancel):
+def working_range(dtype, vst=None) -> float | None:
+    """The span of the working values of an image of ``dtype``: its integer type's
+    range (through the variance-stabilising transform ``vst``, the smallest over the
+    colour channels); None for floats, whose range the type does not say."""
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.integer):
+        return None
+    info = np.iinfo(dtype)
+    lo, hi = float(info.min), float(info.max)
+    if vst is None:
+        return hi - lo
+    ends = vst.forward(np.array([[[lo], [hi]]]))  # (1, 2, C) after broadcasting
+    return float(np.min(ends[0, 1] - ends[0, 0]))
+
+
+def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels.  Colour shares the luminance's groups across the opponent channels
     (``core.grouped.denoise_grouped_channels``, as CBM3D does): on astronaut at
@@ -255,12 +272,14 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel):
     from .core.grouped import denoise_grouped_channels
 
     ranks = tuple(params.ranks)
+    extra = dict(params.extra)
+    data_range = extra.pop("data_range", data_range)
     out, stats_all = denoise_grouped_channels(
         work, sigma, ranks=ranks, kernel=params.kernel, patch_size=params.patch_size,
-        progress=progress, cancel=cancel,
+        data_range=data_range, progress=progress, cancel=cancel,
         **({"max_iter": params.preimage_iterations}
            if params.preimage_iterations is not None else {}),
-        **params.extra)
+        **extra)
     return out, stats_all
 
 
@@ -276,7 +295,10 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
     work, alpha, colour = _to_working(region, vst)
     core = tile.core_in_region
     if params.method == "grouped":
-        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel)
+        rng = working_range(region.dtype, vst)
+        if rng is not None and colour:
+            rng *= float(OPPONENT[0].sum())  # the span of the luminance, the guide channel
+        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel, rng)
     else:
         _, _, p, stride = _global_geometry(params)
         outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)

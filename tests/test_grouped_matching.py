@@ -144,3 +144,65 @@ def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(
         dots = np.abs(np.sum(V_p[r, :, :k] * V[r, :, :k], axis=0))
         np.testing.assert_allclose(dots, 1.0, atol=1e-4)
     assert 0 < (lam_p > 0).sum() < lam.size  # the floor did cut
+
+
+def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_range():
+    from kpca_denoise.core.grouped import HIGH_NOISE, resolve_geometry
+
+    assert resolve_geometry()["match_size1"] == 7
+    assert resolve_geometry(noise_fraction=HIGH_NOISE)["match_size1"] == 7
+    assert resolve_geometry(noise_fraction=HIGH_NOISE * 1.01)["match_size1"] == 13
+    assert resolve_geometry(patch_size=7, noise_fraction=0.3)["match_size1"] == 15
+    assert resolve_geometry(match_size1=9, noise_fraction=0.3)["match_size1"] == 9  # given wins
+    assert resolve_geometry(noise_fraction=0.3)["match_size"] == 11  # stage 2 unchanged
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:48, 0:48]
+    clean = 120 + 60 * np.sin(x / 4.0) * np.cos(y / 5.0)
+    noisy = clean + rng.normal(0, 50, clean.shape)
+    wide, st = denoise_grouped(noisy, 50.0, data_range=255.0)
+    assert (st["params"]["match_size1"], st["params"]["data_range"]) == (13, 255.0)
+    assert denoise_grouped(noisy, 40.0, data_range=255.0)[1]["params"]["match_size1"] == 7
+    narrow, st0 = denoise_grouped(noisy, 50.0)
+    assert (st0["params"]["match_size1"], st0["params"]["data_range"]) == (7, None)
+    same, _ = denoise_grouped(noisy, 50.0, match_size1=13)
+    np.testing.assert_array_equal(wide[None], same[None])
+    assert np.abs(wide[None] - narrow[None]).max() > 1.0
+    # the rule is on sigma relative to the range, so the result scales with the image
+    scaled, _ = denoise_grouped(4.0 * noisy, 200.0, data_range=1020.0)
+    np.testing.assert_allclose(scaled[None], 4.0 * wide[None], rtol=0, atol=1e-6 * 1020)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="data_range"):
+            denoise_grouped(noisy, 50.0, data_range=bad)
+
+
+def test_the_pipeline_gives_the_core_the_working_range_of_integer_images():
+    from kpca_denoise import DenoiseParams, denoise_set
+    from kpca_denoise.core.vst import GeneralizedAnscombe
+    from kpca_denoise.tiling import working_range
+
+    assert working_range(np.uint8) == 255.0 and working_range(np.uint16) == 65535.0
+    assert working_range(np.float32) is None
+    vst = GeneralizedAnscombe(gain=2.0, sigma=3.0)
+    ends = vst.forward(np.array([[[0.0], [255.0]]]))
+    assert working_range(np.uint8, vst) == pytest.approx(float(ends[0, 1, 0] - ends[0, 0, 0]))
+    rng = np.random.default_rng(6)
+    img = np.clip(120 + rng.normal(0, 50, (40, 40)), 0, 255).astype(np.uint8)
+    for a, sigma, m1 in ((img, 50.0, 13), (img, 30.0, 7), (img.astype(np.float32), 50.0, 7)):
+        res = denoise_set([a], DenoiseParams(noise_sigma=sigma)).images[0]
+        assert res.stats["grouped"][0]["params"]["match_size1"] == m1
+
+
+def test_colour_places_sigma_against_the_span_of_the_luminance():
+    # the opponent luminance spans sqrt(3) x 255 for 8-bit RGB: sigma 50 on each
+    # channel is not high noise for the matching (measured: -0.38 dB with the wide
+    # window on colour at sigma 50)
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    rng = np.random.default_rng(8)
+    rgb = np.clip(120 + rng.normal(0, 60, (40, 40, 3)), 0, 255)
+    st = denoise_grouped_opponent(rgb, 50.0, data_range=255.0)[1]
+    assert st[0]["params"]["match_size1"] == 7
+    assert st[0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
+    assert denoise_grouped_opponent(rgb, 80.0, data_range=255.0)[1][0]["params"]["match_size1"] == 13
+    res = denoise_set([rgb.astype(np.uint8)], DenoiseParams(noise_sigma=50.0)).images[0]
+    assert res.stats["grouped"][0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))

@@ -36,7 +36,8 @@ def test_tile_cores_partition_the_image_and_regions_are_aligned(shape, tile, hal
 def test_default_tiles_bound_a_12_megapixel_photo():
     tiles = plan((3000, 4000, 3), DenoiseParams())
     assert len(tiles) == 12
-    # 1024 px cores and a 90 px halo (stage 1 searches 19 px, stage 2 12 px away)
+    # 1024 px cores and a 96 px halo (stage 1 searches 19 px away with windows of up to
+    # 13 px at high noise, stage 2 12 px away)
     assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) < 1.5e6
     assert len(plan((512, 512), DenoiseParams())) == 1  # small images: one tile, as before
 
@@ -47,19 +48,24 @@ def _scene(shape, seed):
     return np.clip(add_noise(img, 20, seed=seed), 0, 255)
 
 
-@pytest.mark.parametrize("extra", [{"search_radius": 4},
-                                   {"search_radius": 4, "match_size1": 7, "match_size": 9}])
-def test_tiled_grouped_equals_whole_image(extra):
+@pytest.mark.parametrize("extra,sigma", [({"search_radius": 4}, 20.0),
+                                         ({"search_radius": 4}, 50.0),
+                                         ({"search_radius": 4, "match_size1": 7, "match_size": 9},
+                                          20.0)])
+def test_tiled_grouped_equals_whole_image(extra, sigma):
     # a small search window keeps the halo (stage 1 searches R + 7 = 11 px away:
     # 2 (11 + p) + 2 (4 + p) = 50 with patch matching, 56 with the matching windows of
-    # 7 / 9, the defaults' 7 / 11 add 2 more; rounded up to the stride) below the image,
-    # so interior tiles are really cut: 3 x 2 tiles of a 192 x 160 image
+    # 7 / 9; the defaults plan for the widest stage-1 window, 13 px at high noise, and
+    # stage 2's 11: 64) below the image, so interior tiles are really cut: 3 x 2 tiles
+    # of a 192 x 160 image.  Sigma 50 on 8-bit data is high noise (13 px windows used).
     clean = _scene((192, 160), 0)
-    noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
-    base = DenoiseParams(noise_sigma=20.0, extra=extra)
+    noisy = np.clip(add_noise(clean, sigma, seed=1), 0, 255).astype(np.uint8)
+    base = DenoiseParams(noise_sigma=sigma, extra=extra)
     whole = denoise_set([noisy], base).images[0].outputs[None]
     res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
     assert res.stats["grouped"][0]["tiles"] == 6
+    assert res.stats["grouped"][0]["params"]["match_size1"] == extra.get(
+        "match_size1", 13 if sigma > 45 else 7)
     tiled = res.outputs[None]
     assert tiled.dtype == np.uint8
     assert abs(evaluate(clean, tiled, np.uint8)["psnr"]

@@ -415,18 +415,24 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, agg
                     s += A[j, k] * Kx[i, j]
                 beta[i, k] = s
         sb = np.zeros(max(ncomp, 1))
+        wk = np.zeros(max(ncomp, 1))
         for q in range(nr):
             cap = ranks[q] if ranks[q] >= 0 else n
             cap = min(cap, ncomp)
             kept[r, q] = cap
             for i in range(n):
-                ss = 0.0
                 for k in range(cap):
                     bp = sq[k] * V[r, i, k]  # the pilot's own coefficient lambda*alpha
                     bp2 = bp * bp
                     sk = bp2 / (bp2 + tau2)
-                    ss += sk * sk
+                    wk[k] = sk
                     sb[k] = sk * beta[i, k]
+                # the sum in a loop of its own: a reduction in a loop that also stores
+                # is vectorised behind a runtime overlap check of the arrays' addresses,
+                # so its rounding changed from run to run (threads allocate differently)
+                ss = 0.0
+                for k in range(cap):
+                    ss += wk[k] * wk[k]
                 rs = 0.0
                 for j in range(n):
                     s = 0.0
@@ -663,18 +669,25 @@ def aggregate(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray,
 
 #: stage-2 search radius of the grouped method (stage 1: 7 more)
 SEARCH_RADIUS = 12
+#: noise level (as a fraction of the data range) above which the stage-1 matching
+#: window widens from ``patch_size + 2`` to ``patch_size + 8`` (45 / 255; BM3D
+#: switches its profile at sigma 40 / 255)
+HIGH_NOISE = 45.0 / 255.0
 
 
 def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
                      stride1: int | None = None, match_size1: int | None = None,
                      match_size: int | None = None, search_radius: int | None = None,
-                     search_radius1: int | None = None) -> dict:
+                     search_radius1: int | None = None,
+                     noise_fraction: float | None = None) -> dict:
     """The patch geometry of :func:`denoise_grouped`, defaults resolved and checked.
 
     ``patch_size`` None -> 5; ``stride`` None -> ``patch_size - 1`` (at least 1);
     ``stride1`` None -> ``stride``; ``match_size1`` / ``match_size`` None ->
     ``patch_size + 2`` / ``patch_size + 6`` (a window smaller than the patch means the
-    patch); ``search_radius`` None -> 12; ``search_radius1`` (stage 1) None ->
+    patch), and ``match_size1`` None -> ``patch_size + 8`` when ``noise_fraction``
+    (sigma / data range; None: unknown) exceeds :data:`HIGH_NOISE`;
+    ``search_radius`` None -> 12; ``search_radius1`` (stage 1) None ->
     ``search_radius + 7`` (19).  The tiled engine takes its halo from the
     same values.
     """
@@ -693,7 +706,9 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
         if not 1 <= s <= p:
             raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), got {s}")
     ms = {}
-    for name, v, extra in (("match_size1", match_size1, 2), ("match_size", match_size, 6)):
+    high = noise_fraction is not None and noise_fraction > HIGH_NOISE
+    for name, v, extra in (("match_size1", match_size1, 8 if high else 2),
+                           ("match_size", match_size, 6)):
         mv = p + extra if v is None else int(v)
         if mv < 1:
             raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
@@ -840,6 +855,7 @@ def denoise_grouped(
     search_radius1: int | None = None,
     match_size1: int | None = None,
     match_size: int | None = None,
+    data_range: float | None = None,
     stride: int | None = None,
     stride1: int | None = None,
     gamma_scale: float = 16.0,
@@ -921,7 +937,22 @@ def denoise_grouped(
         shrinker on the development crops (``benchmarks/results_issue12.txt``): patch
         / 7 / 9 matching 31.675 / 29.285 / 26.013 dB -> 31.695 / 29.377 / 26.213 dB
         at sigma 15 / 25 / 50 (noise level given); stage 2 at 11 instead of 9 +0.01
-        / +0.03 / +0.02 dB.
+        / +0.03 / +0.02 dB.  Above the noise level :data:`HIGH_NOISE` (sigma >
+        45 on 0..255, when ``data_range`` is given) ``match_size1`` None -> ``patch_size
+        + 8`` (13), as BM3D widens its blocks at high noise: at sigma 50 the
+        regular textures of ``benchmarks/textures.py`` gain +0.6 / +0.8 dB (bricks /
+        weave) and the photographs change by -0.01 dB (development crops and
+        camera) and 0.00 dB (four photographs from outside scikit-image); at sigma 30
+        / 35 / 40 the photographs lose 0.11 / 0.08 / 0.05 dB with it, so it is not
+        used there (``benchmarks/results_issue12.txt``).
+    data_range : float or None, default None
+        The span of values the clean image can take (255 for 8-bit data; for several
+        channels, that of channel 0, which guides the matching), only used to place
+        ``sigma`` against :data:`HIGH_NOISE`; None (unknown) keeps the low-noise
+        geometry at every sigma, so the result scales with the image.  Colour through
+        the opponent luminance does not reach the rule at sigma 50 on 0..255 (its
+        span is ``sqrt(3)`` times larger), and must not: with ``match_size1=13`` the
+        colour crops of ``benchmarks/colour_groups.py`` lose 0.38 dB at sigma 50.
     kappa1 : float or None, default None
         Stage-1 noise-floor multiplier; ``None`` -> 4.5 (rbf, hard or wiener
         shrinker; hard 4.0 / 4.5 / 5.0 -> 29.086 / 29.095 / 29.014 dB mean on the
@@ -1047,21 +1078,24 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
     (``Y = (R + G + B) / sqrt(3)`` and two chrominances; white noise of std ``sigma``
     keeps ``sigma`` in each), :func:`denoise_grouped_channels` denoises it with the
     groups found on ``Y`` and the result goes back to RGB.  Keywords as
-    :func:`denoise_grouped`; returns ``{rank: (H, W, 3)}`` and per-channel stats
+    :func:`denoise_grouped` (``data_range`` is the span of R, G and B; ``Y`` spans
+    ``sqrt(3)`` times it); returns ``{rank: (H, W, 3)}`` and per-channel stats
     (opponent channels).
     """
-    from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
+    from kpca_denoise.core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
 
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] != 3:
         raise ValueError(f"image must be RGB (H, W, 3), got shape {img.shape}")
+    if kw.get("data_range") is not None:
+        kw = dict(kw, data_range=float(kw["data_range"]) * float(OPPONENT[0].sum()))
     out, stats = denoise_grouped_channels(rgb_to_opponent(img), sigma, **kw)
     return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats
 
 
 def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, group_size,
                       group_size1, search_radius, search_radius1, match_size1, match_size,
-                      stride, stride1,
+                      data_range, stride, stride1,
                       gamma_scale, gamma_scale2, kappa1, shrink1, kappa2, stage2_cut, max_iter,
                       tol, preimage_init, window_beta, two_stage, backprojection, bp_delta,
                       bp_lambda, progress, cancel) -> tuple[list, list]:
@@ -1094,8 +1128,12 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
             raise ValueError(f"ranks must be None or integers >= 1, got {rk!r}")
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
 
+    if data_range is not None and not (math.isfinite(float(data_range))
+                                       and float(data_range) > 0.0):
+        raise ValueError(f"data_range must be a positive finite number or None, got {data_range!r}")
     g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius,
-                         search_radius1)
+                         search_radius1,
+                         None if data_range is None else sigma / float(data_range))
     p, st1, st2 = g["patch_size"], g["stride1"], g["stride"]
     R, R1 = g["search_radius"], g["search_radius1"]
     H, W = img.shape
@@ -1122,6 +1160,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         kernel=kernel, patch_size=p, group_size=n2, group_size1=n1, search_radius=R,
         search_radius1=R1,
         match_size1=g["match_size1"], match_size=g["match_size"],
+        data_range=None if data_range is None else float(data_range),
         stride=st2, stride1=st1, gamma_scale=float(gamma_scale),
         gamma_scale2=float(gamma_scale2), kappa1=k1, shrink1=sh1, kappa2=float(kappa2),
         stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
