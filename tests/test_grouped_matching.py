@@ -9,8 +9,10 @@ from kpca_denoise.core.grouped import (_pad_for_matching, denoise_grouped,
                                        denoise_grouped_channels, denoise_grouped_opponent,
                                        match)
 
-# the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5)
-OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, stride=5)
+# the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5,
+# per-member stage-2 Wiener weights)
+OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, stride=5,
+           wiener2="member")
 
 
 def _reference_match(img, ry, rx, p, m, R, n):
@@ -58,7 +60,11 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
 def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
     p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
-    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"], p["rbf"]["kappa2"]) == ("hard", 4.5, 1.0)
+    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"], p["rbf"]["kappa2"]) == ("hard", 4.5, 0.7)
+    assert p["rbf"]["wiener2"] == p["linear"]["wiener2"] == "group"
+    assert denoise_grouped(noisy, 10.0, wiener2="member")[1]["params"]["kappa2"] == 1.0
+    with pytest.raises(ValueError, match="wiener2"):
+        denoise_grouped(noisy, 10.0, wiener2="pilot")
     assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
     g = p["rbf"]
     assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (7, 11, 4, 4)
@@ -206,3 +212,33 @@ def test_colour_places_sigma_against_the_span_of_the_luminance():
     assert denoise_grouped_opponent(rgb, 80.0, data_range=255.0)[1][0]["params"]["match_size1"] == 13
     res = denoise_set([rgb.astype(np.uint8)], DenoiseParams(noise_sigma=50.0)).images[0]
     assert res.stats["grouped"][0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
+
+
+@pytest.mark.parametrize("weights", ["group", "member"])
+def test_stage2_wiener_weights_match_numpy(weights):
+    # linear kernel: Gam_ij = sum_k w_ik beta_ik alpha_jk + (1 - sum_j ...) / n with
+    # beta_ik = (x_i - m) . u_k (u_k the pilot's unit principal directions, through
+    # alpha_k = v_k / sqrt(lambda_k)), w_ik = s / (s + tau2) and s = lambda_k / n
+    # (group) or the member's own pilot coefficient squared (member)
+    from kpca_denoise.core.grouped import fit_groups, noise_floors, shrink_pilot
+
+    rng = np.random.default_rng(9)
+    n, d = 12, 9
+    P = rng.normal(0, 20, (3, 1, d)) + rng.normal(0, 5, (3, n, d))
+    X = P + rng.normal(0, 5, P.shape)
+    fl = noise_floors(5.0, d, n, 32.0, False, 3.0, 0.7)
+    lam, V, rm = fit_groups(P, False, fl["gamma"])
+    Gam = shrink_pilot(lam, V, rm, P, X, fl, False, 0.1, np.asarray([-1], np.int64),
+                       weights)[0][:, 0]
+    for r in range(3):
+        keep = lam[r] > 0.1 * n * fl["tau2"]
+        lk, Vk = lam[r][keep], V[r][:, keep]
+        m = P[r].mean(axis=0)
+        A = Vk / np.sqrt(lk)
+        beta = ((X[r] - m) @ (P[r] - m).T) @ A
+        s = np.broadcast_to(lk / n, beta.shape) if weights == "group" else (Vk * np.sqrt(lk)) ** 2
+        expect = (s / (s + fl["tau2"]) * beta) @ A.T
+        expect += (1.0 - expect.sum(axis=1, keepdims=True)) / n
+        np.testing.assert_allclose(Gam[r], expect, rtol=1e-5, atol=1e-8)
+    with pytest.raises(ValueError, match="weights"):
+        shrink_pilot(lam, V, rm, P, X, fl, False, 0.1, np.asarray([-1], np.int64), "pilot")

@@ -147,7 +147,8 @@ def test_backprojection_pass_gains_at_sigma_50(camera):
     # with the settings of then (patch-sized matching, soft stage-1 shrinker, stride 5),
     # kept here: with today's defaults the pass gains much less, which is why it stays
     # off by default
-    old = dict(match_size1=5, match_size=5, shrink1="soft", kappa2=1.2, stride=5)
+    old = dict(match_size1=5, match_size=5, shrink1="soft", kappa2=1.2, stride=5,
+               wiener2="member")
     img = camera[200:296, 200:296].astype(float)
     noisy = add_noise(img, 50, seed=0)
     base, st0 = denoise_grouped(noisy, 50.0, **old)

@@ -1,0 +1,104 @@
+"""Photographs from outside scikit-image against BM3D: a check of how the tuning carries over.
+
+A script, not a test.  Nothing here was tuned on: the defaults were chosen on the
+development set of ``benchmarks/quality.py`` (and camera / astronaut) only; these
+images only report.  Always: PyWavelets' ``aero`` (an aerial photograph) and
+``ascent`` (both 512x512 grey; PyWavelets comes with ``bm3d``).  ``--dir DIR`` adds
+every PNG / JPEG / TIFF in ``DIR`` (8-bit; colour is made grey unless ``--colour``).
+The figures in ``benchmarks/results_outside.txt`` also used scipy 1.9's ``face``
+(raccoon, 1024x768 RGB) and matplotlib's ``grace_hopper.jpg`` (512x600 RGB), taken
+from their wheels (``pip download --no-deps scipy==1.9.3 matplotlib``; face.dat is a
+bz2-compressed 768x1024x3 uint8 array).
+
+256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
+/ 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
+``bm3d.bm3d_rgb`` with ``--colour``) and of the default (:func:`denoise_grouped` /
+:func:`denoise_grouped_opponent` with ``data_range=255``) under each JSON dictionary
+of keywords given, with the gap to BM3D and the mean per sigma.
+
+Usage::
+
+    python benchmarks/outside.py
+    python benchmarks/outside.py --dir ~/outside --colour '{}' '{"kappa2": 1.0}'
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from quality import psnr  # noqa: E402
+
+from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+
+SIGMAS = (15, 25, 50)
+GREY = np.array([0.2125, 0.7154, 0.0721])  # scikit-image's rgb2gray weights
+
+
+def images(directory: str | None, colour: bool) -> dict[str, np.ndarray]:
+    out = {}
+    if not colour:
+        import pywt
+
+        out["aero"] = np.asarray(pywt.data.aero(), dtype=np.float64)
+        out["ascent"] = np.asarray(pywt.data.ascent(), dtype=np.float64)
+    if directory:
+        from PIL import Image
+
+        for f in sorted(Path(directory).iterdir()):
+            if f.suffix.lower() not in (".png", ".jpg", ".jpeg", ".tif", ".tiff"):
+                continue
+            a = np.asarray(Image.open(f).convert("RGB"), dtype=np.float64)
+            if colour:
+                out[f.stem] = a
+            elif f.stem not in out:
+                out[f.stem] = a @ GREY
+    return out
+
+
+def crop(a: np.ndarray, c: int = 256) -> np.ndarray:
+    H, W = a.shape[:2]
+    y, x = max(0, (H - c) // 2), max(0, (W - c) // 2)
+    return np.ascontiguousarray(a[y:y + c, x:x + c])
+
+
+def main(argv: list[str]) -> None:
+    import bm3d
+
+    full = "--full" in argv
+    colour = "--colour" in argv
+    directory = None
+    if "--dir" in argv:
+        directory = argv[argv.index("--dir") + 1]
+        argv = [a for i, a in enumerate(argv) if a != "--dir" and argv[i - 1] != "--dir"]
+    cfgs = [json.loads(a) for a in argv if not a.startswith("--")] or [{}]
+    print(f"{'image':14s} sigma   bm3d  | " + " | ".join(json.dumps(c) for c in cfgs))
+    means: dict = {}
+    for name, im in images(directory, colour).items():
+        im = im if full else crop(im)
+        for s in SIGMAS:
+            noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
+            ref = bm3d.bm3d_rgb(noisy, float(s)) if colour else bm3d.bm3d(noisy, float(s))
+            row = [psnr(im, ref)]
+            for c in cfgs:
+                kw = dict({"data_range": 255.0}, **c)
+                f = denoise_grouped_opponent if colour else denoise_grouped
+                row.append(psnr(im, f(noisy, float(s), **kw)[0][None]))
+            for i, v in enumerate(row):
+                means.setdefault((s, i), []).append(v)
+            print(f"{name:14s} {s:5d} {row[0]:7.2f} | "
+                  + " | ".join(f"{v:6.2f} ({v - row[0]:+.2f})" for v in row[1:]), flush=True)
+    for s in SIGMAS:
+        m = [float(np.mean(means[s, i])) for i in range(len(cfgs) + 1)]
+        print(f"{'MEAN':14s} {s:5d} {m[0]:7.2f} | "
+              + " | ".join(f"{v:6.2f} ({v - m[0]:+.2f})" for v in m[1:]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
