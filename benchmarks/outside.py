@@ -54,9 +54,12 @@ def images(directory: str | None, colour: bool) -> dict[str, np.ndarray]:
         for f in sorted(Path(directory).iterdir()):
             if f.suffix.lower() not in (".png", ".jpg", ".jpeg", ".tif", ".tiff"):
                 continue
-            a = np.asarray(Image.open(f).convert("RGB"), dtype=np.float64)
+            with Image.open(f) as src:
+                grey = src.mode in ("1", "L", "I", "I;16", "F")
+                a = np.asarray(src.convert("RGB"), dtype=np.float64)
             if colour:
-                out[f.stem] = a
+                if not grey:  # colour mode: colour files only
+                    out[f.stem] = a
             elif f.stem not in out:
                 out[f.stem] = a @ GREY
     return out
