@@ -68,7 +68,7 @@ def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
     g = p["rbf"]
     assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (7, 11, 4, 4)
-    assert (g["search_radius1"], g["search_radius"]) == (19, 12)
+    assert (g["search_radius1"], g["search_radius"]) == (19, 19)
     soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
     assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
     wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7)[1]["params"]
@@ -76,7 +76,9 @@ def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     # the geometry follows the patch size and the search radius
     assert (wien["match_size1"], wien["match_size"], wien["stride"]) == (9, 13, 6)
     small = denoise_grouped(noisy, 10.0, search_radius=3)[1]["params"]
-    assert (small["search_radius1"], small["search_radius"]) == (10, 3)
+    assert (small["search_radius1"], small["search_radius"]) == (3, 3)
+    both = denoise_grouped(noisy, 10.0, search_radius=3, search_radius1=6)[1]["params"]
+    assert (both["search_radius1"], both["search_radius"]) == (6, 3)
     with pytest.raises(ValueError, match="shrink1"):
         denoise_grouped(noisy, 10.0, shrink1="firm")
     with pytest.raises(ValueError, match="match_size"):

@@ -53,11 +53,12 @@ def _scene(shape, seed):
                                          ({"search_radius": 4, "match_size1": 7, "match_size": 9},
                                           20.0)])
 def test_tiled_grouped_equals_whole_image(extra, sigma):
-    # a small search window keeps the halo (stage 1 searches R + 7 = 11 px away:
-    # 2 (11 + p) + 2 (4 + p) = 50 with patch matching, 56 with the matching windows of
-    # 7 / 9; the defaults plan for the widest stage-1 window, 13 px at high noise, and
-    # stage 2's 11: 64) below the image, so interior tiles are really cut: 3 x 2 tiles
-    # of a 192 x 160 image.  Sigma 50 on 8-bit data is high noise (13 px windows used).
+    # a small search window keeps the halo (both stages search R = 4 px away:
+    # 2 (4 + p) + (m1 - p) + 2 (4 + p) + (m2 - p) = 50 with the default windows, planned
+    # for the widest stage-1 window, m1 = 13 at high noise, and stage 2's m2 = 11; 42
+    # with the windows of 7 / 9) below the image, so interior tiles are really cut:
+    # 3 x 2 tiles of a 192 x 160 image.  Sigma 50 on 8-bit data is high noise (13 px
+    # windows used).
     clean = _scene((192, 160), 0)
     noisy = np.clip(add_noise(clean, sigma, seed=1), 0, 255).astype(np.uint8)
     base = DenoiseParams(noise_sigma=sigma, extra=extra)
