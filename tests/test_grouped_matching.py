@@ -154,6 +154,27 @@ def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(
     assert 0 < (lam_p > 0).sum() < lam.size  # the floor did cut
 
 
+def test_the_preimage_first_step_from_the_gram_equals_the_computed_one():
+    # starting at a member z = x_i, exp(-gamma |z - x_j|^2) is the Gram entry K_ij:
+    # the pre-image reads it instead of recomputing the distances
+    from kpca_denoise.core.grouped import fit_groups, preimage, shrink_own
+
+    rng = np.random.default_rng(5)
+    P = rng.normal(0.0, 30.0, (32, 1, 25)) + rng.normal(0.0, 10.0, (32, 24, 25))
+    gamma = 1.0 / (16 * 2 * 25 * 100.0)
+    lam, V, rm, K = fit_groups(P, True, gamma, gram=True)
+    x0 = P[:, :, None, :] - P[:, None, :, :]
+    np.testing.assert_allclose(K, np.exp(-gamma * np.sum(x0 * x0, axis=-1)), rtol=1e-12)
+    Gam, _, _ = shrink_own(lam, V, float(np.median(lam[:, 2])), np.array([-1, 2]))
+    for iters in (1, 2, 6):
+        with_k = preimage(Gam, P, True, True, gamma, iters, 1e-6, K)
+        without = preimage(Gam, P, True, True, gamma, iters, 1e-6)
+        np.testing.assert_allclose(with_k[0], without[0], rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(with_k[2], without[2])  # the same iterations
+    # and the step moved the members (the test is not comparing two no-ops)
+    assert np.abs(with_k[0][:, 0] - P).max() > 1.0
+
+
 def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_range():
     from kpca_denoise.core.grouped import HIGH_NOISE, resolve_geometry
 

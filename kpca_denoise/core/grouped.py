@@ -502,9 +502,8 @@ def _preimage(Gam, B, use_member, rbf, gamma, max_iter, tol2, K, Est, fallbacks,
                 ok_any = False
                 for it in range(max_iter):
                     if it == 0 and have_k:
-                        # z = B_i: |z - B_j|^2 = -log(K_ij) / gamma, minimum 0 (j = i)
-                        for j in range(n):
-                            dd[j] = 0.0
+                        # z = B_i: exp(-gamma |z - B_j|^2) is K_ij, read below, and
+                        # the smallest distance is 0 (j = i); no distances needed
                         dmin = 0.0
                     else:
                         dmin = 1e300
