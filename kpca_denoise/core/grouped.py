@@ -1041,7 +1041,7 @@ def denoise_grouped(
         Pre-image iteration cap and per-patch tolerance (RMS change per pixel in units
         of sigma).  2 and 6 iterations give the same PSNR to 0.001 dB on the
         development crops and on the images of ``benchmarks/kernel_gain.py``; 2 saves
-        a sixth of the pre-image time; 1 loses 0.004 ... 0.014 dB on the latter.
+        about a tenth of the pre-image time; 1 loses 0.004 ... 0.014 dB on the latter.
     preimage_init : {"member", "linear"}, default "member"
         Start of the fixed point: the group member itself (noisy patch in stage 1,
         pilot patch in stage 2) or the linear reconstruction (same PSNR measured,
