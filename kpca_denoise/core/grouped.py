@@ -501,7 +501,8 @@ def _preimage(Gam, B, use_member, rbf, gamma, max_iter, tol2, K, Est, fallbacks,
                 prev_sign = 0.0
                 ok_any = False
                 for it in range(max_iter):
-                    if it == 0 and have_k:
+                    from_k = it == 0 and have_k
+                    if from_k:
                         # z = B_i: exp(-gamma |z - B_j|^2) is K_ij, read below, and
                         # the smallest distance is 0 (j = i); no distances needed
                         dmin = 0.0
@@ -522,7 +523,7 @@ def _preimage(Gam, B, use_member, rbf, gamma, max_iter, tol2, K, Est, fallbacks,
                     for j in range(n):
                         # a common factor exp(-gamma dmin) cancels in the ratio: it keeps
                         # the kernel values from underflowing when z is far from all x_j
-                        if it == 0 and have_k:
+                        if from_k:
                             c = Gam[r, q, i, j] * K[r, i, j]
                         else:
                             c = Gam[r, q, i, j] * math.exp(-gamma * (dd[j] - dmin))
