@@ -111,12 +111,19 @@ def test_channels_share_the_groups_of_the_first_channel():
     y, x = np.mgrid[0:48, 0:56]
     lum = 120 + 50 * np.sin(x / 4.0) * np.cos(y / 6.0) + rng.normal(0, 15, (48, 56))
     one, st1 = denoise_grouped(lum, 15.0, ranks=(None, 2))
-    # a copy of the guide channel is denoised exactly like the guide itself
     both, st = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, ranks=(None, 2))
     assert len(st) == 2 and st[0]["params"] == st1["params"]
     for r in (None, 2):
         np.testing.assert_allclose(both[r][..., 0], one[r], rtol=0, atol=1e-9)
-        np.testing.assert_allclose(both[r][..., 1], one[r], rtol=0, atol=1e-9)
+    # without the stage-1 mean step (channel 0's only), a copy of the guide channel
+    # is denoised exactly like the guide itself
+    off = dict(ranks=(None, 2), mean_kappa1=None)
+    one_off, _ = denoise_grouped(lum, 15.0, **off)
+    both_off, _ = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, **off)
+    for r in (None, 2):
+        np.testing.assert_allclose(both_off[r][..., 0], one_off[r], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(both_off[r][..., 1], one_off[r], rtol=0, atol=1e-9)
+    assert np.abs(both[None][..., 1] - one[None]).max() > 1e-3  # the step is channel 0's
     # one channel is denoise_grouped itself
     single, _ = denoise_grouped_channels(lum[..., None], 15.0, ranks=(None, 2))
     np.testing.assert_array_equal(single[2][..., 0], one[2])
