@@ -1158,10 +1158,10 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, **kw: Any
     Block matching runs on channel 0 only (noisy in stage 1, its pilot in stage 2)
     and every channel is denoised with the same groups, each with its own kernel PCA
     per group, shrinkage, pre-image and aggregation, as CBM3D does in its opponent
-    colour space; the stage-1 mean step (``mean_kappa1``) is channel 0's only.  Channel 0 should therefore be the luminance of an orthonormal
-    opponent transform (the noise keeps ``sigma`` in every channel); see
-    :func:`denoise_grouped_opponent` for RGB input.  Keywords as
-    :func:`denoise_grouped`.
+    colour space; the stage-1 mean step (``mean_kappa1``) is channel 0's only.
+    Channel 0 should therefore be the luminance of an orthonormal opponent transform
+    (the noise keeps ``sigma`` in every channel); see :func:`denoise_grouped_opponent`
+    for RGB input.  Keywords as :func:`denoise_grouped`.
 
     Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel (the shared
     matching time split evenly between them).
