@@ -315,7 +315,7 @@ def test_the_mean_step_keeps_small_brightness_differences():
     assert psnr(0.7) > psnr(None) + 0.5
 
 
-@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf")])
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "0.7", True])
 def test_a_bad_mean_kappa1_is_refused(bad):
     with pytest.raises(ValueError, match="mean_kappa1"):
         denoise_grouped(np.zeros((32, 32)), 1.0, mean_kappa1=bad)

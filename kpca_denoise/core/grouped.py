@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import time
 from typing import Any, Sequence
 
@@ -906,7 +907,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
                                     cfg["max_iter"], tol2, K)
             # on the channel that guides the matching only (the luminance of colour):
-            # the chrominances lose with it (benchmarks/results_issue12.txt)
+            # the chrominances lose with it (benchmarks/results_issue12.txt); its time
+            # counts as the pre-image's
             if stage == 1 and ch == 0 and cfg["mean_kappa1"] is not None:
                 correct_means(Est, X, cfg["mean_kappa1"] * sigma * sigma / (p * p))
             run["fallbacks"] += int(fb.sum())
@@ -1233,8 +1235,9 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"wiener2 must be 'group' or 'member', got {wiener2!r}")
     if shrink1 not in (None, "hard", "soft", "wiener"):
         raise ValueError(f"shrink1 must be 'hard', 'soft', 'wiener' or None, got {shrink1!r}")
-    if mean_kappa1 is not None and not (math.isfinite(float(mean_kappa1))
-                                        and float(mean_kappa1) >= 0.0):
+    if mean_kappa1 is not None and not (isinstance(mean_kappa1, numbers.Real)
+                                        and not isinstance(mean_kappa1, bool)
+                                        and math.isfinite(mean_kappa1) and mean_kappa1 >= 0.0):
         raise ValueError(f"mean_kappa1 must be None or a finite number >= 0, got {mean_kappa1!r}")
     rank_list = list(ranks)
     if not rank_list:
