@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
 import time
 from typing import Any, Sequence
 
@@ -1235,7 +1234,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"wiener2 must be 'group' or 'member', got {wiener2!r}")
     if shrink1 not in (None, "hard", "soft", "wiener"):
         raise ValueError(f"shrink1 must be 'hard', 'soft', 'wiener' or None, got {shrink1!r}")
-    if mean_kappa1 is not None and not (isinstance(mean_kappa1, numbers.Real)
+    if mean_kappa1 is not None and not (isinstance(mean_kappa1, (int, float, np.integer,
+                                                                 np.floating))
                                         and not isinstance(mean_kappa1, bool)
                                         and math.isfinite(mean_kappa1) and mean_kappa1 >= 0.0):
         raise ValueError(f"mean_kappa1 must be None or a finite number >= 0, got {mean_kappa1!r}")
