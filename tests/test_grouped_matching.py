@@ -115,15 +115,27 @@ def test_channels_share_the_groups_of_the_first_channel():
     assert len(st) == 2 and st[0]["params"] == st1["params"]
     for r in (None, 2):
         np.testing.assert_allclose(both[r][..., 0], one[r], rtol=0, atol=1e-9)
-    # without the stage-1 mean step (channel 0's only), a copy of the guide channel
-    # is denoised exactly like the guide itself
+    # without the stage-1 mean step (channel 0's only) and with the luminance's
+    # stage-2 constant, a copy of the guide channel is denoised exactly like the guide
     off = dict(ranks=(None, 2), mean_kappa1=None)
-    one_off, _ = denoise_grouped(lum, 15.0, **off)
-    both_off, _ = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, **off)
+    one_off, st_off = denoise_grouped(lum, 15.0, **off)
+    both_off, _ = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, kappa2_chroma=0.7,
+                                           **off)
+    assert st_off["params"]["kappa2"] == 0.7
     for r in (None, 2):
         np.testing.assert_allclose(both_off[r][..., 0], one_off[r], rtol=0, atol=1e-9)
         np.testing.assert_allclose(both_off[r][..., 1], one_off[r], rtol=0, atol=1e-9)
     assert np.abs(both[None][..., 1] - one[None]).max() > 1e-3  # the step is channel 0's
+    # kappa2_chroma is the later channels' kappa2 (default 1.5 kappa2), channel 0 keeps
+    # its own: the copy is then denoised as the guide with that kappa2
+    assert st[1]["params"]["kappa2_chroma"] == pytest.approx(1.05)
+    both_k, _ = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, kappa2_chroma=1.3,
+                                         **off)
+    one_k, _ = denoise_grouped(lum, 15.0, kappa2=1.3, **off)
+    for r in (None, 2):
+        np.testing.assert_allclose(both_k[r][..., 0], one_off[r], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(both_k[r][..., 1], one_k[r], rtol=0, atol=1e-9)
+    assert np.abs(one_k[None] - one_off[None]).max() > 1e-3
     # one channel is denoise_grouped itself
     single, _ = denoise_grouped_channels(lum[..., None], 15.0, ranks=(None, 2))
     np.testing.assert_array_equal(single[2][..., 0], one[2])
@@ -319,3 +331,10 @@ def test_the_mean_step_keeps_small_brightness_differences():
 def test_a_bad_mean_kappa1_is_refused(bad):
     with pytest.raises(ValueError, match="mean_kappa1"):
         denoise_grouped(np.zeros((32, 32)), 1.0, mean_kappa1=bad)
+
+
+@pytest.mark.parametrize("name", ["kappa2", "kappa2_chroma"])
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "1.0", True])
+def test_a_bad_stage2_constant_is_refused(name, bad):
+    with pytest.raises(ValueError, match=f"{name} must be None or a positive finite number"):
+        denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})

@@ -848,6 +848,9 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     dens = [np.zeros((nr, H, W)) for _ in range(C)]
     rbf = cfg["rbf"]
     fl = noise_floors(sigma, p * p, n, c, rbf, cfg["kappa1"], cfg["kappa2"])
+    # the channels after the first (the chrominances of colour) have their own stage-2
+    # coefficient-noise multiplier
+    fl_rest = dict(fl, tau2=fl["tau2"] * cfg["kappa2_chroma"] / cfg["kappa2"])
     gamma = fl["gamma"]
     cfg[f"stage{stage}_gamma"] = gamma
     cfg[f"stage{stage}_noise_floor"] = fl["tau1"] if stage == 1 else fl["tau2"]
@@ -896,7 +899,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             if stage == 1:
                 Gam, aggw, kept = shrink_own(lam, V, fl["tau1"], ranks, nu1)
             else:
-                Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl, rbf,
+                Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl if ch == 0 else fl_rest,
+                                               rbf,
                                                cfg["stage2_cut"], ranks, cfg["wiener2"])
             if final:
                 run["kept"] = kept.sum(axis=0) + run["kept"]
@@ -943,6 +947,7 @@ def denoise_grouped(
     kappa1: float | None = None,
     shrink1: str | None = None,
     kappa2: float | None = None,
+    kappa2_chroma: float | None = None,
     wiener2: str = "group",
     stage2_cut: float = 0.1,
     max_iter: int = 2,
@@ -1054,6 +1059,15 @@ def denoise_grouped(
         29.260 dB mean over the development crops and camera, sigma 15 / 25 / 50,
         ``stage2_cut`` 0.05 for the first three), 1.0 with ``"member"`` (1.0 / 1.2 /
         1.4 -> 29.109 / 29.095 / 29.075 dB with the hard stage-1 shrinker).
+    kappa2_chroma : float or None, default None
+        ``kappa2`` for the channels after the first (the chrominances of colour, see
+        :func:`denoise_grouped_opponent`); ``None`` -> 1.5 ``kappa2``.  A single
+        channel does not use it.  The chrominances carry little signal, so their
+        pilot's residual noise is a larger part of the power the Wiener weights
+        see.  Measured on the colour crops of ``benchmarks/colour_groups.py``
+        (sigma 15 / 25 / 50; ``benchmarks/results_issue12.txt``): factor 1 (the
+        luminance's) 33.998 / 31.965 / 29.161 dB, 1.5 34.004 / 31.978 / 29.200, 2
+        33.987 / 31.969 / 29.211, 3 33.939 / 31.938 / 29.211.
     wiener2 : {"group", "member"}, default "group"
         The signal power in the stage-2 Wiener weights: the pilot group's mean power
         on each kernel component, one weight per component (``"group"``), or each
@@ -1203,10 +1217,17 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
     return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats
 
 
+def _is_number(v: Any) -> bool:
+    """A real number (not a bool); core imports only numeric libraries, so no
+    ``numbers`` module."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
 def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, group_size,
                       group_size1, search_radius, search_radius1, match_size1, match_size,
                       data_range, stride, stride1,
-                      gamma_scale, gamma_scale2, kappa1, shrink1, kappa2, wiener2, stage2_cut,
+                      gamma_scale, gamma_scale2, kappa1, shrink1, kappa2, kappa2_chroma, wiener2,
+                      stage2_cut,
                       max_iter,
                       tol, preimage_init, window_beta, mean_kappa1, two_stage, backprojection,
                       bp_delta,
@@ -1234,10 +1255,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"wiener2 must be 'group' or 'member', got {wiener2!r}")
     if shrink1 not in (None, "hard", "soft", "wiener"):
         raise ValueError(f"shrink1 must be 'hard', 'soft', 'wiener' or None, got {shrink1!r}")
-    if mean_kappa1 is not None and not (isinstance(mean_kappa1, (int, float, np.integer,
-                                                                 np.floating))
-                                        and not isinstance(mean_kappa1, bool)
-                                        and math.isfinite(mean_kappa1) and mean_kappa1 >= 0.0):
+    if mean_kappa1 is not None and not (_is_number(mean_kappa1) and math.isfinite(mean_kappa1)
+                                        and mean_kappa1 >= 0.0):
         raise ValueError(f"mean_kappa1 must be None or a finite number >= 0, got {mean_kappa1!r}")
     rank_list = list(ranks)
     if not rank_list:
@@ -1271,6 +1290,10 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     sh1 = shrink1 if shrink1 is not None else "hard"
     k1 = float(kappa1) if kappa1 is not None else (
         (4.5 if rbf else 3.0) if sh1 in ("hard", "wiener") else (2.5 if rbf else 1.6))
+    for name, v in (("kappa2", kappa2), ("kappa2_chroma", kappa2_chroma)):
+        if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0.0):
+            raise ValueError(f"{name} must be None or a positive finite number, got {v!r}")
+    k2 = float(kappa2) if kappa2 is not None else (0.7 if wiener2 == "group" else 1.0)
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
@@ -1282,7 +1305,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         data_range=None if data_range is None else float(data_range),
         stride=st2, stride1=st1, gamma_scale=float(gamma_scale),
         gamma_scale2=float(gamma_scale2), kappa1=k1, shrink1=sh1,
-        kappa2=float(kappa2) if kappa2 is not None else (0.7 if wiener2 == "group" else 1.0),
+        kappa2=k2, kappa2_chroma=float(kappa2_chroma) if kappa2_chroma is not None else 1.5 * k2,
         wiener2=wiener2, stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
