@@ -15,8 +15,15 @@ OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, 
            wiener2="member")
 
 
-def _reference_match(img, ry, rx, p, m, R, n):
-    """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image."""
+def _reference_match(img, ry, rx, p, m, R, n, dense=None):
+    """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image;
+    outside the square of offsets up to ``dense`` (None: R) only the positions with
+    both offsets even are searched."""
+    dense = R if dense is None else dense
+
+    def seen(dy, dx):
+        return max(abs(dy), abs(dx)) <= dense or (dy % 2 == 0 and dx % 2 == 0)
+
     lo = (m - p) // 2
     g = np.pad(img, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect")
     H, W = img.shape
@@ -25,7 +32,8 @@ def _reference_match(img, ry, rx, p, m, R, n):
         ref = g[y:y + m, x:x + m]
         cands = [(float(((g[cy:cy + m, cx:cx + m] - ref) ** 2).sum()), cy, cx)
                  for cy in range(max(0, y - R), min(H - p, y + R) + 1)
-                 for cx in range(max(0, x - R), min(W - p, x + R) + 1)]
+                 for cx in range(max(0, x - R), min(W - p, x + R) + 1)
+                 if seen(cy - y, cx - x)]
         cands.sort()
         out.append({(cy, cx) for _, cy, cx in cands[:n]})
     return out
@@ -41,6 +49,26 @@ def test_matching_windows_are_centred_windows_of_the_reflected_image(m):
     for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 6, 12)):
         got = set(zip(gy[r].tolist(), gx[r].tolist()))
         assert got == ref and (ry[r], rx[r]) in got  # the reference is a member
+
+
+@pytest.mark.parametrize("m", [5, 9])
+def test_far_offsets_are_searched_at_even_values_only(m):
+    # outside the dense square (offsets up to 3 here) only even offsets are candidates
+    rng = np.random.default_rng(1)
+    img = rng.normal(100, 30, (40, 42))
+    ry = np.array([0, 0, 17, 35, 20, 9], np.int64)
+    rx = np.array([0, 37, 18, 3, 37, 20], np.int64)
+    gy, gx = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=3)
+    for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 9, 30, dense=3)):
+        got = set(zip(gy[r].tolist(), gx[r].tolist()))
+        assert got == ref and (ry[r], rx[r]) in got
+        far = [(y - ry[r], x - rx[r]) for y, x in got
+               if abs(y - ry[r]) > 3 or abs(x - rx[r]) > 3]
+        assert far and all(dy % 2 == 0 and dx % 2 == 0 for dy, dx in far)
+    # all dense: the plain full search
+    full, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30)
+    same, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=9)
+    np.testing.assert_array_equal(full, same)
 
 
 def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
@@ -68,7 +96,7 @@ def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
     g = p["rbf"]
     assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (7, 11, 4, 4)
-    assert (g["search_radius1"], g["search_radius"]) == (19, 19)
+    assert (g["search_radius1"], g["search_radius"]) == (32, 32)
     soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
     assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
     wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7)[1]["params"]

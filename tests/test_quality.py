@@ -173,15 +173,17 @@ def _bricks(n: int = 128) -> np.ndarray:
 
 
 def test_a_regular_texture_needs_the_wide_search_window():
-    # measured (128x128 bricks, sigma 25, seeds 0 / 1 / 2): the default 39x39 search
-    # 32.50 / 32.58 / 32.34 dB, stage 2 at 25x25 (the default before 2026-11-25)
-    # 31.60 / 31.74 / 31.56, bm3d 33.35 / 33.74 / 33.24.  A regular texture repeats
-    # farther away than the narrow window sees.
+    # measured (128x128 bricks, sigma 25, seeds 0 / 1 / 2): the default 65x65 search
+    # (dense to 19 px, even offsets beyond) 33.24 / 33.21 / 32.94 dB, BM3D's 39x39
+    # (the default before stop 21) 32.50 / 32.56 / 32.27, stage 2 at 25x25 (before
+    # 2026-11-25) 31.61 / 31.75 / 31.50, bm3d 33.35 / 33.74 / 33.24.  The bricks
+    # repeat every 30 px across: the next brick is beyond a 39x39 window.
     img = _bricks()
     noisy = add_noise(img, 25, seed=0)
     wide = psnr(img, denoise_grouped(noisy, 25.0)[0][None], 255)
+    bm3d_window = psnr(img, denoise_grouped(noisy, 25.0, search_radius=19)[0][None], 255)
     narrow = psnr(img, denoise_grouped(noisy, 25.0, search_radius=12, search_radius1=19)[0][None],
                   255)
-    assert wide >= narrow + 0.5, (wide, narrow)
+    assert wide >= bm3d_window + 0.4 and bm3d_window >= narrow + 0.5, (wide, bm3d_window, narrow)
     bm3d = pytest.importorskip("bm3d")
-    assert wide >= psnr(img, bm3d.bm3d(noisy, 25.0), 255) - 1.3, wide
+    assert wide >= psnr(img, bm3d.bm3d(noisy, 25.0), 255) - 0.5, wide

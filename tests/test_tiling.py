@@ -36,9 +36,10 @@ def test_tile_cores_partition_the_image_and_regions_are_aligned(shape, tile, hal
 def test_default_tiles_bound_a_12_megapixel_photo():
     tiles = plan((3000, 4000, 3), DenoiseParams())
     assert len(tiles) == 12
-    # 1024 px cores and a 96 px halo (stage 1 searches 19 px away with windows of up to
-    # 13 px at high noise, stage 2 12 px away)
-    assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) < 1.5e6
+    # 1024 px cores and a 162 px halo (both stages search 32 px away, with matching
+    # windows of up to 13 px in stage 1 at high noise and 11 px in stage 2):
+    # 2 (32 + 5) + 8 + 2 (32 + 5) + 6
+    assert max((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) <= (1024 + 2 * 162) ** 2
     assert len(plan((512, 512), DenoiseParams())) == 1  # small images: one tile, as before
 
 

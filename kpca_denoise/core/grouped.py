@@ -93,9 +93,15 @@ _ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.void
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
+def _match(guide, refs_y, refs_x, p, m, R, Rd, n, out_y, out_x):
     """Block matching: the ``n`` patches closest to each reference, by the SSD of
     their ``m x m`` matching windows (``m >= p``) in ``guide``.
+
+    Candidates are every position in the square up to ``Rd`` away and, beyond it
+    up to ``R``, the positions whose row and column offsets are both even (a
+    quarter of them): a wide window reaches the next period of a regular texture,
+    where a match a pixel off still groups well, for a fraction of the cost of a
+    dense one.
 
     ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
     ``m - p - (m - p) // 2`` after on both axes (:func:`_pad_for_matching`), so the
@@ -137,7 +143,13 @@ def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
         cs = np.zeros(Wg)  # column sums of squared differences
         for iy in range(ny):
             cy = y0 + iy
+            far_row = abs(cy - ry) > Rd
+            odd_row = (cy - ry) % 2 != 0
+            if far_row and odd_row:
+                continue  # outside the dense square: both offsets even only
             for dx in range(-R, R + 1):
+                if (far_row or abs(dx) > Rd) and (odd_row or dx % 2 != 0):
+                    continue
                 # column c of the reference rows against column c + dx of the candidate's
                 c_lo = max(0, -dx)
                 c_hi = min(Wg, Wg - dx)
@@ -167,26 +179,44 @@ def _match(guide, refs_y, refs_x, p, m, R, n, out_y, out_x):
             x0 = max(0, rx - R)
             x1 = min(W - p, rx + R)
             nx = x1 - x0 + 1
+            # the searched candidates (finite distances) in scan order; should a
+            # very thin image leave fewer than n, the unsearched positions follow
+            # (at +inf), so that a group always has n distinct members
             d = np.empty(ny * nx)
+            pos = np.empty(ny * nx, np.int64)
+            cnt = 0
             for iy in range(ny):
                 for ix in range(nx):
-                    d[iy * nx + ix] = dist[j, iy * S + (x0 + ix - rx) + R]
-            d[(ry - y0) * nx + (rx - x0)] = -1.0  # the reference is always a member
+                    v = dist[j, iy * S + (x0 + ix - rx) + R]
+                    if iy == ry - y0 and ix == rx - x0:
+                        v = -1.0  # the reference is always a member
+                    if v < np.inf:
+                        d[cnt] = v
+                        pos[cnt] = iy * nx + ix
+                        cnt += 1
+            if cnt < n:
+                for iy in range(ny):
+                    for ix in range(nx):
+                        if dist[j, iy * S + (x0 + ix - rx) + R] == np.inf and not (
+                                iy == ry - y0 and ix == rx - x0):
+                            d[cnt] = np.inf
+                            pos[cnt] = iy * nx + ix
+                            cnt += 1
             # the n smallest through a partition (O(m)) instead of a full sort;
             # ties are resolved in scan order, so the result is deterministic
-            thr = np.partition(d, n - 1)[n - 1]
+            thr = np.partition(d[:cnt], n - 1)[n - 1]
             q = 0
-            for i in range(ny * nx):
+            for i in range(cnt):
                 if d[i] < thr:
-                    out_y[r, q] = y0 + i // nx
-                    out_x[r, q] = x0 + i % nx
+                    out_y[r, q] = y0 + pos[i] // nx
+                    out_x[r, q] = x0 + pos[i] % nx
                     q += 1
-            for i in range(ny * nx):
+            for i in range(cnt):
                 if q >= n:
                     break
                 if d[i] == thr:
-                    out_y[r, q] = y0 + i // nx
-                    out_x[r, q] = x0 + i % nx
+                    out_y[r, q] = y0 + pos[i] // nx
+                    out_x[r, q] = x0 + pos[i] % nx
                     q += 1
 
 
@@ -613,13 +643,14 @@ def _pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
 
 
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
-          n: int):
+          n: int, dense: int | None = None):
     """Block matching on a guide padded by :func:`_pad_for_matching`: the member
-    positions ``gy, gx`` (len(ry), n), the reference among them."""
+    positions ``gy, gx`` (len(ry), n), the reference among them.  Offsets up to
+    ``dense`` (None: ``R``) are all searched, beyond it the even ones only."""
     k = len(ry)
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
-    _match(guide_padded, ry, rx, p, m, R, n, gy, gx)
+    _match(guide_padded, ry, rx, p, m, R, R if dense is None else int(dense), n, gy, gx)
     return gy, gx
 
 
@@ -740,8 +771,11 @@ def aggregate(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray,
 # ----------------------------------------------------------------------------
 
 
-#: search radius of the grouped method, both stages (BM3D's 39x39 window)
-SEARCH_RADIUS = 19
+#: search radius of the grouped method, both stages (a 65x65 window)
+SEARCH_RADIUS = 32
+#: offsets searched densely (BM3D's 39x39 window); outside that square only the
+#: positions whose row and column offsets are both even
+DENSE_RADIUS = 19
 #: noise level (as a fraction of the data range) above which the stage-1 matching
 #: window widens from ``patch_size + 2`` to ``patch_size + 8`` (45 / 255; BM3D
 #: switches its profile at sigma 40 / 255)
@@ -760,7 +794,7 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
     ``patch_size + 2`` / ``patch_size + 6`` (a window smaller than the patch means the
     patch), and ``match_size1`` None -> ``patch_size + 8`` when ``noise_fraction``
     (sigma / data range; None: unknown) exceeds :data:`HIGH_NOISE`;
-    ``search_radius`` None -> :data:`SEARCH_RADIUS` (19); ``search_radius1``
+    ``search_radius`` None -> :data:`SEARCH_RADIUS` (32); ``search_radius1``
     (stage 1) None -> ``search_radius``.  The tiled engine takes its halo from
     the same values.
     """
@@ -869,7 +903,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
         rx = np.ascontiguousarray(np.tile(xs, len(yy)))
         t0 = time.perf_counter()
         gy, gx = match(guide_m, ry, rx, p, m,
-                       cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n)
+                       cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n,
+                       DENSE_RADIUS)
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             run = runs[ch]
@@ -993,13 +1028,19 @@ def denoise_grouped(
         Patches per group in stage 1 (24: -0.28 dB, 32: -0.05 dB, 48: +0.045 dB at
         1.7x the eigensolver cost).  Both are reduced when the image has fewer
         candidate patches in a search window.
-    search_radius : int, default 19
-        Search window of ``(2 R + 1)^2`` positions (BM3D's 39x39).  Regular textures
-        need it: on the synthetic bricks / weave of ``benchmarks/textures.py`` 19
-        instead of 12 in stage 1 gained +1.1 / +1.1 / +0.9 dB and +0.4 / +0.3 / +0.1
-        dB at sigma 15 / 25 / 50, and then 19 instead of 12 in stage 2 as well
-        +1.0 / +1.0 / +0.5 dB and +0.4 / +0.3 / +0.3 dB; the development crops change
-        by +0.01 dB.  The matcher's vectorised column sums pay for the wider window.
+    search_radius : int, default 32
+        Search window of ``(2 R + 1)^2`` positions (65x65): every position up to
+        :data:`DENSE_RADIUS` (19) away on both axes, as in BM3D's 39x39 window, and
+        beyond it the positions whose offsets are both even (the matcher then costs
+        1.4x a dense 39x39 search instead of 2.8x for a dense 65x65).  Regular
+        textures need it: on the synthetic bricks / weave of
+        ``benchmarks/textures.py`` 19 instead of 12 in stage 1 gained +1.1 / +1.1 /
+        +0.9 dB and +0.4 / +0.3 / +0.1 dB at sigma 15 / 25 / 50, then 19 instead of
+        12 in stage 2 as well +1.0 / +1.0 / +0.5 dB and +0.4 / +0.3 / +0.3 dB, and
+        32 (sparse beyond 19) instead of 19 in both +0.9 / +1.0 / +0.7 dB on the
+        bricks, whose next brick is 30 px away, and +0.1 / +0.1 / +0.1 dB on the weave
+        (``benchmarks/results_issue12.txt``).  The development crops change by +0.01
+        dB (19 after 12) and +0.03 / +0.02 / +0.04 dB (32 after 19).
     search_radius1 : int or None, default None
         Stage-1 search radius; ``None`` -> ``search_radius``.
     stride, stride1 : int or None, default None
