@@ -65,6 +65,13 @@ def test_far_offsets_are_searched_at_even_values_only(m):
         far = [(y - ry[r], x - rx[r]) for y, x in got
                if abs(y - ry[r]) > 3 or abs(x - rx[r]) > 3]
         assert far and all(dy % 2 == 0 and dx % 2 == 0 for dy, dx in far)
+    # a strip one patch high has fewer searched candidates at its end (20 dense + 7
+    # even) than a group needs (32 of the 33 positions in reach): the unsearched
+    # positions fill the group, every member distinct
+    strip = rng.normal(100, 30, (5, 120))
+    sy, sx = match(_pad_for_matching(strip, 5, 5), np.array([0], np.int64),
+                   np.array([0], np.int64), 5, 5, 32, 32, dense=19)
+    assert len(set(sx[0].tolist())) == 32 and 0 in sx[0] and sx[0].max() <= 32
     # all dense: the plain full search
     full, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30)
     same, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=9)
