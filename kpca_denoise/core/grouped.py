@@ -76,6 +76,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import get_cython_function_address
 
+from kpca_denoise.core.kpca import _is_number
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "denoise_grouped_opponent"]
@@ -1257,12 +1258,6 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
         kw = dict(kw, data_range=float(kw["data_range"]) * float(OPPONENT[0].sum()))
     out, stats = denoise_grouped_channels(rgb_to_opponent(img), sigma, **kw)
     return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats
-
-
-def _is_number(v: Any) -> bool:
-    """A real number (not a bool); core imports only numeric libraries, so no
-    ``numbers`` module."""
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
 def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, group_size,
