@@ -334,6 +334,34 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
             for r in per_tile[0]}
 
 
+def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
+                     vst=None) -> DenoiseParams:
+    """``params`` with the grouped method's ``periodic`` decided once for the whole
+    image (``core.grouped.periodicity`` of the luminance's central 256x256), so that
+    every tile gets the same settings; unchanged when it is given, when the method
+    is not grouped, or when the noise is above ``HIGH_NOISE`` (where it does not
+    matter)."""
+    from .core.grouped import HIGH_NOISE, PERIODIC, periodicity
+
+    ex = params.extra
+    if params.method != "grouped" or ex.get("periodic") is not None:
+        return params
+    a = np.asarray(image)
+    H, W = a.shape[:2]
+    h, w = min(H, 256), min(W, 256)
+    region = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
+    work, _, colour = _to_working(region, vst)
+    rng = ex.get("data_range")
+    if rng is None:  # as denoise_tile gives it
+        rng = working_range(region.dtype, vst)
+        if rng is not None and colour:
+            rng *= float(OPPONENT[0].sum())
+    if rng is not None and sigma / float(rng) > HIGH_NOISE:
+        return params
+    score = periodicity(work[..., 0], sigma, rng)
+    return params.replace(extra=dict(ex, periodic=bool(score > PERIODIC)))
+
+
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,
                   ranks: tuple = (), vst=None, progress=None, cancel=None, tile_map=None):
     """Denoise a whole image tile by tile: ``({rank: array like image}, stats)``.
@@ -349,6 +377,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     Dask tasks).  Each core is written into the output as it arrives.
     """
     a = np.asarray(image)
+    params = resolve_periodic(a, sigma, params, vst)
     tiles = plan(a.shape, params)
     jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
     if tile_map is None:
