@@ -176,10 +176,12 @@ def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
 
     ex = params.extra
     # noise_fraction 1: the widest stage-1 window any noise level gets (the tiles are
-    # planned before the noise level is known)
+    # planned before the noise level is known); a regular texture searches further
+    # (denoise_tiled decides ``periodic`` before it plans)
     g = resolve_geometry(params.patch_size, ex.get("stride"), ex.get("stride1"),
                          ex.get("match_size1"), ex.get("match_size"),
-                         ex.get("search_radius"), ex.get("search_radius1"), noise_fraction=1.0)
+                         ex.get("search_radius"), ex.get("search_radius1"), noise_fraction=1.0,
+                         periodic=bool(ex.get("periodic")))
     p, R, st1, st2 = g["patch_size"], g["search_radius"], g["stride1"], g["stride"]
     m1, m2, R1 = g["match_size1"], g["match_size"], g["search_radius1"]
     halo = 2 * (R1 + p) + (m1 - p)  # stage 1
@@ -338,10 +340,9 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
     """``params`` with the grouped method's ``periodic`` decided once for the whole
     image (``core.grouped.periodicity`` of the luminance's central 256x256), so that
-    every tile gets the same settings; unchanged when it is given, when the method
-    is not grouped, or when the noise is above ``HIGH_NOISE`` (where it does not
-    matter)."""
-    from .core.grouped import HIGH_NOISE, PERIODIC, periodicity
+    every tile gets the same settings and the tiles are planned with the texture's
+    wider search; unchanged when it is given or the method is not grouped."""
+    from .core.grouped import PERIODIC, periodicity
 
     ex = params.extra
     if params.method != "grouped" or ex.get("periodic") is not None:
@@ -356,8 +357,6 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
         rng = working_range(region.dtype, vst)
         if rng is not None and colour:
             rng *= float(OPPONENT[0].sum())
-    if rng is not None and sigma / float(rng) > HIGH_NOISE:
-        return params
     score = periodicity(work[..., 0], sigma, rng)
     return params.replace(extra=dict(ex, periodic=bool(score > PERIODIC)))
 

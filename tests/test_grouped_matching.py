@@ -245,18 +245,17 @@ def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_ran
     y, x = np.mgrid[0:48, 0:48]
     clean = 120 + 60 * np.sin(x / 4.0) * np.cos(y / 5.0)
     noisy = clean + rng.normal(0, 50, clean.shape)
-    wide, st = denoise_grouped(noisy, 50.0, data_range=255.0)
+    wide, st = denoise_grouped(noisy, 50.0, data_range=255.0, periodic=False)
     assert (st["params"]["match_size1"], st["params"]["data_range"]) == (13, 255.0)
     assert denoise_grouped(noisy, 40.0, data_range=255.0)[1]["params"]["match_size1"] == 7
-    # (without a range the noise level is not known to be high: this periodic pattern
-    # would get the texture settings, which are not what this test is about)
+    # (this pattern is periodic: the texture settings are not what this test is about)
     narrow, st0 = denoise_grouped(noisy, 50.0, periodic=False)
     assert (st0["params"]["match_size1"], st0["params"]["data_range"]) == (7, None)
     same, _ = denoise_grouped(noisy, 50.0, match_size1=13, periodic=False)
     np.testing.assert_array_equal(wide[None], same[None])
     assert np.abs(wide[None] - narrow[None]).max() > 1.0
     # the rule is on sigma relative to the range, so the result scales with the image
-    scaled, _ = denoise_grouped(4.0 * noisy, 200.0, data_range=1020.0)
+    scaled, _ = denoise_grouped(4.0 * noisy, 200.0, data_range=1020.0, periodic=False)
     np.testing.assert_allclose(scaled[None], 4.0 * wide[None], rtol=0, atol=1e-6 * 1020)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="data_range"):

@@ -200,21 +200,24 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
         noisy = add_noise(img, 25, seed=0)
         auto, st = denoise_grouped(noisy, 25.0, data_range=255.0)
         p = st["params"]
-        assert p["periodic"] and p["texture"] and p["periodicity"] > PERIODIC, p
+        assert p["periodic"] and p["periodicity"] > PERIODIC, p
         assert (p["match_size"], p["kappa2"], p["kappa2_chroma"]) == (7, 1.0, 1.5)
+        assert (p["search_radius"], p["search_radius1"], p["dense_radius"]) == (40, 40, 40)
         photo = denoise_grouped(noisy, 25.0, data_range=255.0, periodic=False)[0]
         assert psnr(img, auto[None], 255) >= psnr(img, photo[None], 255) + 0.4
         # given values win over the texture settings
         given = denoise_grouped(noisy, 25.0, data_range=255.0, match_size=9, kappa2=0.8)[1]
         assert (given["params"]["match_size"], given["params"]["kappa2"]) == (9, 0.8)
-    # above the high-noise level nothing changes and nothing is measured
+    # above the high-noise level only the wider, dense search applies
     st = denoise_grouped(add_noise(img, 50, seed=0), 50.0, data_range=255.0)[1]["params"]
-    assert (st["texture"], st["periodicity"], st["match_size"], st["kappa2"]) == (
-        False, None, 11, 0.7)
+    assert st["periodic"] and (st["search_radius"], st["dense_radius"], st["match_size"],
+                               st["kappa2"]) == (40, 40, 11, 0.7)
     # a photograph is not a texture, and neither is noise
     cam = camera.astype(np.float64)
     st = denoise_grouped(add_noise(cam[:160, :160], 25, seed=0), 25.0, data_range=255.0)[1]
-    assert not st["params"]["texture"] and st["params"]["match_size"] == 11
+    assert not st["params"]["periodic"] and st["params"]["periodicity"] < PERIODIC
+    assert (st["params"]["match_size"], st["params"]["search_radius"],
+            st["params"]["dense_radius"]) == (11, 32, 19)
     assert periodicity(add_noise(cam, 25, seed=1), 25.0, 255.0) < PERIODIC / 2
     assert periodicity(np.random.default_rng(0).normal(size=(256, 256)), 1.0) < 0.1
     # an exact period scores near 1 (less the overlap lost at the shift); a single edge,
@@ -235,7 +238,8 @@ def test_tiles_share_one_texture_decision():
     noisy = add_noise(img, 25, seed=0).astype(np.uint8)
     assert resolve_periodic(noisy, 25.0, base).extra["periodic"] is True
     assert resolve_periodic(np.dstack([noisy] * 3), 25.0 * 3 ** 0.5, base).extra["periodic"]
-    # a given value and high noise are left alone
+    assert resolve_periodic(noisy, 60.0, base).extra["periodic"] is True
+    assert resolve_periodic(np.full((300, 200), 7, np.uint8), 5.0, base).extra["periodic"] is False
+    # a given value is left alone
     given = base.replace(extra={"periodic": False})
     assert resolve_periodic(noisy, 25.0, given) is given
-    assert resolve_periodic(noisy, 60.0, base) is base

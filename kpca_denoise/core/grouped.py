@@ -778,6 +778,10 @@ SEARCH_RADIUS = 32
 #: offsets searched densely (BM3D's 39x39 window); outside that square only the
 #: positions whose row and column offsets are both even
 DENSE_RADIUS = 19
+#: search radius of a regular texture (an 81x81 window, searched densely): the
+#: repeats two periods away of a texture whose period is beyond 32 px (36x17 px
+#: bricks) are then in reach
+TEXTURE_RADIUS = 40
 #: noise level (as a fraction of the data range) above which the stage-1 matching
 #: window widens from ``patch_size + 2`` to ``patch_size + 8`` (45 / 255; BM3D
 #: switches its profile at sigma 40 / 255)
@@ -851,14 +855,17 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
     patch), and ``match_size1`` None -> ``patch_size + 8`` when ``noise_fraction``
     (sigma / data range; None: unknown) exceeds :data:`HIGH_NOISE`, ``match_size``
     None -> ``patch_size + 2`` for a ``periodic`` image when it does not;
-    ``search_radius`` None -> :data:`SEARCH_RADIUS` (32); ``search_radius1``
-    (stage 1) None -> ``search_radius``.  The tiled engine takes its halo from
-    the same values.
+    ``search_radius`` None -> :data:`SEARCH_RADIUS` (32), or :data:`TEXTURE_RADIUS`
+    (40) for a ``periodic`` image; ``search_radius1`` (stage 1) None ->
+    ``search_radius``; ``dense_radius``, the offsets searched densely, is
+    :data:`DENSE_RADIUS` (19), or the whole window for a ``periodic`` image.  The
+    tiled engine takes its halo from the same values.
     """
     p = 5 if patch_size is None else int(patch_size)
     if p < 1:
         raise ValueError(f"patch_size must be >= 1, got {patch_size}")
-    R = SEARCH_RADIUS if search_radius is None else int(search_radius)
+    R = (TEXTURE_RADIUS if periodic else SEARCH_RADIUS) if search_radius is None \
+        else int(search_radius)
     if R < 1:
         raise ValueError(f"search_radius must be >= 1, got {search_radius}")
     R1 = R if search_radius1 is None else int(search_radius1)
@@ -878,7 +885,7 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
             raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
         ms[name] = max(mv, p)
     return dict(patch_size=p, stride=st2, stride1=st1, search_radius=R, search_radius1=R1,
-                **ms)
+                dense_radius=max(R, R1) if periodic else DENSE_RADIUS, **ms)
 
 
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
@@ -961,7 +968,7 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
         t0 = time.perf_counter()
         gy, gx = match(guide_m, ry, rx, p, m,
                        cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n,
-                       DENSE_RADIUS)
+                       cfg["dense_radius"])
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             run = runs[ch]
@@ -1027,7 +1034,7 @@ def denoise_grouped(
     patch_size: int | None = None,
     group_size: int = 32,
     group_size1: int = 40,
-    search_radius: int = SEARCH_RADIUS,
+    search_radius: int | None = None,
     search_radius1: int | None = None,
     match_size1: int | None = None,
     match_size: int | None = None,
@@ -1086,8 +1093,9 @@ def denoise_grouped(
         Patches per group in stage 1 (24: -0.28 dB, 32: -0.05 dB, 48: +0.045 dB at
         1.7x the eigensolver cost).  Both are reduced when the image has fewer
         candidate patches in a search window.
-    search_radius : int, default 32
-        Search window of ``(2 R + 1)^2`` positions (65x65): every position up to
+    search_radius : int or None, default None
+        None -> 32, or 40 for a regular texture (``periodic``).  Search window of
+        ``(2 R + 1)^2`` positions (65x65): every position up to
         :data:`DENSE_RADIUS` (19) away on both axes, as in BM3D's 39x39 window, and
         beyond it the positions whose offsets are both even (the matcher then costs
         1.4x a dense 39x39 search instead of 2.5x for a dense 65x65).  Regular
@@ -1211,18 +1219,20 @@ def denoise_grouped(
     periodic : bool or None, default None
         Whether the image is a regular texture (bricks, a weave, a grid); None ->
         measured, :func:`periodicity` of the image (of channel 0 with several)
-        above :data:`PERIODIC`.  Below :data:`HIGH_NOISE` a regular texture gets a
-        7x7 stage-2 matching window instead of 11x11 (``match_size``) and
-        ``kappa2`` 1.0 instead of 0.7, where not given: its repeats are exact, so
-        the tighter window finds them and their pilot coefficients are worth more
-        trust.  Measured on synthetic textures (``benchmarks/textures.py
-        --periodic``, five images, gap to BM3D at sigma 15 / 25 / 50): -0.42 /
-        -0.40 / -0.30 dB with the photograph settings, +0.39 / +0.16 dB with these
-        at sigma 15 / 25; at sigma 50 they lose (-0.41), hence the noise limit.  On
-        the development photographs the same settings lose 0.02-0.05 dB, and no
-        photograph measured scores above 0.32 (``benchmarks/results_issue12.txt``).
-        Stats report ``periodic``, the score (``periodicity``; None when not
-        measured) and whether the settings applied (``texture``).
+        above :data:`PERIODIC`.  A regular texture searches an 81x81 window densely
+        (``search_radius`` :data:`TEXTURE_RADIUS`, every offset), so that the repeats
+        two periods away are in reach and an odd period is matched exactly; below
+        :data:`HIGH_NOISE` it also gets a 7x7 stage-2 matching window instead of
+        11x11 (``match_size``) and ``kappa2`` 1.0 instead of 0.7: its repeats are
+        exact, so the tighter window finds them and their pilot coefficients are
+        worth more trust.  Given values win.  Measured on the five synthetic
+        textures of ``benchmarks/textures.py`` (mean gap to BM3D at sigma 15 / 25 /
+        50): -0.42 / -0.40 / -0.30 dB with the photograph settings, +1.16 / +0.73 /
+        +0.01 dB with these; at sigma 50 the 7x7 window and ``kappa2`` 1.0 lose
+        (-0.19 dB), hence the noise limit (``benchmarks/results_issue12.txt``).
+        Photographs score 0.03-0.15 and keep their settings.  Stats report
+        ``periodic``, the score (``periodicity``; None when given) and the
+        resolved ``search_radius``, ``dense_radius``, ``match_size`` and ``kappa2``.
     backprojection, bp_delta, bp_lambda : int, float, float, default 0, 0.1, 1.0
         Extra stage-2 passes of iterative regularisation (WNNM, SAIST): pass ``k``
         denoises ``y_k = x_{k-1} + bp_delta (y - x_{k-1})`` at the re-estimated noise
@@ -1382,15 +1392,14 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     high = noise_fraction is not None and noise_fraction > HIGH_NOISE
     if periodic is not None and not isinstance(periodic, (bool, np.bool_)):
         raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
-    # a regular texture (measured on channel 0, the guide) below the high-noise level
-    # gets the texture settings; a score is computed only when it can matter
+    # a regular texture (measured on channel 0, the guide) gets the texture settings
     score = None
-    if periodic is None and not high:
+    if periodic is None:
         score = periodicity(img, sigma, data_range)
         periodic = score > PERIODIC
-    texture = bool(periodic) and not high
+    periodic = bool(periodic)
     g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius,
-                         search_radius1, noise_fraction, texture)
+                         search_radius1, noise_fraction, periodic)
     p, st1, st2 = g["patch_size"], g["stride1"], g["stride"]
     R, R1 = g["search_radius"], g["search_radius1"]
     H, W = img.shape
@@ -1413,7 +1422,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0.0):
             raise ValueError(f"{name} must be None or a positive finite number, got {v!r}")
     k2 = float(kappa2) if kappa2 is not None else (
-        0.7 if wiener2 == "group" and not texture else 1.0)
+        0.7 if wiener2 == "group" and not (periodic and not high) else 1.0)
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
@@ -1429,8 +1438,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         wiener2=wiener2, stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
-        two_stage=bool(two_stage), periodic=bool(periodic), periodicity=score,
-        texture=texture, sigma=sigma)
+        two_stage=bool(two_stage), periodic=periodic, periodicity=score,
+        dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
     runs = [dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0, groups=0,
                  spectrum=None, final_groups=0, kept=0) for _ in range(C)]
