@@ -7,7 +7,7 @@ import pytest
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
 from kpca_denoise.core.grouped import (_pad_for_matching, correct_means, denoise_grouped,
                                        denoise_grouped_channels, denoise_grouped_opponent,
-                                       match)
+                                       match, search_mask)
 
 # the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5,
 # per-member stage-2 Wiener weights)
@@ -15,14 +15,15 @@ OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, 
            wiener2="member")
 
 
-def _reference_match(img, ry, rx, p, m, R, n, dense=None):
+def _reference_match(img, ry, rx, p, m, R, n, dense=None, extra=()):
     """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image;
     outside the square of offsets up to ``dense`` (None: R) only the positions with
-    both offsets even are searched."""
+    both offsets even are searched, and the offsets in ``extra``."""
     dense = R if dense is None else dense
 
     def seen(dy, dx):
-        return max(abs(dy), abs(dx)) <= dense or (dy % 2 == 0 and dx % 2 == 0)
+        return (max(abs(dy), abs(dx)) <= dense or (dy % 2 == 0 and dx % 2 == 0)
+                or (dy, dx) in extra)
 
     lo = (m - p) // 2
     g = np.pad(img, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect")
@@ -76,6 +77,20 @@ def test_far_offsets_are_searched_at_even_values_only(m):
     full, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30)
     same, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=9)
     np.testing.assert_array_equal(full, same)
+    # a texture's lattice adds every offset within 2 px of its points a v1 + b v2
+    lags = [(7, 0), (3, 7)]
+    mask = search_mask(9, 3, lags)
+    lattice = {(a * 7 + b * 3, b * 7) for a in range(-4, 5) for b in range(-4, 5)}
+    extra = {(dy, dx) for dy in range(-9, 10) for dx in range(-9, 10)
+             if any(max(abs(dy - ly), abs(dx - lx)) <= 2 for ly, lx in lattice)}
+    want = {(dy, dx) for dy in range(-9, 10) for dx in range(-9, 10)
+            if max(abs(dy), abs(dx)) <= 3 or (dy % 2 == 0 and dx % 2 == 0) or (dy, dx) in extra}
+    assert {(dy - 9, dx - 9) for dy, dx in zip(*np.nonzero(mask))} == want
+    assert (5, 7) in want and (5, 7) not in {(dy, dx) for dy in range(-9, 10)
+                                             for dx in range(-9, 10) if dy % 2 == 0}
+    gy, gx = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=3, lags=lags)
+    for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 9, 30, dense=3, extra=extra)):
+        assert set(zip(gy[r].tolist(), gx[r].tolist())) == ref
 
 
 def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):

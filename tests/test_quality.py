@@ -202,20 +202,28 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
         p = st["params"]
         assert p["periodic"] and p["periodicity"] > PERIODIC, p
         assert (p["match_size"], p["kappa2"], p["kappa2_chroma"]) == (7, 1.0, 1.5)
-        assert (p["search_radius"], p["search_radius1"], p["dense_radius"]) == (40, 40, 40)
+        assert (p["search_radius"], p["search_radius1"], p["dense_radius"]) == (40, 40, 19)
+        # the two periods found are points of the bricks' lattice (h, w / 2), (0, w)
+        # (rounding: within a pixel)
+        assert len(p["lags"]) == 2
+        for vy, vx in p["lags"]:
+            a = round(vy / h)
+            b = round((vx - a * (w // 2)) / w)
+            assert max(abs(vy - a * h), abs(vx - a * (w // 2) - b * w)) <= 1, p["lags"]
         photo = denoise_grouped(noisy, 25.0, data_range=255.0, periodic=False)[0]
         assert psnr(img, auto[None], 255) >= psnr(img, photo[None], 255) + 0.4
         # given values win over the texture settings
         given = denoise_grouped(noisy, 25.0, data_range=255.0, match_size=9, kappa2=0.8)[1]
         assert (given["params"]["match_size"], given["params"]["kappa2"]) == (9, 0.8)
-    # above the high-noise level only the wider, dense search applies
+    # above the high-noise level only the wider search applies
     st = denoise_grouped(add_noise(img, 50, seed=0), 50.0, data_range=255.0)[1]["params"]
     assert st["periodic"] and (st["search_radius"], st["dense_radius"], st["match_size"],
-                               st["kappa2"]) == (40, 40, 11, 0.7)
+                               st["kappa2"]) == (40, 19, 11, 0.7) and len(st["lags"]) == 2
     # a photograph is not a texture, and neither is noise
     cam = camera.astype(np.float64)
     st = denoise_grouped(add_noise(cam[:160, :160], 25, seed=0), 25.0, data_range=255.0)[1]
     assert not st["params"]["periodic"] and st["params"]["periodicity"] < PERIODIC
+    assert st["params"]["lags"] == []
     assert (st["params"]["match_size"], st["params"]["search_radius"],
             st["params"]["dense_radius"]) == (11, 32, 19)
     assert periodicity(add_noise(cam, 25, seed=1), 25.0, 255.0) < PERIODIC / 2

@@ -94,15 +94,15 @@ _ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.void
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _match(guide, refs_y, refs_x, p, m, R, Rd, n, out_y, out_x):
+def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
     """Block matching: the ``n`` patches closest to each reference, by the SSD of
     their ``m x m`` matching windows (``m >= p``) in ``guide``.
 
-    Candidates are every position in the square up to ``Rd`` away and, beyond it
-    up to ``R``, the positions whose row and column offsets are both even (a
-    quarter of them): a wide window reaches the next period of a regular texture,
-    where a match a pixel off still groups well, for a fraction of the cost of a
-    dense one.
+    Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
+    (:func:`search_mask`: every offset in BM3D's 39x39 square and, beyond it, those
+    whose row and column offsets are both even, plus the neighbourhoods of a regular
+    texture's repeats): a wide window reaches the next period of a regular texture
+    for a fraction of the cost of a dense one.
 
     ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
     ``m - p - (m - p) // 2`` after on both axes (:func:`_pad_for_matching`), so the
@@ -132,6 +132,11 @@ def _match(guide, refs_y, refs_x, p, m, R, Rd, n, out_y, out_x):
             nseg += 1
     seg[nseg] = nref
     S = 2 * R + 1
+    row_any = np.zeros(S, np.bool_)
+    for a in range(S):
+        for b in range(S):
+            if mask[a, b]:
+                row_any[a] = True
     for si in prange(nseg):
         r0 = seg[si]
         r1 = seg[si + 1]
@@ -144,12 +149,11 @@ def _match(guide, refs_y, refs_x, p, m, R, Rd, n, out_y, out_x):
         cs = np.zeros(Wg)  # column sums of squared differences
         for iy in range(ny):
             cy = y0 + iy
-            far_row = abs(cy - ry) > Rd
-            odd_row = (cy - ry) % 2 != 0
-            if far_row and odd_row:
-                continue  # outside the dense square: both offsets even only
+            mrow = cy - ry + R
+            if not row_any[mrow]:
+                continue
             for dx in range(-R, R + 1):
-                if (far_row or abs(dx) > Rd) and (odd_row or dx % 2 != 0):
+                if not mask[mrow, dx + R]:
                     continue
                 # column c of the reference rows against column c + dx of the candidate's
                 c_lo = max(0, -dx)
@@ -643,16 +647,38 @@ def _pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
     return np.ascontiguousarray(np.pad(guide, ((lo, hi), (lo, hi)), mode="reflect"))
 
 
+def search_mask(R: int, dense: int | None = None, lags: Sequence = ()) -> np.ndarray:
+    """The searched offsets of a ``(2 R + 1)^2`` window, a boolean array indexed by
+    ``dy + R, dx + R``: every offset up to ``dense`` (None: ``R``) on both axes,
+    beyond that those whose row and column offsets are both even, and every offset
+    within 2 px of a point ``a v1 + b v2`` of the lattice spanned by ``lags`` (a
+    regular texture's two periods, :func:`periodic_lags`; ``a, b`` in -4..4), so
+    that its repeats are matched exactly at any period."""
+    off = np.arange(-R, R + 1)
+    even = off % 2 == 0
+    mask = np.outer(even, even)
+    d = R if dense is None else min(int(dense), R)
+    mask[R - d:R + d + 1, R - d:R + d + 1] = True
+    if len(lags) == 2:
+        (y1, x1), (y2, x2) = lags
+        for a in range(-4, 5):
+            for b in range(-4, 5):
+                cy, cx = a * y1 + b * y2, a * x1 + b * x2
+                if max(abs(cy), abs(cx)) <= R + 2:
+                    mask[max(cy - 2 + R, 0):max(cy + 3 + R, 0),
+                         max(cx - 2 + R, 0):max(cx + 3 + R, 0)] = True
+    return mask
+
+
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
-          n: int, dense: int | None = None):
+          n: int, dense: int | None = None, lags: Sequence = ()):
     """Block matching on a guide padded by :func:`_pad_for_matching`: the member
-    positions ``gy, gx`` (len(ry), n), the reference among them.  Every position
-    in the square of offsets up to ``dense`` (None: ``R``) is searched, outside it
-    only those whose row and column offsets are both even."""
+    positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
+    :func:`search_mask` (``dense``, ``lags``)."""
     k = len(ry)
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
-    _match(guide_padded, ry, rx, p, m, R, R if dense is None else int(dense), n, gy, gx)
+    _match(guide_padded, ry, rx, p, m, R, search_mask(R, dense, lags), n, gy, gx)
     return gy, gx
 
 
@@ -778,9 +804,9 @@ SEARCH_RADIUS = 32
 #: offsets searched densely (BM3D's 39x39 window); outside that square only the
 #: positions whose row and column offsets are both even
 DENSE_RADIUS = 19
-#: search radius of a regular texture (an 81x81 window, searched densely): the
-#: repeats two periods away of a texture whose period is beyond 32 px (36x17 px
-#: bricks) are then in reach
+#: search radius of a regular texture (an 81x81 window; dense around its repeats,
+#: :func:`search_mask`): the repeats two periods away of a texture whose period is
+#: beyond 32 px (36x17 px bricks) are then in reach
 TEXTURE_RADIUS = 40
 #: noise level (as a fraction of the data range) above which the stage-1 matching
 #: window widens from ``patch_size + 2`` to ``patch_size + 8`` (45 / 255; BM3D
@@ -799,7 +825,13 @@ PERIODIC = 0.4
 
 def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None,
                 size: int = 256) -> float:
-    """How strongly ``image`` repeats itself in two directions: the normalised
+    """The score of :func:`periodic_lags`."""
+    return periodic_lags(image, sigma, data_range, size)[0]
+
+
+def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = None,
+                  size: int = 256) -> tuple[float, tuple, tuple]:
+    """``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions: the normalised
     autocorrelation of its detail at its second period, a shift of 8 to 40 pixels
     at least 30 degrees away from the best one (0 = nothing repeats, 1 = an exact
     two-dimensional period).
@@ -810,7 +842,9 @@ def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None
     Shifts under 8 px are left out (every smooth image correlates with itself
     there), and so are the shifts along the best one: a long edge or a set of
     parallel lines matches itself along its own direction, a texture of bricks or
-    a weave repeats in two.  Images under 48 px on a side score 0.
+    a weave repeats in two.  ``v1`` and ``v2`` are the two shifts ``(dy, dx)`` (the
+    periods, for :func:`search_mask`).  Images under 48 px on a side score 0 (with
+    zero shifts).
     """
     from scipy.fft import irfft2, rfft2
     from scipy.ndimage import gaussian_filter, uniform_filter
@@ -818,18 +852,19 @@ def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None
     a = np.asarray(image, dtype=np.float64)
     H, W = a.shape
     h, w = min(H, size), min(W, size)
+    none = (0.0, (0, 0), (0, 0))
     if h < 48 or w < 48:
-        return 0.0
+        return none
     a = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
     span = float(data_range) if data_range is not None else float(np.ptp(a))
     if not span > 0.0:
-        return 0.0
+        return none
     x = gaussian_filter(a, 1.0 + 10.0 * float(sigma) / span)
     x = x - uniform_filter(x, 15)
     x -= x.mean()
     ac = irfft2(np.abs(rfft2(x, s=(2 * h, 2 * w))) ** 2, s=(2 * h, 2 * w))
     if not ac[0, 0] > 0.0:
-        return 0.0
+        return none
     L = min(40, h // 3, w // 3)
     dy = np.arange(-L, L + 1)[:, None].astype(np.float64)
     dx = np.arange(0, L + 1)[None, :].astype(np.float64)
@@ -839,7 +874,9 @@ def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None
     i, j = np.unravel_index(np.argmax(c), c.shape)
     cos = (dy * dy[i, 0] + dx * dx[0, j]) / np.sqrt(np.maximum(r2 * r2[i, j], 1e-300))
     c = np.where(np.abs(cos) < math.cos(math.radians(30.0)), c, -np.inf)
-    return float(max(c.max(), 0.0))
+    k, q = np.unravel_index(np.argmax(c), c.shape)
+    return (float(max(c[k, q], 0.0)), (int(dy[i, 0]), int(dx[0, j])),
+            (int(dy[k, 0]), int(dx[0, q])))
 
 
 def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
@@ -858,7 +895,7 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
     ``search_radius`` None -> :data:`SEARCH_RADIUS` (32), or :data:`TEXTURE_RADIUS`
     (40) for a ``periodic`` image; ``search_radius1`` (stage 1) None ->
     ``search_radius``; ``dense_radius``, the offsets searched densely, is
-    :data:`DENSE_RADIUS` (19), or the whole window for a ``periodic`` image.  The
+    :data:`DENSE_RADIUS` (19).  The
     tiled engine takes its halo from the same values.
     """
     p = 5 if patch_size is None else int(patch_size)
@@ -885,7 +922,7 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
             raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
         ms[name] = max(mv, p)
     return dict(patch_size=p, stride=st2, stride1=st1, search_radius=R, search_radius1=R1,
-                dense_radius=max(R, R1) if periodic else DENSE_RADIUS, **ms)
+                dense_radius=DENSE_RADIUS, **ms)
 
 
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
@@ -968,7 +1005,7 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
         t0 = time.perf_counter()
         gy, gx = match(guide_m, ry, rx, p, m,
                        cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n,
-                       cfg["dense_radius"])
+                       cfg["dense_radius"], cfg["lags"])
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             run = runs[ch]
@@ -1218,21 +1255,23 @@ def denoise_grouped(
         ``False`` returns the stage-1 estimate (ranks then apply to stage 1).
     periodic : bool or None, default None
         Whether the image is a regular texture (bricks, a weave, a grid); None ->
-        measured, :func:`periodicity` of the image (of channel 0 with several)
-        above :data:`PERIODIC`.  A regular texture searches an 81x81 window densely
-        (``search_radius`` :data:`TEXTURE_RADIUS`, every offset), so that the repeats
-        two periods away are in reach and an odd period is matched exactly; below
-        :data:`HIGH_NOISE` it also gets a 7x7 stage-2 matching window instead of
-        11x11 (``match_size``) and ``kappa2`` 1.0 instead of 0.7: its repeats are
-        exact, so the tighter window finds them and their pilot coefficients are
-        worth more trust.  Given values win.  Measured on the five synthetic
-        textures of ``benchmarks/textures.py`` (mean gap to BM3D at sigma 15 / 25 /
-        50): -0.42 / -0.40 / -0.30 dB with the photograph settings, +1.16 / +0.73 /
-        +0.01 dB with these; at sigma 50 the 7x7 window and ``kappa2`` 1.0 lose
-        (-0.19 dB), hence the noise limit (``benchmarks/results_issue12.txt``).
-        Photographs score 0.03-0.15 and keep their settings.  Stats report
-        ``periodic``, the score (``periodicity``; None when given) and the
-        resolved ``search_radius``, ``dense_radius``, ``match_size`` and ``kappa2``.
+        measured, :func:`periodic_lags` of the image (of channel 0 with several)
+        above :data:`PERIODIC`.  A regular texture searches an 81x81 window
+        (``search_radius`` :data:`TEXTURE_RADIUS`) with, besides the usual offsets,
+        every offset within 2 px of the lattice its two periods span
+        (:func:`search_mask`): its repeats two periods away are in reach and an odd
+        period is matched exactly.  Below :data:`HIGH_NOISE` it also gets a 7x7
+        stage-2 matching window instead of 11x11 (``match_size``) and ``kappa2``
+        1.0 instead of 0.7: its repeats are exact, so the tighter window finds them
+        and their pilot coefficients are worth more trust.  Given values win.
+        Measured on the five synthetic textures of ``benchmarks/textures.py`` (mean
+        gap to BM3D at sigma 15 / 25 / 50): -0.42 / -0.40 / -0.30 dB with the
+        photograph settings, +1.06 / +0.72 / +0.19 dB with these; at sigma 50 the
+        7x7 window and ``kappa2`` 1.0 lose, hence the noise limit
+        (``benchmarks/results_issue12.txt``).  Photographs score 0.03-0.15 and keep
+        their settings.  Stats report ``periodic``, the score (``periodicity``; None
+        when ``periodic=False`` is given), the periods (``lags``) and the resolved
+        ``search_radius``, ``match_size`` and ``kappa2``.
     backprojection, bp_delta, bp_lambda : int, float, float, default 0, 0.1, 1.0
         Extra stage-2 passes of iterative regularisation (WNNM, SAIST): pass ``k``
         denoises ``y_k = x_{k-1} + bp_delta (y - x_{k-1})`` at the re-estimated noise
@@ -1394,10 +1433,12 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
     # a regular texture (measured on channel 0, the guide) gets the texture settings
     score = None
-    if periodic is None:
-        score = periodicity(img, sigma, data_range)
-        periodic = score > PERIODIC
+    if periodic is None or periodic:
+        score, v1, v2 = periodic_lags(img, sigma, data_range)
+        if periodic is None:
+            periodic = score > PERIODIC
     periodic = bool(periodic)
+    lags = [v1, v2] if periodic and score > 0.0 else []
     g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius,
                          search_radius1, noise_fraction, periodic)
     p, st1, st2 = g["patch_size"], g["stride1"], g["stride"]
@@ -1438,7 +1479,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         wiener2=wiener2, stage2_cut=float(stage2_cut), max_iter=int(max_iter), tol=float(tol),
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
-        two_stage=bool(two_stage), periodic=periodic, periodicity=score,
+        two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
         dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
     runs = [dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0, groups=0,
