@@ -321,7 +321,8 @@ def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
             m[key] = int(sum(s[key] for s in chans))
         m["seconds"] = {k: float(sum(s["seconds"].get(k, 0.0) for s in chans))
                         for k in first["seconds"]}
-        spectra = [(np.asarray(s["spectrum"]), s["groups"]) for s in chans if np.size(s["spectrum"])]
+        spectra = [(np.asarray(s["spectrum"]), s["groups"]) for s in chans
+                   if np.size(s["spectrum"])]
         if spectra:
             L = min(sp.size for sp, _ in spectra)
             w = np.asarray([g for _, g in spectra], dtype=np.float64)

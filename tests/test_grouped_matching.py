@@ -305,7 +305,8 @@ def test_colour_places_sigma_against_the_span_of_the_luminance():
     st = denoise_grouped_opponent(rgb, 50.0, data_range=255.0)[1]
     assert st[0]["params"]["match_size1"] == 7
     assert st[0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
-    assert denoise_grouped_opponent(rgb, 80.0, data_range=255.0)[1][0]["params"]["match_size1"] == 13
+    high = denoise_grouped_opponent(rgb, 80.0, data_range=255.0)[1][0]["params"]
+    assert high["match_size1"] == 13
     res = denoise_set([rgb.astype(np.uint8)], DenoiseParams(noise_sigma=50.0)).images[0]
     assert res.stats["grouped"][0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
 

@@ -814,9 +814,8 @@ TEXTURE_RADIUS = 40
 HIGH_NOISE = 45.0 / 255.0
 
 
-#: periodicity score (:func:`periodicity`) above which an image is a regular texture
-#: and, below :data:`HIGH_NOISE`, gets the texture settings (``periodic`` of
-#: :func:`denoise_grouped`).  Measured on 256x256 crops and whole images, clean and
+#: periodicity score (:func:`periodic_lags`) above which an image is a regular
+#: texture and gets the texture settings (``periodic`` of :func:`denoise_grouped`).  Measured on 256x256 crops and whole images, clean and
 #: at sigma 15 / 25 / 50: photographs (the development set, aero, ascent, face,
 #: Grace Hopper) 0.03-0.15, synthetic bricks of four sizes and a weave 0.61-0.82
 #: (``benchmarks/results_issue12.txt``)
@@ -831,10 +830,10 @@ def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None
 
 def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = None,
                   size: int = 256) -> tuple[float, tuple, tuple]:
-    """``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions: the normalised
-    autocorrelation of its detail at its second period, a shift of 8 to 40 pixels
-    at least 30 degrees away from the best one (0 = nothing repeats, 1 = an exact
-    two-dimensional period).
+    """``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions,
+    the normalised autocorrelation of its detail at its second period, a shift of 8
+    to 40 pixels at least 30 degrees away from the best one (0 = nothing repeats, 1 =
+    an exact two-dimensional period), and the two shifts.
 
     Computed on the central ``size x size`` crop, smoothed by a Gaussian of width
     ``1 + 10 sigma / range`` (``range``: ``data_range`` or the crop's span) so that
