@@ -7,6 +7,33 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+@pytest.fixture(autouse=True)
+def _qt_garbage_is_collected_on_the_main_thread(request):
+    """Qt objects must be finalised on the main thread.  Python's cyclic collector runs
+    on whichever thread allocates when a threshold is crossed, in this process also
+    the event-loop threads that ``dask.distributed`` leaves behind after
+    ``tests/test_executor.py``.  A PySide6 object finalised there holds Qt's
+    connection lock while it waits for the GIL, and the main thread holds the GIL
+    while it waits for that lock in ``QObject::connect``: the suite hung so in a CI
+    run (stop 22, in the ``window`` fixture of ``test_gui.py``; py-spy showed both
+    stacks).  So the automatic collector is off during a Qt test, and the garbage
+    is collected here, on the main thread, after its widgets are closed."""
+    if "qtbot" not in request.fixturenames and not request.node.module.__name__.endswith(
+            "test_gui"):
+        yield
+        return
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if enabled:
+            gc.enable()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
