@@ -265,6 +265,15 @@ def working_range(dtype, vst=None) -> float | None:
     return float(np.min(ends[0, 1] - ends[0, 0]))
 
 
+def _guide_range(dtype, vst, colour: bool) -> float | None:
+    """The grouped method's ``data_range`` of a region: the working range, for colour
+    the span of the luminance (the guide channel)."""
+    rng = working_range(dtype, vst)
+    if rng is not None and colour:
+        rng *= float(OPPONENT[0].sum())
+    return rng
+
+
 def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels.  Colour shares the luminance's groups across the opponent channels
@@ -298,10 +307,8 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
     work, alpha, colour = _to_working(region, vst)
     core = tile.core_in_region
     if params.method == "grouped":
-        rng = working_range(region.dtype, vst)
-        if rng is not None and colour:
-            rng *= float(OPPONENT[0].sum())  # the span of the luminance, the guide channel
-        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel, rng)
+        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel,
+                                              _guide_range(region.dtype, vst, colour))
     else:
         _, _, p, stride = _global_geometry(params)
         outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)
@@ -343,21 +350,17 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     image (``core.grouped.periodicity`` of the luminance's central 256x256), so that
     every tile gets the same settings and the tiles are planned with the texture's
     wider search; unchanged when it is given or the method is not grouped."""
-    from .core.grouped import PERIODIC, periodicity
+    from .core.grouped import PERIODIC, PERIODIC_CROP, periodicity
 
     ex = params.extra
     if params.method != "grouped" or ex.get("periodic") is not None:
         return params
     a = np.asarray(image)
     H, W = a.shape[:2]
-    h, w = min(H, 256), min(W, 256)
+    h, w = min(H, PERIODIC_CROP), min(W, PERIODIC_CROP)
     region = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
     work, _, colour = _to_working(region, vst)
-    rng = ex.get("data_range")
-    if rng is None:  # as denoise_tile gives it
-        rng = working_range(region.dtype, vst)
-        if rng is not None and colour:
-            rng *= float(OPPONENT[0].sum())
+    rng = ex.get("data_range", _guide_range(region.dtype, vst, colour))  # as the tiles get it
     score = periodicity(work[..., 0], sigma, rng)
     return params.replace(extra=dict(ex, periodic=bool(score > PERIODIC)))
 
@@ -377,8 +380,10 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     Dask tasks).  Each core is written into the output as it arrives.
     """
     a = np.asarray(image)
-    params = resolve_periodic(a, sigma, params, vst)
     tiles = plan(a.shape, params)
+    if len(tiles) > 1:  # one tile decides on its own, on the same centre crop
+        params = resolve_periodic(a, sigma, params, vst)
+        tiles = plan(a.shape, params)
     jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
     if tile_map is None:
         done = ((k, denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst,

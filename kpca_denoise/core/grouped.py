@@ -820,16 +820,18 @@ HIGH_NOISE = 45.0 / 255.0
 #: Grace Hopper) 0.03-0.15, synthetic bricks of four sizes and a weave 0.61-0.82
 #: (``benchmarks/results_issue12.txt``)
 PERIODIC = 0.4
+#: side of the central crop the score is measured on
+PERIODIC_CROP = 256
 
 
 def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None,
-                size: int = 256) -> float:
+                size: int = PERIODIC_CROP) -> float:
     """The score of :func:`periodic_lags`."""
     return periodic_lags(image, sigma, data_range, size)[0]
 
 
 def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = None,
-                  size: int = 256) -> tuple[float, tuple, tuple]:
+                  size: int = PERIODIC_CROP) -> tuple[float, tuple, tuple]:
     """``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions,
     the normalised autocorrelation of its detail at its second period, a shift of 8
     to 40 pixels at least 30 degrees away from the best one (0 = nothing repeats, 1 =
