@@ -17,10 +17,22 @@ degrees, with each row of bricks shifted by up to 8 px at random, and stretched
 across by up to 30 % (a perspective), and the 36x17 px bricks rotated by 30
 degrees (256x256 centre crops).
 
+``--walls`` runs six brick walls drawn to look more like photographs (:func:`wall`,
+built in stop 23): bricks whose widths and heights vary by a pixel or two, rows
+offset at random, mortar 2-3 px wide with chipped edges, a grain on every brick (a
+sum of smoothed noise at four scales, three strengths), one of them 36x17 px, one
+24x11 px under a perspective and a lighting gradient, one rotated by 8 degrees.
+``--colour-walls`` runs four colour walls (red-brown bricks, grey mortar of about the
+bricks' luminance, so that the pattern is mostly in the chrominance) against
+``bm3d.bm3d_rgb``, through :func:`denoise_grouped_opponent`.
+
+``--sigmas 15,25,35,50`` sets the noise levels (default 15, 25, 50).
+
 Usage::
 
     python benchmarks/textures.py
     python benchmarks/textures.py --variants
+    python benchmarks/textures.py --walls --sigmas 15,25,35,50
     python benchmarks/textures.py '{}' '{"search_radius": 16}'
 """
 
@@ -38,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from quality import psnr  # noqa: E402
 
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
 
 
 def bricks(w: int, h: int, n: int = 256, jitter: int = 0) -> np.ndarray:
@@ -78,20 +90,94 @@ def variants() -> dict[str, np.ndarray]:
             "rot30-36": rotate(bricks(36, 17, 400), 30, reshape=False, order=1)[c, c]}
 
 
+def _fractal(n: int, rng, amps=((1.0, 6.0), (2.0, 5.0), (4.0, 4.0), (8.0, 3.0))) -> np.ndarray:
+    """A grain: white noise smoothed at several scales ``s``, weighted ``a s``."""
+    return sum(a * s * gaussian_filter(rng.normal(size=(n, n)), s) for s, a in amps)
+
+
+def wall(w: int = 30, h: int = 14, n: int = 400, grain: float = 1.0, seed: int = 0,
+         light: float = 0.0, colour: bool = False) -> np.ndarray:
+    """An n x n brick wall more like a photograph than :func:`bricks`: w x h px bricks
+    whose heights vary by +-1 px and widths by +-2 px, rows offset by half a brick
+    +-2 px, mortar 2 or 3 px wide with chipped edges, one shade per brick (+-15) plus a
+    ``grain``, a lighting gradient ``light`` across, slightly blurred.  ``colour``:
+    (n, n, 3) red-brown bricks of varying hue and grey mortar."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:n, 0:n].astype(np.float64)
+    nrows, ncol = n // h + 3, n // w + 4
+    edges = np.concatenate([[0], np.cumsum(h + rng.integers(-1, 2, nrows))])
+    row = np.searchsorted(edges, y, side="right") - 1
+    xx = x + (row % 2) * (w // 2) + rng.integers(-2, 3, nrows)[row]
+    cedges = np.concatenate([np.zeros((nrows, 1)),
+                             np.cumsum(w + rng.integers(-2, 3, (nrows, ncol)), axis=1)], axis=1)
+    col = np.empty((n, n), int)
+    for r in range(nrows):
+        m = row == r
+        if m.any():
+            col[m] = np.searchsorted(cedges[r], xx[m], side="right") - 1
+    dy, dx = y - edges[row], xx - cedges[row, col]
+    my = 2 + (rng.random(nrows) < 0.3)[row]
+    mx = 2 + (rng.random((nrows, ncol)) < 0.3)[row, col]
+    img = 160.0 + rng.uniform(-15, 15, (nrows, ncol))[row, col] + grain * _fractal(n, rng)
+    chip = gaussian_filter(rng.normal(size=(n, n)), 1.0) * grain > 0.25
+    mortar = (dy < my) | (dx < mx) | (((dy < my + 1) | (dx < mx + 1)) & chip)
+    img = np.where(mortar, 95.0 + 0.6 * grain * _fractal(n, rng, ((1.0, 5.0),)), img)
+    img = img * (1 + light * (x / n - 0.5))
+    if not colour:
+        return gaussian_filter(img, 0.8)
+    hue = rng.uniform(-0.08, 0.08, (nrows, ncol))[row, col]
+    rgb = np.stack([np.where(mortar, 1.15 * img, (1.12 + hue) * img),
+                    np.where(mortar, 1.12 * img, (0.62 - hue / 2) * img),
+                    np.where(mortar, img, 0.48 * img)], axis=-1)
+    return np.clip(gaussian_filter(rgb, (0.8, 0.8, 0)), 0, 255)
+
+
+def walls() -> dict[str, np.ndarray]:
+    from scipy.ndimage import map_coordinates, rotate
+
+    c = slice(72, 328)
+    y, x = np.mgrid[0:256, 0:256].astype(np.float64)
+    b = wall(24, 11, grain=1.0, seed=5, light=0.4)
+    return {"wall_g4": wall(grain=4.0)[c, c], "wall_g1": wall(grain=1.0)[c, c],
+            "wall_g8": wall(grain=8.0)[c, c], "wall36": wall(36, 17, grain=1.0, seed=3)[c, c],
+            "wall24_persp": map_coordinates(b, [y + 72, 72 + x * (1 + 0.3 * x / 255) / 1.15],
+                                            order=1),
+            "wall_rot8": rotate(wall(30, 14, grain=1.5, seed=7), 8, reshape=False, order=1)[c, c]}
+
+
+def colour_walls() -> dict[str, np.ndarray]:
+    from scipy.ndimage import rotate
+
+    c = slice(72, 328)
+    return {"cwall_g1": wall(grain=1.0, colour=True)[c, c],
+            "cwall_g8": wall(grain=8.0, seed=2, colour=True)[c, c],
+            "cwall36_g4": wall(36, 17, grain=4.0, seed=3, colour=True)[c, c],
+            "cwall24_rot8": rotate(wall(24, 11, grain=2.0, seed=5, colour=True), 8, axes=(0, 1),
+                                   reshape=False, order=1)[c, c]}
+
+
 def main(argv: list[str]) -> None:
     import bm3d
 
-    which = variants() if "--variants" in argv else images()
-    argv = [a for a in argv if a != "--variants"]
+    sets = {"--variants": variants, "--walls": walls, "--colour-walls": colour_walls}
+    which = next((f for a, f in sets.items() if a in argv), images)()
+    sigmas = (15, 25, 50)
+    if "--sigmas" in argv:
+        i = argv.index("--sigmas")
+        sigmas = tuple(int(v) for v in argv[i + 1].split(","))
+        argv = argv[:i] + argv[i + 2:]
+    argv = [a for a in argv if a not in sets]
     cfgs = [json.loads(a) for a in argv] or [{}, {"periodic": False}]
     print("image     sigma    bm3d  | " + " | ".join(json.dumps(c) for c in cfgs))
-    gaps = {s: [] for s in (15, 25, 50)}
+    gaps = {s: [] for s in sigmas}
     for name, im in which.items():
-        for s in (15, 25, 50):
+        colour = im.ndim == 3
+        run = denoise_grouped_opponent if colour else denoise_grouped
+        for s in sigmas:
             noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
-            row = [psnr(im, denoise_grouped(noisy, float(s), **dict({"data_range": 255.0}, **c))
-                        [0][None]) for c in cfgs]
-            b = psnr(im, bm3d.bm3d(noisy, float(s)))
+            row = [psnr(im, run(noisy, float(s), **dict({"data_range": 255.0}, **c))[0][None])
+                   for c in cfgs]
+            b = psnr(im, (bm3d.bm3d_rgb if colour else bm3d.bm3d)(noisy, float(s)))
             gaps[s].append([v - b for v in row])
             print(f"{name:9} {s:5} {b:7.2f}  | " + " | ".join(f"{v:7.2f}" for v in row),
                   flush=True)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kpca_denoise import CancelToken, Cancelled, denoise_image
-from kpca_denoise.core.grouped import PERIODIC, denoise_grouped, periodicity
+from kpca_denoise.core.grouped import PERIODIC, denoise_grouped, periodicity, resolve_geometry
 from kpca_denoise.core.metrics import psnr
 from kpca_denoise.pipeline import add_noise
 
@@ -215,10 +215,27 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
         # given values win over the texture settings
         given = denoise_grouped(noisy, 25.0, data_range=255.0, match_size=9, kappa2=0.8)[1]
         assert (given["params"]["match_size"], given["params"]["kappa2"]) == (9, 0.8)
-    # above the high-noise level only the wider search applies
-    st = denoise_grouped(add_noise(img, 50, seed=0), 50.0, data_range=255.0)[1]["params"]
-    assert st["periodic"] and (st["search_radius"], st["dense_radius"], st["match_size"],
-                               st["kappa2"]) == (40, 19, 11, 0.7) and len(st["lags"]) == 2
+    # the stage-1 matching window widens with the noise: 7x7 at sigma 15, 9x9 at 25,
+    # 35x35 at 50 (and colour's luminance, whose range is sqrt(3) times larger, 11x11)
+    for sigma, m1 in ((15, 7), (25, 9), (35, 17), (50, 35), (80, 35)):
+        assert resolve_geometry(periodic=True, noise_fraction=sigma / 255)["match_size1"] == m1
+    assert resolve_geometry(periodic=True, noise_fraction=None)["match_size1"] == 7
+    assert resolve_geometry(periodic=True, noise_fraction=50 / 255 / 3 ** 0.5)["match_size1"] == 11
+    # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with stop 22's
+    # settings (13x13 stage-1 window, stage 2 at 11x11 with kappa2 0.7) 27.27; with the
+    # photograph settings 27.00
+    img = _bricks(128)
+    noisy = add_noise(img, 50, seed=0)
+    auto, st = denoise_grouped(noisy, 50.0, data_range=255.0)
+    p = st["params"]
+    assert p["periodic"] and len(p["lags"]) == 2
+    assert (p["search_radius"], p["match_size1"], p["match_size"], p["kappa2"]) == (40, 35, 7, 1.0)
+    auto = psnr(img, auto[None], 255)
+    old = denoise_grouped(noisy, 50.0, data_range=255.0, match_size1=13, match_size=11,
+                          kappa2=0.7)[0]
+    photo = denoise_grouped(noisy, 50.0, data_range=255.0, periodic=False)[0]
+    assert auto >= psnr(img, old[None], 255) + 0.5
+    assert auto >= psnr(img, photo[None], 255) + 0.8
     # a photograph is not a texture, and neither is noise
     cam = camera.astype(np.float64)
     st = denoise_grouped(add_noise(cam[:160, :160], 25, seed=0), 25.0, data_range=255.0)[1]

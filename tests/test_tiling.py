@@ -49,25 +49,30 @@ def _scene(shape, seed):
     return np.clip(add_noise(img, 20, seed=seed), 0, 255)
 
 
-@pytest.mark.parametrize("extra,sigma", [({"search_radius": 4}, 20.0),
-                                         ({"search_radius": 4}, 50.0),
-                                         ({"search_radius": 4, "match_size1": 7, "match_size": 9},
-                                          20.0)])
-def test_tiled_grouped_equals_whole_image(extra, sigma):
+@pytest.mark.parametrize("extra,sigma,shape,ntiles", [
+    ({"search_radius": 4, "periodic": False}, 20.0, (192, 160), 6),
+    ({"search_radius": 4, "periodic": False}, 50.0, (192, 160), 6),
+    ({"search_radius": 4, "periodic": False, "match_size1": 7, "match_size": 9}, 20.0,
+     (192, 160), 6),
+    ({"search_radius": 4, "periodic": True}, 50.0, (384, 160), 12)])
+def test_tiled_grouped_equals_whole_image(extra, sigma, shape, ntiles):
     # a small search window keeps the halo (both stages search R = 4 px away:
     # 2 (4 + p) + (m1 - p) + 2 (4 + p) + (m2 - p) = 50 with the default windows, planned
     # for the widest stage-1 window, m1 = 13 at high noise, and stage 2's m2 = 11; 42
     # with the windows of 7 / 9) below the image, so interior tiles are really cut:
     # 3 x 2 tiles of a 192 x 160 image.  Sigma 50 on 8-bit data is high noise (13 px
-    # windows used).
-    clean = _scene((192, 160), 0)
+    # windows used).  A regular texture (the scene is one; the first three cases are
+    # about the photograph windows) gets a 35 px stage-1 window at sigma 50 and 7 px in
+    # stage 2: a halo of 2 (4 + 5) + 30 + 2 (4 + 5) + 2 = 68, so its image is taller.
+    clean = _scene(shape, 0)
     noisy = np.clip(add_noise(clean, sigma, seed=1), 0, 255).astype(np.uint8)
     base = DenoiseParams(noise_sigma=sigma, extra=extra)
     whole = denoise_set([noisy], base).images[0].outputs[None]
     res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
-    assert res.stats["grouped"][0]["tiles"] == 6
-    assert res.stats["grouped"][0]["params"]["match_size1"] == extra.get(
-        "match_size1", 13 if sigma > 45 else 7)
+    assert res.stats["grouped"][0]["tiles"] == ntiles
+    m1 = (35 if sigma > 45 else 7) if extra["periodic"] else (13 if sigma > 45 else 7)
+    assert res.stats["grouped"][0]["params"]["match_size1"] == extra.get("match_size1", m1)
+    assert res.stats["grouped"][0]["params"]["periodic"] is extra["periodic"]
     tiled = res.outputs[None]
     assert tiled.dtype == np.uint8
     assert abs(evaluate(clean, tiled, np.uint8)["psnr"]

@@ -822,6 +822,11 @@ HIGH_NOISE = 45.0 / 255.0
 PERIODIC = 0.4
 #: side of the central crop the score is measured on
 PERIODIC_CROP = 256
+#: noise levels (fractions of the data range, 15 / 255 and 50 / 255) between which a
+#: regular texture's stage-1 matching window grows from 7x7 to 35x35
+#: (:func:`texture_match_extra`)
+TEXTURE_NOISE0 = 15.0 / 255.0
+TEXTURE_NOISE1 = 50.0 / 255.0
 
 
 def periodicity(image: np.ndarray, sigma: float, data_range: float | None = None,
@@ -916,14 +921,28 @@ def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
             raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), got {s}")
     ms = {}
     high = noise_fraction is not None and noise_fraction > HIGH_NOISE
-    for name, v, extra in (("match_size1", match_size1, 8 if high else 2),
-                           ("match_size", match_size, 2 if periodic and not high else 6)):
+    extra1 = texture_match_extra(noise_fraction) if periodic else (8 if high else 2)
+    for name, v, extra in (("match_size1", match_size1, extra1),
+                           ("match_size", match_size, 2 if periodic else 6)):
         mv = p + extra if v is None else int(v)
         if mv < 1:
             raise ValueError(f"{name} must be >= 1 or None, got {v!r}")
         ms[name] = max(mv, p)
     return dict(patch_size=p, stride=st2, stride1=st1, search_radius=R, search_radius1=R1,
                 dense_radius=DENSE_RADIUS, **ms)
+
+
+def texture_match_extra(noise_fraction: float | None) -> int:
+    """How much wider than the patch a regular texture's stage-1 matching window is:
+    ``2 + 2 round(14 t^2)`` with ``t = (f - TEXTURE_NOISE0) / (TEXTURE_NOISE1 -
+    TEXTURE_NOISE0)`` clipped to 0..1 and ``f`` the noise as a fraction of the data
+    range (None, unknown: 2).  With 5x5 patches: 7x7 up to sigma 15 on 0..255, 9x9 at
+    25, 13x13 at 30, 17x17 at 35, 27x27 at 45, 35x35 from 50 (:data:`TEXTURE_NOISE1`) on."""
+    if noise_fraction is None:
+        return 2
+    t = min(max((float(noise_fraction) - TEXTURE_NOISE0) / (TEXTURE_NOISE1 - TEXTURE_NOISE0),
+                0.0), 1.0)
+    return 2 + 2 * int(round(14.0 * t * t))
 
 
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
@@ -1429,7 +1448,6 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                                        and float(data_range) > 0.0):
         raise ValueError(f"data_range must be a positive finite number or None, got {data_range!r}")
     noise_fraction = None if data_range is None else sigma / float(data_range)
-    high = noise_fraction is not None and noise_fraction > HIGH_NOISE
     if periodic is not None and not isinstance(periodic, (bool, np.bool_)):
         raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
     # a regular texture (measured on channel 0, the guide) gets the texture settings;
@@ -1461,7 +1479,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0.0):
             raise ValueError(f"{name} must be None or a positive finite number, got {v!r}")
     k2 = float(kappa2) if kappa2 is not None else (
-        0.7 if wiener2 == "group" and not (periodic and not high) else 1.0)
+        0.7 if wiener2 == "group" and not periodic else 1.0)
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
         else np.ones((p, p))
     win = np.ascontiguousarray(win, dtype=np.float64)
