@@ -8,8 +8,12 @@ seed 1).  Methods, all told sigma:
 
 * ``per-chan``  - :func:`denoise_grouped` on each opponent channel on its own (the
   colour path before issue 12);
-* ``shared``    - :func:`denoise_grouped_opponent`: block matching on the luminance
-  only, the groups shared by the three opponent channels (the colour path now);
+* ``shared``    - :func:`denoise_grouped_opponent`: one block matching on the summed
+  SSD of the three opponent channels (the SSD in RGB: the transform is
+  orthonormal), the groups shared by the three channels (the colour path since
+  stop 23);
+* ``lum-only``  - the same with the matching on the luminance only
+  (``match_channels="first"``, as CBM3D does; the colour path of stops 19-22);
 * ``cbm3d``     - ``bm3d.bm3d_rgb(noisy, sigma)`` (its own opponent space).
 
 Extra arguments: a JSON dictionary of keywords for both of ours (e.g. the settings
@@ -65,6 +69,10 @@ def shared(noisy, s, **kw):
     return denoise_grouped_opponent(noisy, s, **kw)[0][None]
 
 
+def lum_only(noisy, s, **kw):
+    return denoise_grouped_opponent(noisy, s, **dict(kw, match_channels="first"))[0][None]
+
+
 def cbm3d(noisy, s, **kw):
     import bm3d
 
@@ -73,7 +81,8 @@ def cbm3d(noisy, s, **kw):
 
 def main(argv) -> None:
     kw = json.loads(argv[0]) if argv else {}
-    methods = (("per-chan", per_channel), ("shared", shared), ("cbm3d", cbm3d))
+    methods = (("per-chan", per_channel), ("shared", shared), ("lum-only", lum_only),
+               ("cbm3d", cbm3d))
     w = np.random.default_rng(0).normal(128, 20, (40, 40, 3))
     shared(w, 20.0, **kw), per_channel(w, 20.0, **kw)  # numba compilation
     print(f"settings: {json.dumps(kw)}")
@@ -99,10 +108,11 @@ def main(argv) -> None:
         mt = np.mean([r[2] for r in sel], axis=0)
         print(f"{'MEAN':18s} {s:5d} " + " ".join(f"{p:9.3f}" for p in mp) + "   | "
               + " ".join(f"{t:.2f}" for t in mt))
-    g = [r[1][1] - r[1][0] for r in rows]
-    print(f"shared - per-chan: mean {np.mean(g):+.3f} dB, min {np.min(g):+.3f}, "
-          f"max {np.max(g):+.3f}; time shared / per-chan "
-          f"{np.sum([r[2][1] for r in rows]) / np.sum([r[2][0] for r in rows]):.2f}")
+    for j, other in ((0, "per-chan"), (2, "lum-only")):
+        g = [r[1][1] - r[1][j] for r in rows]
+        print(f"shared - {other}: mean {np.mean(g):+.3f} dB, min {np.min(g):+.3f}, "
+              f"max {np.max(g):+.3f}; time shared / {other} "
+              f"{np.sum([r[2][1] for r in rows]) / np.sum([r[2][j] for r in rows]):.2f}")
 
 
 if __name__ == "__main__":

@@ -347,10 +347,11 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
     """``params`` with the grouped method's ``periodic`` decided once for the whole
-    image (``core.grouped.periodicity`` of the luminance's central 256x256), so that
-    every tile gets the same settings and the tiles are planned with the texture's
-    wider search; unchanged when it is given or the method is not grouped."""
-    from .core.grouped import PERIODIC, PERIODIC_CROP, periodicity
+    image (``core.grouped.periodic_lags_channels`` of the working channels' central
+    256x256, as the core measures it), so that every tile gets the same settings and
+    the tiles are planned with the texture's wider search; unchanged when it is given
+    or the method is not grouped."""
+    from .core.grouped import PERIODIC, PERIODIC_CROP, periodic_lags_channels
 
     ex = params.extra
     if params.method != "grouped" or ex.get("periodic") is not None:
@@ -361,7 +362,10 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     region = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
     work, _, colour = _to_working(region, vst)
     rng = ex.get("data_range", _guide_range(region.dtype, vst, colour))  # as the tiles get it
-    score = periodicity(work[..., 0], sigma, rng)
+    chans = [work[..., c] for c in range(work.shape[2])]
+    if ex.get("match_channels") == "first":
+        chans = chans[:1]
+    score = periodic_lags_channels(chans, sigma, rng)[0]
     return params.replace(extra=dict(ex, periodic=bool(score > PERIODIC)))
 
 

@@ -119,9 +119,10 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
     per reference and candidate).  Each window's sum depends on its own pixels
     only, so a tile gets the distances the whole image gets.
     """
-    H = guide.shape[0] - (m - p)
-    W = guide.shape[1] - (m - p)
-    Wg = guide.shape[1]
+    C = guide.shape[0]
+    H = guide.shape[1] - (m - p)
+    W = guide.shape[2] - (m - p)
+    Wg = guide.shape[2]
     nref = refs_y.shape[0]
     # runs of references on the same row
     nseg = 0
@@ -163,12 +164,13 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
                 # over columns); each column still sums its rows in order 0..m-1
                 cv = cs[c_lo:c_hi]
                 cv[:] = 0.0
-                for a in range(m):
-                    gr = guide[ry + a, c_lo:c_hi]
-                    gc = guide[cy + a, c_lo + dx:c_hi + dx]
-                    for c in range(c_hi - c_lo):
-                        t = gr[c] - gc[c]
-                        cv[c] += t * t
+                for ch in range(C):
+                    for a in range(m):
+                        gr = guide[ch, ry + a, c_lo:c_hi]
+                        gc = guide[ch, cy + a, c_lo + dx:c_hi + dx]
+                        for c in range(c_hi - c_lo):
+                            t = gr[c] - gc[c]
+                            cv[c] += t * t
                 for j in range(k):
                     rx = refs_x[r0 + j]
                     cx = rx + dx
@@ -678,7 +680,8 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     k = len(ry)
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
-    _match(guide_padded, ry, rx, p, m, R, search_mask(R, dense, lags), n, gy, gx)
+    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    _match(g, ry, rx, p, m, R, search_mask(R, dense, lags), n, gy, gx)
     return gy, gx
 
 
@@ -885,6 +888,16 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
             (int(dy[k, 0]), int(dx[0, q])))
 
 
+def periodic_lags_channels(chans: Sequence[np.ndarray], sigma: float,
+                           data_range: float | None = None,
+                           size: int = PERIODIC_CROP) -> tuple[float, tuple, tuple]:
+    """:func:`periodic_lags` of the channel that repeats most (the first of equals),
+    every channel measured against ``data_range`` (channel 0's span): a colour texture
+    can repeat in its chrominance more than in its luminance."""
+    return max((periodic_lags(c, sigma, data_range, size) for c in chans),
+               key=lambda r: r[0])
+
+
 def resolve_geometry(patch_size: int | None = None, stride: int | None = None,
                      stride1: int | None = None, match_size1: int | None = None,
                      match_size: int | None = None, search_radius: int | None = None,
@@ -981,9 +994,9 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
 
     ``imgs`` are the channels to denoise, ``guides`` their pilots (stage 2; in stage 1
-    the channels themselves).  The groups are found once, on the first guide
-    (luminance), and shared by every channel; each channel then has its own kernel
-    PCA per group.  Stage 1 shrinks each group's own components; stage 2 fits on the
+    the channels themselves).  The groups are found once, on all the guides (or the
+    first, ``match_channels="first"``), and shared by every channel; each channel then
+    has its own kernel PCA per group.  Stage 1 shrinks each group's own components; stage 2 fits on the
     pilot.  ``runs`` (one per channel) collect timings, counters, the final stage's
     spectrum and kept ranks.
     """
@@ -1014,7 +1027,10 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     tol2 = p * p * (cfg["tol"] * sigma) ** 2
     msg = f"stage {stage}"
     t0 = time.perf_counter()
-    guide_m = _pad_for_matching(guides[0], p, m)
+    # the matching distance: the SSD summed over every channel (for the orthonormal
+    # opponent channels of colour, the SSD in RGB), or channel 0's alone
+    guide_m = np.stack([_pad_for_matching(g, p, m) for g in
+                        (guides if cfg["match_channels"] == "all" else guides[:1])])
     for run in runs:
         run["seconds"]["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
@@ -1065,8 +1081,7 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             report(progress, "projection", ci + 1, nchunks, message=msg)
             Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
                                     cfg["max_iter"], tol2, K)
-            # on the channel that guides the matching only (the luminance of colour):
-            # the chrominances lose with it (benchmarks/results_issue12.txt); its time
+            # on channel 0 only (the luminance of colour): the chrominances lose with it (benchmarks/results_issue12.txt); its time
             # counts as the pre-image's
             if stage == 1 and ch == 0 and cfg["mean_kappa1"] is not None:
                 correct_means(Est, X, cfg["mean_kappa1"] * sigma * sigma / (p * p))
@@ -1113,6 +1128,7 @@ def denoise_grouped(
     mean_kappa1: float | None = 0.7,
     two_stage: bool = True,
     periodic: bool | None = None,
+    match_channels: str = "all",
     backprojection: int = 0,
     bp_delta: float = 0.1,
     bp_lambda: float = 1.0,
@@ -1193,11 +1209,13 @@ def denoise_grouped(
         weave) and the photographs change by -0.01 dB (development crops and
         camera) and 0.00 dB (four photographs from outside scikit-image); at sigma 30
         / 35 / 40 the photographs lose 0.11 / 0.08 / 0.05 dB with it, so it is not
-        used there (``benchmarks/results_issue12.txt``).
+        used there (``benchmarks/results_issue12.txt``).  A regular texture
+        (``periodic``) has its own rule, :func:`texture_match_extra`.
     data_range : float or None, default None
         The span of values the clean image can take (255 for 8-bit data; for several
-        channels, that of channel 0, which guides the matching), only used to place
-        ``sigma`` against :data:`HIGH_NOISE`; None (unknown) keeps the low-noise
+        channels, that of channel 0), only used to place ``sigma`` against
+        :data:`HIGH_NOISE` and :data:`TEXTURE_NOISE0` / :data:`TEXTURE_NOISE1`, and to
+        smooth the image before its periodicity is measured; None (unknown) keeps the low-noise
         geometry at every sigma, so the result scales with the image.  Colour through
         the opponent luminance does not reach the rule at sigma 50 on 0..255 (its
         span is ``sqrt(3)`` times larger), and must not: with ``match_size1=13`` the
@@ -1275,23 +1293,48 @@ def denoise_grouped(
         ``False`` returns the stage-1 estimate (ranks then apply to stage 1).
     periodic : bool or None, default None
         Whether the image is a regular texture (bricks, a weave, a grid); None ->
-        measured, :func:`periodic_lags` of the image (of channel 0 with several)
-        above :data:`PERIODIC`.  A regular texture searches an 81x81 window
-        (``search_radius`` :data:`TEXTURE_RADIUS`) with, besides the usual offsets,
-        every offset within 2 px of the lattice its two periods span
-        (:func:`search_mask`): its repeats two periods away are in reach and an odd
-        period is matched exactly.  Below :data:`HIGH_NOISE` it also gets a 7x7
-        stage-2 matching window instead of 11x11 (``match_size``) and ``kappa2``
-        1.0 instead of 0.7: its repeats are exact, so the tighter window finds them
-        and their pilot coefficients are worth more trust.  Given values win.
-        Measured on the five synthetic textures of ``benchmarks/textures.py`` (mean
-        gap to BM3D at sigma 15 / 25 / 50): -0.42 / -0.40 / -0.30 dB with the
-        photograph settings, +1.06 / +0.72 / +0.19 dB with these; at sigma 50 the
-        7x7 window and ``kappa2`` 1.0 lose, hence the noise limit
-        (``benchmarks/results_issue12.txt``).  Photographs score 0.03-0.15 and keep
-        their settings.  Stats report ``periodic``, the score (``periodicity``, also
-        when ``periodic`` is given), the periods (``lags``, empty unless periodic)
-        and the resolved ``search_radius``, ``match_size`` and ``kappa2``.
+        measured, :func:`periodic_lags_channels` (the best :func:`periodic_lags` of the
+        channels the matching sees) above :data:`PERIODIC`.  A regular texture
+        searches an 81x81 window (``search_radius`` :data:`TEXTURE_RADIUS`) with,
+        besides the usual offsets, every offset within 2 px of the lattice its two
+        periods span (:func:`search_mask`): its repeats two periods away are in reach
+        and an odd period is matched exactly.  Its stage-1 matching window widens
+        with the noise (:func:`texture_match_extra`: 7x7 to sigma 15 on 0..255, 9x9
+        at 25, 17x17 at 35, 35x35 from 50; 7x7 when ``data_range`` is unknown), so
+        that the noise does not decide which repeat is nearest, and stage 2 matches
+        7x7 windows instead of 11x11 (``match_size``) with ``kappa2`` 1.0 instead of
+        0.7: its repeats are exact, so the tighter window finds them and their pilot
+        coefficients are worth more trust.  Given values win.  Measured (mean gap to
+        BM3D at sigma 15 / 25 / 35 / 50, ``benchmarks/textures.py``;
+        ``benchmarks/results_textures.txt``): on its five synthetic textures -0.42 /
+        -0.40 / -0.51 / -0.30 dB with the photograph settings, +1.06 / +0.82 / +0.46 /
+        +1.41 dB with these (stop 22's texture settings, a 7x7 stage-1 window below
+        sigma 45 and the photographs' beyond, gave +1.06 / +0.72 / +0.02 / +0.19); on
+        six brick walls drawn to look like photographs, built after the stop-22
+        settings (``--walls``) +0.26 / +0.01 / -0.41 / -0.33 and +0.66 / +0.31 / +0.20
+        / +0.37 dB (stop 22's +0.66 / +0.18 / -0.50 / -0.19); on four variants
+        not tuned on (``--variants``) +0.19 / +0.18 / -0.01 / +0.06 and +1.25 / +1.07
+        / +0.78 / +1.29 dB.  Photographs score 0.03-0.15 and keep their settings.
+        Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
+        is given), the periods (``lags``, empty unless periodic) and the resolved
+        ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
+    match_channels : {"all", "first"}, default "all"
+        With several channels (:func:`denoise_grouped_channels`): block matching on
+        the SSD summed over all of them (for the orthonormal opponent channels of
+        colour, the SSD in RGB), or on channel 0's alone (the luminance, as CBM3D
+        does; the colour path of stops 19-22).  One channel: no difference.  Measured
+        (``benchmarks/results_issue12.txt``, gap to CBM3D at sigma 15 / 25 / 50):
+        the colour development crops of ``benchmarks/colour_groups.py`` 34.053 /
+        32.027 / 29.253 dB against 34.034 / 32.022 / 29.245 with the luminance
+        (astronaut +0.02 to +0.18, hubble +0.01 to -0.13); two colour photographs
+        from outside scikit-image +0.05 / +0.08 / +0.12 dB against +0.04 / +0.04 /
+        +0.04; four colour brick walls whose mortar has about the bricks'
+        luminance (``benchmarks/textures.py --colour-walls``) +1.50 / +1.39 / +0.70
+        dB against +0.02 / -0.25 / -0.17: their pattern is in the chrominance, which
+        the luminance does not see (nor does the texture test on it).  Stage-2
+        matching alone on all three pilots gave the walls +0.29 at sigma 25, both
+        stages +1.10 (``benchmarks/results_issue12.txt``).  Costs about 10-25 %
+        more time on colour.
     backprojection, bp_delta, bp_lambda : int, float, float, default 0, 0.1, 1.0
         Extra stage-2 passes of iterative regularisation (WNNM, SAIST): pass ``k``
         denoises ``y_k = x_{k-1} + bp_delta (y - x_{k-1})`` at the re-estimated noise
@@ -1353,13 +1396,15 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, **kw: Any
                              ) -> tuple[dict[int | None, np.ndarray], list[dict]]:
     """Denoise the channels of ``image`` (H, W, C) with groups shared across channels.
 
-    Block matching runs on channel 0 only (noisy in stage 1, its pilot in stage 2)
-    and every channel is denoised with the same groups, each with its own kernel PCA
-    per group, shrinkage, pre-image and aggregation, as CBM3D does in its opponent
-    colour space; the stage-1 mean step (``mean_kappa1``) is channel 0's only.
-    Channel 0 should therefore be the luminance of an orthonormal opponent transform
-    (the noise keeps ``sigma`` in every channel); see :func:`denoise_grouped_opponent`
-    for RGB input.  Keywords as :func:`denoise_grouped`.
+    Block matching runs once, on the SSD summed over every channel (noisy in stage 1,
+    the pilots in stage 2; ``match_channels="first"``: channel 0's alone, as CBM3D
+    matches on its luminance), and every channel is denoised with the same groups,
+    each with its own kernel PCA per group, shrinkage, pre-image and aggregation; the
+    stage-1 mean step (``mean_kappa1``) is channel 0's only.  Channel 0 should
+    therefore be the luminance of an orthonormal opponent transform (the noise keeps
+    ``sigma`` in every channel, and the summed SSD is the SSD in RGB); see
+    :func:`denoise_grouped_opponent` for RGB input.  Keywords as
+    :func:`denoise_grouped`.
 
     Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel (the shared
     matching time split evenly between them).
@@ -1379,12 +1424,13 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, **kw: Any
 
 def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
                              ) -> tuple[dict[int | None, np.ndarray], list[dict]]:
-    """Denoise an RGB image (H, W, 3): grouping on the luminance, groups shared.
+    """Denoise an RGB image (H, W, 3): one grouping (on the colour distance), shared.
 
     RGB goes to the orthonormal opponent space of :mod:`kpca_denoise.core.color`
     (``Y = (R + G + B) / sqrt(3)`` and two chrominances; white noise of std ``sigma``
-    keeps ``sigma`` in each), :func:`denoise_grouped_channels` denoises it with the
-    groups found on ``Y`` and the result goes back to RGB.  Keywords as
+    keeps ``sigma`` in each), :func:`denoise_grouped_channels` denoises it with one
+    set of groups (matched on all three channels, i.e. on the RGB distance; on ``Y``
+    alone with ``match_channels="first"``) and the result goes back to RGB.  Keywords as
     :func:`denoise_grouped` (``data_range`` is the span of R, G and B; ``Y`` spans
     ``sqrt(3)`` times it); returns ``{rank: (H, W, 3)}`` and per-channel stats
     (opponent channels).
@@ -1407,11 +1453,11 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                       stage2_cut,
                       max_iter,
                       tol, preimage_init, window_beta, mean_kappa1, two_stage, periodic,
-                      backprojection,
+                      match_channels, backprojection,
                       bp_delta,
                       bp_lambda, progress, cancel) -> tuple[list, list]:
     """The driver of :func:`denoise_grouped` for one or more channels of the same
-    size (groups from channel 0): per channel ``{rank: (H, W)}`` and stats."""
+    size (one grouping for all): per channel ``{rank: (H, W)}`` and stats."""
     t_all = time.perf_counter()
     imgs = []
     for im in chans:
@@ -1450,9 +1496,12 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     noise_fraction = None if data_range is None else sigma / float(data_range)
     if periodic is not None and not isinstance(periodic, (bool, np.bool_)):
         raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
-    # a regular texture (measured on channel 0, the guide) gets the texture settings;
-    # the score is reported even when the caller decided (5 ms on 256x256)
-    score, v1, v2 = periodic_lags(img, sigma, data_range)
+    if match_channels not in ("all", "first"):
+        raise ValueError(f"match_channels must be 'all' or 'first', got {match_channels!r}")
+    # a regular texture (in any channel the matching sees) gets the texture settings;
+    # the score is reported even when the caller decided (5 ms per channel on 256x256)
+    score, v1, v2 = periodic_lags_channels(imgs if match_channels == "all" else imgs[:1],
+                                           sigma, data_range)
     periodic = score > PERIODIC if periodic is None else bool(periodic)
     lags = [v1, v2] if periodic and score > 0.0 else []
     g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius,
@@ -1496,6 +1545,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
         two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
+        match_channels=match_channels,
         dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
     runs = [dict(seconds={s: 0.0 for s in _STAGES}, fallbacks=0, iterations=0, groups=0,
