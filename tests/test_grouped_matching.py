@@ -16,10 +16,26 @@ OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, 
 
 
 def _reference_match(img, ry, rx, p, m, R, n, dense=None, extra=()):
-    """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image;
-    outside the square of offsets up to ``dense`` (None: R) only the positions with
-    both offsets even are searched, and the offsets in ``extra``."""
+    """Plain numpy block matching: SSD of the m x m windows of the reflect-padded image
+    (summed over the channels of a (C, H, W) stack); outside the square of offsets up
+    to ``dense`` (None: R) only the positions with both offsets even are searched,
+    and the offsets in ``extra``."""
     dense = R if dense is None else dense
+    if img.ndim == 3:
+        lo = (m - p) // 2
+        gs = [np.pad(c, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect") for c in img]
+        H, W = img.shape[1:]
+        out = []
+        for y, x in zip(ry, rx):
+            cands = [(float(sum(((g[cy:cy + m, cx:cx + m] - g[y:y + m, x:x + m]) ** 2).sum()
+                                for g in gs)), cy, cx)
+                     for cy in range(max(0, y - R), min(H - p, y + R) + 1)
+                     for cx in range(max(0, x - R), min(W - p, x + R) + 1)
+                     if max(abs(cy - y), abs(cx - x)) <= dense
+                     or ((cy - y) % 2 == 0 and (cx - x) % 2 == 0)]
+            cands.sort()
+            out.append({(cy, cx) for _, cy, cx in cands[:n]})
+        return out
 
     def seen(dy, dx):
         return (max(abs(dy), abs(dx)) <= dense or (dy % 2 == 0 and dx % 2 == 0)
@@ -50,6 +66,23 @@ def test_matching_windows_are_centred_windows_of_the_reflected_image(m):
     for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 6, 12)):
         got = set(zip(gy[r].tolist(), gx[r].tolist()))
         assert got == ref and (ry[r], rx[r]) in got  # the reference is a member
+
+
+@pytest.mark.parametrize("m", [5, 9])
+def test_several_guide_channels_match_on_their_summed_ssd(m):
+    # (how colour is grouped: match_channels="all" stacks the opponent channels)
+    rng = np.random.default_rng(4)
+    img = rng.normal(100, 30, (3, 30, 33))
+    ry = np.array([0, 0, 13, 25, 20], np.int64)
+    rx = np.array([0, 28, 14, 3, 28], np.int64)
+    guide = np.stack([_pad_for_matching(c, 5, m) for c in img])
+    gy, gx = match(guide, ry, rx, 5, m, 8, 12, dense=3)
+    for r, ref in enumerate(_reference_match(img, ry, rx, 5, m, 8, 12, dense=3)):
+        assert set(zip(gy[r].tolist(), gx[r].tolist())) == ref
+    # and not on the first channel's alone
+    fy, fx = match(guide[:1], ry, rx, 5, m, 8, 12, dense=3)
+    assert any(set(zip(fy[r].tolist(), fx[r].tolist())) != set(zip(gy[r].tolist(), gx[r].tolist()))
+               for r in range(len(ry)))
 
 
 @pytest.mark.parametrize("m", [5, 9])

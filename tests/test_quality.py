@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from kpca_denoise import CancelToken, Cancelled, denoise_image
-from kpca_denoise.core.grouped import PERIODIC, denoise_grouped, periodicity, resolve_geometry
+from kpca_denoise.core.grouped import (PERIODIC, denoise_grouped, denoise_grouped_opponent,
+                                       periodicity, resolve_geometry)
 from kpca_denoise.core.metrics import psnr
 from kpca_denoise.pipeline import add_noise
 
@@ -216,11 +217,19 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
         given = denoise_grouped(noisy, 25.0, data_range=255.0, match_size=9, kappa2=0.8)[1]
         assert (given["params"]["match_size"], given["params"]["kappa2"]) == (9, 0.8)
     # the stage-1 matching window widens with the noise: 7x7 at sigma 15, 9x9 at 25,
-    # 35x35 at 50 (and colour's luminance, whose range is sqrt(3) times larger, 11x11)
+    # 35x35 at 50
     for sigma, m1 in ((15, 7), (25, 9), (35, 17), (50, 35), (80, 35)):
         assert resolve_geometry(periodic=True, noise_fraction=sigma / 255)["match_size1"] == m1
     assert resolve_geometry(periodic=True, noise_fraction=None)["match_size1"] == 7
-    assert resolve_geometry(periodic=True, noise_fraction=50 / 255 / 3 ** 0.5)["match_size1"] == 11
+    # colour matched on all three channels measures the noise against one channel's
+    # span, as grey; matched on the luminance alone, against the luminance's (sqrt(3)
+    # times larger: 11x11 at sigma 50)
+    tinted = _bricks(96)[..., None] * np.array([1.1, 0.6, 0.45])
+    noisy = add_noise(tinted, 50, seed=0)
+    for mc, m1 in (("all", 35), ("first", 11)):
+        p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, match_channels=mc,
+                                     periodic=True)[1][0]["params"]
+        assert p["match_size1"] == m1, (mc, p["match_size1"])
     # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with stop 22's
     # settings (13x13 stage-1 window, stage 2 at 11x11 with kappa2 0.7) 27.27; with the
     # photograph settings 27.00

@@ -1300,7 +1300,9 @@ def denoise_grouped(
         periods span (:func:`search_mask`): its repeats two periods away are in reach
         and an odd period is matched exactly.  Its stage-1 matching window widens
         with the noise (:func:`texture_match_extra`: 7x7 to sigma 15 on 0..255, 9x9
-        at 25, 17x17 at 35, 35x35 from 50; 7x7 when ``data_range`` is unknown), so
+        at 25, 17x17 at 35, 35x35 from 50; 7x7 when ``data_range`` is unknown; with
+        several channels matched, against one channel's span, ``data_range /
+        sqrt(C)``), so
         that the noise does not decide which repeat is nearest, and stage 2 matches
         7x7 windows instead of 11x11 (``match_size``) with ``kappa2`` 1.0 instead of
         0.7: its repeats are exact, so the tighter window finds them and their pilot
@@ -1329,7 +1331,7 @@ def denoise_grouped(
         (astronaut +0.02 to +0.18, hubble +0.01 to -0.13); two colour photographs
         from outside scikit-image +0.05 / +0.08 / +0.12 dB against +0.04 / +0.04 /
         +0.04; four colour brick walls whose mortar has about the bricks'
-        luminance (``benchmarks/textures.py --colour-walls``) +1.50 / +1.39 / +0.70
+        luminance (``benchmarks/textures.py --colour-walls``) +1.50 / +1.45 / +1.43
         dB against +0.02 / -0.25 / -0.17: their pattern is in the chrominance, which
         the luminance does not see (nor does the texture test on it).  Stage-2
         matching alone on all three pilots gave the walls +0.29 at sigma 25, both
@@ -1504,8 +1506,16 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                                            sigma, data_range)
     periodic = score > PERIODIC if periodic is None else bool(periodic)
     lags = [v1, v2] if periodic and score > 0.0 else []
+    # a texture's stage-1 window follows the noise against the span of one matched
+    # channel: with every channel of an orthonormal opponent transform matched, the
+    # luminance's span (data_range) is sqrt(C) times an input channel's.  Measured on
+    # the colour walls of benchmarks/textures.py (gap to CBM3D at sigma 25 / 35 / 50):
+    # +1.39 / +0.94 / +0.70 dB against the luminance's span, +1.45 / +1.24 / +1.43
+    nf = noise_fraction
+    if periodic and nf is not None and match_channels == "all":
+        nf *= math.sqrt(len(imgs))
     g = resolve_geometry(patch_size, stride, stride1, match_size1, match_size, search_radius,
-                         search_radius1, noise_fraction, periodic)
+                         search_radius1, nf, periodic)
     p, st1, st2 = g["patch_size"], g["stride1"], g["stride"]
     R, R1 = g["search_radius"], g["search_radius1"]
     H, W = img.shape
