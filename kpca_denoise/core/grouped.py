@@ -996,9 +996,9 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     ``imgs`` are the channels to denoise, ``guides`` their pilots (stage 2; in stage 1
     the channels themselves).  The groups are found once, on all the guides (or the
     first, ``match_channels="first"``), and shared by every channel; each channel then
-    has its own kernel PCA per group.  Stage 1 shrinks each group's own components; stage 2 fits on the
-    pilot.  ``runs`` (one per channel) collect timings, counters, the final stage's
-    spectrum and kept ranks.
+    has its own kernel PCA per group.  Stage 1 shrinks each group's own components;
+    stage 2 fits on the pilot.  ``runs`` (one per channel) collect timings, counters,
+    the final stage's spectrum and kept ranks.
     """
     H, W = imgs[0].shape
     C = len(imgs)
@@ -1081,8 +1081,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
             report(progress, "projection", ci + 1, nchunks, message=msg)
             Est, fb, its = preimage(Gam, P, cfg["preimage_init"] == "member", rbf, gamma,
                                     cfg["max_iter"], tol2, K)
-            # on channel 0 only (the luminance of colour): the chrominances lose with it (benchmarks/results_issue12.txt); its time
-            # counts as the pre-image's
+            # on channel 0 only (the luminance of colour): the chrominances lose with it
+            # (benchmarks/results_issue12.txt); its time counts as the pre-image's
             if stage == 1 and ch == 0 and cfg["mean_kappa1"] is not None:
                 correct_means(Est, X, cfg["mean_kappa1"] * sigma * sigma / (p * p))
             run["fallbacks"] += int(fb.sum())
@@ -1302,8 +1302,8 @@ def denoise_grouped(
         with the noise (:func:`texture_match_extra`: 7x7 to sigma 15 on 0..255, 9x9
         at 25, 17x17 at 35, 35x35 from 50; 7x7 when ``data_range`` is unknown; with
         several channels matched, against one channel's span, ``data_range /
-        sqrt(C)``), so
-        that the noise does not decide which repeat is nearest, and stage 2 matches
+        sqrt(C)``), so that the noise does not decide which repeat is nearest, and
+        stage 2 matches
         7x7 windows instead of 11x11 (``match_size``) with ``kappa2`` 1.0 instead of
         0.7: its repeats are exact, so the tighter window finds them and their pilot
         coefficients are worth more trust.  Given values win.  Measured (mean gap to
@@ -1313,10 +1313,11 @@ def denoise_grouped(
         +1.41 dB with these (stop 22's texture settings, a 7x7 stage-1 window below
         sigma 45 and the photographs' beyond, gave +1.06 / +0.72 / +0.02 / +0.19); on
         six brick walls drawn to look like photographs, built after the stop-22
-        settings (``--walls``) +0.26 / +0.01 / -0.41 / -0.33 and +0.66 / +0.31 / +0.20
-        / +0.37 dB (stop 22's +0.66 / +0.18 / -0.50 / -0.19); on four variants
-        not tuned on (``--variants``) +0.19 / +0.18 / -0.01 / +0.06 and +1.25 / +1.07
-        / +0.78 / +1.29 dB.  Photographs score 0.03-0.15 and keep their settings.
+        settings (``--walls``) +0.26 / +0.01 / -0.41 / -0.33 dB with the photograph
+        settings, +0.66 / +0.31 / +0.20 / +0.37 dB with these (stop 22's +0.66 /
+        +0.18 / -0.50 / -0.19); on four variants not tuned on (``--variants``) +0.19
+        / +0.18 / -0.01 / +0.06 and +1.25 / +1.07 / +0.78 / +1.29 dB.  Photographs
+        score 0.03-0.15 and keep their settings.
         Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
         is given), the periods (``lags``, empty unless periodic) and the resolved
         ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
@@ -1330,7 +1331,7 @@ def denoise_grouped(
         32.027 / 29.253 dB against 34.034 / 32.022 / 29.245 with the luminance
         (astronaut +0.02 to +0.18, hubble +0.01 to -0.13); two colour photographs
         from outside scikit-image +0.05 / +0.08 / +0.12 dB against +0.04 / +0.04 /
-        +0.04; four colour brick walls whose mortar has about the bricks'
+        +0.03; four colour brick walls whose mortar has about the bricks'
         luminance (``benchmarks/textures.py --colour-walls``) +1.50 / +1.45 / +1.43
         dB against +0.02 / -0.25 / -0.17: their pattern is in the chrominance, which
         the luminance does not see (nor does the texture test on it).  Stage-2
