@@ -1154,7 +1154,7 @@ def denoise_grouped(
         shrinkage and aggregation (pre-image exact).  Measured: on natural
         photographs the RBF kernel is 0.05 / 0.01 / 0.01 dB ahead at sigma 15 / 25 /
         50 (``benchmarks/quality.py``); on sharp, high-contrast structure it gains up
-        to 2.6 dB at sigma 15 (mean +0.85 / +0.42 / +0.11 dB over ten
+        to 2.6 dB at sigma 15 (mean +0.85 / +0.40 / +0.11 dB over ten
         non-photographic images, ``benchmarks/kernel_gain.py``).
     patch_size : int or None, default None
         Patch side; ``None`` -> 5.  Measured on 256x256 crops: at sigma 15, 5 beat 4
