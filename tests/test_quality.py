@@ -273,6 +273,15 @@ def test_tiles_share_one_texture_decision():
     assert resolve_periodic(noisy, 25.0, base).extra["periodic"] is True
     assert resolve_periodic(np.dstack([noisy] * 3), 25.0 * 3 ** 0.5, base).extra["periodic"]
     assert resolve_periodic(noisy, 60.0, base).extra["periodic"] is True
+    # bricks in the chrominance only (R + G + B constant): seen through every channel,
+    # as the core sees them, not through the luminance alone
+    d = img - img.mean()
+    chroma = np.clip(np.dstack([128 + d, np.full_like(d, 128.0), 128 - d])
+                     + np.random.default_rng(1).normal(0, 10, img.shape + (3,)), 0, 255)
+    chroma = chroma.astype(np.uint8)
+    assert resolve_periodic(chroma, 10.0, base).extra["periodic"] is True
+    lum_only = base.replace(extra={"match_channels": "first"})
+    assert resolve_periodic(chroma, 10.0, lum_only).extra["periodic"] is False
     assert resolve_periodic(np.full((300, 200), 7, np.uint8), 5.0, base).extra["periodic"] is False
     # a given value is left alone
     given = base.replace(extra={"periodic": False})
