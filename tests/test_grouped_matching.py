@@ -21,33 +21,19 @@ def _reference_match(img, ry, rx, p, m, R, n, dense=None, extra=()):
     to ``dense`` (None: R) only the positions with both offsets even are searched,
     and the offsets in ``extra``."""
     dense = R if dense is None else dense
-    if img.ndim == 3:
-        lo = (m - p) // 2
-        gs = [np.pad(c, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect") for c in img]
-        H, W = img.shape[1:]
-        out = []
-        for y, x in zip(ry, rx):
-            cands = [(float(sum(((g[cy:cy + m, cx:cx + m] - g[y:y + m, x:x + m]) ** 2).sum()
-                                for g in gs)), cy, cx)
-                     for cy in range(max(0, y - R), min(H - p, y + R) + 1)
-                     for cx in range(max(0, x - R), min(W - p, x + R) + 1)
-                     if max(abs(cy - y), abs(cx - x)) <= dense
-                     or ((cy - y) % 2 == 0 and (cx - x) % 2 == 0)]
-            cands.sort()
-            out.append({(cy, cx) for _, cy, cx in cands[:n]})
-        return out
 
     def seen(dy, dx):
         return (max(abs(dy), abs(dx)) <= dense or (dy % 2 == 0 and dx % 2 == 0)
                 or (dy, dx) in extra)
 
+    stack = img if img.ndim == 3 else img[None]
     lo = (m - p) // 2
-    g = np.pad(img, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect")
-    H, W = img.shape
+    gs = [np.pad(c, ((lo, m - p - lo), (lo, m - p - lo)), mode="reflect") for c in stack]
+    H, W = stack.shape[1:]
     out = []
     for y, x in zip(ry, rx):
-        ref = g[y:y + m, x:x + m]
-        cands = [(float(((g[cy:cy + m, cx:cx + m] - ref) ** 2).sum()), cy, cx)
+        cands = [(float(sum(((g[cy:cy + m, cx:cx + m] - g[y:y + m, x:x + m]) ** 2).sum()
+                            for g in gs)), cy, cx)
                  for cy in range(max(0, y - R), min(H - p, y + R) + 1)
                  for cx in range(max(0, x - R), min(W - p, x + R) + 1)
                  if seen(cy - y, cx - x)]
