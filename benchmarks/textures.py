@@ -22,6 +22,10 @@ built in stop 23): bricks whose widths and heights vary by a pixel or two, rows
 offset at random, mortar 2-3 px wide with chipped edges, a grain on every brick (a
 sum of smoothed noise at four scales, three strengths), one of them 36x17 px, one
 24x11 px under a perspective and a lighting gradient, one rotated by 8 degrees.
+``--irregular`` runs seven less regular walls built in stop 24 (widths varying by up to
+8 px and rows offset at random by as much, a heavy grain, shades of +-40 under a strong
+lighting gradient, 16x7 and 50x22 px bricks, a 20-degree rotation; periodicity scores
+0.12-0.49), on which the texture threshold ``PERIODIC`` came down from 0.4 to 0.3.
 ``--colour-walls`` runs four colour walls (red-brown bricks, grey mortar of about the
 bricks' luminance, so that the pattern is mostly in the chrominance) against
 ``bm3d.bm3d_rgb``, through :func:`denoise_grouped_opponent`.
@@ -33,6 +37,7 @@ Usage::
     python benchmarks/textures.py
     python benchmarks/textures.py --variants
     python benchmarks/textures.py --walls --sigmas 15,25,35,50
+    python benchmarks/textures.py --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
     python benchmarks/textures.py '{}' '{"search_radius": 16}'
 """
 
@@ -96,29 +101,34 @@ def _fractal(n: int, rng, amps=((1.0, 6.0), (2.0, 5.0), (4.0, 4.0), (8.0, 3.0)))
 
 
 def wall(w: int = 30, h: int = 14, n: int = 400, grain: float = 1.0, seed: int = 0,
-         light: float = 0.0, colour: bool = False) -> np.ndarray:
+         light: float = 0.0, colour: bool = False, dh: int = 1, dw: int = 2, doff: int = 2,
+         shade: float = 15.0, mortar_px: int = 2) -> np.ndarray:
     """An n x n brick wall more like a photograph than :func:`bricks`: w x h px bricks
-    whose heights vary by +-1 px and widths by +-2 px, rows offset by half a brick
-    +-2 px, mortar 2 or 3 px wide with chipped edges, one shade per brick (+-15) plus a
-    ``grain``, a lighting gradient ``light`` across, slightly blurred.  ``colour``:
-    (n, n, 3) red-brown bricks of varying hue and grey mortar."""
+    whose heights vary by +-``dh`` px and widths by +-``dw`` px, rows offset by half a
+    brick +-``doff`` px, mortar ``mortar_px`` or one more px wide with chipped edges,
+    one shade per brick (+-``shade``) plus a ``grain``, a lighting gradient ``light``
+    across, slightly blurred.  ``colour``: (n, n, 3) red-brown bricks of varying hue
+    and grey mortar."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:n, 0:n].astype(np.float64)
-    nrows, ncol = n // h + 3, n // w + 4
-    edges = np.concatenate([[0], np.cumsum(h + rng.integers(-1, 2, nrows))])
+    # (the walls with the first defaults keep their draws)
+    nrows = n // h + 3 if dh <= 1 else n // (h - dh) + 3
+    ncol = n // w + 4 if dw <= 2 else n // (w - dw) + 4
+    edges = np.concatenate([[0], np.cumsum(h + rng.integers(-dh, dh + 1, nrows))])
     row = np.searchsorted(edges, y, side="right") - 1
-    xx = x + (row % 2) * (w // 2) + rng.integers(-2, 3, nrows)[row]
+    xx = x + (row % 2) * (w // 2) + rng.integers(-doff, doff + 1, nrows)[row]
     cedges = np.concatenate([np.zeros((nrows, 1)),
-                             np.cumsum(w + rng.integers(-2, 3, (nrows, ncol)), axis=1)], axis=1)
+                             np.cumsum(w + rng.integers(-dw, dw + 1, (nrows, ncol)), axis=1)],
+                            axis=1)
     col = np.empty((n, n), int)
     for r in range(nrows):
         m = row == r
         if m.any():
             col[m] = np.searchsorted(cedges[r], xx[m], side="right") - 1
     dy, dx = y - edges[row], xx - cedges[row, col]
-    my = 2 + (rng.random(nrows) < 0.3)[row]
-    mx = 2 + (rng.random((nrows, ncol)) < 0.3)[row, col]
-    img = 160.0 + rng.uniform(-15, 15, (nrows, ncol))[row, col] + grain * _fractal(n, rng)
+    my = mortar_px + (rng.random(nrows) < 0.3)[row]
+    mx = mortar_px + (rng.random((nrows, ncol)) < 0.3)[row, col]
+    img = 160.0 + rng.uniform(-shade, shade, (nrows, ncol))[row, col] + grain * _fractal(n, rng)
     chip = gaussian_filter(rng.normal(size=(n, n)), 1.0) * grain > 0.25
     mortar = (dy < my) | (dx < mx) | (((dy < my + 1) | (dx < mx + 1)) & chip)
     img = np.where(mortar, 95.0 + 0.6 * grain * _fractal(n, rng, ((1.0, 5.0),)), img)
@@ -145,6 +155,20 @@ def walls() -> dict[str, np.ndarray]:
             "wall_rot8": rotate(wall(30, 14, grain=1.5, seed=7), 8, reshape=False, order=1)[c, c]}
 
 
+def irregular_walls() -> dict[str, np.ndarray]:
+    from scipy.ndimage import rotate
+
+    c = slice(72, 328)
+    return {"i_g16": wall(grain=16.0, seed=11)[c, c],
+            "i_dw8": wall(dw=8, dh=2, doff=8, seed=12)[c, c],
+            "i_dw8g6": wall(dw=8, dh=2, doff=8, grain=6.0, seed=13)[c, c],
+            "i_small": wall(16, 7, grain=3.0, seed=14, mortar_px=1)[c, c],
+            "i_shade40": wall(dw=5, dh=2, doff=5, shade=40.0, grain=4.0, seed=15, light=0.6)[c, c],
+            "i_rot20": rotate(wall(26, 12, 500, dw=6, dh=2, doff=6, grain=5.0, seed=16), 20,
+                              reshape=False, order=1)[122:378, 122:378],
+            "i_big": wall(50, 22, dw=8, dh=2, doff=8, grain=4.0, seed=17, mortar_px=3)[c, c]}
+
+
 def colour_walls() -> dict[str, np.ndarray]:
     from scipy.ndimage import rotate
 
@@ -159,7 +183,8 @@ def colour_walls() -> dict[str, np.ndarray]:
 def main(argv: list[str]) -> None:
     import bm3d
 
-    sets = {"--variants": variants, "--walls": walls, "--colour-walls": colour_walls}
+    sets = {"--variants": variants, "--walls": walls, "--irregular": irregular_walls,
+            "--colour-walls": colour_walls}
     which = next((f for a, f in sets.items() if a in argv), images)()
     sigmas = (15, 25, 50)
     if "--sigmas" in argv:

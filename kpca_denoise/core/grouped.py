@@ -818,11 +818,15 @@ HIGH_NOISE = 45.0 / 255.0
 
 
 #: periodicity score (:func:`periodic_lags`) above which an image is a regular
-#: texture and gets the texture settings (``periodic`` of :func:`denoise_grouped`).  Measured on 256x256 crops and whole images, clean and
-#: at sigma 15 / 25 / 50: photographs (the development set, aero, ascent, face,
-#: Grace Hopper) 0.03-0.15, synthetic bricks of four sizes and a weave 0.61-0.82
-#: (``benchmarks/results_issue12.txt``)
-PERIODIC = 0.4
+#: texture and gets the texture settings (``periodic`` of :func:`denoise_grouped`).
+#: Measured on 256x256 crops and whole images, clean and at sigma 15 / 25 / 50:
+#: photographs (the development set, aero, ascent, face, Grace Hopper) 0.03-0.15,
+#: synthetic bricks of four sizes and a weave 0.61-0.82, the walls of
+#: ``benchmarks/textures.py --walls`` 0.40-0.64 and its irregular walls
+#: (``--irregular``) 0.12-0.49; the Shepp-Logan phantom 0.24-0.29.  Stop 24 lowered it
+#: from 0.4: the irregular walls that score 0.3-0.4 gain with the texture settings at
+#: every sigma (``benchmarks/results_textures.txt``), and a photograph scores half of it
+PERIODIC = 0.3
 #: side of the central crop the score is measured on
 PERIODIC_CROP = 256
 #: noise levels (fractions of the data range, 15 / 255 and 50 / 255) between which a
@@ -1154,7 +1158,7 @@ def denoise_grouped(
         shrinkage and aggregation (pre-image exact).  Measured: on natural
         photographs the RBF kernel is 0.05 / 0.01 / 0.01 dB ahead at sigma 15 / 25 /
         50 (``benchmarks/quality.py``); on sharp, high-contrast structure it gains up
-        to 2.6 dB at sigma 15 (mean +0.85 / +0.40 / +0.11 dB over ten
+        to 2.6 dB at sigma 15 (mean +0.83 / +0.40 / +0.11 dB over ten
         non-photographic images, ``benchmarks/kernel_gain.py``).
     patch_size : int or None, default None
         Patch side; ``None`` -> 5.  Measured on 256x256 crops: at sigma 15, 5 beat 4
@@ -1316,8 +1320,12 @@ def denoise_grouped(
         settings (``--walls``) +0.26 / +0.01 / -0.41 / -0.33 dB with the photograph
         settings, +0.66 / +0.31 / +0.20 / +0.37 dB with these (stop 22's +0.66 /
         +0.18 / -0.50 / -0.19); on four variants not tuned on (``--variants``) +0.19
-        / +0.18 / -0.01 / +0.06 and +1.25 / +1.07 / +0.78 / +1.29 dB.  Photographs
-        score 0.03-0.15 and keep their settings.
+        / +0.18 / -0.01 / +0.06 and +1.25 / +1.07 / +0.78 / +1.29 dB; on seven
+        irregular walls built in stop 24 (``--irregular``, scores 0.12-0.49) +0.30 /
+        +0.12 / -0.15 / -0.08 dB with the photograph settings and +0.49 / +0.26 /
+        +0.15 / +0.17 dB with the default (+0.51 / +0.26 / +0.22 / +0.28 with the
+        texture settings throughout).  Photographs score 0.03-0.15 and keep their
+        settings.
         Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
         is given), the periods (``lags``, empty unless periodic) and the resolved
         ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
