@@ -112,6 +112,38 @@ def test_far_offsets_are_searched_at_even_values_only(m):
         assert set(zip(gy[r].tolist(), gx[r].tolist())) == ref
 
 
+def test_ties_go_to_the_earlier_candidate_and_members_keep_scan_order():
+    # an image of exact repeats (a 4 x 3 px tile of small integers) ties many
+    # candidates at the n-th distance: the group is the candidates closer than the
+    # n-th distance in scan order, then the earliest of its ties in scan order (as a
+    # partition of all the distances in scan order picked them), the reference first
+    # among the closer ones at distance -1
+    tile = np.array([[0, 3, 1], [2, 0, 5], [4, 1, 0], [1, 2, 3]], float)
+    img = np.tile(tile, (8, 10)) + np.kron(np.arange(4)[:, None] % 2, np.ones((8, 30)))
+    ry = np.array([0, 9, 13, 27], np.int64)
+    rx = np.array([0, 11, 25, 4], np.int64)
+    for m, R, n, dense in ((5, 6, 17, 6), (7, 9, 23, 3), (5, 8, 28, 2)):
+        g = _pad_for_matching(img, 5, m)
+        gy, gx = match(g, ry, rx, 5, m, R, n, dense=dense)
+        H, W = img.shape
+        cut = 0
+        for r, (y, x) in enumerate(zip(ry.tolist(), rx.tolist())):
+            cands = [(-1.0 if (cy, cx) == (y, x) else
+                      float(((g[cy:cy + m, cx:cx + m] - g[y:y + m, x:x + m]) ** 2).sum()),
+                      cy, cx)
+                     for cy in range(max(0, y - R), min(H - 5, y + R) + 1)
+                     for cx in range(max(0, x - R), min(W - 5, x + R) + 1)
+                     if max(abs(cy - y), abs(cx - x)) <= dense
+                     or ((cy - y) % 2 == 0 and (cx - x) % 2 == 0)]
+            thr = sorted(d for d, _, _ in cands)[n - 1]
+            want = [(cy, cx) for d, cy, cx in cands if d < thr]
+            ties = [(cy, cx) for d, cy, cx in cands if d == thr]
+            cut += len(ties) > n - len(want)  # more ties at the n-th distance than room
+            want += ties[:n - len(want)]
+            assert list(zip(gy[r].tolist(), gx[r].tolist())) == want, (m, R, n, r)
+        assert cut >= 2, (m, R, n)
+
+
 def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
     # match_size = patch_size is the matching of before the windows existed
     # (checked bit for bit against the previous commit when written)
