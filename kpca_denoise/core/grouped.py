@@ -1411,8 +1411,9 @@ def denoise_grouped(
         sigma 45 and the photographs' beyond, gave +1.06 / +0.72 / +0.02 / +0.19); on
         six brick walls drawn to look like photographs, built after the stop-22
         settings (``--walls``) +0.26 / +0.01 / -0.41 / -0.33 dB with the photograph
-        settings, +0.66 / +0.31 / +0.20 / +0.37 dB with these (stop 22's +0.66 /
-        +0.18 / -0.50 / -0.19); on four variants not tuned on (``--variants``) +0.19
+        settings, +0.66 / +0.31 / +0.20 / +0.50 dB with these (stop 22's +0.66 /
+        +0.18 / -0.50 / -0.19; +0.37 at sigma 50 while the threshold of 0.4 left the
+        perspective wall, 0.40, with the photograph settings); on four variants not tuned on (``--variants``) +0.19
         / +0.18 / -0.01 / +0.06 and +1.25 / +1.07 / +0.78 / +1.29 dB; on seven
         irregular walls built in stop 24 (``--irregular``, scores 0.12-0.49) +0.30 /
         +0.12 / -0.15 / -0.08 dB with the photograph settings and +0.49 / +0.26 /
