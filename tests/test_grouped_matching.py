@@ -116,8 +116,8 @@ def test_ties_go_to_the_earlier_candidate_and_members_keep_scan_order():
     # an image of exact repeats (a 4 x 3 px tile of small integers) ties many
     # candidates at the n-th distance: the group is the candidates closer than the
     # n-th distance in scan order, then the earliest of its ties in scan order (as a
-    # partition of all the distances in scan order picked them), the reference first
-    # among the closer ones at distance -1
+    # partition of all the distances in scan order picked them); the reference counts
+    # as distance -1, so it is always among the closer ones
     tile = np.array([[0, 3, 1], [2, 0, 5], [4, 1, 0], [1, 2, 3]], float)
     img = np.tile(tile, (8, 10)) + np.kron(np.arange(4)[:, None] % 2, np.ones((8, 30)))
     ry = np.array([0, 9, 13, 27], np.int64)
