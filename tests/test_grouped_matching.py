@@ -92,6 +92,10 @@ def test_far_offsets_are_searched_at_even_values_only(m):
     sy, sx = match(_pad_for_matching(strip, 5, 5), np.array([0], np.int64),
                    np.array([0], np.int64), 5, 5, 32, 32, dense=19)
     assert len(set(sx[0].tolist())) == 32 and 0 in sx[0] and sx[0].max() <= 32
+    # a group larger than the window's 33 positions is refused, not filled with garbage
+    with pytest.raises(ValueError, match="more positions than the search window holds"):
+        match(_pad_for_matching(strip, 5, 5), np.array([0], np.int64), np.array([0], np.int64),
+              5, 5, 32, 34, dense=19)
     # all dense: the plain full search
     full, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30)
     same, _ = match(_pad_for_matching(img, 5, m), ry, rx, 5, m, 9, 30, dense=9)

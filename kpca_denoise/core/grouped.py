@@ -771,9 +771,17 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
     :func:`search_mask` (``dense``, ``lags``)."""
     k = len(ry)
+    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    if k:
+        # every reference needs n positions in its (clipped) window, searched or not
+        H, W = g.shape[1] - (m - p), g.shape[2] - (m - p)
+        ny = np.minimum(H - p, ry + R) - np.maximum(0, ry - R) + 1
+        nx = np.minimum(W - p, rx + R) - np.maximum(0, rx - R) + 1
+        if n > int((ny * nx).min()):
+            raise ValueError(f"groups of {n} need more positions than the search window "
+                             f"holds ({int((ny * nx).min())})")
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
-    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
     _match(g, ry, rx, p, m, R, search_mask(R, dense, lags), n, gy, gx)
     return gy, gx
 
