@@ -206,6 +206,7 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
                 omap[a, b] = o
                 row_any[a] = True
                 o += 1
+    oref = omap[R, R]  # the reference's own offset (0, 0), always searched
     for si in prange(nseg):
         r0 = seg[si]
         r1 = seg[si + 1]
@@ -267,9 +268,7 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
                 cx = rx + off_x[oi]
                 if cy < y0 or cy > y1 or cx < x0 or cx > x1:
                     continue
-                v = dist[j, oi]
-                if off_y[oi] == 0 and off_x[oi] == 0:
-                    v = -1.0  # the reference is always a member
+                v = -1.0 if oi == oref else dist[j, oi]  # the reference is always a member
                 if not v < np.inf:
                     continue
                 if cnt < n:
