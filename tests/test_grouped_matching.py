@@ -7,7 +7,7 @@ import pytest
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
 from kpca_denoise.core.grouped import (_pad_for_matching, correct_means, denoise_grouped,
                                        denoise_grouped_channels, denoise_grouped_opponent,
-                                       match, search_mask)
+                                       exact_sums, match, quantise_guide, search_mask)
 
 # the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5,
 # per-member stage-2 Wiener weights)
@@ -146,6 +146,51 @@ def test_ties_go_to_the_earlier_candidate_and_members_keep_scan_order():
             want += ties[:n - len(want)]
             assert list(zip(gy[r].tolist(), gx[r].tolist())) == want, (m, R, n, r)
         assert cut >= 2, (m, R, n)
+
+
+@pytest.mark.parametrize("m", [9, 15, 21])
+def test_running_sums_give_the_members_of_fresh_sums(m):
+    # on a guide of integers the matcher updates a run's column sums and a window's
+    # sum from the previous ones (rows and columns dropped and added) where the step
+    # is under m / 2: exact, so the members and their order are those of summing
+    # every window afresh, for a grid (steps 3 and 2), references out of order and
+    # repeated ones
+    rng = np.random.default_rng(m)
+    img = rng.integers(0, 200, (2, 40, 47)).astype(float)
+    g = np.stack([_pad_for_matching(c, 5, m) for c in img])
+    assert exact_sums(g, m)
+    ys, xs = np.arange(0, 36, 3), np.r_[np.arange(0, 42, 2), 42]
+    ry, rx = np.repeat(ys, len(xs)), np.tile(xs, len(ys))
+    perm = rng.permutation(len(ry))[:150]
+    for a, b in ((ry, rx), (ry[perm], rx[perm]), (np.r_[ry[:30], ry[:30]], np.r_[rx[:30], rx[:30]])):
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        fy, fx = match(g, a, b, 5, m, 9, 24, dense=4, running=False)
+        sy, sx = match(g, a, b, 5, m, 9, 24, dense=4, running=True)
+        np.testing.assert_array_equal(sy, fy)
+        np.testing.assert_array_equal(sx, fx)
+    sy, sx = match(g, ry[:40], rx[:40], 5, m, 9, 24, dense=4, running=True)
+    for r, ref in enumerate(_reference_match(img, ry[:40], rx[:40], 5, m, 9, 24, dense=4)):
+        assert set(zip(sy[r].tolist(), sx[r].tolist())) == ref
+
+
+def test_running_sums_need_integers_whose_window_ssd_is_exact():
+    g = np.zeros((3, 30, 30))
+    assert exact_sums(g, 35)
+    assert not exact_sums(g + 0.5, 35)
+    # the largest SSD of two 35 x 35 windows over 3 channels is 3 * 35^2 * span^2,
+    # exact up to 2^52: a span of at most 2^26 / (35 sqrt 3) = 1.107e6
+    g[0, 0, 0] = 1.10e6
+    assert exact_sums(g, 35)
+    g[0, 0, 0] = 1.11e6
+    assert not exact_sums(g, 35)
+    assert exact_sums(g, 7)
+    # the engine's guide, in units of sigma / 1024: any colour image whose noise is at
+    # least 1/255 of its span keeps exact running sums up to 35 x 35 windows
+    x = np.random.default_rng(0).random((3, 40, 40))
+    x[:, 0, 0], x[:, 0, 1] = 0.0, 1.0
+    q = quantise_guide(x, 1.0 / 255.0)
+    assert exact_sums(q, 35)
+    assert np.abs(q * (1.0 / 255.0 / 1024.0) - x).max() <= 1.0 / 255.0 / 2048.0 + 1e-15
 
 
 def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):

@@ -143,7 +143,7 @@ def _heap_replace_top(hd, ho, size, v, o):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
+def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x):
     """Block matching: the ``n`` patches closest to each reference, by the SSD of
     their ``m x m`` matching windows (``m >= p``) in ``guide``.
 
@@ -161,16 +161,22 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
     reference itself is always a member (members in scan order).  With ``m == p``
     (no padding) this is the plain patch SSD.
 
-    References sharing a row (a run of equal ``refs_y``, as the reference grid gives)
-    share the work: for each candidate row and column offset the column sums of
-    squared differences over the ``m`` window rows are computed once for the whole
-    row, and a window's SSD adds ``m`` of them (``m`` instead of ``m^2`` operations
-    per reference and candidate).  Each window's sum depends on its own pixels
-    only, so a tile gets the distances the whole image gets.  The ``n`` closest are
-    selected by a bounded max-heap over the candidates in scan order (ties go to
-    the earlier candidate), which picks and orders the members exactly as a
-    partition of all the distances did, for less work (stop 24: a 512x512 image's
-    matching 0.39 -> 0.32 s with 7x7 windows).
+    The distances are computed offset by offset (in parallel over the offsets), for
+    every reference: for the row offset ``dy`` and column offset ``dx``, the column
+    sums of squared differences over the ``m`` window rows of a run of references
+    on one row (a run of equal ``refs_y``, as the reference grid gives) serve all of
+    them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
+    holds integers and every window's SSD is below 2^53, :func:`match`), a run's
+    column sums are those of the previous run with the rows between them dropped and
+    added, and a window's SSD that of the previous reference with the columns
+    between them dropped and added, where that is less work than summing afresh
+    (``m`` more than twice the step; stop 25: a 35x35 window 4x less work): sums of
+    integers below 2^53 are exact in any order, so a window's SSD depends on its
+    own pixels only and a tile gets the distances the whole image gets.  Without
+    it, each column sums its ``m`` rows and each window its ``m`` columns, in order.
+    The ``n`` closest are selected by a bounded max-heap over the candidates in
+    scan order (ties go to the earlier candidate), which picks and orders the
+    members exactly as a partition of all the distances did (stop 24).
     """
     C = guide.shape[0]
     H = guide.shape[1] - (m - p)
@@ -196,7 +202,6 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
     off_y = np.empty(noff, np.int64)
     off_x = np.empty(noff, np.int64)
     omap = np.full((S, S), -1, np.int64)
-    row_any = np.zeros(S, np.bool_)
     o = 0
     for a in range(S):
         for b in range(S):
@@ -204,9 +209,92 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
                 off_y[o] = a - R
                 off_x[o] = b - R
                 omap[a, b] = o
-                row_any[a] = True
                 o += 1
     oref = omap[R, R]  # the reference's own offset (0, 0), always searched
+    # dist[oi, r]: each reference's distance at each searched offset (those in the
+    # image are all written, the only ones read), (>= noff, >= nref) scratch
+    # the row offsets in an order that spreads the dense middle rows over every
+    # thread's contiguous share of the loop
+    rows = np.empty(S, np.int64)
+    o = 0
+    for q in range(8):
+        for a in range(q, S, 8):
+            rows[o] = a
+            o += 1
+    for ai in prange(S):
+        a = rows[ai]
+        dy = a - R
+        # per searched column offset: the column sums of squared differences over the
+        # current run's window rows, and whether they are those of the previous run
+        cs = np.empty((S, Wg))
+        have = np.zeros(S, np.bool_)
+        py = np.zeros(S, np.int64)
+        for si in range(nseg):
+            r0 = seg[si]
+            ry = refs_y[r0]
+            if ry + dy < 0 or ry + dy > H - p:
+                have[:] = False
+                continue
+            for b in range(S):
+                oi = omap[a, b]
+                if oi < 0:
+                    continue
+                dx = b - R
+                # column c of the reference rows against column c + dx of the candidate's
+                c_lo = max(0, -dx)
+                c_hi = min(Wg, Wg - dx)
+                nc = c_hi - c_lo
+                csb = cs[b]
+                cv = csb[c_lo:c_hi]
+                d = ry - py[b]
+                # row by row along contiguous slices, so that the inner loop has
+                # zero-based indices and vectorises (about 6x faster than a loop over
+                # columns)
+                if running and have[b] and 0 <= d and 2 * d < m:
+                    y = py[b]
+                    for ch in range(C):
+                        for t0 in range(d):
+                            g0 = guide[ch, y + t0, c_lo:c_hi]
+                            h0 = guide[ch, y + dy + t0, c_lo + dx:c_hi + dx]
+                            g1 = guide[ch, y + m + t0, c_lo:c_hi]
+                            h1 = guide[ch, y + m + dy + t0, c_lo + dx:c_hi + dx]
+                            for c in range(nc):
+                                t = g0[c] - h0[c]
+                                u = g1[c] - h1[c]
+                                cv[c] += u * u - t * t
+                else:
+                    # each column sums its rows in order 0..m-1
+                    cv[:] = 0.0
+                    for ch in range(C):
+                        for t0 in range(m):
+                            g0 = guide[ch, ry + t0, c_lo:c_hi]
+                            h0 = guide[ch, ry + dy + t0, c_lo + dx:c_hi + dx]
+                            for c in range(nc):
+                                t = g0[c] - h0[c]
+                                cv[c] += t * t
+                have[b] = True
+                py[b] = ry
+                drow = dist[oi]
+                hv = False  # s holds the previous reference's sum
+                px = 0
+                s = 0.0
+                for r in range(r0, seg[si + 1]):
+                    rx = refs_x[r]
+                    if rx + dx < 0 or rx + dx > W - p:
+                        drow[r] = np.inf  # outside the image: never selected
+                        hv = False
+                        continue
+                    e = rx - px
+                    if running and hv and 0 <= e and 2 * e < m:
+                        for t0 in range(e):
+                            s += csb[px + m + t0] - csb[px + t0]
+                    else:
+                        s = 0.0
+                        for t0 in range(m):
+                            s += csb[rx + t0]
+                    drow[r] = s
+                    hv = True
+                    px = rx
     for si in prange(nseg):
         r0 = seg[si]
         r1 = seg[si + 1]
@@ -215,94 +303,70 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
         y0 = max(0, ry - R)
         y1 = min(H - p, ry + R)
         ny = y1 - y0 + 1
-        # each reference's distance at each searched offset (those in the image are
-        # all written, the only ones read)
-        dist = np.empty((k, noff))
-        cs = np.zeros(Wg)  # column sums of squared differences
-        hd = np.empty(n)  # the selection's max-heap: distances, offset indices
-        ho = np.empty(n, np.int64)
-        for iy in range(ny):
-            cy = y0 + iy
-            mrow = cy - ry + R
-            if not row_any[mrow]:
+        # each reference's n smallest (distance, scan index) through a bounded max-heap:
+        # the candidates come in scan order, so a later one displaces the largest only
+        # when strictly closer (ties keep the earlier), as a partition would.  The
+        # reference goes in first, at distance -1, so it stays; the others (+inf
+        # outside the image) are compared with the heap's top, or +inf while it fills
+        hd = np.empty((k, n))
+        ho = np.empty((k, n), np.int64)
+        cnt = np.ones(k, np.int64)
+        thr = np.full(k, np.inf)
+        for j in range(k):
+            hd[j, 0] = -1.0
+            ho[j, 0] = oref
+            if n == 1:
+                thr[j] = -1.0
+        for oi in range(noff):
+            cy = ry + off_y[oi]
+            if oi == oref or cy < y0 or cy > y1:
                 continue
-            for dx in range(-R, R + 1):
-                oi = omap[mrow, dx + R]
-                if oi < 0:
-                    continue
-                # column c of the reference rows against column c + dx of the candidate's
-                c_lo = max(0, -dx)
-                c_hi = min(Wg, Wg - dx)
-                # row by row along contiguous slices, so that the inner loop has
-                # zero-based indices and vectorises (about 6x faster than a loop
-                # over columns); each column still sums its rows in order 0..m-1
-                cv = cs[c_lo:c_hi]
-                cv[:] = 0.0
-                for ch in range(C):
-                    for a in range(m):
-                        gr = guide[ch, ry + a, c_lo:c_hi]
-                        gc = guide[ch, cy + a, c_lo + dx:c_hi + dx]
-                        for c in range(c_hi - c_lo):
-                            t = gr[c] - gc[c]
-                            cv[c] += t * t
-                for j in range(k):
-                    rx = refs_x[r0 + j]
-                    cx = rx + dx
-                    if cx < max(0, rx - R) or cx > min(W - p, rx + R):
-                        continue
-                    s = 0.0
-                    for b in range(m):
-                        s += cs[rx + b]
-                    dist[j, oi] = s
+            drow = dist[oi, r0:r1]
+            for j in range(k):
+                v = drow[j]
+                if v < thr[j]:
+                    if cnt[j] < n:
+                        _heap_push(hd[j], ho[j], cnt[j], v, oi)
+                        cnt[j] += 1
+                        if cnt[j] == n:
+                            thr[j] = hd[j, 0]
+                    else:
+                        _heap_replace_top(hd[j], ho[j], n, v, oi)
+                        thr[j] = hd[j, 0]
         for j in range(k):
             r = r0 + j
             rx = refs_x[r]
-            x0 = max(0, rx - R)
-            x1 = min(W - p, rx + R)
-            # the n smallest (distance, scan index) through a bounded max-heap: the
-            # candidates come in scan order, so a later one displaces the largest
-            # only when strictly closer (ties keep the earlier), as a partition would
-            cnt = 0
-            for oi in range(noff):
-                cy = ry + off_y[oi]
-                cx = rx + off_x[oi]
-                if cy < y0 or cy > y1 or cx < x0 or cx > x1:
-                    continue
-                v = -1.0 if oi == oref else dist[j, oi]  # the reference is always a member
-                if not v < np.inf:
-                    continue
-                if cnt < n:
-                    _heap_push(hd, ho, cnt, v, oi)
-                    cnt += 1
-                elif v < hd[0]:
-                    _heap_replace_top(hd, ho, n, v, oi)
-            if cnt == n:
-                thr = hd[0]
+            if cnt[j] == n:
+                hdj = hd[j]
+                hoj = ho[j]
+                top = hdj[0]
                 # members in scan order: those closer than the n-th, then its ties
-                order = np.argsort(ho)
+                order = np.argsort(hoj)
                 q = 0
                 for t in range(n):
                     i = order[t]
-                    if hd[i] < thr:
-                        out_y[r, q] = ry + off_y[ho[i]]
-                        out_x[r, q] = rx + off_x[ho[i]]
+                    if hdj[i] < top:
+                        out_y[r, q] = ry + off_y[hoj[i]]
+                        out_x[r, q] = rx + off_x[hoj[i]]
                         q += 1
                 for t in range(n):
                     i = order[t]
-                    if hd[i] == thr:
-                        out_y[r, q] = ry + off_y[ho[i]]
-                        out_x[r, q] = rx + off_x[ho[i]]
+                    if hdj[i] == top:
+                        out_y[r, q] = ry + off_y[hoj[i]]
+                        out_x[r, q] = rx + off_x[hoj[i]]
                         q += 1
                 continue
             # a very thin image leaves fewer than n searched candidates: all of them
             # (their n-th is +inf), then the unsearched positions in scan order
+            x0 = max(0, rx - R)
+            x1 = min(W - p, rx + R)
             nx = x1 - x0 + 1
             q = 0
             for iy in range(ny):
                 for ix in range(nx):
                     a = y0 + iy - ry + R
                     b = x0 + ix - rx + R
-                    if (a == R and b == R) or (mask[a, b] and dist[j, omap[a, b]] < np.inf):
+                    if (a == R and b == R) or (mask[a, b] and dist[omap[a, b], r] < np.inf):
                         out_y[r, q] = y0 + iy
                         out_x[r, q] = x0 + ix
                         q += 1
@@ -313,7 +377,7 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, out_y, out_x):
                     a = y0 + iy - ry + R
                     b = x0 + ix - rx + R
                     if not (a == R and b == R) and (not mask[a, b]
-                                                    or dist[j, omap[a, b]] == np.inf):
+                                                    or dist[omap[a, b], r] == np.inf):
                         out_y[r, q] = y0 + iy
                         out_x[r, q] = x0 + ix
                         q += 1
@@ -764,13 +828,41 @@ def search_mask(R: int, dense: int | None = None, lags: Sequence = ()) -> np.nda
     return mask
 
 
+def exact_sums(guide: np.ndarray, m: int) -> bool:
+    """Whether :func:`match` may keep running sums on ``guide`` ((C, H, W) or
+    (H, W)): it holds integers, and ``C m^2 D^2`` (D its span), the largest SSD of
+    two ``m x m`` windows, is at most 2^52, so that every partial sum is exact."""
+    g = guide if guide.ndim == 3 else guide[None]
+    if g.size == 0 or not np.array_equal(g, np.round(g)):
+        return False
+    span = float(g.max()) - float(g.min())
+    return g.shape[0] * float(m) ** 2 * span * span <= 2.0 ** 52
+
+
+def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
+    """A matching guide in integer units of ``sigma / 1024`` (``round(guide / step)``,
+    float64), so that :func:`match` can keep exact running sums.  The rounding,
+    at most ``sigma / 2048``, changes the matching distances by a part in ten
+    thousand of the noise's; the step depends on ``sigma`` only, so tiles of an
+    image get the values the whole image gets."""
+    return np.round(guide * (1024.0 / float(sigma)))
+
+
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
-          n: int, dense: int | None = None, lags: Sequence = ()):
+          n: int, dense: int | None = None, lags: Sequence = (), running: bool | None = None,
+          work: np.ndarray | None = None):
     """Block matching on a guide padded by :func:`_pad_for_matching`: the member
     positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
-    :func:`search_mask` (``dense``, ``lags``)."""
+    :func:`search_mask` (``dense``, ``lags``).  ``running`` (None: :func:`exact_sums`,
+    a pass over the guide) lets the distances be updated from the neighbouring
+    windows' (:func:`quantise_guide` makes a guide fit for it); only a guide of
+    integers with exact sums gives the same members with it as without.  ``work``, a
+    float64 scratch array of at least (searched offsets, len(ry)), spares the
+    allocation when the calls repeat (a chunk's distances: tens of MB)."""
     k = len(ry)
     g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    if running is None:
+        running = exact_sums(g, m)
     if k:
         # every reference needs n positions in its (clipped) window, searched or not
         H, W = g.shape[1] - (m - p), g.shape[2] - (m - p)
@@ -781,7 +873,11 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
                              f"holds ({int((ny * nx).min())})")
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
-    _match(g, ry, rx, p, m, R, search_mask(R, dense, lags), n, gy, gx)
+    mask = search_mask(R, dense, lags)
+    noff = int(mask.sum())
+    if work is None or work.shape[0] < noff or work.shape[1] < k:
+        work = np.empty((noff, k))
+    _match(g, ry, rx, p, m, R, mask, n, bool(running), work, gy, gx)
     return gy, gx
 
 
@@ -1133,8 +1229,12 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
     t0 = time.perf_counter()
     # the matching distance: the SSD summed over every channel (for the orthonormal
     # opponent channels of colour, the SSD in RGB), or channel 0's alone
-    guide_m = np.stack([_pad_for_matching(g, p, m) for g in
-                        (guides if cfg["match_channels"] == "all" else guides[:1])])
+    # in integer units of the noise / 1024 (the original sigma, the same in every pass
+    # and tile), so that the matching keeps exact running sums
+    guide_m = quantise_guide(np.stack([_pad_for_matching(g, p, m) for g in
+                                       (guides if cfg["match_channels"] == "all"
+                                        else guides[:1])]), cfg["sigma"])
+    running = exact_sums(guide_m, m)
     for run in runs:
         run["seconds"]["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
@@ -1145,7 +1245,7 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
         t0 = time.perf_counter()
         gy, gx = match(guide_m, ry, rx, p, m,
                        cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n,
-                       cfg["dense_radius"], cfg["lags"])
+                       cfg["dense_radius"], cfg["lags"], running)
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             run = runs[ch]
