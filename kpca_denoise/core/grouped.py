@@ -1235,6 +1235,10 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
                                        (guides if cfg["match_channels"] == "all"
                                         else guides[:1])]), cfg["sigma"])
     running = exact_sums(guide_m, m)
+    R = cfg["search_radius1"] if stage == 1 else cfg["search_radius"]
+    # the chunks' matching distances, one scratch array for all (tens of MB)
+    work = np.empty((int(search_mask(R, cfg["dense_radius"], cfg["lags"]).sum()),
+                     min(rows_per_chunk, len(ys)) * len(xs)))
     for run in runs:
         run["seconds"]["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
@@ -1243,9 +1247,8 @@ def _run_pass(imgs: list, guides: list, sigma: float, stage: int, n: int,
         ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
         rx = np.ascontiguousarray(np.tile(xs, len(yy)))
         t0 = time.perf_counter()
-        gy, gx = match(guide_m, ry, rx, p, m,
-                       cfg["search_radius1"] if stage == 1 else cfg["search_radius"], n,
-                       cfg["dense_radius"], cfg["lags"], running)
+        gy, gx = match(guide_m, ry, rx, p, m, R, n, cfg["dense_radius"], cfg["lags"], running,
+                       work)
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             run = runs[ch]
