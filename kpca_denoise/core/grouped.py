@@ -170,13 +170,15 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x)
     column sums are those of the previous run with the rows between them dropped and
     added, and a window's SSD that of the previous reference with the columns
     between them dropped and added, where that is less work than summing afresh
-    (``m`` more than twice the step; stop 25: a 35x35 window 4x less work): sums of
-    integers below 2^53 are exact in any order, so a window's SSD depends on its
-    own pixels only and a tile gets the distances the whole image gets.  Without
-    it, each column sums its ``m`` rows and each window its ``m`` columns, in order.
-    The ``n`` closest are selected by a bounded max-heap over the candidates in
-    scan order (ties go to the earlier candidate), which picks and orders the
-    members exactly as a partition of all the distances did (stop 24).
+    (``m`` more than twice the step): sums of integers below 2^53 are exact in any
+    order, so a window's SSD depends on its own pixels only and a tile gets the
+    distances the whole image gets.  Without it, each column sums its ``m`` rows and
+    each window its ``m`` columns, in order.  The ``n`` closest are selected by a
+    bounded max-heap over the candidates in scan order (ties go to the earlier
+    candidate), which picks and orders the members exactly as a partition of all
+    the distances did (stop 24).  Stop 25, a 512x512 image with 4 px steps, best of
+    three: 35x35 windows 1.25 -> 0.58 s, 13x13 0.55 -> 0.38 s, 11x11 0.41 -> 0.35 s,
+    7x7 (summed afresh) 0.37 s either way.
     """
     C = guide.shape[0]
     H = guide.shape[1] - (m - p)
