@@ -511,3 +511,17 @@ def test_a_bad_mean_kappa1_is_refused(bad):
 def test_a_bad_stage2_constant_is_refused(name, bad):
     with pytest.raises(ValueError, match=f"{name} must be None or a positive finite number"):
         denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 5e-324])
+def test_a_sigma_whose_square_underflows_is_refused(sigma):
+    x = np.random.default_rng(0).random((24, 24))
+    with pytest.raises(ValueError, match="its square underflows float64"):
+        denoise_grouped(x, sigma)
+
+
+def test_a_guide_too_large_for_the_noise_units_keeps_its_values():
+    g = np.array([[1e300, 0.0], [2.0, 3.0]])
+    assert quantise_guide(g, 1e-10) is g
+    assert not exact_sums(g, 5)
+    np.testing.assert_array_equal(quantise_guide(g[1:] + 0.4, 1024.0), g[1:])  # step 1

@@ -847,7 +847,11 @@ def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
     at most ``sigma / 2048``, changes the matching distances by a part in ten
     thousand of the noise's; the step depends on ``sigma`` only, so tiles of an
     image get the values the whole image gets."""
-    return np.round(guide * (1024.0 / float(sigma)))
+    with np.errstate(over="ignore"):
+        q = np.round(guide * (1024.0 / float(sigma)))
+    # a guide so far beyond its noise that the units overflow keeps its own values
+    # (matched with fresh sums, as before)
+    return q if np.isfinite(q).all() else guide
 
 
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
@@ -1688,6 +1692,9 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     sigma = float(sigma)
     if not (math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"sigma must be a positive finite number, got {sigma}")
+    if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
+        raise ValueError(f"sigma {sigma} is too small: its square underflows float64 "
+                         "(give sigma in the image's units, at least 1e-150)")
     if kernel not in ("rbf", "linear"):
         raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
     if preimage_init not in ("member", "linear"):
