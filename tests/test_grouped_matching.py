@@ -525,3 +525,25 @@ def test_a_guide_too_large_for_the_noise_units_keeps_its_values():
     assert quantise_guide(g, 1e-10) is g
     assert not exact_sums(g, 5)
     np.testing.assert_array_equal(quantise_guide(g[1:] + 0.4, 1024.0), g[1:])  # step 1
+
+
+def test_match_takes_any_guide_dtype_and_refuses_an_unfit_scratch():
+    # an 8-bit guide is matched in float64 (no wrap-around in its differences), and a
+    # float32 or too small scratch array is replaced rather than rounding distances
+    img = np.random.default_rng(3).integers(0, 256, (30, 34)).astype(np.uint8)
+    ry, rx = np.array([0, 4, 8, 8], np.int64), np.array([0, 4, 8, 12], np.int64)
+    want = match(_pad_for_matching(img.astype(float), 5, 13), ry, rx, 5, 13, 6, 10)
+    for work in (None, np.empty((5, 5), np.float32), np.empty((5, 5))):
+        got = match(_pad_for_matching(img, 5, 13), ry, rx, 5, 13, 6, 10, work=work)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    for r, ref in enumerate(_reference_match(img.astype(float), ry, rx, 5, 13, 6, 10)):
+        assert set(zip(want[0][r].tolist(), want[1][r].tolist())) == ref
+    # 1x1 patches over two channels: the third pixel is at squared distance 2^26 from
+    # the first, the second at 2^26 + 1, which float32 cannot tell apart (the earlier
+    # would win the tie)
+    g = np.array([[[0, 8192, 8192, 30000, 30000]], [[0, 1, 0, 0, 0]]], float)
+    for work in (None, np.empty((81, 1), np.float32)):
+        gy, gx = match(g, np.array([0], np.int64), np.array([0], np.int64), 1, 1, 4, 2,
+                       work=work)
+        assert gx.tolist() == [[0, 2]]

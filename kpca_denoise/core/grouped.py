@@ -866,7 +866,8 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     float64 scratch array of at least (searched offsets, len(ry)), spares the
     allocation when the calls repeat (a chunk's distances: tens of MB)."""
     k = len(ry)
-    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    g = np.ascontiguousarray(guide_padded if guide_padded.ndim == 3 else guide_padded[None],
+                             dtype=np.float64)
     if running is None:
         running = exact_sums(g, m)
     if k:
@@ -881,7 +882,8 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     gx = np.empty((k, n), np.int64)
     mask = search_mask(R, dense, lags)
     noff = int(mask.sum())
-    if work is None or work.shape[0] < noff or work.shape[1] < k:
+    if (work is None or work.dtype != np.float64 or work.ndim != 2 or not work.flags.c_contiguous
+            or work.shape[0] < noff or work.shape[1] < k):
         work = np.empty((noff, k))
     _match(g, ry, rx, p, m, R, mask, n, bool(running), work, gy, gx)
     return gy, gx
