@@ -347,27 +347,32 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
-    """``params`` with the grouped method's ``periodic`` decided once for the whole
-    image (``core.grouped.periodic_lags_channels`` of the working channels' central
-    256x256, as the core measures it), so that every tile gets the same settings and
-    the tiles are planned with the texture's wider search; unchanged when it is given
-    or the method is not grouped."""
-    from .core.grouped import PERIODIC, PERIODIC_CROP, periodic_lags_channels
+    """``params`` with the grouped method's ``periodic`` and ``detail`` decided once
+    for the whole image (``core.grouped.periodic_lags_channels`` of the working
+    channels' central 256x256 and ``core.grouped.coarse_detail`` of channel 0's, as
+    the core measures them), so that every tile gets the same settings and the
+    tiles are planned with the texture's wider search; each unchanged when given
+    (``detail`` also when ``match_size1`` is), all when the method is not grouped."""
+    from .core.grouped import PERIODIC, PERIODIC_CROP, coarse_detail, periodic_lags_channels
 
-    ex = params.extra
-    if params.method != "grouped" or ex.get("periodic") is not None:
+    ex = dict(params.extra)
+    want_detail = ex.get("detail") is None and ex.get("match_size1") is None
+    if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail):
         return params
     a = np.asarray(image)
     H, W = a.shape[:2]
     h, w = min(H, PERIODIC_CROP), min(W, PERIODIC_CROP)
     region = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
     work, _, colour = _to_working(region, vst)
-    rng = ex.get("data_range", _guide_range(region.dtype, vst, colour))  # as the tiles get it
-    chans = [work[..., c] for c in range(work.shape[2])]
-    if ex.get("match_channels") == "first":
-        chans = chans[:1]
-    score = periodic_lags_channels(chans, sigma, rng)[0]
-    return params.replace(extra=dict(ex, periodic=bool(score > PERIODIC)))
+    if want_detail:
+        ex["detail"] = coarse_detail(work[..., 0], sigma)
+    if ex.get("periodic") is None:
+        rng = ex.get("data_range", _guide_range(region.dtype, vst, colour))  # as the tiles get it
+        chans = [work[..., c] for c in range(work.shape[2])]
+        if ex.get("match_channels") == "first":
+            chans = chans[:1]
+        ex["periodic"] = bool(periodic_lags_channels(chans, sigma, rng)[0] > PERIODIC)
+    return params.replace(extra=ex)
 
 
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,

@@ -217,11 +217,14 @@ def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
         denoise_grouped(noisy, 10.0, wiener2="pilot")
     assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
     g = p["rbf"]
-    assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (7, 11, 4, 4)
+    # pure noise has no coarse detail: the smooth image's 11x11 stage-1 window
+    assert g["detail"] < 0.3
+    assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (11, 11, 4, 4)
+    assert denoise_grouped(noisy, 10.0, detail=5.0)[1]["params"]["match_size1"] == 7
     assert (g["search_radius1"], g["search_radius"]) == (32, 32)
     soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
     assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
-    wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7)[1]["params"]
+    wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7, detail=5.0)[1]["params"]
     assert (wien["shrink1"], wien["kappa1"]) == ("wiener", 4.5)
     # the geometry follows the patch size and the search radius
     assert (wien["match_size1"], wien["match_size"], wien["stride"]) == (9, 13, 6)
@@ -377,18 +380,20 @@ def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_ran
     y, x = np.mgrid[0:48, 0:48]
     clean = 120 + 60 * np.sin(x / 4.0) * np.cos(y / 5.0)
     noisy = clean + rng.normal(0, 50, clean.shape)
-    wide, st = denoise_grouped(noisy, 50.0, data_range=255.0, periodic=False)
+    # (about the noise rule: the image's coarse detail, low at this noise, given high)
+    wide, st = denoise_grouped(noisy, 50.0, data_range=255.0, periodic=False, detail=5.0)
     assert (st["params"]["match_size1"], st["params"]["data_range"]) == (13, 255.0)
-    assert denoise_grouped(noisy, 40.0, data_range=255.0,
-                           periodic=False)[1]["params"]["match_size1"] == 7
+    assert denoise_grouped(noisy, 40.0, data_range=255.0, periodic=False,
+                           detail=5.0)[1]["params"]["match_size1"] == 7
     # (this pattern is periodic: the texture settings are not what this test is about)
-    narrow, st0 = denoise_grouped(noisy, 50.0, periodic=False)
+    narrow, st0 = denoise_grouped(noisy, 50.0, periodic=False, detail=5.0)
     assert (st0["params"]["match_size1"], st0["params"]["data_range"]) == (7, None)
     same, _ = denoise_grouped(noisy, 50.0, match_size1=13, periodic=False)
     np.testing.assert_array_equal(wide[None], same[None])
     assert np.abs(wide[None] - narrow[None]).max() > 1.0
     # the rule is on sigma relative to the range, so the result scales with the image
-    scaled, _ = denoise_grouped(4.0 * noisy, 200.0, data_range=1020.0, periodic=False)
+    scaled, _ = denoise_grouped(4.0 * noisy, 200.0, data_range=1020.0, periodic=False,
+                                detail=5.0)
     np.testing.assert_allclose(scaled[None], 4.0 * wide[None], rtol=0, atol=1e-6 * 1020)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="data_range"):
@@ -408,7 +413,8 @@ def test_the_pipeline_gives_the_core_the_working_range_of_integer_images():
     rng = np.random.default_rng(6)
     img = np.clip(120 + rng.normal(0, 50, (40, 40)), 0, 255).astype(np.uint8)
     for a, sigma, m1 in ((img, 50.0, 13), (img, 30.0, 7), (img.astype(np.float32), 50.0, 7)):
-        res = denoise_set([a], DenoiseParams(noise_sigma=sigma)).images[0]
+        # (pure noise has no coarse detail: given high, as a photograph's)
+        res = denoise_set([a], DenoiseParams(noise_sigma=sigma, extra={"detail": 5.0})).images[0]
         assert res.stats["grouped"][0]["params"]["match_size1"] == m1
 
 
@@ -420,10 +426,11 @@ def test_colour_places_sigma_against_the_span_of_the_luminance():
 
     rng = np.random.default_rng(8)
     rgb = np.clip(120 + rng.normal(0, 60, (40, 40, 3)), 0, 255)
-    st = denoise_grouped_opponent(rgb, 50.0, data_range=255.0)[1]
+    # (pure noise has no coarse detail: given high, as a photograph's)
+    st = denoise_grouped_opponent(rgb, 50.0, data_range=255.0, detail=5.0)[1]
     assert st[0]["params"]["match_size1"] == 7
     assert st[0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
-    high = denoise_grouped_opponent(rgb, 80.0, data_range=255.0)[1][0]["params"]
+    high = denoise_grouped_opponent(rgb, 80.0, data_range=255.0, detail=5.0)[1][0]["params"]
     assert high["match_size1"] == 13
     res = denoise_set([rgb.astype(np.uint8)], DenoiseParams(noise_sigma=50.0)).images[0]
     assert res.stats["grouped"][0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))

@@ -132,3 +132,20 @@ def test_whole_image_work_outside_the_tiles_is_bounded(monkeypatch):
     np.testing.assert_array_equal(res.outputs[None], img)
     # the output (27 MB) plus the estimator's bounded sample; a float64 plane is 72 MB
     assert peak - img.nbytes < 100e6, f"peak {peak / 1e6:.0f} MB beside a {img.nbytes / 1e6:.0f} MB output"
+
+
+def test_tiles_share_the_whole_images_smoothness():
+    # a smooth scene gets a wider stage-1 window from the coarse detail of the whole
+    # image (core.grouped.coarse_detail), in every tile as in one piece
+    from scipy.ndimage import gaussian_filter
+
+    clean = gaussian_filter(_scene((192, 160), 0), 8.0)
+    noisy = np.clip(add_noise(clean, 25.0, seed=1), 0, 255).astype(np.uint8)
+    base = DenoiseParams(noise_sigma=25.0, extra={"search_radius": 4, "periodic": False})
+    whole = denoise_set([noisy], base).images[0]
+    res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
+    assert res.stats["grouped"][0]["tiles"] == 6
+    want, got = whole.stats["grouped"][0]["params"], res.stats["grouped"][0]["params"]
+    assert want["detail"] < 0.6 and want["match_size1"] in (9, 11)
+    assert got["detail"] == want["detail"] and got["match_size1"] == want["match_size1"]
+    assert np.abs(res.outputs[None].astype(int) - whole.outputs[None].astype(int)).max() <= 1
