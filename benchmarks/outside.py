@@ -8,7 +8,10 @@ every PNG / JPEG / TIFF in ``DIR`` (8-bit; colour is made grey unless ``--colour
 The figures in ``benchmarks/results_outside.txt`` also used scipy 1.9's ``face``
 (raccoon, 1024x768 RGB) and matplotlib's ``grace_hopper.jpg`` (512x600 RGB), taken
 from their wheels (``pip download --no-deps scipy==1.9.3 matplotlib``; face.dat is a
-bz2-compressed 768x1024x3 uint8 array).
+bz2-compressed 768x1024x3 uint8 array).  Stop 25 added twelve photographs of Debian
+12's ``mate-backgrounds`` 1.26 (``apt-get download mate-backgrounds``; the JPEGs of
+``usr/share/backgrounds/mate/nature``, scaled with Pillow's Lanczos filter to 512 px
+on the short side and saved as PNG).
 
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
