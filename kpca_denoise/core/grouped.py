@@ -1834,7 +1834,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
         two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
-        detail=det,
+        detail=det if det is None or math.isfinite(det) else None,  # inf: too small to tell
         match_channels=match_channels,
         dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
