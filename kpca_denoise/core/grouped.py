@@ -1579,17 +1579,19 @@ def denoise_grouped(
         +0.15 / +0.17 dB with the default (+0.51 / +0.26 / +0.22 / +0.28 with the
         texture settings throughout).  Photographs score 0.03-0.15 and keep their
         settings.
+        Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
+        is given), the periods (``lags``, empty unless periodic) and the resolved
+        ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
     detail : float or None, default None
-        How much the image varies at a coarse scale against its noise (:func:`coarse_detail`,
-        on channel 0); None -> measured.  A smooth photograph (under 0.6 / 0.3,
+        How much the image varies at a coarse scale against its noise
+        (:func:`coarse_detail`, on channel 0); None -> measured (unless ``periodic``
+        or ``match_size1`` settles the window).  A smooth photograph (under 0.6 / 0.3,
         :data:`SMOOTH`) matches 9x9 / 11x11 windows in stage 1 instead of 7x7 (the
         high-noise window, 13x13, stays when it is wider; not for a regular texture):
         its 7x7 windows differ mostly by their noise.  Chosen on 2x-blurred and
         3x-upscaled crops of the development photographs (stop 25); the tiled engine
-        measures it once on the whole image.
-        Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
-        is given), the periods (``lags``, empty unless periodic) and the resolved
-        ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
+        measures it once on the whole image.  Stats report it (None when not
+        measured or the image is too small to tell).
     match_channels : {"all", "first"}, default "all"
         With several channels (:func:`denoise_grouped_channels`): block matching on
         the SSD summed over all of them (for the orthonormal opponent channels of
