@@ -353,16 +353,13 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     the core measures them), so that every tile gets the same settings and the
     tiles are planned with the texture's wider search; each unchanged when given
     (``detail`` also when ``match_size1`` is), all when the method is not grouped."""
-    from .core.grouped import PERIODIC, PERIODIC_CROP, coarse_detail, periodic_lags_channels
+    from .core.grouped import PERIODIC, central_crop, coarse_detail, periodic_lags_channels
 
     ex = dict(params.extra)
     want_detail = ex.get("detail") is None and ex.get("match_size1") is None
     if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail):
         return params
-    a = np.asarray(image)
-    H, W = a.shape[:2]
-    h, w = min(H, PERIODIC_CROP), min(W, PERIODIC_CROP)
-    region = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
+    region = central_crop(np.asarray(image))
     work, _, colour = _to_working(region, vst)
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)

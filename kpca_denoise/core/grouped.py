@@ -1045,7 +1045,16 @@ SMOOTH = (0.6, 0.3)
 DETAIL_BLOCK = 4
 
 
-def coarse_detail(image: np.ndarray, sigma: float, size: int = PERIODIC_CROP) -> float:
+def central_crop(image: np.ndarray, size: int = PERIODIC_CROP) -> np.ndarray:
+    """The central ``size x size`` part of ``image`` (its first two axes; all of an
+    axis shorter than ``size``): where :func:`periodic_lags` and :func:`coarse_detail`
+    measure, so that a tiled image can be measured as the core measures one piece."""
+    H, W = image.shape[:2]
+    h, w = min(H, size), min(W, size)
+    return image[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
+
+
+def coarse_detail(image: np.ndarray, sigma: float, size: int = PERIODIC_CROP) -> float | None:
     """How much a noisy image varies at a coarse scale, against its noise: the RMS
     difference between neighbouring means of ``DETAIL_BLOCK``-pixel blocks, less the
     noise's share (``2 sigma^2 / DETAIL_BLOCK^2``), over ``sigma``; on the central
@@ -1057,16 +1066,14 @@ def coarse_detail(image: np.ndarray, sigma: float, size: int = PERIODIC_CROP) ->
     16-fold, so the value hardly moves with a few per cent of error in ``sigma``,
     unlike the same measure on single pixels (a difference of two nearly equal
     numbers).  At sigma 25 the development photographs score 1.1-1.25 (hubble 0.64,
-    moon 0.22), their 2x-blurred or 3x-upscaled crops 0.14-0.91 (stop 25).
+    moon 0.22), their 2x-blurred or 3x-upscaled crops 0.14-0.91 (stop 25).  None
+    for an image under two blocks a side (too small to tell).
     """
-    a = np.asarray(image, dtype=np.float64)
-    H, W = a.shape
-    h, w = min(H, size), min(W, size)
-    a = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
+    a = central_crop(np.asarray(image, dtype=np.float64), size)
     b = DETAIL_BLOCK
-    h, w = h - h % b, w - w % b
+    h, w = a.shape[0] - a.shape[0] % b, a.shape[1] - a.shape[1] % b
     if h < 2 * b or w < 2 * b:
-        return math.inf  # too small to tell: the default window
+        return None  # too small to tell: the default window
     m = a[:h, :w].reshape(h // b, b, w // b, b).mean(axis=(1, 3))
     e = 0.5 * (float(np.mean(np.diff(m, axis=0) ** 2)) + float(np.mean(np.diff(m, axis=1) ** 2)))
     s2 = float(sigma) ** 2
@@ -1099,13 +1106,11 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
     from scipy.fft import irfft2, rfft2
     from scipy.ndimage import gaussian_filter, uniform_filter
 
-    a = np.asarray(image, dtype=np.float64)
-    H, W = a.shape
-    h, w = min(H, size), min(W, size)
+    a = central_crop(np.asarray(image, dtype=np.float64), size)
+    h, w = a.shape
     none = (0.0, (0, 0), (0, 0))
     if h < 48 or w < 48:
         return none
-    a = a[(H - h) // 2:(H - h) // 2 + h, (W - w) // 2:(W - w) // 2 + w]
     span = float(data_range) if data_range is not None else float(np.ptp(a))
     if not span > 0.0:
         return none
@@ -1790,8 +1795,9 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     nf = noise_fraction
     if periodic and nf is not None and match_channels == "all":
         nf *= math.sqrt(len(imgs))
-    if detail is not None and not (_is_number(detail) and detail >= 0.0):
-        raise ValueError(f"detail must be None or a number >= 0, got {detail!r}")
+    if detail is not None and not (_is_number(detail) and math.isfinite(detail)
+                                   and detail >= 0.0):
+        raise ValueError(f"detail must be None or a number >= 0 (finite), got {detail!r}")
     # how smooth the image is (channel 0: the luminance of colour), against its noise
     det = (float(detail) if detail is not None else
            None if periodic or match_size1 is not None else coarse_detail(img, sigma))
@@ -1836,7 +1842,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
         two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
-        detail=det if det is None or math.isfinite(det) else None,  # inf: too small to tell
+        detail=det,
         match_channels=match_channels,
         dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
