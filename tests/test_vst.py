@@ -74,6 +74,42 @@ def test_estimator_recovers_gain_and_sigma_on_a_smooth_image():
         estimate_poisson_gaussian(np.zeros((5, 50)))
 
 
+def test_estimator_is_not_fooled_by_texture():
+    """Grass is texture at every level: a high-pass reads the texture as noise (the
+    coarse block method, kept for small images, predicts the noise std 30 % too high
+    at gain 4 and 90 % too high at gain 1 at the 10th percentile); the level-wise
+    PCA tail leaves the texture's few principal directions out (measured: +9 / +6 /
+    +5 % at gain 4, +23 / +16 / +13 % at gain 1, where grass's own fine grain is
+    part of what it reads)."""
+    from skimage import data
+
+    from kpca_denoise.core.noise import _block_fit
+
+    grass = data.grass().astype(np.float64)
+    lv = np.percentile(grass, (10, 50, 90))
+    for gain, rtol in ((4.0, 0.12), (1.0, 0.3)):
+        z = simulate(grass, gain, 2.0, seed=3)
+        truth = np.sqrt(gain * lv + 4.0)
+        a, s = estimate_poisson_gaussian(z)
+        np.testing.assert_allclose(np.sqrt(a * lv + s * s), truth, rtol=rtol)
+        a, s = _block_fit(z, 8, None, None, 10, 0.999)
+        assert np.sqrt(a * lv[0] + s * s) > (1.0 + rtol) * truth[0]  # what it replaces
+
+
+def test_estimator_is_nearly_unbiased_on_a_textureless_ramp():
+    # the weak-texture selection and the noise-tail cut both lean low.  Mean error of
+    # the predicted noise std over four noise draws, at signal 40 / 120 / 200,
+    # measured: gain 1 -1.05 / -0.54 / -0.43 %, gain 16 -0.90 / -0.73 / -0.69 %; with
+    # confidence 0.999 instead of 0.9999: -1.64 / -1.09 / -0.98 and -1.37 / -1.16 / -1.12 %
+    y = 20.0 + 200.0 * np.mgrid[0:512, 0:512][1] / 511.0
+    lv = np.array([40.0, 120.0, 200.0])
+    for gain in (1.0, 16.0):
+        err = np.mean([np.sqrt((a * lv + s * s) / (gain * lv + 4.0)) - 1.0
+                       for a, s in (estimate_poisson_gaussian(simulate(y, gain, 2.0, seed))
+                                    for seed in (1, 2, 3, 4))], axis=0)
+        assert abs(err[1]) < 0.009 and np.all(np.abs(err) < 0.015), (gain, err)
+
+
 def test_library_path_beats_the_gaussian_model_on_poisson_noise(camera):
     img = camera[200:328, 200:328].astype(float)
     z = simulate(img, 16.0, 2.0, seed=4)
@@ -146,15 +182,16 @@ def test_gui_panel_sets_the_noise_model(qtbot):
     assert other.params() == p
 
 
-def test_poisson_gaussian_estimate_reads_the_image_in_bands():
-    """The block statistics are computed a band of rows at a time: the same values
-    as in one piece, and no float64 copy of the whole image (72 MB here)."""
+def test_poisson_gaussian_estimate_has_bounded_memory():
+    """A large image is read through a bounded sample of blocks (and a small one's
+    coarse block statistics a band of rows at a time: the same values as in one
+    piece): no float64 copy of the whole image (96 MB here) is made."""
     import tracemalloc
 
     from kpca_denoise.core.noise import _block_stats
 
     rng = np.random.default_rng(3)
-    level = np.linspace(20.0, 400.0, 3000)[None, :] * np.ones((3000, 1))  # a ramp of levels
+    level = np.linspace(20.0, 400.0, 4000)[None, :] * np.ones((3000, 1))  # a ramp of levels
     z = np.clip(2.0 * rng.poisson(level / 2.0) + rng.normal(0, 3, level.shape), 0, None)
     z = z.astype(np.uint16)
     del level
@@ -169,4 +206,5 @@ def test_poisson_gaussian_estimate_reads_the_image_in_bands():
     finally:
         tracemalloc.stop()
     assert abs(gain - 2.0) < 0.1 and abs(sigma - 3.0) < 1.0
-    assert peak < 60e6, f"peak {peak / 1e6:.0f} MB"
+    # measured: 59 MB, as for a 3000 x 3000 image; a float64 copy alone is 96 MB
+    assert peak < 72e6, f"peak {peak / 1e6:.0f} MB"

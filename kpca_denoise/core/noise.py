@@ -102,26 +102,9 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
     if p < 2:
         raise ValueError(f"image of shape {img.shape} is too small to estimate noise")
     blocks = _sample_blocks(img, max_pixels, max(block_size, 8 * p), random_state)
-    rng = np.random.default_rng(random_state)
-    c = p // 2  # the filter is centred: the patch at (y, x) has its centre at y + c
-    t_parts, own_parts, mu_parts, offsets = [], [], [], [0]
-    for b in blocks:
-        h, w = b.shape[0] - p + 1, b.shape[1] - p + 1
-        gy, gx = np.gradient(gaussian_filter(b, 2.0))
-        t_parts.append(uniform_filter(gx * gx + gy * gy, p)[c:c + h, c:c + w].ravel())
-        # the patch's own gradient energy as box sums of squared differences
-        dx2 = np.square(np.diff(b, axis=1))
-        dy2 = np.square(np.diff(b, axis=0))
-        own_parts.append((sliding_window_view(dx2, (p, p - 1)).sum(axis=(2, 3))
-                          + sliding_window_view(dy2, (p - 1, p)).sum(axis=(2, 3))).ravel())
-        if bounds is not None:
-            mu_parts.append(uniform_filter(b, p)[c:c + h, c:c + w].ravel())
-        offsets.append(offsets[-1] + h * w)
-    t = np.concatenate(t_parts)
-    own = np.concatenate(own_parts)
-    mu = np.concatenate(mu_parts) if bounds is not None else None
+    st = _PatchStats(blocks, p, with_mean=bounds is not None)
+    t, own, mu = st.t, st.own, st.mu
     n_all = t.size
-    del t_parts, own_parts, mu_parts
 
     def unclipped(sigma: float) -> np.ndarray | bool:
         """Patches whose mean is at least 2 sigma inside the clipping bounds."""
@@ -129,28 +112,11 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
             return True
         return (mu >= bounds[0] + 2.0 * sigma) & (mu <= bounds[1] - 2.0 * sigma)
 
-    def rows(idx: np.ndarray) -> np.ndarray:
-        """The patches at flat positions ``idx`` (in that order), shape (len(idx), p*p)."""
-        out = np.empty((idx.size, p * p))
-        which = np.searchsorted(offsets, idx, side="right") - 1
-        for k, b in enumerate(blocks):
-            m = which == k
-            if m.any():
-                local = idx[m] - offsets[k]
-                wk = b.shape[1] - p + 1
-                out[m] = sliding_window_view(b, (p, p))[local // wk, local % wk].reshape(-1, p * p)
-        return out
-
     # with fewer selected samples per dimension the spread of the sample
     # eigenvalues (Marchenko-Pastur) biases the estimate low: select only when
     # plenty remain
     min_keep = 50 * p * p
-
-    def pca_of(idx: np.ndarray) -> float:
-        if idx.size > max_patches:
-            idx = idx[rng.choice(idx.size, max_patches, replace=False)]
-        return estimate_sigma_pca(rows(idx))
-
+    pca_of = st.pca(max_patches, np.random.default_rng(random_state))
     if not (0 < weak_texture_fraction < 1 and n_all * weak_texture_fraction >= min_keep):
         return pca_of(np.arange(n_all))
     sigma = pca_of(np.flatnonzero(t <= np.quantile(t, weak_texture_fraction)))
@@ -160,17 +126,87 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
         ok = unclipped(sigma)
         if ok.sum() * weak_texture_fraction >= min_keep:
             sigma = pca_of(np.flatnonzero(ok & (t <= np.quantile(t[ok], weak_texture_fraction))))
-    quantile = float(chi2.ppf(confidence, 2 * p * (p - 1)))
+    return _refine(sigma, pca_of, own, unclipped, float(chi2.ppf(confidence, 2 * p * (p - 1))),
+                   iterations, min_keep)[0]
+
+
+class _PatchStats:
+    """Per patch position of the sampled ``blocks`` (p x p patches, flat positions
+    numbered block after block, row-major within a block): ``t``, the gradient
+    energy of the block smoothed with a Gaussian of std 2 px, summed over the
+    patch; ``own``, the patch's own gradient energy (sum of squared horizontal and
+    vertical pixel differences); ``mu``, the patch mean (if ``with_mean``).  All
+    are box sums: no patch is built until :meth:`rows` asks for it."""
+
+    def __init__(self, blocks: list[np.ndarray], p: int, *, with_mean: bool) -> None:
+        self.blocks, self.p = blocks, p
+        c = p // 2  # the filter is centred: the patch at (y, x) has its centre at y + c
+        t_parts, own_parts, mu_parts, offsets = [], [], [], [0]
+        for b in blocks:
+            h, w = b.shape[0] - p + 1, b.shape[1] - p + 1
+            gy, gx = np.gradient(gaussian_filter(b, 2.0))
+            t_parts.append(uniform_filter(gx * gx + gy * gy, p)[c:c + h, c:c + w].ravel())
+            dx2 = np.square(np.diff(b, axis=1))
+            dy2 = np.square(np.diff(b, axis=0))
+            own_parts.append((sliding_window_view(dx2, (p, p - 1)).sum(axis=(2, 3))
+                              + sliding_window_view(dy2, (p - 1, p)).sum(axis=(2, 3))).ravel())
+            if with_mean:
+                mu_parts.append(uniform_filter(b, p)[c:c + h, c:c + w].ravel())
+            offsets.append(offsets[-1] + h * w)
+        self.t = np.concatenate(t_parts)
+        self.own = np.concatenate(own_parts)
+        self.mu = np.concatenate(mu_parts) if with_mean else None
+        self.offsets = offsets
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """The patches at flat positions ``idx`` (in that order), shape (len(idx), p*p)."""
+        p = self.p
+        out = np.empty((idx.size, p * p))
+        which = np.searchsorted(self.offsets, idx, side="right") - 1
+        for k, b in enumerate(self.blocks):
+            m = which == k
+            if m.any():
+                local = idx[m] - self.offsets[k]
+                wk = b.shape[1] - p + 1
+                out[m] = sliding_window_view(b, (p, p))[local // wk, local % wk].reshape(-1, p * p)
+        return out
+
+    def pca(self, max_patches: int, rng: np.random.Generator, *, without_mean: bool = False):
+        """``pca_of(idx)``: :func:`estimate_sigma_pca` of the patches at ``idx`` (a
+        random ``max_patches`` of them if more).  ``without_mean``: of their
+        components orthogonal to the constant patch, for patches chosen by their mean,
+        whose spread along the constant direction the choice has narrowed."""
+        d = self.p * self.p
+        # an orthonormal basis of the patches orthogonal to the constant one
+        basis = np.linalg.qr(np.eye(d) - 1.0 / d)[0][:, :d - 1] if without_mean else None
+
+        def pca_of(idx: np.ndarray) -> float:
+            if idx.size > max_patches:
+                idx = idx[rng.choice(idx.size, max_patches, replace=False)]
+            x = self.rows(idx)
+            return estimate_sigma_pca(x if basis is None else x @ basis)
+        return pca_of
+
+
+def _refine(sigma: float, pca_of, own: np.ndarray, allowed, quantile: float, iterations: int,
+            min_keep: int) -> tuple[float, np.ndarray | None]:
+    """Liu, Tanaka & Okutomi's iteration: keep the positions whose own gradient energy
+    ``own`` pure noise of the current ``sigma`` would give (``<= 2 sigma^2 quantile``)
+    and that ``allowed(sigma)`` lets in, re-estimate, repeat until the estimate moves
+    by less than 0.1 % (or fewer than ``min_keep`` would be kept).  Returns the estimate
+    and the positions behind it (None if the first selection was already too small)."""
+    kept = None
     for _ in range(iterations):
-        sel = (own <= 2.0 * sigma * sigma * quantile) & unclipped(sigma)
+        sel = (own <= 2.0 * sigma * sigma * quantile) & allowed(sigma)
         if sel.sum() < min_keep:
             break
-        new = pca_of(np.flatnonzero(sel))
+        kept = np.flatnonzero(sel)
+        new = pca_of(kept)
         converged = abs(new - sigma) <= 1e-3 * sigma
         sigma = new
         if converged:
             break
-    return sigma
+    return sigma, kept
 
 
 def _sample_blocks(img: np.ndarray, max_pixels: int, side: int, seed: int) -> list[np.ndarray]:
@@ -232,32 +268,120 @@ def _block_stats(img: np.ndarray, block: int, band: int = 512) -> tuple[np.ndarr
 
 
 def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
-                              sigma: float | None = None, block: int = 8,
-                              iterations: int = 10, confidence: float = 0.999
-                              ) -> tuple[float, float]:
+                              sigma: float | None = None, patch_size: int = 5, levels: int = 8,
+                              weak_texture_fraction: float = 0.3, iterations: int = 10,
+                              confidence: float = 0.9999, max_patches: int = 20000,
+                              max_pixels: int = 1 << 20, block_size: int = 256,
+                              random_state: int = 0, block: int = 8) -> tuple[float, float]:
     """Poisson gain ``alpha`` and Gaussian std ``sigma`` of a single-channel image (H, W).
 
     The model is ``z = alpha * Poisson(y / alpha) + N(0, sigma^2)``: the noise variance
     at signal ``y`` is ``alpha * y + sigma^2`` (Foi, Trimeche, Katkovnik & Egiazarian
     2008, "Practical Poissonian-Gaussian noise modeling and fitting for single-image
-    raw-data", IEEE TIP).  The image is cut into ``block`` x ``block`` blocks; each
-    gives its mean (an unbiased estimate of ``y``) and the mean square of a
-    unit-energy second-difference high-pass (the noise variance on smooth signal, more
-    on texture).  A line through per-level medians starts the fit; then, as in
-    :func:`estimate_sigma_image`, blocks whose variance is more than pure noise of the
-    current line would give with probability ``confidence`` are dropped and the line
-    is refitted (weights ``1 / variance^2``), until it stops moving.
+    raw-data", IEEE TIP).  The line is fitted to the noise variance measured at
+    ``levels`` signal levels:
+
+    1. the ``patch_size`` x ``patch_size`` patches are split by their mean into
+       ``levels`` equal-count levels;
+    2. at each level the noise std is estimated as :func:`estimate_sigma_image` does
+       for the whole image: the PCA tail (:func:`estimate_sigma_pca`) of the
+       ``weak_texture_fraction`` of the level's patches with the least smoothed
+       gradient energy, then refined over the patches whose own gradient energy
+       pure noise of that std would give with probability ``confidence``.  Texture
+       occupies a few principal directions and leaves the tail alone, so a textured
+       image (grass) is read as well as a smooth one;
+    3. weighted least squares through the levels' (mean of the patches used,
+       variance), weights ``patches / variance^2`` (the variance of a variance
+       estimate), refitted with the line's own variances.  A negative ``sigma^2``
+       or an ``alpha`` below its floor is held at the bound and the other refitted.
+
+    An image too small for three levels of ``40 patch_size^2`` patches each (the
+    ratio of patches to dimensions that keeps the PCA tail within a few per cent)
+    is read by a coarser method instead: ``block`` x ``block`` blocks' means and
+    mean-square high-pass responses, with a line through per-level medians
+    refined by dropping blocks that pure noise would not give.
+
+    Memory is bounded as in :func:`estimate_sigma_image`: an image of more than
+    ``max_pixels`` pixels is read through random ``block_size`` blocks (fixed seed).
 
     ``gain`` or ``sigma`` given: only the other one is fitted.  Returns ``(alpha,
     sigma)`` in the image's units; ``alpha`` is at least ``1e-4`` of the mean level
     (so that the transform stays defined), ``sigma`` >= 0.  Accuracy:
     ``python benchmarks/poisson.py --estimate``.
     """
-    img = np.asarray(image)  # in its own dtype: converted a band of rows at a time
+    img = np.asarray(image)  # in its own dtype: converted a block at a time
     if img.ndim != 2 or min(img.shape) < block + 2:
         raise ValueError(
             f"Poisson-Gaussian estimation needs a 2-D image of at least {block + 2} px a side, "
             f"got shape {img.shape}")
+    p = patch_size
+    min_keep = 40 * p * p
+    H, W = img.shape
+    if min(H, W) >= 2 * p and min(H * W, max_pixels) * weak_texture_fraction >= 3 * min_keep:
+        st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), random_state),
+                         p, with_mean=True)
+        nlev = min(levels, int(st.t.size * weak_texture_fraction) // min_keep)
+        if nlev >= 3:
+            m, v, n = _level_variances(st, nlev, weak_texture_fraction, confidence, iterations,
+                                       min_keep, max_patches, random_state)
+            floor = 1e-4 * max(float(np.mean(np.abs(st.mu))), 1.0)
+            # a level's variance estimate has variance ~ 2 v^2 / patches; a level that
+            # reads (nearly) no noise, as clipped black does, must not take all the weight
+            lo = 1e-2 * max(float(np.median(v)), 1e-300)
+            w = n.copy()
+            for _ in range(5):
+                a, b = _fit_bounded(m, v, w, gain, sigma, floor)
+                w = n / np.maximum(a * m + b, lo) ** 2
+            return (float(gain) if gain is not None else max(a, floor)), float(np.sqrt(max(b, 0.0)))
+    return _block_fit(img, block, gain, sigma, iterations, 0.999)
+
+
+def _level_variances(st: "_PatchStats", nlev: int, frac: float, confidence: float,
+                     iterations: int, min_keep: int, max_patches: int, seed: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per level of patch mean (``nlev`` equal-count levels): the mean of the patches
+    the noise estimate used, the noise variance, and how many patches it used."""
+    p = st.p
+    quantile = float(chi2.ppf(confidence, 2 * p * (p - 1)))
+    order = np.argsort(st.mu, kind="stable")  # equal counts even where levels tie
+    cuts = np.linspace(0, order.size, nlev + 1).astype(np.int64)
+    pca_of = st.pca(max_patches, np.random.default_rng(seed), without_mean=True)
+    m, v, n = [], [], []
+    for k in range(nlev):
+        ids = order[cuts[k]:cuts[k + 1]]
+        tk = st.t[ids]
+        used = ids[tk <= np.quantile(tk, frac)]
+        s, kept = _refine(pca_of(used), lambda i, ids=ids: pca_of(ids[i]), st.own[ids],
+                          lambda _s: True, quantile, iterations, min_keep)
+        if kept is not None:
+            used = ids[kept]
+        m.append(float(st.mu[used].mean()))
+        v.append(s * s)
+        n.append(used.size)
+    return np.array(m), np.array(v), np.array(n, dtype=np.float64)
+
+
+def _fit_bounded(m: np.ndarray, v: np.ndarray, w: np.ndarray, gain: float | None,
+                 sigma: float | None, floor: float) -> tuple[float, float]:
+    """:func:`_fit_line` with ``b = sigma^2 >= 0`` and ``a >= floor``: a fitted value
+    past its bound is held there and the other refitted."""
+    a, b = _fit_line(m, v, w, gain, sigma)
+    if sigma is None and b < 0:
+        a, b = _fit_line(m, v, w, gain, 0.0)
+    if gain is None and a < floor:
+        a, b = _fit_line(m, v, w, floor, sigma)
+        b = max(b, 0.0)
+    return a, b
+
+
+def _block_fit(img: np.ndarray, block: int, gain: float | None, sigma: float | None,
+               iterations: int, confidence: float) -> tuple[float, float]:
+    """The coarse estimate for small images: per ``block`` x ``block`` block, the mean
+    and the mean square of a unit-energy second-difference high-pass (the noise
+    variance on smooth signal, more on texture); a line through per-level medians,
+    then blocks whose variance is more than pure noise of the current line would give
+    with probability ``confidence`` are dropped and the line is refitted (weights
+    ``1 / variance^2``), until it stops moving."""
     m, v = _block_stats(img, block)
     # effective degrees of freedom of a block's mean square: the high-pass outputs of
     # neighbouring pixels are correlated (sum of squared autocorrelations)
