@@ -193,6 +193,18 @@ def _value_range(a: np.ndarray) -> float:
     return float(np.ptp(a)) if a.size else 0.0
 
 
+def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
+    """The span of values an image can hold (as :func:`_value_range`) after the
+    variance-stabilising transform ``vst``, the widest over its channels."""
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        ends = (float(info.min), float(info.max))
+    else:
+        ends = (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
+    f = vst.forward(np.repeat(np.array(ends)[:, None], np.size(vst.gain), axis=1))
+    return float(np.max(f[1] - f[0]))
+
+
 def _sigma_range(a: np.ndarray) -> tuple[float, float]:
     span = _value_range(a)
     return span * NO_NOISE_FRACTION, span
@@ -335,6 +347,10 @@ def denoise_set(
             res.noise_sigma = float(sigma)
             res.noise_estimated = params.noise_sigma is None
             lo, hi = _sigma_range(a)
+            if vst is not None:
+                # the test below is where the denoiser works: in the stabilised domain,
+                # whose noise std is 1 and whose span is the transformed value range
+                lo = _stabilised_span(a, vst) * NO_NOISE_FRACTION
             if params.noise_sigma is not None and vst is None and not (lo <= sigma <= hi):
                 raise ValueError(
                     f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "

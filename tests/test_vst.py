@@ -127,6 +127,23 @@ def test_library_path_beats_the_gaussian_model_on_poisson_noise(camera):
     assert abs(psnr(given) - psnr(stab)) < 0.3
 
 
+def test_poisson_path_denoises_16_bit_images(camera):
+    # the "no noise" test (estimated std under 1e-4 of the value range) compared the
+    # stabilised domain's unit std with a 16-bit range (6.55) and returned every
+    # 16-bit image unchanged; it now compares in the stabilised domain
+    img = camera[200:328, 200:328].astype(float) * 257.0
+    z = np.clip(np.round(simulate(img, 64.0, 300.0, seed=2)), 0, 65535).astype(np.uint16)
+    out = denoise_image(z, noise_model="poisson-gaussian")
+    assert out.dtype == np.uint16
+
+    def psnr(x):
+        return 10 * np.log10(65535.0 ** 2 / np.mean((x.astype(float) - img) ** 2))
+    assert psnr(out) >= psnr(z) + 1.5, (psnr(out), psnr(z))  # measured 35.10 -> 37.33 dB
+    # and it is the 8-bit-scaled problem's answer, scaled (up to the rounding)
+    out8 = denoise_image(z / 257.0, noise_model="poisson-gaussian")
+    assert abs(psnr(out) - psnr(out8 * 257.0)) < 0.1
+
+
 def test_noise_model_parameters_are_checked():
     with pytest.raises(ParamError, match="noise_model must be one of gaussian, poisson-gaussian"):
         DenoiseParams(noise_model="poisson").validate()
