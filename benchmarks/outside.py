@@ -11,7 +11,12 @@ from their wheels (``pip download --no-deps scipy==1.9.3 matplotlib``; face.dat 
 bz2-compressed 768x1024x3 uint8 array).  Stop 25 added twelve photographs of Debian
 12's ``mate-backgrounds`` 1.26 (``apt-get download mate-backgrounds``; the JPEGs of
 ``usr/share/backgrounds/mate/nature``, scaled with Pillow's Lanczos filter to 512 px
-on the short side and saved as PNG).
+on the short side and saved as PNG).  Stop 26 added eleven photographs of Debian 12's
+``plasma-workspace-wallpapers`` 4:5.27 (the largest image of each of BytheWater,
+ColdRipple, ColorfulCups, DarkestHour, EveningGlow, FallenLeaf, Grey, Kite,
+OneStandsOut, Path and summer_1am in ``usr/share/wallpapers/*/contents/images``, the
+photographs among its 30 wallpapers, picked from thumbnails before any denoising),
+scaled the same way.
 
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
