@@ -19,8 +19,8 @@ With ``--estimate`` it first prints the accuracy of the gain / sigma estimator o
 full-size images (as ``benchmarks/noise_estimate.py`` does for sigma): the estimates,
 and the relative error of the predicted noise std ``sqrt(gain y + sigma_g^2)`` at the
 10th, 50th and 90th percentiles of the clean signal, beside the same for the coarse
-block method that the estimator keeps for small images (and used for all images
-before 2026-11-26).  The "clean" images carry their own grain (hubble's sky, grass),
+block fit alone (one of the estimator's two fits, and the whole estimator before
+2026-11-26).  The "clean" images carry their own grain (hubble's sky, grass),
 which any estimator reads as noise: part of their error is the images' own.  ``--dir DIR``
 runs the estimator part on the photographs in a folder instead (for instance the
 wallpapers of ``benchmarks/outside.py``).
@@ -77,7 +77,7 @@ def simulate(img: np.ndarray, gain: float, seed: int) -> np.ndarray:
 def estimator_table(images) -> None:
     """``images``: (name, clean image) pairs."""
     print(f"{'image':12s} {'gain':>5s} {'est gain':>9s} {'est sig':>8s}  "
-          "std err @p10 / p50 / p90      block method: std err @p10 / p50 / p90")
+          "std err @p10 / p50 / p90      coarse fit alone: std err @p10 / p50 / p90")
     errs, block_errs = [], []
     for name, img in images:
         lv = np.percentile(img, (10, 50, 90))
@@ -93,7 +93,7 @@ def estimator_table(images) -> None:
             print(f"{name[:12]:12s} {gain:5.0f} {a:9.2f} {s:8.2f}  "
                   + " / ".join(f"{100 * v:+5.1f} %" for v in e) + "      "
                   + " / ".join(f"{100 * v:+5.1f} %" for v in eb), flush=True)
-    for label, e in (("", errs), ("block method ", block_errs)):
+    for label, e in (("", errs), ("coarse fit alone: ", block_errs)):
         e = np.asarray(e)
         print(f"{label}predicted noise std: mean relative error {100 * e.mean():.1f} %, "
               f"median {100 * np.median(e):.1f} %, worst {100 * e.max():.1f} %")
