@@ -101,7 +101,7 @@ def estimator_table(images) -> None:
 
 
 def photos(folder: str):
-    """(name, luminance 0..255) of every image in ``folder``, largest first."""
+    """(name, luminance 0..255) of every image in ``folder``, in file-name order."""
     from PIL import Image
 
     for f in sorted(Path(folder).iterdir()):

@@ -194,12 +194,15 @@ def _value_range(a: np.ndarray) -> float:
 
 
 def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
-    """The span of values an image can hold (as :func:`_value_range`) after the
-    variance-stabilising transform ``vst``, the widest over its channels."""
+    """The span of values an image can hold (its integer type's, or a float image's
+    data without an alpha channel) after the variance-stabilising transform ``vst``,
+    the widest over its channels."""
     if np.issubdtype(a.dtype, np.integer):
         info = np.iinfo(a.dtype)
         ends = (float(info.min), float(info.max))
     else:
+        if a.ndim == 3 and a.shape[2] in (2, 4):
+            a = a[..., :-1]  # not the alpha channel, as the stabiliser
         ends = (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
     f = vst.forward(np.repeat(np.array(ends)[:, None], np.size(vst.gain), axis=1))
     return float(np.max(f[1] - f[0]))

@@ -295,7 +295,9 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
 
     Texture can only raise the high-pass energy, so the coarse line is returned
     unless it predicts a noise std more than 3 % above the level-wise line's, on
-    average over the levels; then the level-wise line is (texture).  An image too
+    average over the levels (texture), or more than 10 % below it (flat blocks, of
+    clipped or empty areas, pulled it down; the level-wise fit leaves levels that read
+    no noise out); then the level-wise line is.  An image too
     small for three levels of ``40 patch_size^2`` weakly textured patches (under
     about 104 x 104 px) gets the coarse line.
 
@@ -318,9 +320,10 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
                       confidence, max_patches, max_pixels, block_size, random_state)
     if fine is not None:
         (a, s), m = fine
-        ratio = np.sqrt(np.maximum(coarse[0] * m + coarse[1] ** 2, 0.0)
-                        / np.maximum(a * m + s * s, 1e-300))
-        if float(np.mean(ratio)) > TEXTURE_MARGIN:
+        fv = a * m + s * s
+        ratio = float(np.mean(np.sqrt(np.maximum(coarse[0] * m + coarse[1] ** 2, 0.0)
+                                      / np.maximum(fv, 1e-12 * float(np.max(fv))))))
+        if not COARSE_LOW <= ratio <= TEXTURE_MARGIN:
             return a, s
     return coarse
 
@@ -330,6 +333,9 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
 #: 1.03 read the development images better (mean error of the predicted std 5.4 against
 #: 6.2 % on 256 crops) and the fourteen outside photographs of the README as well.
 TEXTURE_MARGIN = 1.03
+#: ... or this much lower: flat blocks (clipped, an empty background) pulled it down,
+#: which the level-wise fit, leaving flat levels out, does not suffer.
+COARSE_LOW = 0.9
 
 
 def _level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int, levels: int,
@@ -349,14 +355,21 @@ def _level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int,
         return None
     m, v, n = _level_variances(st, nlev, frac, confidence, iterations, min_keep, max_patches,
                                seed)
+    # a level that reads no noise at all is flat (clipped black or white, an empty
+    # background): it says nothing about the line
+    flat = v <= 1e-9 * float(np.max(v))
+    if np.count_nonzero(~flat) < 3:
+        return None
+    m, v, n = m[~flat], v[~flat], n[~flat]
     floor = 1e-4 * max(float(np.mean(np.abs(st.mu))), 1.0)
-    # a level's variance estimate has variance ~ 2 v^2 / patches; a level that reads
-    # (nearly) no noise, as clipped black does, must not take all the weight
-    lo = 1e-2 * max(float(np.median(v)), 1e-300)
+    # a level's variance estimate has variance ~ 2 v^2 / patches (weights in units of
+    # the median variance, so that no scale of pixel values under- or overflows them);
+    # a level that reads much less noise than the others must not take all the weight
+    scale = float(np.median(v))
     w = n.copy()
     for _ in range(5):
         a, b = _fit_bounded(m, v, w, gain, sigma, floor)
-        w = n / np.maximum(a * m + b, lo) ** 2
+        w = n / np.maximum((a * m + b) / scale, 1e-2) ** 2
     return ((float(gain) if gain is not None else max(a, floor)), float(np.sqrt(max(b, 0.0)))), m
 
 
