@@ -196,6 +196,27 @@ def test_without_reference_metrics_show_remaining_noise(window, images, qtbot):
     assert "PSNR" in window.grid.rank_panels[4].metrics.text()
 
 
+def test_poisson_noise_is_described_by_gain_and_sigma(window, tmp_path, qtbot):
+    """Under the Poisson-Gaussian model the denoiser works at sigma 1 after the
+    transform; the window shows the estimated gain and Gaussian part instead of that
+    1 (and a 16-bit image is denoised: it used to come back unchanged)."""
+    rng = np.random.default_rng(4)
+    clean = _smooth(64, 64, 40000.0, 5)
+    noisy = np.clip(64.0 * rng.poisson(clean / 64.0) + rng.normal(0, 300.0, clean.shape), 0, 65535)
+    path = tmp_path / "pg16.png"
+    Image.fromarray(noisy.astype(np.uint16)).save(path)
+    window.load_paths([path])
+    _run(qtbot, window, DenoiseParams(ranks=(None,), noise_model="poisson-gaussian"))
+    text = window.info.text()
+    assert "Poisson-Gaussian gain" in text and "σ estimated" not in text, text
+    assert window.grid.input_panel.metrics.text().startswith("gain "), \
+        window.grid.input_panel.metrics.text()
+    assert window.params_panel.noise_sigma.chosen.text() == ""
+    rec = window.cache.get(window.entries[0].key, params_key(window.params_panel.params()))
+    out = rec.ranks[None].output
+    assert out.dtype == np.uint16 and np.abs(out.astype(float) - noisy.astype(np.uint16)).mean() > 50
+
+
 def test_event_loop_stays_responsive_and_spectrum_is_live(window, images, qtbot):
     """The longest gap between 10 ms timer ticks during a run stays under 100 ms.
 

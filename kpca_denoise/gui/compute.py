@@ -390,6 +390,10 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     out.noisy = img.noisy
     out.noise_sigma = img.noise_sigma
     out.noise_estimated = img.noise_estimated
+    if img.stats.get("noise_model"):
+        # Poisson-Gaussian: sigma is the stabilised domain's 1; the gain and the
+        # Gaussian part are what describe the noise
+        resolved["noise_model"] = img.stats["noise_model"]
     if eigenvalues is not None:
         out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         out.total_variance = total_variance
@@ -400,7 +404,8 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     if clean is not None:
         out.noisy_metrics = compute_metrics(img.noisy, clean, dtype, item.is_patchset)
     elif not item.is_patchset:
-        out.noisy_metrics = {"noise_sigma": img.noise_sigma}
+        out.noisy_metrics = ({"noise_model": img.stats["noise_model"]} if img.stats.get("noise_model")
+                             else {"noise_sigma": img.noise_sigma})
     for k, (r, arr) in enumerate(outputs.items()):
         out.outputs[r] = arr
         out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)

@@ -75,6 +75,7 @@ from .views import (
     format_metrics,
     format_value,
     one_to_one,
+    poisson_text,
     region_stats,
 )
 from .worker import (
@@ -1068,7 +1069,10 @@ class MainWindow(ExportActions, QMainWindow):
                      f"{out.seconds:.1f} s for the set ({timing})")
         else:
             self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
-        if out.noise_estimated:
+        if out.resolved.get("noise_model"):
+            self.log(f"{out.name}: Poisson-Gaussian noise, {poisson_text(out.resolved['noise_model'])} "
+                     "(denoised at σ 1 after the variance-stabilising transform)")
+        elif out.noise_estimated:
             self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
         self._update_status(row)
         if row == self.current_index():
@@ -1235,13 +1239,19 @@ class MainWindow(ExportActions, QMainWindow):
                                              "(choose 'global' to see one)")
             else:
                 self.spectrum.clear_spectrum("run to see the eigen-spectrum")
+        poisson = rec.resolved.get("noise_model") if rec is not None else None
         if rec is not None:
-            self.params_panel.show_resolved(rec.resolved.get("gamma"), rec.noise_sigma, rec.noise_estimated)
+            self.params_panel.show_resolved(rec.resolved.get("gamma"),
+                                            None if poisson else rec.noise_sigma,
+                                            rec.noise_estimated)
         else:
             self.params_panel.show_resolved(None, None, False)
         parts = [f"<b>{e.name}</b>", e.describe()]
-        if rec is not None:
+        if poisson:
+            parts.append(f"Poisson-Gaussian {poisson_text(poisson)}")
+        elif rec is not None:
             parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
+        if rec is not None:
             if rec.resolved.get("gamma"):
                 parts.append(f"γ {rec.resolved['gamma']:.3g}")
             if rec.resolved.get("n_landmarks"):

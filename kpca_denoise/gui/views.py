@@ -53,7 +53,17 @@ def format_metrics(m: dict | None) -> str:
         return f"remaining noise σ̂ {m['remaining_noise']:.2f}"
     if "noise_sigma" in m:
         return f"noise σ̂ {m['noise_sigma']:.2f}"
+    if "noise_model" in m:
+        return poisson_text(m["noise_model"])
     return ""
+
+
+def poisson_text(model: dict) -> str:
+    """'gain 64.2 · σ 331' for a Poisson-Gaussian noise model (per colour channel
+    separated by '/')."""
+    def join(vals) -> str:
+        return " / ".join(f"{float(v):.3g}" for v in vals)
+    return f"gain {join(model['gain'])} · σ {join(model['sigma'])}"
 
 
 def format_value(v) -> str:
