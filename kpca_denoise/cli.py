@@ -30,7 +30,7 @@ from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, col
                  output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
 from .executor import Executor, ExecutorError
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
-from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
+from .pipeline import denoise_set, evaluate, noise_model_text, remaining_noise, result_keys
 
 #: parameter name -> the command-line option that sets it (for error messages)
 OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
@@ -435,6 +435,12 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    models = [r.stats["noise_model"] for r in pages if r.stats.get("noise_model")]
+    if models:
+        # the table's sigma is the stabilised domain's 1: say what the noise was
+        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(models[0])}"
+              + (f" (page 1 of {len(models)})" if len(models) > 1 else "")
+              + "; denoised at σ 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 
@@ -499,13 +505,15 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
             # informs only where nothing else does: no reference, sigma not given
             m = {"remaining_noise": remaining_noise(out)}
         entry["outputs"][str(key)] = {"file": entry["files"][-1], **m}
-        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), sigma, noisy_psnr,
+        rows.append((str(it.rel or it.name), "auto" if key is None else str(key),
+                     "vst" if params.noise_model != "gaussian" else sigma, noisy_psnr,
                      m.get("psnr"), m.get("ssim"), seconds, target))
     return ok, entry, rows
 
 
 def _fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+    """``v`` in ``spec``, or '-' in the same width."""
+    return format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)
 
 
 def _print_table(rows) -> None:
@@ -514,7 +522,8 @@ def _print_table(rows) -> None:
     print("-" * len(head))
     for name, rank, sigma, pn, p, s, sec, target in rows:
         name = name if len(name) <= 24 else "..." + name[-21:]
-        print(f"{name:<24} {rank:>5} {sigma:>7.3g} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
+        sigma = sigma if isinstance(sigma, str) else format(sigma, ".3g")  # 'vst': stabilised
+        print(f"{name:<24} {rank:>5} {sigma:>7} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 
 

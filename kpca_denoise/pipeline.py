@@ -175,6 +175,14 @@ def _stabiliser(image: np.ndarray, params: DenoiseParams):
     return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
 
 
+def noise_model_text(model: dict) -> str:
+    """'gain 64.2 · σ 331' for the ``noise_model`` an image's stats report under the
+    Poisson-Gaussian model (per colour channel, separated by '/')."""
+    def join(vals) -> str:
+        return " / ".join(f"{float(v):.3g}" for v in vals)
+    return f"gain {join(model['gain'])} · σ {join(model['sigma'])}"
+
+
 def remaining_noise(image: np.ndarray) -> float:
     """Estimated noise std left in an image (luminance for colour), pixel units.
 

@@ -68,6 +68,24 @@ def test_sixteen_bit_tiff_with_reference(tmp_path, rng, capsys):
     assert "-" not in capsys.readouterr().out.splitlines()[2].split()[4]  # a PSNR value is shown
 
 
+def test_poisson_model_says_what_it_estimated(tmp_path, capsys):
+    # the table's sigma would be the stabilised domain's 1: it says 'vst', and a note
+    # gives the estimated gain and Gaussian part; a 16-bit image is denoised (it used
+    # to come back unchanged)
+    rng = np.random.default_rng(6)
+    y = np.linspace(2000.0, 50000.0, 96)[None, :] * np.ones((96, 1))
+    z = np.clip(64.0 * rng.poisson(y / 64.0) + rng.normal(0, 300.0, y.shape), 0, 65535)
+    Image.fromarray(z.astype(np.uint16)).save(tmp_path / "pg.tif")
+    rc = main(["denoise", str(tmp_path / "pg.tif"), "-o", str(tmp_path / "o"),
+               "--noise-model", "poisson-gaussian"])
+    cap = capsys.readouterr()
+    assert rc == 0
+    assert cap.out.splitlines()[2].split()[2] == "vst"
+    assert "note: pg.tif: Poisson-Gaussian noise, gain 6" in cap.err, cap.err
+    out = np.asarray(Image.open(tmp_path / "o" / "pg_kpca.tif"))
+    assert out.dtype == np.uint16 and np.abs(out.astype(float) - z.astype(np.uint16)).mean() > 100
+
+
 def _run_err(args, capsys):
     rc = main(args)
     err = capsys.readouterr().err.strip().splitlines()

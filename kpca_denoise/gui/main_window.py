@@ -51,6 +51,7 @@ from ..io import (
     read_items,
 )
 from ..params import DenoiseParams
+from ..pipeline import noise_model_text
 from .export import ExportActions
 from .imageset import ImageSetPanel, display_levels
 from .model import (
@@ -75,7 +76,6 @@ from .views import (
     format_metrics,
     format_value,
     one_to_one,
-    poisson_text,
     region_stats,
 )
 from .worker import (
@@ -1070,7 +1070,7 @@ class MainWindow(ExportActions, QMainWindow):
         else:
             self.log(f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})")
         if out.resolved.get("noise_model"):
-            self.log(f"{out.name}: Poisson-Gaussian noise, {poisson_text(out.resolved['noise_model'])} "
+            self.log(f"{out.name}: Poisson-Gaussian noise, {noise_model_text(out.resolved['noise_model'])} "
                      "(denoised at σ 1 after the variance-stabilising transform)")
         elif out.noise_estimated:
             self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
@@ -1248,7 +1248,7 @@ class MainWindow(ExportActions, QMainWindow):
             self.params_panel.show_resolved(None, None, False)
         parts = [f"<b>{e.name}</b>", e.describe()]
         if poisson:
-            parts.append(f"Poisson-Gaussian {poisson_text(poisson)}")
+            parts.append(f"Poisson-Gaussian {noise_model_text(poisson)}")
         elif rec is not None:
             parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
         if rec is not None:

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..pipeline import noise_model_text
+
 __all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
            "region_stats", "one_to_one"]
 
@@ -54,16 +56,8 @@ def format_metrics(m: dict | None) -> str:
     if "noise_sigma" in m:
         return f"noise σ̂ {m['noise_sigma']:.2f}"
     if "noise_model" in m:
-        return poisson_text(m["noise_model"])
+        return noise_model_text(m["noise_model"])
     return ""
-
-
-def poisson_text(model: dict) -> str:
-    """'gain 64.2 · σ 331' for a Poisson-Gaussian noise model (per colour channel
-    separated by '/')."""
-    def join(vals) -> str:
-        return " / ".join(f"{float(v):.3g}" for v in vals)
-    return f"gain {join(model['gain'])} · σ {join(model['sigma'])}"
 
 
 def format_value(v) -> str:
