@@ -438,9 +438,9 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     models = [r.stats["noise_model"] for r in pages if r.stats.get("noise_model")]
     if models:
         # the table's sigma is the stabilised domain's 1: say what the noise was
-        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(models[0])}"
+        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(models[0], ascii=True)}"
               + (f" (page 1 of {len(models)})" if len(models) > 1 else "")
-              + "; denoised at σ 1 after the variance-stabilising transform", file=sys.stderr)
+              + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 
@@ -506,7 +506,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
             m = {"remaining_noise": remaining_noise(out)}
         entry["outputs"][str(key)] = {"file": entry["files"][-1], **m}
         rows.append((str(it.rel or it.name), "auto" if key is None else str(key),
-                     "vst" if params.noise_model != "gaussian" else sigma, noisy_psnr,
+                     "vst" if any(r.stats.get("noise_model") for r in pages) else sigma, noisy_psnr,
                      m.get("psnr"), m.get("ssim"), seconds, target))
     return ok, entry, rows
 

@@ -175,12 +175,14 @@ def _stabiliser(image: np.ndarray, params: DenoiseParams):
     return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
 
 
-def noise_model_text(model: dict) -> str:
-    """'gain 64.2 · σ 331' for the ``noise_model`` an image's stats report under the
+def noise_model_text(model: dict, *, ascii: bool = False) -> str:
+    """'gain 64.2 · σ 331' (``ascii``: 'gain 64.2, sigma 331', for a console of any
+    encoding) for the ``noise_model`` an image's stats report under the
     Poisson-Gaussian model (per colour channel, separated by '/')."""
     def join(vals) -> str:
         return " / ".join(f"{float(v):.3g}" for v in vals)
-    return f"gain {join(model['gain'])} · σ {join(model['sigma'])}"
+    sep, sigma = (", ", "sigma") if ascii else (" · ", "σ")
+    return f"gain {join(model['gain'])}{sep}{sigma} {join(model['sigma'])}"
 
 
 def remaining_noise(image: np.ndarray) -> float:
