@@ -195,26 +195,28 @@ def remaining_noise(image: np.ndarray) -> float:
 # -- methods ----------------------------------------------------------------------
 
 
-def _value_range(a: np.ndarray) -> float:
-    """The span of values an image can hold: its integer type's, or its data's for floats."""
+def _value_bounds(a: np.ndarray) -> tuple[float, float]:
+    """The values an image can hold: its integer type's limits, or its data's for floats."""
     if np.issubdtype(a.dtype, np.integer):
         info = np.iinfo(a.dtype)
-        return float(info.max) - float(info.min)
-    return float(np.ptp(a)) if a.size else 0.0
+        return float(info.min), float(info.max)
+    return (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
+
+
+def _value_range(a: np.ndarray) -> float:
+    """The span of values an image can hold (:func:`_value_bounds`)."""
+    lo, hi = _value_bounds(a)
+    return hi - lo
 
 
 def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
-    """The span of values an image can hold (its integer type's, or a float image's
-    data without an alpha channel) after the variance-stabilising transform ``vst``,
-    the widest over its channels."""
-    if np.issubdtype(a.dtype, np.integer):
-        info = np.iinfo(a.dtype)
-        ends = (float(info.min), float(info.max))
-    else:
-        if a.ndim == 3 and a.shape[2] in (2, 4):
-            a = a[..., :-1]  # not the alpha channel, as the stabiliser
-        ends = (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
-    f = vst.forward(np.repeat(np.array(ends)[:, None], np.size(vst.gain), axis=1))
+    """The span of values an image can hold (:func:`_value_bounds`, without a float
+    image's alpha channel, as the stabiliser) after the variance-stabilising transform
+    ``vst``, the widest over its channels."""
+    if a.ndim == 3 and a.shape[2] in (2, 4):
+        a = a[..., :-1]  # a view: the bounds of an integer type do not depend on it
+    ends = np.array(_value_bounds(a))
+    f = vst.forward(np.repeat(ends[:, None], np.size(vst.gain), axis=1))
     return float(np.max(f[1] - f[0]))
 
 
