@@ -439,7 +439,8 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     if models:
         # the table's sigma is the stabilised domain's 1: say what the noise was
         print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(models[0], ascii=True)}"
-              + (f" (page 1 of {len(models)})" if len(models) > 1 else "")
+              + (f" (page 1 of {len(models)}; every page's in the JSON report)"
+                 if len(models) > 1 else "")
               + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
@@ -457,7 +458,8 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
     seconds = float(sum(r.seconds for r in pages))
     entry = {"input": str(it.path), "noise_sigma": sigma,
              "noise_estimated": pages[0].noise_estimated, "seconds": seconds,
-             "stats": pages[0].stats if not stack else {}, "outputs": {}, "files": []}
+             "stats": pages[0].stats if not stack else {"pages": [r.stats for r in pages]},
+             "outputs": {}, "files": []}
     if clean is None and params.add_noise:
         try:
             clean = it.reread()  # the input itself is the reference

@@ -149,7 +149,13 @@ class DenoiseParams:
                 bad(name, f"must be a finite number, got {v!r}")
             if name == "add_noise" and not (0 <= v <= MAX_SIGMA):
                 bad(name, f"must be between 0 and {MAX_SIGMA:g} (pixel units), got {v!r}")
-            if name == "noise_sigma" and not (0 < v <= MAX_SIGMA):
+            if name == "noise_sigma" and self.noise_model == "poisson-gaussian":
+                # the Gaussian part of signal-dependent noise: 0 is pure Poisson noise
+                if not (0 <= v <= MAX_SIGMA):
+                    bad(name, f"must be >= 0 and at most {MAX_SIGMA:g} (the Gaussian part in "
+                              f"pixel units, 0 for pure Poisson noise; omit it to estimate), "
+                              f"got {v!r}")
+            elif name == "noise_sigma" and not (0 < v <= MAX_SIGMA):
                 bad(name, f"must be > 0 and at most {MAX_SIGMA:g} (pixel units, e.g. 25 for "
                           f"8-bit images; omit it to estimate), got {v!r}")
             if name == "gamma" and not (0 < v):
@@ -166,8 +172,8 @@ class DenoiseParams:
             bad("noise_model", f"must be one of {', '.join(NOISE_MODELS)}, got {self.noise_model!r}")
         if self.poisson_gain is not None and (
                 not is_num(self.poisson_gain) or not 0 < self.poisson_gain <= MAX_SIGMA):
-            bad("poisson_gain", "must be a number > 0 (pixel units per photon; omit it to "
-                                f"estimate), got {self.poisson_gain!r}")
+            bad("poisson_gain", f"must be a number > 0 and at most {MAX_SIGMA:g} (pixel units "
+                                f"per photon; omit it to estimate), got {self.poisson_gain!r}")
         if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
             bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
         if not isinstance(self.extra, dict):

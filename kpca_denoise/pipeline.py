@@ -168,11 +168,81 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
 def _stabiliser(image: np.ndarray, params: DenoiseParams):
     """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
     Gaussian sigma per colour channel, given or estimated."""
-    x = np.asarray(image)  # the estimator converts a band of rows at a time
-    x = x[..., None] if x.ndim == 2 else x[..., :-1] if x.shape[2] in (2, 4) else x
+    x = _colour_part(np.asarray(image))  # the estimator converts a band of rows at a time
+    x = x[..., None] if x.ndim == 2 else x
     est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
                                      sigma=params.noise_sigma) for c in range(x.shape[2])]
     return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
+
+
+def _colour_part(a: np.ndarray) -> np.ndarray:
+    """The image without its alpha channel (a view), as the stabiliser reads it."""
+    return a[..., :-1] if a.ndim == 3 and a.shape[2] in (2, 4) else a
+
+
+def _flat(a: np.ndarray) -> bool:
+    """Whether every colour channel of an image holds one value (alpha aside)."""
+    x = _colour_part(a)
+    axes = (0, 1)
+    return bool(np.all(np.min(x, axis=axes) == np.max(x, axis=axes)))
+
+
+#: below 0, a Poisson-Gaussian image may reach this many times the noise std at a
+#: signal of one photon (``sqrt(gain^2 + sigma^2)``: the estimated sigma alone can be
+#: far too small where the Poisson part dominates) at its 0.1 % quantile (read noise
+#: around a zero black level: -3.1 sigmas) ...
+NEGATIVE_SIGMAS = 4.0
+#: ... and have at most this fraction of its pixels below 0 (signal >= 0 plus
+#: zero-mean noise leaves at most about half; an offset's sigma, which the fitted line
+#: absorbs, can pass the first test)
+NEGATIVE_SHARE = 0.6
+
+
+def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
+    """Refuse an image whose negative values read noise alone cannot explain: the
+    Poisson-Gaussian model has signal >= 0 (counts), and the inverse transform would
+    clip such data to 0 (a black level subtracted too far, offset data)."""
+    x = _colour_part(a)
+    if np.issubdtype(x.dtype, np.unsignedinteger):
+        return
+    x = x[..., None] if x.ndim == 2 else x
+    sig = np.broadcast_to(np.hypot(np.asarray(vst.gain, dtype=np.float64),
+                                   np.asarray(vst.sigma, dtype=np.float64)), (x.shape[2],))
+    for c in range(x.shape[2]):
+        mn = float(np.min(x[..., c]))
+        if mn >= 0:
+            continue
+        # the 0.1 % quantile of about a million pixels (a strided sample: bounded memory)
+        step = max(1, int(np.sqrt(x.shape[0] * x.shape[1] / 1e6)))
+        sample = x[::step, ::step, c]
+        q = float(np.quantile(sample, 0.001))
+        share = np.count_nonzero(sample < 0) / sample.size
+        if q < -NEGATIVE_SIGMAS * sig[c] or share > NEGATIVE_SHARE:
+            raise ValueError(
+                f"negative values (down to {mn:.4g}, the lowest 0.1 % below {q:.4g}) that the "
+                f"noise (std {sig[c]:.3g} at one photon's signal) cannot explain; the "
+                "Poisson-Gaussian model needs counts >= 0: add the black level back, or use "
+                "the Gaussian noise model")
+
+
+def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseParams) -> None:
+    """A given gain or sigma must imply noise within the image's value range, as a
+    given sigma must under the Gaussian model (:func:`_sigma_range`)."""
+    if params.poisson_gain is None and params.noise_sigma is None:
+        return
+    lo, hi = _value_bounds(_colour_part(a))
+    span = hi - lo
+    std = float(np.max(np.sqrt(np.asarray(vst.gain) * max(hi, 0.0)
+                               + np.square(np.asarray(vst.sigma)))))
+    if std > span:
+        given = [f"{what} {v:g}" for what, v in (
+            ("Poisson gain", params.poisson_gain), ("sigma", params.noise_sigma)) if v is not None]
+        raise ValueError(
+            f"the given {' and '.join(given)} mean{'s' if len(given) == 1 else ''} a noise std of {std:.3g} at the top of this {a.dtype} "
+            f"image's values, more than their whole range {span:.3g}; "
+            + ("the gain is in pixel units per photon" if params.poisson_gain is not None
+               else "sigma is the Gaussian part in pixel units")
+            + " (leave it out to estimate it)")
 
 
 def noise_model_text(model: dict, *, ascii: bool = False) -> str:
@@ -213,9 +283,7 @@ def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
     """The span of values an image can hold (:func:`_value_bounds`, without a float
     image's alpha channel, as the stabiliser) after the variance-stabilising transform
     ``vst``, the widest over its channels."""
-    if a.ndim == 3 and a.shape[2] in (2, 4):
-        a = a[..., :-1]  # a view: the bounds of an integer type do not depend on it
-    ends = np.array(_value_bounds(a))
+    ends = np.array(_value_bounds(_colour_part(a)))  # a view
     f = vst.forward(np.repeat(ends[:, None], np.size(vst.gain), axis=1))
     return float(np.max(f[1] - f[0]))
 
@@ -344,23 +412,31 @@ def denoise_set(
             vst = None
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
-                sigma = params.noise_sigma if params.noise_sigma is not None else estimate_sigma_pca(S)
+                # samples are not stabilised: a given sigma is the Gaussian model's only
+                given = params.noise_sigma if params.noise_model == "gaussian" else None
+                sigma = given if given is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
                 # pixels stay in the input's dtype: tiles are converted one at a time
-                vst = _stabiliser(noisy, params) if params.noise_model != "gaussian" else None
-                # after the variance-stabilising transform the noise has unit std
-                sigma = (1.0 if vst is not None else params.noise_sigma
-                         if params.noise_sigma is not None
-                         else estimate_sigma_image(luminance(res.noisy),
-                                                   bounds=luminance_bounds(res.noisy)))
+                if params.noise_model == "gaussian":
+                    sigma = (params.noise_sigma if params.noise_sigma is not None
+                             else estimate_sigma_image(luminance(res.noisy),
+                                                       bounds=luminance_bounds(res.noisy)))
+                elif _flat(res.noisy):
+                    sigma = 0.0  # one value per channel: nothing to stabilise or remove
+                else:
+                    vst = _stabiliser(res.noisy, params)
+                    _check_counts(res.noisy, vst)
+                    _check_given_noise(res.noisy, vst, params)
+                    sigma = 1.0  # after the variance-stabilising transform
                 works[i] = ("image", res.noisy, (channels(res.noisy), vst))
                 if vst is not None:
                     res.stats["noise_model"] = dict(
                         model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
                         sigma=np.ravel(vst.sigma).tolist())
             res.noise_sigma = float(sigma)
-            res.noise_estimated = params.noise_sigma is None
+            res.noise_estimated = params.noise_sigma is None or (
+                patch_sets[i] and params.noise_model != "gaussian")
             lo, hi = _sigma_range(a)
             if vst is not None:
                 # the test below is where the denoiser works: in the stabilised domain,
@@ -370,7 +446,7 @@ def denoise_set(
                 raise ValueError(
                     f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
                     f"for this {a.dtype} image (the noise std in pixel units)")
-            if not sigma >= lo:
+            if not (sigma > 0 and sigma >= lo):
                 # a flat (or noise-free) image: nothing to remove, returned as it is
                 works[i] = None
                 for key in result_keys(params, patch_sets[i]):

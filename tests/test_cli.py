@@ -87,6 +87,82 @@ def test_poisson_model_says_what_it_estimated(tmp_path, capsys):
     assert out.dtype == np.uint16 and np.abs(out.astype(float) - z.astype(np.uint16)).mean() > 100
 
 
+def test_poisson_model_refuses_what_it_cannot_model_and_keeps_the_rest(tmp_path, capsys):
+    """Under the Poisson-Gaussian model: offset data (negative beyond read noise) and a
+    given gain or sigma whose noise exceeds the value range are refused in one line
+    each, with nothing written for them; dark data whose negatives are read noise, a
+    flat image and a tiny image with both values given are denoised (or returned)."""
+    import tifffile
+
+    rng = np.random.default_rng(7)
+    yy, xx = np.mgrid[0:64, 0:64]
+    y = 40.0 + 100.0 * xx / 63.0
+    z8 = np.clip(4.0 * rng.poisson(y / 4.0) + rng.normal(0, 2.0, y.shape), 0, 255)
+    Image.fromarray(np.round(z8).astype(np.uint8)).save(tmp_path / "grey.png")
+    # counts around a zero black level: read noise takes 6 % of the pixels below 0
+    dark = rng.poisson(0.5 + 2.0 * yy / 63.0) + rng.normal(0, 1.0, y.shape)
+    tifffile.imwrite(tmp_path / "dark.tif", dark.astype(np.float32))
+    tifffile.imwrite(tmp_path / "offset.tif", (dark / 4.0 - 1.0).astype(np.float32))
+    tifffile.imwrite(tmp_path / "flat.tif", np.full((32, 32), 0.5, np.float32))
+    Image.fromarray(np.round(z8[:8, :8]).astype(np.uint8)).save(tmp_path / "tiny.png")
+    pg = ["--noise-model", "poisson-gaussian"]
+
+    rc, err = _run_err(["denoise", str(tmp_path / "dark.tif"), str(tmp_path / "offset.tif"),
+                        str(tmp_path / "flat.tif"), "-o", str(tmp_path / "o"), *pg], capsys)
+    assert rc == 1
+    errors = [e for e in err if e.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: offset.tif: negative values")
+    assert "add the black level back, or use the Gaussian noise model" in errors[0]
+    assert "Traceback" not in "\n".join(err)
+    written = sorted(p.name for p in (tmp_path / "o").iterdir() if p.suffix == ".tif")
+    assert written == ["dark_kpca.tif", "flat_kpca.tif"]
+    assert any("flat.tif: no noise measured" in e and "returned unchanged" in e for e in err)
+    np.testing.assert_array_equal(tifffile.imread(tmp_path / "o" / "flat_kpca.tif"), 0.5)
+    # the Gaussian model returns a flat float image too (its estimated sigma is 0)
+    assert main(["denoise", str(tmp_path / "flat.tif"), "-o", str(tmp_path / "f"), "-q"]) == 0
+    np.testing.assert_array_equal(tifffile.imread(tmp_path / "f" / "flat_kpca.tif"), 0.5)
+    out = tifffile.imread(tmp_path / "o" / "dark_kpca.tif")
+    clean = 0.5 + 2.0 * yy / 63.0
+    assert np.mean((out - clean) ** 2) < 0.5 * np.mean((dark - clean) ** 2)
+
+    for extra, part in ((["--poisson-gain", "1000"], "the given Poisson gain 1000 means a noise std "
+                         "of 505 at the top of this uint8 image's values"),
+                        (["--noise-sigma", "300"], "the given sigma 300 means")):
+        rc, err = _run_err(["denoise", str(tmp_path / "grey.png"), "-o", str(tmp_path / "g"),
+                            *pg, *extra], capsys)
+        errors = [e for e in err if e.startswith("error:")]
+        assert rc == 1 and len(errors) == 1 and part in errors[0], err
+        assert not any((tmp_path / "g").glob("*.png"))
+
+    rc, err = _run_err(["denoise", str(tmp_path / "tiny.png"), "-o", str(tmp_path / "t"), *pg],
+                       capsys)
+    assert rc == 1 and "image 8x8 is too small to estimate its Poisson gain" in err[-1]
+    # both given: nothing to estimate; pure Poisson noise is sigma 0
+    rc = main(["denoise", str(tmp_path / "tiny.png"), "-o", str(tmp_path / "t2"), *pg,
+               "--poisson-gain", "4", "--noise-sigma", "0"])
+    assert rc == 0 and (tmp_path / "t2" / "tiny_kpca.png").is_file()
+    rc, err = _run_err(["denoise", str(tmp_path / "tiny.png"), "-o", str(tmp_path / "t3"),
+                        "--noise-sigma", "0"], capsys)
+    assert rc == 2 and err[-1].startswith("error: --noise-sigma must be > 0")
+
+
+def test_a_stack_reports_every_pages_noise_model(tmp_path, capsys):
+    import tifffile
+
+    rng = np.random.default_rng(8)
+    y = np.linspace(2000.0, 50000.0, 64)[None, :] * np.ones((64, 1))
+    pages = [np.clip(g * rng.poisson(y / g) + rng.normal(0, 200.0, y.shape), 0, 65535)
+             for g in (16.0, 64.0)]
+    tifffile.imwrite(tmp_path / "st.tif", np.stack(pages).astype(np.uint16))
+    rc = main(["denoise", str(tmp_path / "st.tif"), "-o", str(tmp_path / "o"),
+               "--noise-model", "poisson-gaussian"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "(page 1 of 2; every page's in the JSON report)" in err
+    item = json.loads(sidecar_of(tmp_path / "o").read_text())["items"][0]
+    gains = [p["noise_model"]["gain"][0] for p in item["stats"]["pages"]]
+    assert gains[0] == pytest.approx(16, rel=0.25) and gains[1] == pytest.approx(64, rel=0.25)
+
+
 def _run_err(args, capsys):
     rc = main(args)
     err = capsys.readouterr().err.strip().splitlines()

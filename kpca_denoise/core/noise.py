@@ -311,10 +311,14 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
     ``python benchmarks/poisson.py --estimate``.
     """
     img = np.asarray(image)  # in its own dtype: converted a block / band at a time
-    if img.ndim != 2 or min(img.shape) < block + 2:
+    if img.ndim != 2:
+        raise ValueError(f"Poisson-Gaussian estimation needs a 2-D image, got shape {img.shape}")
+    if gain is not None and sigma is not None:
+        return float(gain), float(sigma)  # nothing to estimate: any size will do
+    if min(img.shape) < block + 2:
         raise ValueError(
-            f"Poisson-Gaussian estimation needs a 2-D image of at least {block + 2} px a side, "
-            f"got shape {img.shape}")
+            f"image {img.shape[1]}x{img.shape[0]} is too small to estimate its Poisson gain and "
+            f"Gaussian sigma (at least {block + 2} px a side); give both")
     coarse = _block_fit(img, block, gain, sigma, iterations, 0.999)
     fine = _level_fit(img, gain, sigma, patch_size, levels, weak_texture_fraction, iterations,
                       confidence, max_patches, max_pixels, block_size, random_state)
