@@ -395,6 +395,7 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
+        meta["planar"] = True  # written back planar
     if axes[-2:] != "YX" and axes[-3:] != "YXS":
         raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
     lead = axes.index("Y")
@@ -681,6 +682,9 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
         kw: dict = {"photometric": photometric, "compression": "zlib"}
         if photometric == "rgb" and data.shape[-1] == 4:
             kw["extrasamples"] = ("unassalpha",)
+        if meta.get("planar") and data.ndim >= 3:
+            data = np.moveaxis(data, -1, -3)  # samples before rows, as read
+            kw["planarconfig"] = "separate"
         if "resolution" in meta:
             kw["resolution"] = meta["resolution"]
             kw["resolutionunit"] = meta.get("resolutionunit", 2)

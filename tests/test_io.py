@@ -165,3 +165,23 @@ def test_failed_write_leaves_no_partial_file(tmp_path, rng):
 def test_loaded_item_name(tmp_path):
     it = LoadedItem(tmp_path / "a.png", np.zeros((2, 2), np.uint8), "image", "PNG")
     assert it.name == "a.png" and not it.is_patchset
+
+
+@pytest.mark.parametrize("shape,photometric", [((4, 19, 23), "rgb"), ((2, 3, 19, 23), "rgb"),
+                                               ((3, 19, 23), "rgb")])
+def test_planar_tiff_is_written_back_planar(tmp_path, rng, shape, photometric):
+    # samples first on disk (planar configuration 'separate'): the pixels are read
+    # samples last, and the file written back has the input's layout and array shape
+    import tifffile
+
+    a = rng.integers(0, 65535, shape, dtype=np.uint16)
+    kw = {"extrasamples": ("unassalpha",)} if shape[-3] == 4 else {}
+    tifffile.imwrite(tmp_path / "in.tif", a, photometric=photometric, planarconfig="separate",
+                     **kw)
+    item = read_item(tmp_path / "in.tif")
+    assert item.array.shape[-1] == shape[-3] and item.array.shape[-3] == shape[-2]
+    out = write_item(item, item.array, tmp_path / "out" / "res.tif", inputs=[tmp_path / "in.tif"])
+    np.testing.assert_array_equal(tifffile.imread(out), a)
+    with tifffile.TiffFile(out) as tf, tifffile.TiffFile(tmp_path / "in.tif") as src:
+        assert tf.pages[0].planarconfig == tifffile.PLANARCONFIG.SEPARATE
+        assert len(tf.pages) == len(src.pages)
