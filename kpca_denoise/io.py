@@ -354,6 +354,14 @@ def _read_pil(path: Path, max_pixels: int) -> tuple[np.ndarray, dict]:
     return a, meta
 
 
+#: ImageJ metadata written back with an ImageJ TIFF (what the reader gives and
+#: ``tifffile.imwrite(imagej=True)`` takes; the counts of images, channels, slices and
+#: frames follow from the axes and the shape)
+_IMAGEJ_KEYS = ("spacing", "unit", "finterval", "fps", "loop", "mode", "min", "max",
+                "xorigin", "yorigin", "zorigin", "Labels", "Ranges", "LUTs", "Info",
+                "Properties")
+
+
 def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     """(array, meta, is_stack); pages of the first series, samples last."""
     import tifffile
@@ -392,6 +400,10 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         icc = page.iccprofile if hasattr(page, "iccprofile") else None
         if icc:
             meta["icc"] = bytes(icc)
+        if tf.is_imagej and tf.imagej_metadata:
+            # an ImageJ hyperstack stays one: its axes, calibration and display settings
+            ij = tf.imagej_metadata
+            meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
     if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
@@ -682,7 +694,11 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
         kw: dict = {"photometric": photometric, "compression": "zlib"}
         if photometric == "rgb" and data.shape[-1] == 4:
             kw["extrasamples"] = ("unassalpha",)
-        if meta.get("planar") and data.ndim >= 3:
+        if meta.get("imagej") and data.dtype in (np.uint8, np.uint16, np.float32):
+            kw["imagej"] = True
+            kw["metadata"] = dict(meta["imagej"])
+            kw.pop("extrasamples", None)
+        if meta.get("planar") and data.ndim >= 3 and not kw.get("imagej"):
             data = np.moveaxis(data, -1, -3)  # samples before rows, as read
             kw["planarconfig"] = "separate"
         if "resolution" in meta:

@@ -185,3 +185,21 @@ def test_planar_tiff_is_written_back_planar(tmp_path, rng, shape, photometric):
     with tifffile.TiffFile(out) as tf, tifffile.TiffFile(tmp_path / "in.tif") as src:
         assert tf.pages[0].planarconfig == tifffile.PLANARCONFIG.SEPARATE
         assert len(tf.pages) == len(src.pages)
+
+
+def test_imagej_hyperstack_stays_one(tmp_path, rng):
+    # a microscope's ImageJ stack: axes, calibration and pages come back as they were
+    import tifffile
+
+    a = rng.integers(0, 4000, (4, 2, 24, 30), dtype=np.uint16)
+    tifffile.imwrite(tmp_path / "ij.tif", a, imagej=True, resolution=(5.0, 5.0),
+                     metadata={"axes": "ZCYX", "spacing": 0.5, "unit": "um", "finterval": 2.0})
+    item = read_item(tmp_path / "ij.tif")
+    assert item.is_stack and item.array.shape == (8, 24, 30)
+    out = write_item(item, item.array, tmp_path / "out" / "res.tif", inputs=[tmp_path / "ij.tif"])
+    with tifffile.TiffFile(out) as tf:
+        assert tf.is_imagej and tf.series[0].axes == "ZCYX"
+        md = tf.imagej_metadata
+        assert (md["spacing"], md["unit"], md["finterval"]) == (0.5, "um", 2.0)
+        assert md["slices"] == 4 and md["channels"] == 2
+        np.testing.assert_array_equal(tf.asarray(), a)
