@@ -16,7 +16,19 @@ on the short side and saved as PNG).  Stop 26 added eleven photographs of Debian
 ColdRipple, ColorfulCups, DarkestHour, EveningGlow, FallenLeaf, Grey, Kite,
 OneStandsOut, Path and summer_1am in ``usr/share/wallpapers/*/contents/images``, the
 photographs among its 30 wallpapers, picked from thumbnails before any denoising),
-scaled the same way.
+scaled the same way.  Stop 27 added textures, renders and two more photographs, also
+picked from thumbnails before any denoising: fifteen 512x512 wall, floor and ground
+textures of Debian 12's ``openarena-081-textures`` 0.8.5split-14 (in
+``pak4-textures.pk3``, a zip: ``textures/`` acc_dm3/grind, ind_wall1, comp_up;
+acc_dm5/stntiles_dirty, tiles_moss, stnsqr_dirty, mud02b, wood01;
+base_support/surface2; gothic_block/blocks17_ow, blocks18b_ow;
+gothic_floor/largerblock3b3dim; base_floor/metaltechfloor01final;
+czest3ctf/grass_lush; cosmo_block/rock05; .tga / .jpg saved as PNG as they are,
+files named ``oa_<name>.png``), mostly regular (tiles, blocks, a grid) and built
+from photographs; four regular 3-D renders of ``gnome-backgrounds`` 43.1 (grid-l,
+licorice-l, truchet-l, wood-l; 4096 px WebP scaled to 512, ``r_<name>.png``); and
+the two photographs of ``lomiri-wallpapers-20.04`` 20.04.0 (Kleiber_by_Lukas_Baubkus,
+Infinite-Sea_by_Aury88, scaled to 512 px on the short side, ``p_<name>.png``).
 
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
