@@ -435,12 +435,14 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
-    models = [r.stats["noise_model"] for r in pages if r.stats.get("noise_model")]
+    models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
+              if r.stats.get("noise_model")]
     if models:
         # the table's sigma is the stabilised domain's 1: say what the noise was
-        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(models[0], ascii=True)}"
-              + (f" (page 1 of {len(models)}; every page's in the JSON report)"
-                 if len(models) > 1 else "")
+        k, model = models[0]
+        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(model, ascii=True)}"
+              + (f" (page {k + 1} of {len(pages)}; every page's in the JSON report)"
+                 if len(pages) > 1 else "")
               + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 

@@ -362,6 +362,26 @@ _IMAGEJ_KEYS = ("spacing", "unit", "finterval", "fps", "loop", "mode", "min", "m
                 "Properties")
 
 
+def _imagej_metadata(ij: dict | None, data: np.ndarray, photometric: str) -> dict | None:
+    """The metadata to write an ImageJ TIFF with, or None where ImageJ cannot hold the
+    data as read (it is then written as a plain TIFF): ImageJ takes 8 / 16-bit and
+    float32 pixels, axes in TZCYXS order, RGB only as 8-bit samples last, and an ASCII
+    description (other characters escaped as ImageJ writes them, ``\\u00b5m``)."""
+    if not ij or data.dtype not in (np.uint8, np.uint16, np.float32):
+        return None
+    axes, order = str(ij.get("axes", "")), "TZCYXS"
+    if (len(axes) != data.ndim or any(c not in order for c in axes)
+            or [order.index(c) for c in axes] != sorted(order.index(c) for c in axes)):
+        return None
+    rgb = photometric == "rgb"
+    if (rgb and not (data.dtype == np.uint8 and axes.endswith("YXS")
+                     and data.shape[-1] in (3, 4))) or (not rgb and "S" in axes):
+        return None
+    tagged = ("Labels", "Ranges", "LUTs", "Info", "Properties")  # not in the description
+    return {k: "".join(ch if ord(ch) < 128 else f"\\u{ord(ch):04x}" for ch in v)
+            if isinstance(v, str) and k not in tagged else v for k, v in ij.items()}
+
+
 def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     """(array, meta, is_stack); pages of the first series, samples last."""
     import tifffile
@@ -404,6 +424,9 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
             # an ImageJ hyperstack stays one: its axes, calibration and display settings
             ij = tf.imagej_metadata
             meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
+    if (meta["photometric"] == 2 and "S" not in axes and axes.endswith("CYX")
+            and a.shape[-3] in (3, 4)):
+        axes = axes[:-3] + "SYX"  # planar RGB that tifffile reads as ImageJ channels
     if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
@@ -694,11 +717,8 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
         kw: dict = {"photometric": photometric, "compression": "zlib"}
         if photometric == "rgb" and data.shape[-1] == 4:
             kw["extrasamples"] = ("unassalpha",)
-        if meta.get("imagej") and data.dtype in (np.uint8, np.uint16, np.float32):
-            kw["imagej"] = True
-            kw["metadata"] = dict(meta["imagej"])
-            kw.pop("extrasamples", None)
-        if meta.get("planar") and data.ndim >= 3 and not kw.get("imagej"):
+        ij = _imagej_metadata(meta.get("imagej"), data, photometric)
+        if meta.get("planar") and data.ndim >= 3:
             data = np.moveaxis(data, -1, -3)  # samples before rows, as read
             kw["planarconfig"] = "separate"
         if "resolution" in meta:
@@ -710,6 +730,13 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
             kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
 
         def write(tmp: Path) -> None:
+            if ij is not None:
+                try:
+                    plain = {k: v for k, v in kw.items() if k != "extrasamples"}
+                    tifffile.imwrite(tmp, data, imagej=True, metadata=ij, **plain)
+                    return
+                except (ValueError, TypeError):
+                    pass  # a layout ImageJ cannot hold after all: a plain TIFF
             tifffile.imwrite(tmp, data, **kw)
 
         return write

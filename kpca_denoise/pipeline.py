@@ -217,12 +217,15 @@ def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
         sample = x[::step, ::step, c]
         q = float(np.quantile(sample, 0.001))
         share = np.count_nonzero(sample < 0) / sample.size
-        if q < -NEGATIVE_SIGMAS * sig[c] or share > NEGATIVE_SHARE:
+        why = (f"{100 * share:.0f} % of the pixels are below 0 (noise around a zero signal "
+               f"leaves at most about half there)" if share > NEGATIVE_SHARE else
+               f"negative values (down to {mn:.4g}, the lowest 0.1 % below {q:.4g}) that the "
+               f"noise (std {sig[c]:.3g} at one photon's signal) cannot explain"
+               if q < -NEGATIVE_SIGMAS * sig[c] else None)
+        if why:
             raise ValueError(
-                f"negative values (down to {mn:.4g}, the lowest 0.1 % below {q:.4g}) that the "
-                f"noise (std {sig[c]:.3g} at one photon's signal) cannot explain; the "
-                "Poisson-Gaussian model needs counts >= 0: add the black level back, or use "
-                "the Gaussian noise model")
+                f"{why}; the Poisson-Gaussian model needs counts >= 0: add the black level "
+                "back, or use the Gaussian noise model")
 
 
 def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseParams) -> None:
@@ -234,15 +237,18 @@ def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseP
     span = hi - lo
     std = float(np.max(np.sqrt(np.asarray(vst.gain) * max(hi, 0.0)
                                + np.square(np.asarray(vst.sigma)))))
-    if std > span:
+    low = std < span * NO_NOISE_FRACTION
+    if std > span or low:
         given = [f"{what} {v:g}" for what, v in (
             ("Poisson gain", params.poisson_gain), ("sigma", params.noise_sigma)) if v is not None]
+        verb = "means" if len(given) == 1 else "mean"
+        where = (f"under {NO_NOISE_FRACTION:g} of their range {span:.3g}" if low
+                 else f"more than their whole range {span:.3g}")
+        unit = ("the gain is in pixel units per photon" if params.poisson_gain is not None
+                else "sigma is the Gaussian part in pixel units")
         raise ValueError(
-            f"the given {' and '.join(given)} mean{'s' if len(given) == 1 else ''} a noise std of {std:.3g} at the top of this {a.dtype} "
-            f"image's values, more than their whole range {span:.3g}; "
-            + ("the gain is in pixel units per photon" if params.poisson_gain is not None
-               else "sigma is the Gaussian part in pixel units")
-            + " (leave it out to estimate it)")
+            f"the given {' and '.join(given)} {verb} a noise std of {std:.3g} at the top of this "
+            f"{a.dtype} image's values, {where}; {unit} (leave it out to estimate it)")
 
 
 def noise_model_text(model: dict, *, ascii: bool = False) -> str:
@@ -409,7 +415,7 @@ def denoise_set(
                 # the one written next to the results
                 noisy = noisy_like(a, params.add_noise, params.seed + first_index + i)
             res.noisy = _cast_like(noisy, a)
-            vst = None
+            vst, flat = None, False
             if patch_sets[i]:
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
                 # samples are not stabilised: a given sigma is the Gaussian model's only
@@ -418,12 +424,13 @@ def denoise_set(
                 works[i] = ("patchset", S, a)
             else:
                 # pixels stay in the input's dtype: tiles are converted one at a time
-                if params.noise_model == "gaussian":
+                flat = _flat(res.noisy)
+                if flat:
+                    sigma = 0.0  # one value per channel: nothing to stabilise or remove
+                elif params.noise_model == "gaussian":
                     sigma = (params.noise_sigma if params.noise_sigma is not None
                              else estimate_sigma_image(luminance(res.noisy),
                                                        bounds=luminance_bounds(res.noisy)))
-                elif _flat(res.noisy):
-                    sigma = 0.0  # one value per channel: nothing to stabilise or remove
                 else:
                     vst = _stabiliser(res.noisy, params)
                     _check_counts(res.noisy, vst)
@@ -442,7 +449,10 @@ def denoise_set(
                 # the test below is where the denoiser works: in the stabilised domain,
                 # whose noise std is 1 and whose span is the transformed value range
                 lo = _stabilised_span(a, vst) * NO_NOISE_FRACTION
-            if params.noise_sigma is not None and vst is None and not (lo <= sigma <= hi):
+            # a given sigma is the noise's own only under the Gaussian model (the
+            # stabilised path checks its gain and sigma above)
+            given = params.noise_model == "gaussian" and params.noise_sigma is not None
+            if given and not flat and not (lo <= sigma <= hi):
                 raise ValueError(
                     f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
                     f"for this {a.dtype} image (the noise std in pixel units)")
@@ -451,8 +461,13 @@ def denoise_set(
                 works[i] = None
                 for key in result_keys(params, patch_sets[i]):
                     res.outputs[key] = res.noisy.copy()
-                res.stats["note"] = (f"{names[i]}: no noise measured (sigma {sigma:.3g}); "
-                                     "returned unchanged")
+                if vst is None:
+                    note = f"no noise measured (sigma {sigma:.3g})"
+                else:
+                    model = noise_model_text(res.stats["noise_model"], ascii=True)
+                    note = (f"the noise ({model}) is under {NO_NOISE_FRACTION:g} of the value "
+                            "range after the variance-stabilising transform")
+                res.stats["note"] = f"{names[i]}: {note}; returned unchanged"
         except (ValueError, TypeError) as exc:
             msg = str(exc)
             res.error = msg if msg.startswith(names[i]) else f"{names[i]}: {msg}"

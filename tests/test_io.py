@@ -203,3 +203,32 @@ def test_imagej_hyperstack_stays_one(tmp_path, rng):
         assert (md["spacing"], md["unit"], md["finterval"]) == (0.5, "um", 2.0)
         assert md["slices"] == 4 and md["channels"] == 2
         np.testing.assert_array_equal(tf.asarray(), a)
+
+
+@pytest.mark.parametrize("case", ["iyx", "rgb16", "planar_rgb", "micro"])
+def test_imagej_files_imagej_cannot_rewrite_come_back_as_plain_tiffs(tmp_path, rng, case):
+    # described as ImageJ but in a layout ImageJ's writer refuses (no hyperstack axes,
+    # 16-bit RGB, planar RGB) or with a non-ASCII unit: written all the same, pixels
+    # and layout as read
+    import tifffile
+
+    u8 = rng.integers(0, 200, (3, 24, 28)).astype(np.uint8)
+    desc = "ImageJ=1.53t\nimages=3\n"
+    data, kw = {
+        "iyx": (u8, {"photometric": "minisblack"}),
+        "rgb16": (rng.integers(0, 60000, (24, 28, 3)).astype(np.uint16), {"photometric": "rgb"}),
+        "planar_rgb": (u8, {"photometric": "rgb", "planarconfig": "separate"}),
+        "micro": (u8, {"photometric": "minisblack"}),
+    }[case]
+    if case == "micro":
+        desc += "slices=3\nunit=\u00b5m\n"
+    tifffile.imwrite(tmp_path / "in.tif", data, description=desc.encode(), metadata=None, **kw)
+    item = read_item(tmp_path / "in.tif")
+    out = write_item(item, item.array, tmp_path / "out" / "res.tif", inputs=[tmp_path / "in.tif"])
+    back = read_item(out)
+    np.testing.assert_array_equal(back.array, item.array)
+    assert back.is_stack == item.is_stack
+    np.testing.assert_array_equal(tifffile.imread(out), tifffile.imread(tmp_path / "in.tif"))
+    if case == "micro":
+        with tifffile.TiffFile(out) as tf:
+            assert tf.is_imagej and tf.imagej_metadata["unit"] in ("\\u00b5m", "\u00b5m")
