@@ -583,6 +583,7 @@ def test_failed_run_is_reported_not_raised(window, tmp_path, qtbot):
     summary = _run(qtbot, window, FAST.replace(ranks=(2,), patch_size=8))
     assert summary.failed == 1
     assert window.banner.isVisible() and "smaller" in window.banner.text()
+    assert window.banner.text().count("tiny.png") == 1, window.banner.text()
     assert any(line.startswith("error") for line in window.log_view.lines)
     assert QApplication.activeModalWidget() is None
     assert window.act_run.isEnabled()  # the window is usable again
@@ -1103,3 +1104,29 @@ def test_suggested_ranks_include_auto_and_patch_sets_compare_its_neighbours(wind
     assert rank_metrics_text(fit, None, one, 1.0) == ("PSNR 30.10 dB · SSIM 0.900 · eff. rank 3.5 · "
                                                     "≈ previous rank (Δ +0.10 dB)")
     assert converged_with(one, RankRecord(np.zeros((4, 4)), {"psnr": 30.5, "ssim": 0.9}, 1.0), 1.0) == ""
+
+
+def test_the_wheel_scrolls_the_parameters_and_leaves_their_values(window, qtbot):
+    # scrolling the form past a list or a number field must not change it (it did:
+    # the noise model switched while the panel scrolled); once clicked, the wheel steps it
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+
+    panel = window.params_panel
+
+    def wheel(w, delta) -> None:  # delta > 0: up (a spin box's next value)
+        QApplication.sendEvent(w, QWheelEvent(
+            QPointF(5, 5), QPointF(w.mapToGlobal(QPoint(5, 5))), QPoint(0, 0), QPoint(0, delta),
+            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
+            False))
+
+    model, seed = panel.noise_model.currentIndex(), panel.seed.value()
+    assert model == 0 and panel.noise_model.count() > 1  # the wheel down would step it
+    wheel(panel.noise_model, -120)
+    wheel(panel.seed, 120)
+    assert (panel.noise_model.currentIndex(), panel.seed.value()) == (model, seed)
+    window.activateWindow()
+    panel.seed.setFocus()
+    qtbot.waitUntil(panel.seed.hasFocus)
+    wheel(panel.seed, 120)
+    assert panel.seed.value() == seed + 1

@@ -1050,7 +1050,9 @@ class MainWindow(ExportActions, QMainWindow):
             return  # removed while it was computing
         if out.error:
             self.imageset.set_status(row, "⚠ failed")
-            self.report_error(f"Denoising failed for {out.name}: {out.error}")
+            # the pipeline's message names the image already
+            msg = out.error.removeprefix(f"{out.name}: ")
+            self.report_error(f"Denoising failed for {out.name}: {msg}")
             return
         rec = self.session.add_outcome(out)
         ranks = ", ".join(rank_label(r) for r in out.outputs)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -140,6 +141,17 @@ def _form(parent: QWidget) -> QFormLayout:
     f = QFormLayout(parent)
     f.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
     return f
+
+
+class _WheelGuard(QObject):
+    """Keeps the mouse wheel from changing an unfocused list or number field: the
+    wheel event goes to the form around it, which scrolls."""
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == QEvent.Type.Wheel and not obj.hasFocus():
+            event.ignore()  # not accepted: Qt passes it on to the parent widgets
+            return True
+        return False
 
 
 class ParamsPanel(QScrollArea):
@@ -309,6 +321,12 @@ class ParamsPanel(QScrollArea):
         self.add_noise.valueChanged.connect(self._emit)
         self._blocked = False
         self._on_method()
+        # the mouse wheel scrolls the form: a list or number field under the pointer
+        # changes only once clicked (focused), never while the form scrolls past it
+        self._wheel_guard = _WheelGuard(self)
+        for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
+            w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            w.installEventFilter(self._wheel_guard)
         # never narrower than the form: with no horizontal scrolling a control cut at the
         # right edge could not be reached
         self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
