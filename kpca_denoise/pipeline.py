@@ -229,26 +229,25 @@ def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
 
 
 def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseParams) -> None:
-    """A given gain or sigma must imply noise within the image's value range, as a
-    given sigma must under the Gaussian model (:func:`_sigma_range`)."""
+    """A given gain or sigma must not imply noise beyond the image's value range, as a
+    given sigma must not under the Gaussian model (:func:`_sigma_range`); noise too
+    small to remove is the stabilised domain's no-noise test's (:func:`_stabilised_span`)."""
     if params.poisson_gain is None and params.noise_sigma is None:
         return
     lo, hi = _value_bounds(_colour_part(a))
     span = hi - lo
     std = float(np.max(np.sqrt(np.asarray(vst.gain) * max(hi, 0.0)
                                + np.square(np.asarray(vst.sigma)))))
-    low = std < span * NO_NOISE_FRACTION
-    if std > span or low:
+    if std > span:
         given = [f"{what} {v:g}" for what, v in (
             ("Poisson gain", params.poisson_gain), ("sigma", params.noise_sigma)) if v is not None]
         verb = "means" if len(given) == 1 else "mean"
-        where = (f"under {NO_NOISE_FRACTION:g} of their range {span:.3g}" if low
-                 else f"more than their whole range {span:.3g}")
         unit = ("the gain is in pixel units per photon" if params.poisson_gain is not None
                 else "sigma is the Gaussian part in pixel units")
         raise ValueError(
             f"the given {' and '.join(given)} {verb} a noise std of {std:.3g} at the top of this "
-            f"{a.dtype} image's values, {where}; {unit} (leave it out to estimate it)")
+            f"{a.dtype} image's values, more than their whole range {span:.3g}; {unit} (leave "
+            "it out to estimate it)")
 
 
 def noise_model_text(model: dict, *, ascii: bool = False) -> str:
