@@ -24,9 +24,8 @@ from .core.progress import Cancelled, ProgressCallback, ProgressEvent, check_can
 from .core.vst import GeneralizedAnscombe
 from .estimator import KernelPCA
 from .params import DenoiseParams
-from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, denoise_tiled, denoise_with_model,
-                     luminance_bounds,
-                     luminance, training_patches)
+from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, colour_part, denoise_tiled,
+                     denoise_with_model, luminance, luminance_bounds, training_patches)
 
 __all__ = [
     "DenoiseParams",
@@ -168,21 +167,16 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
 def _stabiliser(image: np.ndarray, params: DenoiseParams):
     """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
     Gaussian sigma per colour channel, given or estimated."""
-    x = _colour_part(np.asarray(image))  # the estimator converts a band of rows at a time
+    x = colour_part(np.asarray(image))  # the estimator converts a band of rows at a time
     x = x[..., None] if x.ndim == 2 else x
     est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
                                      sigma=params.noise_sigma) for c in range(x.shape[2])]
     return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
 
 
-def _colour_part(a: np.ndarray) -> np.ndarray:
-    """The image without its alpha channel (a view), as the stabiliser reads it."""
-    return a[..., :-1] if a.ndim == 3 and a.shape[2] in (2, 4) else a
-
-
 def _flat(a: np.ndarray) -> bool:
     """Whether every colour channel of an image holds one value (alpha aside)."""
-    x = _colour_part(a)
+    x = colour_part(a)
     axes = (0, 1)
     return bool(np.all(np.min(x, axis=axes) == np.max(x, axis=axes)))
 
@@ -202,7 +196,7 @@ def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
     """Refuse an image whose negative values read noise alone cannot explain: the
     Poisson-Gaussian model has signal >= 0 (counts), and the inverse transform would
     clip such data to 0 (a black level subtracted too far, offset data)."""
-    x = _colour_part(a)
+    x = colour_part(a)
     if np.issubdtype(x.dtype, np.unsignedinteger):
         return
     x = x[..., None] if x.ndim == 2 else x
@@ -234,7 +228,7 @@ def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseP
     small to remove is the stabilised domain's no-noise test's (:func:`_stabilised_span`)."""
     if params.poisson_gain is None and params.noise_sigma is None:
         return
-    lo, hi = _value_bounds(_colour_part(a))
+    lo, hi = _value_bounds(colour_part(a))
     span = hi - lo
     std = float(np.max(np.sqrt(np.asarray(vst.gain) * max(hi, 0.0)
                                + np.square(np.asarray(vst.sigma)))))
@@ -288,7 +282,7 @@ def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
     """The span of values an image can hold (:func:`_value_bounds`, without a float
     image's alpha channel, as the stabiliser) after the variance-stabilising transform
     ``vst``, the widest over its channels."""
-    ends = np.array(_value_bounds(_colour_part(a)))  # a view
+    ends = np.array(_value_bounds(colour_part(a)))  # a view
     f = vst.forward(np.repeat(ends[:, None], np.size(vst.gain), axis=1))
     return float(np.max(f[1] - f[0]))
 

@@ -45,7 +45,8 @@ from .core.tiles import Tile, tile_grid
 from .params import DenoiseParams
 
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
-           "luminance", "LazyLuminance", "channels", "training_patches", "merge_grouped_stats",
+           "luminance", "LazyLuminance", "channels", "colour_part", "training_patches",
+           "merge_grouped_stats",
            "denoise_with_model"]
 
 GLOBAL_PATCH_SIZE = 8
@@ -68,10 +69,9 @@ def _to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | N
     if a.ndim == 2:
         a = a[..., None]
     if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
-        alpha = None
-        if a.shape[2] in (2, 4):
-            alpha = a[..., -1].copy()
-            a = a[..., :-1]
+        colour = colour_part(a)
+        alpha = a[..., -1].copy() if colour is not a else None
+        a = colour
         if vst is not None:
             a = vst.forward(a)
         if a.shape[2] == 1:
@@ -106,6 +106,12 @@ def _cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
         info = np.iinfo(dt)
         return np.clip(np.rint(values), info.min, info.max).astype(dt)
     return np.asarray(values).astype(dt)
+
+
+def colour_part(image: np.ndarray) -> np.ndarray:
+    """An (H, W, 2|4) image without its alpha channel (a view); any other image itself."""
+    a = np.asarray(image)
+    return a[..., :-1] if a.ndim == 3 and a.shape[2] in (2, 4) else a
 
 
 def channels(image: np.ndarray) -> int:
