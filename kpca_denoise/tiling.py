@@ -290,16 +290,20 @@ def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=No
     benchmarks/colour_groups.py``), for 0.76x the time of per-channel groups."""
     from .core.grouped import denoise_grouped_channels
 
-    ranks = tuple(params.ranks)
+    return denoise_grouped_channels(work, sigma, progress=progress, cancel=cancel,
+                                    **_grouped_keywords(params, data_range))
+
+
+def _grouped_keywords(params: DenoiseParams, data_range=None) -> dict:
+    """The keywords of ``core.grouped.denoise_grouped`` that ``params`` give (a
+    ``data_range`` in ``params.extra`` wins over the one passed)."""
     extra = dict(params.extra)
     data_range = extra.pop("data_range", data_range)
-    out, stats_all = denoise_grouped_channels(
-        work, sigma, ranks=ranks, kernel=params.kernel, patch_size=params.patch_size,
-        data_range=data_range, progress=progress, cancel=cancel,
-        **({"max_iter": params.preimage_iterations}
-           if params.preimage_iterations is not None else {}),
-        **extra)
-    return out, stats_all
+    return dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
+                data_range=data_range,
+                **({"max_iter": params.preimage_iterations}
+                   if params.preimage_iterations is not None else {}),
+                **extra)
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
@@ -354,12 +358,12 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
     """``params`` with the grouped method's ``periodic`` and ``detail`` decided once
-    for the whole image (``core.grouped.periodic_lags_channels`` of the working
-    channels' central 256x256 and ``core.grouped.coarse_detail`` of channel 0's, as
-    the core measures them), so that every tile gets the same settings and the
+    for the whole image (``core.grouped.decide_periodic`` of the working channels'
+    central 256x256, with its trial for a borderline score at high noise, and
+    ``core.grouped.coarse_detail`` of channel 0's, as the core measures them), so that every tile gets the same settings and the
     tiles are planned with the texture's wider search; each unchanged when given
     (``detail`` also when ``match_size1`` is), all when the method is not grouped."""
-    from .core.grouped import PERIODIC, central_crop, coarse_detail, periodic_lags_channels
+    from .core.grouped import central_crop, coarse_detail, decide_periodic
 
     ex = dict(params.extra)
     want_detail = ex.get("detail") is None and ex.get("match_size1") is None
@@ -367,14 +371,12 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
         return params
     region = central_crop(np.asarray(image))
     work, _, colour = _to_working(region, vst)
+    if ex.get("periodic") is None:  # with the keywords the tiles get (a trial runs them)
+        kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
+        ex["periodic"] = decide_periodic([work[..., c] for c in range(work.shape[2])], sigma,
+                                         **kw)
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)
-    if ex.get("periodic") is None:
-        rng = ex.get("data_range", _guide_range(region.dtype, vst, colour))  # as the tiles get it
-        chans = [work[..., c] for c in range(work.shape[2])]
-        if ex.get("match_channels") == "first":
-            chans = chans[:1]
-        ex["periodic"] = bool(periodic_lags_channels(chans, sigma, rng)[0] > PERIODIC)
     return params.replace(extra=ex)
 
 

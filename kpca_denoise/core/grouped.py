@@ -1033,6 +1033,22 @@ HIGH_NOISE = 45.0 / 255.0
 PERIODIC = 0.3
 #: side of the central crop the score is measured on
 PERIODIC_CROP = 256
+#: scores above this (and up to :data:`PERIODIC`) are borderline: at high noise
+#: (:data:`TRIAL_NOISE`) a trial decides (:func:`periodic_trial`).  Measured at sigma
+#: 35 and 50 (stop 28): the development photographs score 0.05-0.10, the 21
+#: borderline walls of ``benchmarks/textures.py --borderline`` 0.155-0.35 (the texture
+#: settings +0.13 / +0.28 dB on them), the Shepp-Logan phantom 0.25-0.28 and the
+#: horse silhouette 0.21 (the texture settings -0.62 / -0.92 dB at sigma 50)
+BORDERLINE = 0.15
+#: noise (a fraction of one matched channel's span) from which a borderline image's
+#: settings are tried rather than read off the score: at sigma 35 and 50 the trial
+#: picks the better settings for every borderline wall, the phantom and the horse;
+#: at sigma 25, where it measures at sigma 35, it does not (the texture settings
+#: lose 0.10 dB mean to the photograph settings on the borderline walls there, and
+#: the trial's sigma-35 view would prefer them)
+TRIAL_NOISE = 35.0 / 255.0
+#: seed of the trial's recorrupting noise (fixed: the same image gets the same settings)
+TRIAL_SEED = 2028
 #: noise levels (fractions of the data range, 15 / 255 and 50 / 255) between which a
 #: regular texture's stage-1 matching window grows from 7x7 to 35x35
 #: (:func:`texture_match_extra`)
@@ -1132,6 +1148,88 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
     k, q = np.unravel_index(np.argmax(c), c.shape)
     return (float(max(c[k, q], 0.0)), (int(dy[i, 0]), int(dx[0, j])),
             (int(dy[k, 0]), int(dx[0, q])))
+
+
+def _texture_noise(noise_fraction: float | None, C: int, match_channels: str) -> float | None:
+    """The noise against the span of one matched channel, which a texture's stage-1
+    window follows: with every channel of an orthonormal opponent transform matched,
+    the luminance's span (``data_range``) is ``sqrt(C)`` times an input channel's.
+    Measured on the colour walls of benchmarks/textures.py (gap to CBM3D at sigma 25 /
+    35 / 50): +1.39 / +0.94 / +0.70 dB against the luminance's span, +1.45 / +1.24 /
+    +1.43 against one channel's."""
+    if noise_fraction is None or match_channels != "all":
+        return noise_fraction
+    return noise_fraction * math.sqrt(C)
+
+
+def _decide_periodic(imgs: list, sigma: float, kw: dict) -> tuple[bool, float, tuple, dict | None]:
+    """``(periodic, score, (v1, v2), trial)`` for the channels ``imgs`` and the
+    keywords ``kw`` of :func:`_denoise_channels`: ``kw["periodic"]`` when given, else
+    the score (:func:`periodic_lags_channels` of the matched channels) above
+    :data:`PERIODIC`, or for a :func:`borderline` score the :func:`periodic_trial`'s
+    better settings (``trial``: its estimates; None when there was none)."""
+    matched = imgs if kw["match_channels"] == "all" else imgs[:1]
+    score, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
+    given, trial = kw["periodic"], None
+    if given is not None:
+        return bool(given), score, (v1, v2), None
+    dr = kw["data_range"]
+    nf = _texture_noise(None if dr is None else float(sigma) / float(dr), len(imgs),
+                        kw["match_channels"])
+    periodic = score > PERIODIC
+    if borderline(score, nf):
+        trial = periodic_trial(imgs, sigma, kw)
+        periodic = trial["texture"] < trial["photo"]
+    return bool(periodic), score, (v1, v2), trial
+
+
+def decide_periodic(chans: Sequence[np.ndarray], sigma: float, **kw: Any) -> bool:
+    """``periodic`` as :func:`denoise_grouped_channels` decides it for the channels
+    ``chans`` with the keywords ``kw`` (as :func:`denoise_grouped`), from their
+    central crop: for the tiled engine, which decides once for the whole image."""
+    imgs = [np.ascontiguousarray(central_crop(np.asarray(c, dtype=np.float64))) for c in chans]
+    bound = _SIGNATURE.bind(imgs[0], sigma, **kw)
+    bound.apply_defaults()
+    args = dict(bound.arguments)
+    del args["image"], args["sigma"]
+    return _decide_periodic(imgs, float(sigma), args)[0]
+
+
+def borderline(score: float, noise_fraction: float | None) -> bool:
+    """Whether an image of periodicity ``score`` at ``noise_fraction`` (sigma over
+    one matched channel's span; None: unknown) gets a :func:`periodic_trial`:
+    ``BORDERLINE < score <= PERIODIC`` at ``noise_fraction >= TRIAL_NOISE``."""
+    return (noise_fraction is not None and noise_fraction >= TRIAL_NOISE
+            and BORDERLINE < score <= PERIODIC)
+
+
+def periodic_trial(chans: Sequence[np.ndarray], sigma: float, kw: dict) -> dict:
+    """Which settings denoise ``chans`` better, by a trial on their central crop:
+    ``{"photo": mse, "texture": mse}``, each an unbiased estimate of that setting's
+    mean squared error at noise ``sigma sqrt(2)``.
+
+    Recorrupted-to-recorrupted (Pang et al., CVPR 2021): with ``z`` white noise of
+    std ``sigma``, ``y1 = y + z`` and ``y2 = y - z`` carry independent noise of
+    std ``sigma sqrt(2)`` each, so ``E ||f(y1) - y2||^2 / N = E ||f(y1) - x||^2 / N
+    + 2 sigma^2`` for a denoiser ``f`` told ``sigma sqrt(2)``: the two settings are
+    compared on the image itself, with no clean copy.  No derivative is taken
+    (Monte-Carlo SURE, tried first, is thrown off by the block matching, whose
+    groups jump under a small perturbation).  ``kw``: the keywords of
+    :func:`_denoise_channels` (``periodic``, ``ranks`` and ``progress`` are
+    replaced).  ``z`` is drawn from :data:`TRIAL_SEED`, so the choice is repeatable.
+    """
+    crop = [np.ascontiguousarray(central_crop(np.asarray(c, dtype=np.float64))) for c in chans]
+    rng = np.random.default_rng(TRIAL_SEED)
+    z = [rng.standard_normal(c.shape) * float(sigma) for c in crop]
+    y1 = [c + zz for c, zz in zip(crop, z)]
+    y2 = [c - zz for c, zz in zip(crop, z)]
+    s1 = float(sigma) * math.sqrt(2.0)
+    out = {}
+    for name, per in (("photo", False), ("texture", True)):
+        res, _ = _denoise_channels(y1, s1, **dict(kw, periodic=per, ranks=(None,), progress=None))
+        err = float(np.mean([np.mean((r[None] - b) ** 2) for r, b in zip(res, y2)]))
+        out[name] = err - 2.0 * float(sigma) ** 2
+    return out
 
 
 def periodic_lags_channels(chans: Sequence[np.ndarray], sigma: float,
@@ -1583,10 +1681,22 @@ def denoise_grouped(
         +0.12 / -0.15 / -0.08 dB with the photograph settings and +0.49 / +0.26 /
         +0.15 / +0.17 dB with the default (+0.51 / +0.26 / +0.22 / +0.28 with the
         texture settings throughout).  Photographs score 0.03-0.15 and keep their
-        settings.
+        settings.  A borderline score (:data:`BORDERLINE` to :data:`PERIODIC`) at
+        high noise (from sigma 35 of 255, :data:`TRIAL_NOISE`, against one matched
+        channel's span) is not trusted: :func:`periodic_trial` denoises the central
+        crop, recorrupted, with both settings and keeps the one whose estimated
+        error is lower (two more runs of at most 256x256).  Stop 28 (``python
+        benchmarks/textures.py --borderline --sigmas 35,50``): on 21 walls scoring
+        0.15-0.3 at sigma 50, -0.20 / -0.14 dB to BM3D at sigma 35 / 50 before,
+        -0.13 / +0.13 dB with the trial (worst -0.49 before, -0.27 with it); the
+        phantom and the horse silhouette
+        (scores 0.21-0.25 at sigma 50, the texture settings -0.62 / -0.92 dB) keep the
+        photograph settings.
         Stats report ``periodic``, the score (``periodicity``, also when ``periodic``
-        is given), the periods (``lags``, empty unless periodic) and the resolved
-        ``search_radius``, ``match_size1``, ``match_size`` and ``kappa2``.
+        is given), the trial's two estimates (``periodic_trial``, ``{"photo": mse,
+        "texture": mse}`` at noise ``sigma sqrt(2)``, None without a trial), the
+        periods (``lags``, empty unless periodic) and the resolved ``search_radius``,
+        ``match_size1``, ``match_size`` and ``kappa2``.
     detail : float or None, default None
         How much the image varies at a coarse scale against its noise
         (:func:`coarse_detail`, on channel 0); None -> measured (unless ``periodic``
@@ -1738,6 +1848,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                       bp_lambda, progress, cancel) -> tuple[list, list]:
     """The driver of :func:`denoise_grouped` for one or more channels of the same
     size (one grouping for all): per channel ``{rank: (H, W)}`` and stats."""
+    kw = dict(locals())  # first statement: exactly the parameters (for a trial)
+    del kw["chans"], kw["sigma"]
     t_all = time.perf_counter()
     imgs = []
     for im in chans:
@@ -1783,18 +1895,9 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"match_channels must be 'all' or 'first', got {match_channels!r}")
     # a regular texture (in any channel the matching sees) gets the texture settings;
     # the score is reported even when the caller decided (5 ms per channel on 256x256)
-    score, v1, v2 = periodic_lags_channels(imgs if match_channels == "all" else imgs[:1],
-                                           sigma, data_range)
-    periodic = score > PERIODIC if periodic is None else bool(periodic)
+    periodic, score, (v1, v2), trial = _decide_periodic(imgs, sigma, kw)
     lags = [v1, v2] if periodic and score > 0.0 else []
-    # a texture's stage-1 window follows the noise against the span of one matched
-    # channel: with every channel of an orthonormal opponent transform matched, the
-    # luminance's span (data_range) is sqrt(C) times an input channel's.  Measured on
-    # the colour walls of benchmarks/textures.py (gap to CBM3D at sigma 25 / 35 / 50):
-    # +1.39 / +0.94 / +0.70 dB against the luminance's span, +1.45 / +1.24 / +1.43
-    nf = noise_fraction
-    if periodic and nf is not None and match_channels == "all":
-        nf *= math.sqrt(len(imgs))
+    nf = _texture_noise(noise_fraction, len(imgs), match_channels) if periodic else noise_fraction
     if detail is not None and not (_is_number(detail) and math.isfinite(detail)
                                    and detail >= 0.0):
         raise ValueError(f"detail must be None or a number >= 0 (finite), got {detail!r}")
@@ -1842,6 +1945,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         preimage_init=preimage_init, window_beta=float(window_beta),
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
         two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
+        periodic_trial=trial,
         detail=det,
         match_channels=match_channels,
         dense_radius=g["dense_radius"], sigma=sigma)
