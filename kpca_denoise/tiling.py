@@ -359,9 +359,10 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
     """``params`` with the grouped method's ``periodic`` and ``detail`` decided once
     for the whole image (``core.grouped.decide_periodic`` of the working channels'
-    central 256x256, with its trial for a borderline score at high noise, and
-    ``core.grouped.coarse_detail`` of channel 0's, as the core measures them), so that every tile gets the same settings and the
-    tiles are planned with the texture's wider search; each unchanged when given
+    central 256x256, with its trial for a borderline score, and
+    ``core.grouped.coarse_detail`` of channel 0's, as the core measures them), so
+    that every tile gets the same settings and the tiles are planned with the
+    texture's wider search; each unchanged when given
     (``detail`` also when ``match_size1`` is), all when the method is not grouped."""
     from .core.grouped import central_crop, coarse_detail, decide_periodic
 
