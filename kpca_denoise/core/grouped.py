@@ -1655,7 +1655,8 @@ def denoise_grouped(
     periodic : bool or None, default None
         Whether the image is a regular texture (bricks, a weave, a grid); None ->
         measured, :func:`periodic_lags_channels` (the best :func:`periodic_lags` of the
-        channels the matching sees) above :data:`PERIODIC`.  A regular texture
+        channels the matching sees) above :data:`PERIODIC`, or in the borderline
+        band (:data:`BORDERLINE`) by a trial (below).  A regular texture
         searches an 81x81 window (``search_radius`` :data:`TEXTURE_RADIUS`) with,
         besides the usual offsets, every offset within 2 px of the lattice its two
         periods span (:func:`search_mask`): its repeats two periods away are in reach
