@@ -34,6 +34,11 @@ bricks' luminance, so that the pattern is mostly in the chrominance) against
 periodicity score at sigma 50 is 0.15-0.3: under the texture threshold, where the
 photograph settings lose to BM3D at sigma 35 and 50 (a weakness found, not fixed).
 
+``--faint`` runs six walls of that family with little grain at full or half contrast,
+on which faint walls were found to lose to BM3D at sigma 15 / 25 (stop 29; tuned on);
+``--faint-new`` 24 faint walls and ``--faint-colour`` four faint colour walls built
+after the fix (``core.grouped.TEXTURE_SPAN``), to check it.
+
 ``--sigmas 15,25,35,50`` sets the noise levels (default 15, 25, 50).
 
 Usage::
@@ -43,6 +48,7 @@ Usage::
     python benchmarks/textures.py --walls --sigmas 15,25,35,50
     python benchmarks/textures.py --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
     python benchmarks/textures.py '{}' '{"search_radius": 16}'
+    python benchmarks/textures.py --faint-new --sigmas 15,25,35,50 '{}' '{"contrast": 1e6}'
 """
 
 from __future__ import annotations
@@ -205,6 +211,48 @@ _BORDERLINE = {
     "b40_g12_i6_f0.5_m2"}
 
 
+def faint_walls() -> dict[str, np.ndarray]:
+    """Stop 29: six walls of the 30x14 px family of :func:`borderline_walls` (seed 30)
+    with little or no grain, 1-2 px mortar, at full or half contrast (std 8-22), on
+    which the faint ones lost 0.4-1.0 dB to BM3D at sigma 15 / 25 while the texture's
+    stage-1 window followed its noise against the data range alone (found, then
+    tuned on: ``core.grouped.TEXTURE_SPAN``)."""
+    c = slice(72, 328)
+    out = {}
+    for mp, g, f in ((1, 0.0, 1.0), (1, 0.0, 0.5), (2, 0.0, 0.5), (2, 1.0, 0.5), (1, 3.0, 0.5),
+                     (2, 1.0, 1.0)):
+        w = wall(30, 14, grain=g, seed=30, dw=2, dh=1, doff=2, mortar_px=mp)[c, c]
+        out[f"m{mp}g{g:g}f{f:g}"] = w.mean() + f * (w - w.mean())
+    return out
+
+
+def faint_new() -> dict[str, np.ndarray]:
+    """Stop 29: 24 faint walls built after ``TEXTURE_SPAN`` was chosen, to check it:
+    20x9 / 26x12 / 40x18 px bricks, grain 0 / 2, 0.3 / 0.6 of the contrast, 1 / 2 px
+    mortar, seeds 100-123."""
+    import itertools
+
+    c = slice(72, 328)
+    out, seed = {}, 100
+    for (w, h), g, f, mp in itertools.product([(20, 9), (26, 12), (40, 18)], [0.0, 2.0],
+                                              [0.3, 0.6], [1, 2]):
+        im = wall(w, h, grain=g, seed=seed, dw=2, dh=1, doff=2, mortar_px=mp)[c, c]
+        seed += 1
+        out[f"v{w}_g{g:g}_f{f:g}_m{mp}"] = im.mean() + f * (im - im.mean())
+    return out
+
+
+def faint_colour() -> dict[str, np.ndarray]:
+    """Stop 29: four faint colour walls (0.4-0.7 of the contrast, seeds 200-203),
+    built after ``TEXTURE_SPAN`` was chosen, against ``bm3d.bm3d_rgb``."""
+    c = slice(72, 328)
+    out = {}
+    for i, (g, f) in enumerate([(0.0, 0.5), (1.0, 0.5), (2.0, 0.4), (0.0, 0.7)]):
+        w = wall(30, 14, grain=g, seed=200 + i, colour=True, mortar_px=1 + i % 2)[c, c]
+        out[f"cf_g{g:g}_f{f:g}"] = w.mean((0, 1)) + f * (w - w.mean((0, 1)))
+    return out
+
+
 def colour_walls() -> dict[str, np.ndarray]:
     from scipy.ndimage import rotate
 
@@ -220,7 +268,8 @@ def main(argv: list[str]) -> None:
     import bm3d
 
     sets = {"--variants": variants, "--walls": walls, "--irregular": irregular_walls,
-            "--colour-walls": colour_walls, "--borderline": borderline_walls}
+            "--colour-walls": colour_walls, "--borderline": borderline_walls,
+            "--faint": faint_walls, "--faint-new": faint_new, "--faint-colour": faint_colour}
     which = next((f for a, f in sets.items() if a in argv), images)()
     sigmas = (15, 25, 50)
     if "--sigmas" in argv:

@@ -357,25 +357,30 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
-    """``params`` with the grouped method's ``periodic`` and ``detail`` decided once
-    for the whole image (``core.grouped.decide_periodic`` of the working channels'
-    central 256x256, with its trial for a borderline score, and
-    ``core.grouped.coarse_detail`` of channel 0's, as the core measures them), so
-    that every tile gets the same settings and the tiles are planned with the
-    texture's wider search; each unchanged when given
-    (``detail`` also when ``match_size1`` is), all when the method is not grouped."""
-    from .core.grouped import central_crop, coarse_detail, decide_periodic
+    """``params`` with the grouped method's ``periodic``, ``detail`` and (for a
+    regular texture) ``contrast`` decided once for the whole image
+    (``core.grouped.decide_periodic`` of the working channels' central 256x256, with
+    its trial for a borderline score, ``core.grouped.coarse_detail`` of channel 0's
+    and ``core.grouped.texture_contrast`` of the matched channels', as the core
+    measures them), so that every tile gets the same settings and the tiles are
+    planned with the texture's wider search; each unchanged when given (``detail``
+    also when ``match_size1`` is), all when the method is not grouped."""
+    from .core.grouped import central_crop, coarse_detail, decide_periodic, texture_contrast
 
     ex = dict(params.extra)
     want_detail = ex.get("detail") is None and ex.get("match_size1") is None
-    if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail):
+    if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail
+                                      and (not ex["periodic"] or ex.get("contrast") is not None)):
         return params
     region = central_crop(np.asarray(image))
     work, _, colour = _to_working(region, vst)
+    chans = [work[..., c] for c in range(work.shape[2])]
     if ex.get("periodic") is None:  # with the keywords the tiles get (a trial runs them)
         kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
-        ex["periodic"] = decide_periodic([work[..., c] for c in range(work.shape[2])], sigma,
-                                         **kw)
+        ex["periodic"] = decide_periodic(chans, sigma, **kw)
+    if ex["periodic"] and ex.get("contrast") is None:
+        ex["contrast"] = texture_contrast(
+            chans if ex.get("match_channels", "all") == "all" else chans[:1], sigma)
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)
     return params.replace(extra=ex)

@@ -223,13 +223,19 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
     assert resolve_geometry(periodic=True, noise_fraction=None)["match_size1"] == 7
     # colour matched on all three channels measures the noise against one channel's
     # span, as grey; matched on the luminance alone, against the luminance's (sqrt(3)
-    # times larger: 11x11 at sigma 50)
+    # times larger: 11x11 at sigma 50) -- the span's rule alone (a contrast given far
+    # above the image's: see test_a_faint_texture_gets_the_window_of_its_contrast)
     tinted = _bricks(96)[..., None] * np.array([1.1, 0.6, 0.45])
     noisy = add_noise(tinted, 50, seed=0)
     for mc, m1 in (("all", 35), ("first", 11)):
         p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, match_channels=mc,
-                                     periodic=True)[1][0]["params"]
+                                     periodic=True, contrast=1e6)[1][0]["params"]
         assert p["match_size1"] == m1, (mc, p["match_size1"])
+    # the luminance alone has a third of the bricks' contrast (std 15 against 45
+    # summed over the three channels): against it, the noise calls for a wider window
+    p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, match_channels="first",
+                                 periodic=True)[1][0]["params"]
+    assert 11 < p["match_size1"] < 35, p["match_size1"]
     # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with stop 22's
     # settings (13x13 stage-1 window, stage 2 at 11x11 with kappa2 0.7) 27.27; with the
     # photograph settings 27.00
@@ -330,6 +336,52 @@ def test_a_borderline_texture_is_decided_by_a_trial(camera):
     assert bricks["params"]["periodic_trial"] is None and bricks["params"]["periodic"]
     assert denoise_grouped(noisy, 25.0, data_range=255.0,
                            periodic=False)[1]["params"]["periodic_trial"] is None
+
+
+def test_a_faint_texture_gets_the_window_of_its_contrast(camera):
+    # stop 29: a texture's stage-1 window followed its noise against the data range
+    # alone, so bricks at a third of the contrast got a full-contrast wall's 7x7 window
+    # at sigma 15, where their repeats differ by less than the noise over 7x7.  Against
+    # its own contrast the noise calls for a wider one.  Measured (these bricks,
+    # 256x256, seeds 0 / 1): +1.38 / +1.67 dB over the data range's window at sigma
+    # 15, +2.53 / +2.51 at 25; half contrast +0.07 / +0.12 and +0.96 / +1.19
+    from kpca_denoise.core.grouped import TEXTURE_SPAN, texture_contrast
+    from kpca_denoise.params import DenoiseParams
+    from kpca_denoise.tiling import resolve_periodic
+
+    b = _bricks(256)
+    faint = b.mean() + 0.3 * (b - b.mean())
+    noisy = add_noise(faint, 15, seed=0)
+    auto, st = denoise_grouped(noisy, 15.0, data_range=255.0)
+    p = st["params"]
+    assert p["periodic"]
+    # the contrast is the clean image's std, measured through the noise
+    assert p["contrast"] == pytest.approx(faint.std(), rel=0.03)
+    assert p["contrast"] == pytest.approx(texture_contrast([noisy], 15.0), rel=1e-12)
+    assert 15.0 / (TEXTURE_SPAN * p["contrast"]) > 2 * 15.0 / 255.0
+    assert p["match_size1"] >= 21, p["match_size1"]
+    # the data range's rule alone (a contrast given far above the image's): 7x7
+    span, st_span = denoise_grouped(noisy, 15.0, data_range=255.0, contrast=1e6)
+    assert st_span["params"]["match_size1"] == 7
+    assert psnr(faint, auto[None], 255) >= psnr(faint, span[None], 255) + 0.7
+    # full contrast: the data range's window, as before
+    full = denoise_grouped(add_noise(b, 15, seed=0), 15.0, data_range=255.0)[1]["params"]
+    assert full["periodic"] and full["match_size1"] == 7
+    # no data range needed (7x7 before, whatever the contrast); in any units the same
+    # window and, up to floating point, the same result
+    scaled, st4 = denoise_grouped(4.0 * noisy, 60.0)
+    assert st4["params"]["match_size1"] == p["match_size1"]
+    assert abs(psnr(faint, scaled[None] / 4.0, 255) - psnr(faint, auto[None], 255)) < 0.01
+    # a photograph is not a texture: no contrast measured, its window unchanged
+    photo = denoise_grouped(add_noise(camera[:160, :160].astype(np.float64), 15, seed=0),
+                            15.0, data_range=255.0)[1]["params"]
+    assert not photo["periodic"] and photo["contrast"] is None
+    # the tiled engine measures it once, on the same crop, and hands it to every tile
+    ex = resolve_periodic(noisy, 15.0, DenoiseParams()).extra
+    assert ex["periodic"] is True and ex["contrast"] == pytest.approx(p["contrast"], rel=1e-12)
+    for bad in (-1.0, float("nan"), "high"):
+        with pytest.raises(ValueError, match="contrast must be None or a number >= 0"):
+            denoise_grouped(noisy, 15.0, contrast=bad)
 
 
 def test_tiles_share_one_texture_decision():

@@ -1063,6 +1063,15 @@ TRIAL_SEED = 2028
 #: (:func:`texture_match_extra`)
 TEXTURE_NOISE0 = 15.0 / 255.0
 TEXTURE_NOISE1 = 50.0 / 255.0
+#: a regular texture's contrast (:func:`texture_contrast`) times this is the span its
+#: noise is also measured against (:func:`texture_noise`): a faint texture gets the
+#: window its noise against its contrast calls for, when wider than the data range's.
+#: 10: the walls the window rule was chosen on (``benchmarks/textures.py --walls``)
+#: have a std of 22-28 on 0..255, so their windows hardly change.  Stop 29: faint
+#: walls (half contrast or less, 1-2 px mortar, little grain; std 8-16) lost 0.3-1.1 dB
+#: to BM3D at sigma 15 / 25 with 7x7 / 9x9 windows and gain with 13x13-35x35
+#: (``benchmarks/results_textures.txt``)
+TEXTURE_SPAN = 10.0
 #: a photograph's detail (:func:`coarse_detail`) under which its stage-1 matching window is
 #: 9x9 / 11x11 instead of 7x7 (5x5 patches; :func:`resolve_geometry`)
 SMOOTH = (0.6, 0.3)
@@ -1311,6 +1320,26 @@ def texture_match_extra(noise_fraction: float | None) -> int:
     return 2 + 2 * int(round(14.0 * t * t))
 
 
+def texture_contrast(chans: Sequence[np.ndarray], sigma: float,
+                     size: int = PERIODIC_CROP) -> float:
+    """The signal's std over the channels ``chans`` (those the matching sees), on
+    their central ``size x size`` crop: ``sqrt(max(sum_c var(c) - C sigma^2, 0))``, the
+    norm over the channels, as the matching's SSD sums them."""
+    crops = [central_crop(np.asarray(c, dtype=np.float64), size) for c in chans]
+    v = float(sum(np.var(c) for c in crops)) - len(crops) * float(sigma) ** 2
+    return math.sqrt(max(v, 0.0))
+
+
+def texture_noise(span_fraction: float | None, sigma: float, contrast: float) -> float:
+    """The noise fraction a regular texture's stage-1 window follows
+    (:func:`texture_match_extra`): the larger of ``span_fraction`` (the noise against
+    the data range, :func:`_texture_noise`; None: unknown) and the noise against
+    :data:`TEXTURE_SPAN` times the texture's own ``contrast``
+    (:func:`texture_contrast`; 0: the widest window)."""
+    own = sigma / (TEXTURE_SPAN * contrast) if contrast > 0.0 else math.inf
+    return own if span_fraction is None else max(float(span_fraction), own)
+
+
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
     """Reference positions 0, stride, ... plus the last position L - p (full coverage)."""
     g = list(range(0, L - p + 1, stride))
@@ -1489,6 +1518,7 @@ def denoise_grouped(
     two_stage: bool = True,
     periodic: bool | None = None,
     detail: float | None = None,
+    contrast: float | None = None,
     match_channels: str = "all",
     backprojection: int = 0,
     bp_delta: float = 0.1,
@@ -1662,10 +1692,10 @@ def denoise_grouped(
         periods span (:func:`search_mask`): its repeats two periods away are in reach
         and an odd period is matched exactly.  Its stage-1 matching window widens
         with the noise (:func:`texture_match_extra`: 7x7 to sigma 15 on 0..255, 9x9
-        at 25, 17x17 at 35, 35x35 from 50; 7x7 when ``data_range`` is unknown; with
-        several channels matched, against one channel's span, ``data_range /
-        sqrt(C)``), so that the noise does not decide which repeat is nearest, and
-        stage 2 matches
+        at 25, 17x17 at 35, 35x35 from 50; with several channels matched, against
+        one channel's span, ``data_range / sqrt(C)``), or with its noise against its
+        own contrast when that calls for a wider window (``contrast`` below), so
+        that the noise does not decide which repeat is nearest, and stage 2 matches
         7x7 windows instead of 11x11 (``match_size``) with ``kappa2`` 1.0 instead of
         0.7: its repeats are exact, so the tighter window finds them and their pilot
         coefficients are worth more trust.  Given values win.  Measured (mean gap to
@@ -1709,6 +1739,22 @@ def denoise_grouped(
         3x-upscaled crops of the development photographs (stop 25); the tiled engine
         measures it once on the whole image.  Stats report it (None when not
         measured or the image is too small to tell).
+    contrast : float or None, default None
+        A regular texture's contrast: the std of its signal over the channels the
+        matching sees (:func:`texture_contrast`, the norm over channels), in the
+        image's units; None -> measured on the central crop (only for a ``periodic``
+        image; the tiled engine measures it once on the whole image).  Its stage-1
+        window follows ``max(sigma / data_range, sigma / (10 contrast))``
+        (:func:`texture_noise`, :data:`TEXTURE_SPAN`): a faint texture gets the wider
+        window its noise against its own contrast calls for, and no ``data_range``
+        is needed.  Stop 29 (``python benchmarks/textures.py --faint-new --sigmas
+        15,25,35,50 '{}' '{"contrast": 1e6}'``, the second the data range's rule
+        alone): on 24 faint walls built after the rule was chosen, the gap to BM3D
+        went from -0.27 / -0.25 / +0.17 / +0.62 dB to +0.54 / +0.63 / +0.55 / +0.62
+        at sigma 15 / 25 / 35 / 50; the walls, textures and colour walls it was
+        chosen beside keep their windows but for a few at sigma 25 / 35
+        (``benchmarks/results_textures.txt``).  Stats report it (None when not
+        periodic).
     match_channels : {"all", "first"}, default "all"
         With several channels (:func:`denoise_grouped_channels`): block matching on
         the SSD summed over all of them (for the orthonormal opponent channels of
@@ -1844,7 +1890,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                       stage2_cut,
                       max_iter,
                       tol, preimage_init, window_beta, mean_kappa1, two_stage, periodic,
-                      detail,
+                      detail, contrast,
                       match_channels, backprojection,
                       bp_delta,
                       bp_lambda, progress, cancel) -> tuple[list, list]:
@@ -1895,11 +1941,19 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
     if match_channels not in ("all", "first"):
         raise ValueError(f"match_channels must be 'all' or 'first', got {match_channels!r}")
+    if contrast is not None and not (_is_number(contrast) and math.isfinite(contrast)
+                                     and contrast >= 0.0):
+        raise ValueError(f"contrast must be None or a number >= 0 (finite), got {contrast!r}")
     # a regular texture (in any channel the matching sees) gets the texture settings;
     # the score is reported even when the caller decided (5 ms per channel on 256x256)
     periodic, score, (v1, v2), trial = _decide_periodic(imgs, sigma, kw)
     lags = [v1, v2] if periodic and score > 0.0 else []
-    nf = _texture_noise(noise_fraction, len(imgs), match_channels) if periodic else noise_fraction
+    con, nf = None, noise_fraction
+    if periodic:  # its stage-1 window: the noise against the span or its own contrast
+        con = float(contrast) if contrast is not None else texture_contrast(
+            imgs if match_channels == "all" else imgs[:1], sigma)
+        nf = texture_noise(_texture_noise(noise_fraction, len(imgs), match_channels), sigma,
+                           con)
     if detail is not None and not (_is_number(detail) and math.isfinite(detail)
                                    and detail >= 0.0):
         raise ValueError(f"detail must be None or a number >= 0 (finite), got {detail!r}")
@@ -1948,7 +2002,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         mean_kappa1=None if mean_kappa1 is None else float(mean_kappa1),
         two_stage=bool(two_stage), periodic=periodic, periodicity=score, lags=lags,
         periodic_trial=trial,
-        detail=det,
+        detail=det, contrast=con,
         match_channels=match_channels,
         dense_radius=g["dense_radius"], sigma=sigma)
     C = len(imgs)
