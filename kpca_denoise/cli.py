@@ -84,7 +84,8 @@ class ProgressBar:
     def _plain(self, ev: ProgressEvent) -> None:
         if ev.stage == "image":
             if ev.done:
-                self.stream.write(f"image {ev.done}/{ev.total} done "
+                what = "failed" if ev.message == "failed" else "done"
+                self.stream.write(f"image {ev.done}/{ev.total} {what} "
                                   f"({time.monotonic() - self._t0:.1f} s)\n")
         elif ev.stage not in self._seen:
             self._seen.add(ev.stage)

@@ -280,7 +280,7 @@ class Executor:
                 parts[res.index] = dataclasses.replace(
                     part, images=[dataclasses.replace(res, outputs={}, noisy=None)])
                 done += 1
-                report(progress, "image", done, n)
+                report(progress, "image", done, n, message="failed" if res.error else "")
                 yield res
         finally:
             work.close()  # the caller stopped early (Ctrl-C): cancel what is left

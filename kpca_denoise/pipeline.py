@@ -690,7 +690,9 @@ def _run_grouped(works, results, params, resolved, clock, cancel, tile_map=None)
         except ValueError as exc:
             res.error = f"{res.name}: {exc}"
         res.seconds = time.perf_counter() - t
-        report(clock, "image", k + 1, len(todo))
+        # the image is through either way; a failed one says so (its error is reported
+        # with the results)
+        report(clock, "image", k + 1, len(todo), message="failed" if res.error else "")
     if spectra:
         L = min(s.size for s in spectra)
         eig = np.mean([s[:L] for s in spectra], axis=0)

@@ -491,6 +491,21 @@ def test_progress_is_one_line_per_stage_or_image_when_not_a_terminal():
     assert lines[-1].startswith("image 3/3 done")
 
 
+def test_a_failed_image_is_reported_as_failed_not_done(tmp_path, capsys):
+    # the command line's plain progress says which image failed as it goes (it said
+    # "done" for every image, then the error after the last)
+    Image.fromarray(_smooth((6, 6))).save(tmp_path / "a_six.png")
+    Image.fromarray(_smooth((4, 4))).save(tmp_path / "b_tiny.png")
+    rc = main(["denoise", str(tmp_path / "a_six.png"), str(tmp_path / "b_tiny.png"), "-o",
+               str(tmp_path / "o"), "--noise-sigma", "10"])
+    lines = capsys.readouterr().err.splitlines()
+    assert rc == 1
+    assert [ln.split(" (")[0] for ln in lines if ln.startswith("image ")] == [
+        "image 1/2 done", "image 2/2 failed"]
+    assert (tmp_path / "o" / "a_six_kpca.png").is_file()
+    assert not (tmp_path / "o" / "b_tiny_kpca.png").exists()
+
+
 # -- the image loader under fuzzing ---------------------------------------------------------
 
 

@@ -1750,7 +1750,7 @@ def denoise_grouped(
         is needed.  Stop 29 (``python benchmarks/textures.py --faint-new --sigmas
         15,25,35,50 '{}' '{"contrast": 1e6}'``, the second the data range's rule
         alone): on 24 faint walls built after the rule was chosen, the gap to BM3D
-        went from -0.27 / -0.25 / +0.17 / +0.62 dB to +0.54 / +0.63 / +0.55 / +0.62
+        went from -0.27 / -0.25 / +0.17 / +0.62 dB to +0.53 / +0.63 / +0.55 / +0.62
         at sigma 15 / 25 / 35 / 50; the walls, textures and colour walls it was
         chosen beside keep their windows but for a few at sigma 25 / 35
         (``benchmarks/results_textures.txt``).  Stats report it (None when not
