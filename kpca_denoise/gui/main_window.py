@@ -1200,8 +1200,8 @@ class MainWindow(ExportActions, QMainWindow):
             self.grid.ref_panel.set_metrics(str(e.reference_path.name) if e.reference_path else "")
         else:
             self.grid.ref_panel.set_title("no reference")
-            self.grid.ref_panel.set_image(None, placeholder="no clean reference:\nmetrics show the\n"
-                                                            "remaining noise σ̂")
+            self.grid.ref_panel.set_image(None, placeholder="no clean reference: the metrics "
+                                                            "show the noise left")
             self.grid.ref_panel.set_metrics("")
         sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
         auto = rec.resolved.get("auto_rank") if rec is not None else None
@@ -1223,7 +1223,6 @@ class MainWindow(ExportActions, QMainWindow):
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
             else:
                 msg = "computing…" if running else "not computed\nRun (Ctrl+R)"
-                panel._shape = noisy_d.shape[:2]  # centre the message on the image area
                 panel.set_image(None, placeholder=msg)
                 panel.set_metrics("")
                 rpanel.set_image(None, placeholder="")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -84,6 +84,23 @@ def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> st
     return f"ROI mean {r.mean():.4g} ± {r.std():.3g}"
 
 
+class _ElidedLabel(QLabel):
+    """A one-line label drawn elided in the middle ("resi…ank auto") when its panel is
+    narrower than the text, instead of cut at both ends, so the end (which rank) stays
+    readable; ``text()`` and the tooltip keep it all."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        r = self.contentsRect()
+        fm = self.fontMetrics()
+        if fm.horizontalAdvance(self.text()) <= r.width():
+            super().paintEvent(event)
+            return
+        p = QPainter(self)
+        p.drawText(r, int(self.alignment()),
+                   fm.elidedText(self.text(), Qt.TextElideMode.ElideMiddle, r.width()))
+        p.end()
+
+
 class ImagePanel(QFrame):
     """A titled image view with a line of metrics under it.
 
@@ -99,7 +116,7 @@ class ImagePanel(QFrame):
         super().__init__(parent)
         self.setObjectName("ImagePanel")
         self.setStyleSheet(_NORMAL_STYLE)
-        self.title = QLabel(title, self)
+        self.title = _ElidedLabel(title, self)
         f = QFont(self.title.font())
         f.setBold(True)
         self.title.setFont(f)
@@ -113,8 +130,15 @@ class ImagePanel(QFrame):
         # screen-sized reduction, not from a full-size ARGB copy per panel
         self.image = pg.ImageItem(autoDownsample=True)
         self.vb.addItem(self.image)
-        self.placeholder = pg.TextItem("", color="#bbbbbb", anchor=(0.5, 0.5))
-        self.vb.addItem(self.placeholder, ignoreBounds=True)
+        # the message of an empty view, over the view's widget (not in its coordinates,
+        # which a linked view may have panned anywhere): centred, wrapped to its width
+        self.placeholder = QLabel("", self.view)
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setWordWrap(True)
+        self.placeholder.setStyleSheet("color: #bbbbbb; background: transparent;")
+        self.placeholder.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.placeholder.hide()
+        self.view.installEventFilter(self)
         self.metrics = QLabel("", self)
         self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
         # narrow panels wrap the line (PSNR, SSIM, effective rank, "converged") instead of cutting it
@@ -140,7 +164,6 @@ class ImagePanel(QFrame):
         lay.addWidget(self.view, 1)
         lay.addWidget(self.metrics)
         lay.addWidget(self.roi_text)
-        self._shape: tuple | None = None
 
     def value_at(self, x: float, y: float):
         """``(col, row, value)`` of the pixel at view coordinates (x, y), None outside."""
@@ -177,12 +200,14 @@ class ImagePanel(QFrame):
         else:
             self.image.setVisible(True)
             self.image.setImage(a, levels=levels, autoLevels=levels is None)
-            if self._shape != a.shape[:2]:
-                self._shape = a.shape[:2]
         self.placeholder.setText(placeholder)
-        if placeholder:
-            h, w = self._shape if self._shape else (1, 1)
-            self.placeholder.setPos(w / 2, h / 2)
+        self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
+        self.placeholder.setVisible(bool(placeholder))
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if obj is self.view and event.type() == QEvent.Type.Resize:
+            self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
+        return False
 
     def set_title(self, text: str) -> None:
         self.title.setText(text)
@@ -293,7 +318,7 @@ class ComparisonGrid(QWidget):
                 label = "auto" if r is None else str(r)
                 p = ImagePanel(f"rank {label}", self)
                 p.clicked.connect(lambda r=r: self.rankClicked.emit(r))
-                q = ImagePanel(f"residual, rank {label}", self)
+                q = ImagePanel(f"residual {label}", self)
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
                     panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
