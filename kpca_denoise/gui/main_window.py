@@ -1075,7 +1075,7 @@ class MainWindow(ExportActions, QMainWindow):
             self.log(f"{out.name}: Poisson-Gaussian noise, {noise_model_text(out.resolved['noise_model'])} "
                      "(denoised at σ 1 after the variance-stabilising transform)")
         elif out.noise_estimated:
-            self.log(f"{out.name}: estimated noise σ̂ = {out.noise_sigma:.3g}")
+            self.log(f"{out.name}: estimated noise σ ≈ {out.noise_sigma:.3g}")
         self._update_status(row)
         if row == self.current_index():
             self.schedule_refresh()

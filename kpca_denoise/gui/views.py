@@ -52,9 +52,9 @@ def format_metrics(m: dict | None) -> str:
         ptxt = "∞" if not np.isfinite(p) else f"{p:.2f}"
         return f"PSNR {ptxt} dB · SSIM {m['ssim']:.3f}"
     if "remaining_noise" in m:
-        return f"remaining noise σ̂ {m['remaining_noise']:.2f}"
+        return f"remaining noise σ ≈ {m['remaining_noise']:.2f}"
     if "noise_sigma" in m:
-        return f"noise σ̂ {m['noise_sigma']:.2f}"
+        return f"noise σ ≈ {m['noise_sigma']:.2f}"
     if "noise_model" in m:
         return noise_model_text(m["noise_model"])
     return ""
