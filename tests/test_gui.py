@@ -196,6 +196,33 @@ def test_without_reference_metrics_show_remaining_noise(window, images, qtbot):
     assert "PSNR" in window.grid.rank_panels[4].metrics.text()
 
 
+def test_empty_views_say_why_inside_their_panel(window, images, qtbot):
+    # the message of an empty view was drawn in the view's coordinates at the image's
+    # centre; the reference panel, with no image of its own, put it at (0.5, 0.5) of
+    # the linked views: cut at the panel's left edge.  Titles wider than a panel were
+    # cut at both ends.
+    window.resize(1000, 700)
+    window.load_paths([images["u8"]])
+    _settle(qtbot, window)
+    ref = window.grid.ref_panel
+    assert ref.placeholder.isVisible() and "no clean reference" in ref.placeholder.text()
+    inside = ref.view.rect()
+    assert inside.contains(ref.placeholder.geometry())
+    lines = ref.placeholder.fontMetrics().boundingRect(
+        ref.placeholder.geometry(), int(ref.placeholder.alignment() | Qt.TextFlag.TextWordWrap),
+        ref.placeholder.text())
+    assert lines.width() <= inside.width(), (lines, inside)
+    for r, panel in window.grid.rank_panels.items():
+        assert panel.placeholder.isVisible() and "not computed" in panel.placeholder.text()
+        assert panel.view.rect().contains(panel.placeholder.geometry())
+        # the title keeps its whole text (and tooltip) however narrow the panel
+        label = "auto" if r is None else str(r)
+        assert window.grid.resid_panels[r].title.text() == f"residual {label}"
+    _run(qtbot, window, FAST.replace(ranks=(4,)))
+    assert not window.grid.rank_panels[4].placeholder.isVisible()
+    assert ref.placeholder.isVisible()
+
+
 def test_poisson_noise_is_described_by_gain_and_sigma(window, tmp_path, qtbot):
     """Under the Poisson-Gaussian model the denoiser works at sigma 1 after the
     transform; the window shows the estimated gain and Gaussian part instead of that
