@@ -379,8 +379,7 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
         kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
         ex["periodic"] = decide_periodic(chans, sigma, **kw)
     if ex["periodic"] and ex.get("contrast") is None:
-        ex["contrast"] = texture_contrast(
-            chans if ex.get("match_channels", "all") == "all" else chans[:1], sigma)
+        ex["contrast"] = texture_contrast(chans, sigma, ex.get("match_channels", "all"))
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)
     return params.replace(extra=ex)

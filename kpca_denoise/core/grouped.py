@@ -1168,18 +1168,6 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
             (int(dy[k, 0]), int(dx[0, q])))
 
 
-def _texture_noise(noise_fraction: float | None, C: int, match_channels: str) -> float | None:
-    """The noise against the span of one matched channel, which a texture's stage-1
-    window follows: with every channel of an orthonormal opponent transform matched,
-    the luminance's span (``data_range``) is ``sqrt(C)`` times an input channel's.
-    Measured on the colour walls of benchmarks/textures.py (gap to CBM3D at sigma 25 /
-    35 / 50): +1.39 / +0.94 / +0.70 dB against the luminance's span, +1.45 / +1.24 /
-    +1.43 against one channel's."""
-    if noise_fraction is None or match_channels != "all":
-        return noise_fraction
-    return noise_fraction * math.sqrt(C)
-
-
 def _decide_periodic(imgs: list, sigma: float, kw: dict) -> tuple[bool, float, tuple, dict | None]:
     """``(periodic, score, (v1, v2), trial)`` for the channels ``imgs`` and the
     keywords ``kw`` of :func:`_denoise_channels`: ``kw["periodic"]`` when given, else
@@ -1320,24 +1308,36 @@ def texture_match_extra(noise_fraction: float | None) -> int:
     return 2 + 2 * int(round(14.0 * t * t))
 
 
-def texture_contrast(chans: Sequence[np.ndarray], sigma: float,
+def texture_contrast(chans: Sequence[np.ndarray], sigma: float, match_channels: str = "all",
                      size: int = PERIODIC_CROP) -> float:
-    """The signal's std over the channels ``chans`` (those the matching sees), on
-    their central ``size x size`` crop: ``sqrt(max(sum_c var(c) - C sigma^2, 0))``, the
-    norm over the channels, as the matching's SSD sums them."""
-    crops = [central_crop(np.asarray(c, dtype=np.float64), size) for c in chans]
+    """The signal's std over the channels the matching sees (all of ``chans``, or the
+    first with ``match_channels="first"``), on their central ``size x size`` crop:
+    ``sqrt(max(sum_c var(c) - C sigma^2, 0))``, the norm over the channels, as the
+    matching's SSD sums them."""
+    matched = chans if match_channels == "all" else chans[:1]
+    crops = [central_crop(np.asarray(c, dtype=np.float64), size) for c in matched]
     v = float(sum(np.var(c) for c in crops)) - len(crops) * float(sigma) ** 2
     return math.sqrt(max(v, 0.0))
 
 
-def texture_noise(span_fraction: float | None, sigma: float, contrast: float) -> float:
+def texture_noise(noise_fraction: float | None, sigma: float, contrast: float, C: int = 1,
+                  match_channels: str = "all") -> float:
     """The noise fraction a regular texture's stage-1 window follows
-    (:func:`texture_match_extra`): the larger of ``span_fraction`` (the noise against
-    the data range, :func:`_texture_noise`; None: unknown) and the noise against
-    :data:`TEXTURE_SPAN` times the texture's own ``contrast``
-    (:func:`texture_contrast`; 0: the widest window)."""
+    (:func:`texture_match_extra`): the larger of the noise against one matched
+    channel's span and the noise against :data:`TEXTURE_SPAN` times the texture's own
+    ``contrast`` (:func:`texture_contrast`; 0: the widest window).
+
+    The span: ``noise_fraction`` (sigma / data_range; None: unknown) times ``sqrt(C)``
+    when all ``C`` channels of an orthonormal opponent transform are matched (the
+    luminance's span, ``data_range``, is ``sqrt(C)`` times an input channel's).
+    Measured on the colour walls of benchmarks/textures.py (gap to CBM3D at sigma 25 /
+    35 / 50): +1.39 / +0.94 / +0.70 dB against the luminance's span, +1.45 / +1.24 /
+    +1.43 against one channel's."""
     own = sigma / (TEXTURE_SPAN * contrast) if contrast > 0.0 else math.inf
-    return own if span_fraction is None else max(float(span_fraction), own)
+    if noise_fraction is None:
+        return own
+    span = noise_fraction * math.sqrt(C) if match_channels == "all" else noise_fraction
+    return max(float(span), own)
 
 
 def _grid(L: int, p: int, stride: int) -> np.ndarray:
@@ -1951,9 +1951,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     con, nf = None, noise_fraction
     if periodic:  # its stage-1 window: the noise against the span or its own contrast
         con = float(contrast) if contrast is not None else texture_contrast(
-            imgs if match_channels == "all" else imgs[:1], sigma)
-        nf = texture_noise(_texture_noise(noise_fraction, len(imgs), match_channels), sigma,
-                           con)
+            imgs, sigma, match_channels)
+        nf = texture_noise(noise_fraction, sigma, con, len(imgs), match_channels)
     if detail is not None and not (_is_number(detail) and math.isfinite(detail)
                                    and detail >= 0.0):
         raise ValueError(f"detail must be None or a number >= 0 (finite), got {detail!r}")
