@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
                    help="Nystrom approximation with M landmarks ('global'; default: exact)")
     d.add_argument("--iterations", type=int, dest="preimage_iterations",
-                   help="pre-image iteration cap (default: 100 for 'global', 6 per group for 'grouped')")
+                   help="pre-image iteration cap (default: 100 for 'global', 2 per group for 'grouped')")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
     d.add_argument("--noise-model", choices=NOISE_MODELS,

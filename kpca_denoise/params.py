@@ -56,7 +56,7 @@ class DenoiseParams:
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.
     preimage_iterations : fixed-point iteration cap; ``None`` is the method's default
-        (100 for 'global' and patch sets, 6 per group for 'grouped').
+        (100 for 'global' and patch sets, 2 per group for 'grouped').
     preimage_tol : fixed-point stopping tolerance ('global').
     kernel : 'rbf' (default) or 'linear' (ablation: plain PCA in the same pipeline).
     seed : random seed for training-patch sampling, the eigensolver and added noise.
@@ -183,6 +183,12 @@ class DenoiseParams:
             unknown = sorted(set(map(str, self.extra)) - known)
             if unknown:
                 bad("extra", f"has unknown option(s) {unknown}; known are {sorted(known)}")
+            from .core.grouped import check_options
+
+            try:  # every value too, so a bad one is reported once, before any image
+                check_options(**self.extra)
+            except ValueError as e:
+                bad("extra", f"option {e}")
         if self.tile_size is not None and (not is_int(self.tile_size) or self.tile_size < 64):
             bad("tile_size", "must be an integer >= 64 (pixels; omit it for the default), "
                              f"got {self.tile_size!r}")

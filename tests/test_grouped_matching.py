@@ -310,7 +310,7 @@ def test_channels_share_one_grouping():
            for mc in ("all", "first")}
     err = {mc: np.mean((g[..., 1] - pat) ** 2) for mc, g in got.items()}
     assert 10 * np.log10(err["first"] / err["all"]) >= 4.0, err
-    with pytest.raises(ValueError, match="match_channels must be 'all' or 'first'"):
+    with pytest.raises(ValueError, match="match_channels must be one of 'all', 'first', got 'luminance'"):
         denoise_grouped(lum, 15.0, match_channels="luminance")
     # RGB: the opponent transform around the shared-group denoiser
     rgb = np.stack([lum, lum[::-1], lum[:, ::-1]], -1)
@@ -516,8 +516,64 @@ def test_a_bad_mean_kappa1_is_refused(bad):
 @pytest.mark.parametrize("name", ["kappa2", "kappa2_chroma"])
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "1.0", True])
 def test_a_bad_stage2_constant_is_refused(name, bad):
-    with pytest.raises(ValueError, match=f"{name} must be None or a positive finite number"):
+    with pytest.raises(ValueError, match=f"{name} must be a finite number > 0 or None"):
         denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})
+
+
+# a value each option refuses, and the words of its message (stop 30: before, the
+# first three of these ran: a negative width, a forward-projection step of 5 and the
+# string "no" as true; gamma_scale2=0 divided by zero)
+BAD_OPTIONS = {
+    "patch_size": (0, "an integer >= 1 or None"), "group_size": (1.5, "an integer >= 2"),
+    "group_size1": (1, "an integer >= 2"), "search_radius": (0, "an integer >= 1 or None"),
+    "search_radius1": ("4", "an integer >= 1 or None"),
+    "match_size1": (-3, "an integer >= 1 or None"), "match_size": (0, "an integer >= 1 or None"),
+    "stride": (0, "an integer >= 1 or None"), "stride1": (True, "an integer >= 1 or None"),
+    "max_iter": (0, "an integer >= 1"), "backprojection": (-2, "an integer >= 0"),
+    "data_range": (0.0, "a finite number > 0 or None"),
+    "gamma_scale": (-1.0, "a finite number > 0"), "gamma_scale2": (0, "a finite number > 0"),
+    "kappa1": (-3, "a finite number >= 0 or None"),
+    "kappa2": (float("inf"), "a finite number > 0 or None"),
+    "kappa2_chroma": ("1.5", "a finite number > 0 or None"),
+    "stage2_cut": (float("nan"), "a finite number >= 0"), "tol": (-1, "a finite number > 0"),
+    "window_beta": ("x", "a finite number >= 0"),
+    "mean_kappa1": (-0.1, "a finite number >= 0 or None"),
+    "detail": (-1.0, "a finite number >= 0 or None"),
+    "contrast": (float("-inf"), "a finite number >= 0 or None"),
+    "bp_delta": (5, "a finite number >= 0 and <= 1"), "bp_lambda": (0, "a finite number > 0"),
+    "two_stage": ("no", "True or False"), "periodic": ("yes", "True, False or None"),
+    "kernel": ("poly", "one of 'rbf', 'linear'"),
+    "shrink1": ("firm", "one of 'hard', 'soft', 'wiener' or None"),
+    "wiener2": (None, "one of 'group', 'member'"),
+    "preimage_init": ("pilot", "one of 'member', 'linear'"),
+    "match_channels": ("luminance", "one of 'all', 'first'"),
+}
+
+
+def test_every_option_is_checked_before_any_work():
+    import inspect
+
+    from kpca_denoise.core.grouped import check_options
+
+    options = {n for n, p in inspect.signature(denoise_grouped).parameters.items()
+               if p.kind == p.KEYWORD_ONLY} - {"ranks", "progress", "cancel"}
+    assert set(BAD_OPTIONS) == options  # a new option needs its rule (and a line here)
+    events = []
+    x = np.random.default_rng(0).normal(0.0, 1.0, (32, 32))
+    for name, (bad, want) in BAD_OPTIONS.items():
+        msg = f"{name} must be {want}, got {bad!r}"
+        with pytest.raises(ValueError) as exc:
+            check_options(**{name: bad})
+        assert str(exc.value) == msg
+        with pytest.raises(ValueError) as exc:
+            denoise_grouped(x, 1.0, progress=events.append, **{name: bad})
+        assert str(exc.value) == msg
+    assert events == []  # refused before the first stage began
+    # the defaults, None where allowed and integral floats pass
+    check_options(**{n: p.default for n, p in inspect.signature(denoise_grouped).parameters.items()
+                     if n in options})
+    check_options(kappa2=None, periodic=None, shrink1=None, group_size=24.0, two_stage=np.True_,
+                  bp_delta=1, ranks="not mine")
 
 
 @pytest.mark.parametrize("sigma", [1e-300, 5e-324])

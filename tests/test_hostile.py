@@ -327,6 +327,10 @@ def test_raising_the_pixel_limit_deliberately(tmp_path):
     ('{"method": ["global"]}', "method must be a string"),
     ('{"nonsense_kw": 1}', "unknown parameter(s) ['nonsense_kw']"),
     ('{"params": {"extra": {"nonsense_kw": 1}}}', "extra has unknown option(s) ['nonsense_kw']"),
+    ('{"extra": {"gamma_scale2": 0}}', "extra option gamma_scale2 must be a finite number > 0, "
+                                       "got 0"),
+    ('{"params": {"extra": {"window_beta": "x"}}}', "extra option window_beta must be a finite "
+                                                   "number >= 0, got 'x'"),
     ('{"seed": 1.5}', "seed must be a non-negative integer"),
     ("{not json", "cannot read the parameter file"),
 ])

@@ -380,7 +380,7 @@ def test_a_faint_texture_gets_the_window_of_its_contrast(camera):
     ex = resolve_periodic(noisy, 15.0, DenoiseParams()).extra
     assert ex["periodic"] is True and ex["contrast"] == pytest.approx(p["contrast"], rel=1e-12)
     for bad in (-1.0, float("nan"), "high"):
-        with pytest.raises(ValueError, match="contrast must be None or a number >= 0"):
+        with pytest.raises(ValueError, match="contrast must be a finite number >= 0 or None"):
             denoise_grouped(noisy, 15.0, contrast=bad)
 
 

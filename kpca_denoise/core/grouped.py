@@ -1802,7 +1802,8 @@ def denoise_grouped(
     ------
     ValueError
         Image not 2-D, not finite, smaller than ``patch_size`` (or too small to form
-        a group of two patches); bad ``sigma``, ``kernel``, ``ranks`` or ``stride``.
+        a group of two patches); bad ``sigma`` or ``ranks``; any option with a value
+        it does not take (:func:`check_options`, before any work).
 
     Notes
     -----
@@ -1883,6 +1884,66 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
     return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats
 
 
+#: what each option of :func:`denoise_grouped` takes, checked by :func:`check_options`:
+#: (kind, None allowed, ...) with the kinds ("int", _, lo) an integer >= lo; ("num", _,
+#: op, lo[, hi]) a finite number op lo (and <= hi); ("bool", _); ("choice", _, values)
+_OPTION_RULES: dict[str, tuple] = {
+    "patch_size": ("int", True, 1), "group_size": ("int", False, 2),
+    "group_size1": ("int", False, 2), "search_radius": ("int", True, 1),
+    "search_radius1": ("int", True, 1), "match_size1": ("int", True, 1),
+    "match_size": ("int", True, 1), "stride": ("int", True, 1), "stride1": ("int", True, 1),
+    "max_iter": ("int", False, 1), "backprojection": ("int", False, 0),
+    "data_range": ("num", True, ">", 0), "gamma_scale": ("num", False, ">", 0),
+    "gamma_scale2": ("num", False, ">", 0), "kappa1": ("num", True, ">=", 0),
+    "kappa2": ("num", True, ">", 0), "kappa2_chroma": ("num", True, ">", 0),
+    "stage2_cut": ("num", False, ">=", 0), "tol": ("num", False, ">", 0),
+    "window_beta": ("num", False, ">=", 0), "mean_kappa1": ("num", True, ">=", 0),
+    "detail": ("num", True, ">=", 0), "contrast": ("num", True, ">=", 0),
+    "bp_delta": ("num", False, ">=", 0, 1), "bp_lambda": ("num", False, ">", 0),
+    "two_stage": ("bool", False), "periodic": ("bool", True),
+    "kernel": ("choice", False, ("rbf", "linear")),
+    "shrink1": ("choice", True, ("hard", "soft", "wiener")),
+    "wiener2": ("choice", False, ("group", "member")),
+    "preimage_init": ("choice", False, ("member", "linear")),
+    "match_channels": ("choice", False, ("all", "first")),
+}
+
+
+def check_options(**options: Any) -> None:
+    """Check the values of :func:`denoise_grouped`'s options without an image.
+
+    Raises ``ValueError`` naming the first bad one, what it takes and what it got
+    (``"gamma_scale2 must be a finite number > 0, got 0"``); names that are not
+    options (``ranks``, ``progress``, ...) are left to their callers.  The driver
+    calls it before any work, and :meth:`kpca_denoise.params.DenoiseParams.validate`
+    on the ``extra`` options, so a bad value is reported once before a run rather
+    than by every image.
+    """
+    for name, v in options.items():
+        if name not in _OPTION_RULES:
+            continue
+        kind, optional, *arg = _OPTION_RULES[name]
+        if v is None and optional:
+            continue
+        number = _is_number(v) and math.isfinite(v)
+        if kind == "int":
+            ok = number and float(v).is_integer() and v >= arg[0]
+            want = f"an integer >= {arg[0]}"
+        elif kind == "num":
+            op, lo, hi = arg[0], arg[1], arg[2] if len(arg) > 2 else math.inf
+            ok = number and (v > lo if op == ">" else v >= lo) and v <= hi
+            want = f"a finite number {op} {lo}" + (f" and <= {hi}" if hi < math.inf else "")
+        elif kind == "bool":
+            ok = isinstance(v, (bool, np.bool_))
+            want = "True, False" if optional else "True or False"
+        else:
+            ok = isinstance(v, str) and v in arg[0]
+            want = "one of " + ", ".join(repr(a) for a in arg[0])
+        if not ok:
+            raise ValueError(f"{name} must be {want}{' or None' if optional else ''}, "
+                             f"got {v!r}")
+
+
 def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, group_size,
                       group_size1, search_radius, search_radius1, match_size1, match_size,
                       data_range, stride, stride1,
@@ -1898,6 +1959,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     size (one grouping for all): per channel ``{rank: (H, W)}`` and stats."""
     kw = dict(locals())  # first statement: exactly the parameters (for a trial)
     del kw["chans"], kw["sigma"]
+    check_options(**kw)
     t_all = time.perf_counter()
     imgs = []
     for im in chans:
@@ -1914,17 +1976,6 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
         raise ValueError(f"sigma {sigma} is too small: its square underflows float64 "
                          "(give sigma in the image's units, at least 1e-150)")
-    if kernel not in ("rbf", "linear"):
-        raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
-    if preimage_init not in ("member", "linear"):
-        raise ValueError(f"preimage_init must be 'member' or 'linear', got {preimage_init!r}")
-    if wiener2 not in ("group", "member"):
-        raise ValueError(f"wiener2 must be 'group' or 'member', got {wiener2!r}")
-    if shrink1 not in (None, "hard", "soft", "wiener"):
-        raise ValueError(f"shrink1 must be 'hard', 'soft', 'wiener' or None, got {shrink1!r}")
-    if mean_kappa1 is not None and not (_is_number(mean_kappa1) and math.isfinite(mean_kappa1)
-                                        and mean_kappa1 >= 0.0):
-        raise ValueError(f"mean_kappa1 must be None or a finite number >= 0, got {mean_kappa1!r}")
     rank_list = list(ranks)
     if not rank_list:
         raise ValueError("ranks must contain at least one entry (None = no cap)")
@@ -1933,17 +1984,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
             raise ValueError(f"ranks must be None or integers >= 1, got {rk!r}")
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
 
-    if data_range is not None and not (math.isfinite(float(data_range))
-                                       and float(data_range) > 0.0):
-        raise ValueError(f"data_range must be a positive finite number or None, got {data_range!r}")
     noise_fraction = None if data_range is None else sigma / float(data_range)
-    if periodic is not None and not isinstance(periodic, (bool, np.bool_)):
-        raise ValueError(f"periodic must be True, False or None, got {periodic!r}")
-    if match_channels not in ("all", "first"):
-        raise ValueError(f"match_channels must be 'all' or 'first', got {match_channels!r}")
-    if contrast is not None and not (_is_number(contrast) and math.isfinite(contrast)
-                                     and contrast >= 0.0):
-        raise ValueError(f"contrast must be None or a number >= 0 (finite), got {contrast!r}")
     # a regular texture (in any channel the matching sees) gets the texture settings;
     # the score is reported even when the caller decided (5 ms per channel on 256x256)
     periodic, score, (v1, v2), trial = _decide_periodic(imgs, sigma, kw)
@@ -1953,9 +1994,6 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
         con = float(contrast) if contrast is not None else texture_contrast(
             imgs, sigma, match_channels)
         nf = texture_noise(noise_fraction, sigma, con, len(imgs), match_channels)
-    if detail is not None and not (_is_number(detail) and math.isfinite(detail)
-                                   and detail >= 0.0):
-        raise ValueError(f"detail must be None or a number >= 0 (finite), got {detail!r}")
     # how smooth the image is (channel 0: the luminance of colour), against its noise
     det = (float(detail) if detail is not None else
            None if periodic or match_size1 is not None else coarse_detail(img, sigma))
@@ -1979,9 +2017,6 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     sh1 = shrink1 if shrink1 is not None else "hard"
     k1 = float(kappa1) if kappa1 is not None else (
         (4.5 if rbf else 3.0) if sh1 in ("hard", "wiener") else (2.5 if rbf else 1.6))
-    for name, v in (("kappa2", kappa2), ("kappa2_chroma", kappa2_chroma)):
-        if v is not None and not (_is_number(v) and math.isfinite(v) and v > 0.0):
-            raise ValueError(f"{name} must be None or a positive finite number, got {v!r}")
     k2 = float(kappa2) if kappa2 is not None else (
         0.7 if wiener2 == "group" and not periodic else 1.0)
     win = np.outer(np.kaiser(p, window_beta), np.kaiser(p, window_beta)) if window_beta > 0 \
