@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.gui import app as gui_app  # noqa: E402
 from kpca_denoise.gui.main_window import MainWindow, rank_tag  # noqa: E402
+from kpca_denoise.gui.views import format_value  # noqa: E402
 from kpca_denoise.gui.worker import active_threads, params_key  # noqa: E402
 from kpca_denoise.io import read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
@@ -1068,6 +1069,20 @@ def test_each_image_keeps_its_results_and_the_viewer_reads_source_values(window,
     window._on_hover(window.grid.rank_panels[4], window.grid.rank_panels[4].value_at(3.5, 5.2))
     assert window.cursor_label.text().startswith("x 3, y 5 · rank 4: ") and f": {int(src[5, 3])}" in \
         window.cursor_label.text()
+    # the split view names each side's value: left of the split the noisy one (it
+    # was labelled with the rank's name), right of it the result, then the other side
+    window.select_rank(4)
+    window.split.set_fraction(0.5)
+    noisy, res = window.grid.input_panel.data, window.grid.rank_panels[4].data
+    w = noisy.shape[1]
+    for c, first in ((w // 4, "noisy"), (3 * w // 4, "rank 4")):
+        r = int(np.argmax(noisy[:, c] != res[:, c]))
+        assert noisy[r, c] != res[r, c]
+        window._on_hover(window.split.panel, window.split.panel.value_at(c + 0.5, r + 0.5))
+        parts = {"noisy": f"noisy: {format_value(noisy[r, c])}",
+                 "rank 4": f"rank 4: {format_value(res[r, c])}"}
+        other = ({"noisy", "rank 4"} - {first}).pop()
+        assert window.cursor_label.text() == f"x {c}, y {r} · {parts[first]} · {parts[other]}"
     # one histogram sets the contrast of every view
     window.hist.item.setLevels(100, 2000)
     for p in (window.grid.input_panel, *window.grid.rank_panels.values()):
@@ -1157,3 +1172,20 @@ def test_the_wheel_scrolls_the_parameters_and_leaves_their_values(window, qtbot)
     qtbot.waitUntil(panel.seed.hasFocus)
     wheel(panel.seed, 120)
     assert panel.seed.value() == seed + 1
+    # a list keeps the focus after a pick; the wheel over it still scrolls the form
+    # (it switched the noise model back unseen)
+    panel.noise_model.setFocus()
+    qtbot.waitUntil(panel.noise_model.hasFocus)
+    wheel(panel.noise_model, -120)
+    wheel(panel.noise_model, 120)
+    assert panel.noise_model.currentIndex() == model
+
+
+def test_fields_the_grouped_method_does_not_use_are_greyed_out(window):
+    # the pre-image iteration field looked live for 'grouped' but was ignored
+    panel = window.params_panel
+    for method, live in (("grouped", False), ("global", True)):
+        panel.method.setCurrentIndex(panel.method.findData(method))
+        assert [w.isEnabled() for w in (panel.stride, panel.n_train, panel.gamma,
+                                        panel.iterations)] == [live] * 4
+        assert (panel.params().preimage_iterations is None) != live

@@ -718,6 +718,10 @@ class MainWindow(ExportActions, QMainWindow):
             self.cursor_label.setText("")
             return
         c, r, val = info
+        if panel is self.split.panel:  # both sides, the one under the cursor first
+            self.cursor_label.setText(f"x {c}, y {r} · " + " · ".join(
+                f"{lab}: {format_value(v)}" for lab, v in self.split.values_at(c, r)))
+            return
         text = f"x {c}, y {r} · {panel.title.text()}: {format_value(val)}"
         inp = self.grid.input_panel
         if panel is not inp and inp.data is not None and inp.data.shape[:2] == panel.data.shape[:2]:

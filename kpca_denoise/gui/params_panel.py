@@ -144,11 +144,14 @@ def _form(parent: QWidget) -> QFormLayout:
 
 
 class _WheelGuard(QObject):
-    """Keeps the mouse wheel from changing an unfocused list or number field: the
-    wheel event goes to the form around it, which scrolls."""
+    """Keeps the mouse wheel from changing a list, or a number field that is not
+    focused: the wheel event goes to the form around it, which scrolls.  A list keeps
+    the focus after a pick, so it never takes the wheel: scrolling the form past it
+    changed the noise model unseen."""
 
     def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.Type.Wheel and not obj.hasFocus():
+        if event.type() == QEvent.Type.Wheel and (isinstance(obj, QComboBox)
+                                                  or not obj.hasFocus()):
             event.ignore()  # not accepted: Qt passes it on to the parent widgets
             return True
         return False
@@ -242,7 +245,8 @@ class ParamsPanel(QScrollArea):
         self.iterations.setRange(1, 10_000)
         self.iterations.setValue(100)
         self.iterations.setKeyboardTracking(False)
-        self.iterations.setToolTip("cap on the fixed-point pre-image iterations per patch")
+        self.iterations.setToolTip("cap on the fixed-point pre-image iterations per patch "
+                                   "(method global; grouped uses 2 per group)")
         f.addRow("pre-image iterations", self.iterations)
         self.seed = QSpinBox(g_patch)
         self.seed.setRange(0, 2_147_483_647)
@@ -343,6 +347,7 @@ class ParamsPanel(QScrollArea):
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
         self.gamma.setEnabled(is_global)
+        self.iterations.setEnabled(is_global)  # grouped: 2 per group, not a choice here
         self.landmarks_on.setEnabled(is_global)
         self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
         self.poisson_gain.setEnabled(self.noise_model.currentData() == "poisson-gaussian")

@@ -403,6 +403,7 @@ class SplitView(QWidget):
         self.before: np.ndarray | None = None
         self.after: np.ndarray | None = None
         self.levels: tuple | None = None
+        self.labels = ("noisy", "denoised")
         self.slider.valueChanged.connect(self._on_slider)
         self.line.sigPositionChanged.connect(self._on_line)
         self._syncing = False
@@ -417,10 +418,18 @@ class SplitView(QWidget):
                    levels: tuple | None, before_label: str = "noisy",
                    after_label: str = "denoised") -> None:
         self.before, self.after, self.levels = before, after, levels
+        self.labels = (before_label, after_label)
         self.left_label.setText(f"◀ {before_label}")
         self.right_label.setText(f"{after_label} ▶")
         self.panel.set_title(f"{before_label}  |  {after_label}")
         self._redraw()
+
+    def values_at(self, col: int, row: int) -> list[tuple[str, object]]:
+        """``[(label, value)]`` of both images at a pixel, the side shown there first
+        (the composite's own value would carry the result's name left of the split)."""
+        out = [(lab, a[row, col]) for lab, a in zip(self.labels, (self.before, self.after))
+               if a is not None and a.shape == self.before.shape]
+        return out[::-1] if col >= self.split_column() else out
 
     def split_column(self) -> int:
         if self.before is None:
