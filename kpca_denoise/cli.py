@@ -490,7 +490,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
         entry["noisy"] = entry["files"][-1] if ok else None
     noisy_psnr = None
     if clean is not None and np.shape(clean) == np.shape(noisy):
-        noisy_psnr = evaluate(clean, noisy, it.dtype)["psnr"]
+        noisy_psnr = evaluate(clean, noisy, it.dtype, it.is_patchset)["psnr"]
     rows = []
     for key, target in targets.items():
         if key == "noisy":
@@ -505,7 +505,7 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
                 print(f"error: reference for {it.name} has shape {np.shape(clean)}, "
                       f"output has {np.shape(out)}; PSNR skipped", file=sys.stderr)
             else:
-                m = evaluate(clean, out, it.dtype)
+                m = evaluate(clean, out, it.dtype, it.is_patchset)
         elif it.kind == "image" and params.noise_sigma is None:
             # informs only where nothing else does: no reference, sigma not given
             m = {"remaining_noise": remaining_noise(out)}

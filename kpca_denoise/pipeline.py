@@ -157,11 +157,30 @@ def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
     return out
 
 
-def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None) -> dict:
-    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``."""
+def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
+             patchset: bool = False) -> dict:
+    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set
+    (N, h, w) is measured as its samples side by side (:func:`sample_mosaic`), as the
+    window shows it (SSIM read (N, h, w) as an image of N rows and w channels)."""
     dtype = np.asarray(reference).dtype if dtype is None else dtype
     rng = data_range_for(dtype, reference)
+    if patchset:
+        reference, estimate = sample_mosaic(reference), sample_mosaic(estimate)
     return {"psnr": psnr(reference, estimate, rng), "ssim": ssim(reference, estimate, rng)}
+
+
+def sample_mosaic(a: np.ndarray) -> np.ndarray:
+    """The samples of a patch set (N, h, w) side by side on one gap-free canvas, in rows
+    of ``ceil(sqrt(N))`` (zeros after the last)."""
+    a = np.asarray(a)
+    n, h, w = a.shape
+    cols = int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / cols))
+    out = np.zeros((rows * h, cols * w), dtype=np.float64)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        out[r * h:(r + 1) * h, c * w:(c + 1) * w] = a[i]
+    return out
 
 
 def _stabiliser(image: np.ndarray, params: DenoiseParams):

@@ -312,3 +312,28 @@ def test_an_image_too_large_for_memory_is_refused_before_any_compute(tmp_path, r
     monkeypatch.setattr(cli, "available_memory", lambda: need)
     fake_tiles(monkeypatch)
     assert main(["denoise", str(src), "-o", str(out), "-q", "--noise-sigma", "10"]) == 0
+
+
+def test_a_patch_sets_metrics_are_the_windows(tmp_path, capsys):
+    # a patch set (N, 8, 8) is measured on its samples side by side, as the window
+    # measures it; SSIM read the array as an image of N rows and 8 channels (the
+    # command line said 0.725 where the window said 0.969 for the same digits)
+    from kpca_denoise.core.metrics import ssim
+    from kpca_denoise.gui.compute import compute_metrics
+    from kpca_denoise.pipeline import sample_mosaic
+
+    from pathlib import Path
+
+    with np.load(Path(__file__).parents[1] / "sample_images" / "digits.npz") as z:
+        clean = z["images"][:120]
+    np.savez(tmp_path / "d.npz", digits=clean)
+    assert main(["denoise", str(tmp_path / "d.npz"), "-o", str(tmp_path / "o"),
+                 "--add-noise", "25", "--ranks", "16", "--seed", "1", "-q"]) == 0
+    got = json.loads(sidecar_of(tmp_path / "o").read_text())["items"][0]["outputs"]["16"]
+    with np.load(tmp_path / "o" / "d_kpca_r16.npz") as z:
+        out = z["digits"]
+    window = compute_metrics(out, clean, clean.dtype, True)
+    assert got["ssim"] == pytest.approx(window["ssim"], abs=1e-12)
+    assert got["psnr"] == pytest.approx(window["psnr"], abs=1e-12)
+    assert got["ssim"] == pytest.approx(ssim(sample_mosaic(clean), sample_mosaic(out), 255.0))
+    assert sample_mosaic(np.ones((5, 2, 2))).shape == (2 * 2, 3 * 2)  # rows of 3

@@ -705,6 +705,12 @@ def test_comparison_sheet_png(window, images, tmp_path, qtbot):
         w, h = im.size
         assert im.format == "PNG"
     assert w > 3 * h  # clean, noisy and three ranks side by side
+    # the ranks compared on screen, not every rank computed (it held all of them)
+    window.params_panel.set_ranks((8, 2))
+    assert window.shown_ranks() == (2, 8)
+    path = window.export_sheet(tmp_path / "two.png")
+    with Image.open(path) as im:  # 48 px tiles enlarged to 160, 12 px apart
+        assert im.size == (12 + 4 * (160 + 12), h)
     # the sheet cannot replace an input
     assert window.export_sheet(images["u8"]) is None
     assert read_item(images["u8"]).array.shape == (48, 48)

@@ -75,19 +75,6 @@ def rank_label(rank: int | None) -> str:
     return "auto" if rank is None else str(rank)
 
 
-def _tiled(a: np.ndarray) -> np.ndarray:
-    # PSNR/SSIM of a patch set: all samples side by side on one gap-free canvas
-    a = np.asarray(a)
-    n, h, w = a.shape
-    cols = int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / cols))
-    out = np.zeros((rows * h, cols * w), dtype=np.float64)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        out[r * h:(r + 1) * h, c * w:(c + 1) * w] = a[i]
-    return out
-
-
 def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dtype,
                     is_patchset: bool) -> dict:
     """PSNR/SSIM against ``clean`` when there is one, else the remaining noise.
@@ -99,9 +86,7 @@ def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dt
     if clean is not None:
         if np.shape(clean) != np.shape(estimate):
             return {"error": f"reference shape {np.shape(clean)} ≠ image shape {np.shape(estimate)}"}
-        if is_patchset:
-            return evaluate(_tiled(clean), _tiled(estimate), dtype)
-        return evaluate(clean, estimate, dtype)
+        return evaluate(clean, estimate, dtype, patchset=is_patchset)
     if is_patchset:
         return {}
     return {"remaining_noise": remaining_noise(estimate)}

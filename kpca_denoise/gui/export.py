@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
@@ -154,8 +155,10 @@ class ExportActions:
             self.report_error(f"Export: {len(errors)} problem{'s' if len(errors) != 1 else ''}. {errors[0]}",
                               errors[1:])
         if written:
+            n_json = sum(1 for w in written if w.suffix == ".json")
             self.report_info(f"Exported rank {rank_label(rank)} to {folder} "
-                             f"({sum(1 for w in written if w.suffix != '.json')} file(s))", banner=not errors)
+                             f"({len(written) - n_json} image file(s) and {n_json} JSON sidecar(s))",
+                             banner=not errors)
             self.last_export_dir = str(folder)
         return written
 
@@ -211,7 +214,8 @@ class ExportActions:
             path = path.with_suffix(".png")
         try:
             check_not_input(path, self._input_paths())
-            sheet = self.comparison_sheet(e, rec)
+            # the ranks compared on screen, in their order (not every rank computed)
+            sheet = self.comparison_sheet(e, rec, [r for r in self.shown_ranks() if r in rec.ranks])
 
             def save(tmp: Path) -> None:
                 if not sheet.save(str(tmp), "PNG"):
@@ -224,16 +228,18 @@ class ExportActions:
         self.report_info(f"Comparison sheet saved to {path}", banner=True)
         return path
 
-    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, min_tile: int = 160) -> QImage:
-        """Every tile at the source's resolution (small images are enlarged to ``min_tile``
-        pixels with whole pixels, never shrunk)."""
+    def comparison_sheet(self, e: ImageEntry, rec: FitRecord, ranks: Sequence | None = None,
+                         min_tile: int = 160) -> QImage:
+        """The input and ``ranks`` (None: every rank computed) titled as the views title
+        them, every tile at the source's resolution (small images are enlarged to
+        ``min_tile`` pixels with whole pixels, never shrunk)."""
         levels = self._levels_for(e)
         tiles = [("noisy" if rec.params.add_noise else "input", rec.noisy, rec.noisy_metrics)]
         clean = self._clean_for(e, rec.params)
         if clean is not None:
             tiles.insert(0, ("reference" if e.reference is not None else "clean", clean, {}))
-        for r in sorted(rec.ranks, key=rank_sort_key):
-            tiles.append((f"rank {rank_label(r)}", rec.ranks[r].output, rec.ranks[r].metrics))
+        for r in sorted(rec.ranks, key=rank_sort_key) if ranks is None else ranks:
+            tiles.append((self.rank_title(e, rec, r), rec.ranks[r].output, rec.ranks[r].metrics))
         imgs = [qimage_from_array(to_uint8(e.display(a), levels)) for _, a, _ in tiles]
         h0, w0 = imgs[0].height(), imgs[0].width()
         scale = max(1.0, min_tile / max(h0, w0))

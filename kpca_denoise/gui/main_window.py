@@ -895,6 +895,17 @@ class MainWindow(ExportActions, QMainWindow):
             auto = 16
         return tuple(sorted(p.ranks, key=lambda r: (rank_sort_key(auto if r is None else r), r is None)))
 
+    @staticmethod
+    def rank_title(e: ImageEntry, rec: FitRecord | None, r) -> str:
+        """A rank's title in the views and on the sheet; 'auto' is marked with what it
+        stood for, or that nothing capped it."""
+        if r is not None:
+            return f"rank {rank_label(r)}"
+        auto = rec.resolved.get("auto_rank") if rec is not None else None
+        return (f"auto = {auto}" if auto is not None else
+                "auto (no cap)" if rec is not None and rec.params.method == "grouped"
+                and not e.is_patchset else "rank auto")
+
     def shown_ranks(self) -> tuple:
         """The ranks the views show: the panel's, or those of the other parameters' result shown."""
         shown = self.session.shown(self.current_entry(), self.current_params())
@@ -1208,15 +1219,12 @@ class MainWindow(ExportActions, QMainWindow):
                                                             "show the noise left")
             self.grid.ref_panel.set_metrics("")
         sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
-        auto = rec.resolved.get("auto_rank") if rec is not None else None
         prev = None
         for r in ranks:
             panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
             rr = rec.ranks.get(r) if rec is not None else None
-            if r is None:  # 'auto' is marked: what it stood for, or that nothing capped it
-                panel.set_title(f"auto = {auto}" if auto is not None else
-                                "auto (no cap)" if rec is not None and rec.params.method == "grouped"
-                                and not e.is_patchset else "rank auto")
+            if r is None:
+                panel.set_title(self.rank_title(e, rec, r))
             if rr is not None:
                 panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
