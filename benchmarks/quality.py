@@ -23,6 +23,7 @@ Usage::
     python benchmarks/quality.py --blind    # also ours with the noise level estimated by the product
     python benchmarks/quality.py --no-global  # skip the slow global baselines
     python benchmarks/quality.py --full --timing-only  # only the 512x512 time ratios
+    python benchmarks/quality.py --full --timing-only --sigmas 15,50  # ... at other levels
     python benchmarks/quality.py --kw '{"match_size": 5}'  # ours with other settings
 
 At the end it prints the mean time ratios ours/bm3d and ours/nlm on 512x512 images
@@ -36,6 +37,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -232,7 +234,8 @@ def main(argv=None):
         print(f"ours with {json.dumps(KW)}")
     if a.timing_only:
         denoise_grouped(np.random.default_rng(1).normal(128, 20, (48, 48)), 20.0)  # compile
-        timing(a.full, a.seed, a.no_bm3d)
+        timing(a.full, a.seed, a.no_bm3d,
+               sigmas=[float(s) for s in a.sigmas.split(",")] if a.sigmas else (25.0,))
         return
 
     sigmas = [25.0] if a.quick else [15.0, 25.0, 50.0]
@@ -302,21 +305,27 @@ def main(argv=None):
     timing(a.full, a.seed, a.no_bm3d)
 
 
-def timing(full: bool, seed: int, no_bm3d: bool = False, repeat: int = 3) -> None:
-    """Time ratios on 512x512 grey images at sigma 25, in this process: ours end to end
+def timing(full: bool, seed: int, no_bm3d: bool = False, repeat: int = 3,
+           sigmas: Sequence[float] = (25.0,)) -> None:
+    """Time ratios on 512x512 grey images at each sigma (25), in this process: ours end to end
     (``denoise_image``, noise level given, float input) against bm3d and NLM.  Each
     method runs ``repeat`` times, interleaved, and its fastest run counts (a shared
     machine's load only ever adds time)."""
+    for sigma in sigmas:
+        _timing(full, seed, no_bm3d, repeat, float(sigma))
+
+
+def _timing(full: bool, seed: int, no_bm3d: bool, repeat: int, sigma: float) -> None:
     from kpca_denoise import denoise_image
 
     rb, rn = [], []
     for name in (["camera", "moon", "grass", "gravel"] if full else ["camera"]):
         im = load(name, 512)
-        noisy = im + np.random.default_rng(seed).normal(0.0, 25.0, im.shape)
-        runs = {"ours": lambda x: denoise_image(x, noise_sigma=25.0),
-                "nlm": lambda x: nlm(x, 25.0)}
+        noisy = im + np.random.default_rng(seed).normal(0.0, sigma, im.shape)
+        runs = {"ours": lambda x: denoise_image(x, noise_sigma=sigma),
+                "nlm": lambda x: nlm(x, sigma)}
         if not no_bm3d:
-            runs["bm3d"] = lambda x: bm3d_(x, 25.0)
+            runs["bm3d"] = lambda x: bm3d_(x, sigma)
         t = {k: [] for k in runs}
         for _ in range(repeat):
             for k, f in runs.items():
@@ -325,14 +334,15 @@ def timing(full: bool, seed: int, no_bm3d: bool = False, repeat: int = 3) -> Non
                 t[k].append(time.perf_counter() - t0)
         t = {k: min(v) for k, v in t.items()}
         rn.append(t["ours"] / t["nlm"])
-        line = f"timing 512x512 {name}: ours {t['ours']:.2f}s nlm {t['nlm']:.2f}s ratio {rn[-1]:.2f}"
+        line = f"timing 512x512 {name} sigma {sigma:g}: ours {t['ours']:.2f}s nlm {t['nlm']:.2f}s ratio {rn[-1]:.2f}"
         if not no_bm3d:
             rb.append(t["ours"] / t["bm3d"])
             line += f"; bm3d {t['bm3d']:.2f}s ratio {rb[-1]:.3f}"
         print(line, flush=True)
     if rb:
-        print(f"mean time ratio ours/bm3d (512x512, sigma 25, best of {repeat}): {np.mean(rb):.3f}")
-    print(f"mean time ratio ours/nlm (512x512, sigma 25, best of {repeat}): {np.mean(rn):.2f}")
+        print(f"mean time ratio ours/bm3d (512x512, sigma {sigma:g}, best of {repeat}): "
+              f"{np.mean(rb):.3f}")
+    print(f"mean time ratio ours/nlm (512x512, sigma {sigma:g}, best of {repeat}): {np.mean(rn):.2f}")
 
 
 if __name__ == "__main__":

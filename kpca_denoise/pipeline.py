@@ -159,14 +159,14 @@ def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
 
 def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
              patchset: bool = False) -> dict:
-    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set
-    (N, h, w) is measured as its samples side by side (:func:`sample_mosaic`), as the
-    window shows it (SSIM read (N, h, w) as an image of N rows and w channels)."""
+    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set's
+    (N, h, w) SSIM is that of its samples side by side (:func:`sample_mosaic`), as the
+    window shows them (it read (N, h, w) as an image of N rows and w channels)."""
     dtype = np.asarray(reference).dtype if dtype is None else dtype
     rng = data_range_for(dtype, reference)
-    if patchset:
-        reference, estimate = sample_mosaic(reference), sample_mosaic(estimate)
-    return {"psnr": psnr(reference, estimate, rng), "ssim": ssim(reference, estimate, rng)}
+    s = ssim(sample_mosaic(reference), sample_mosaic(estimate), rng) if patchset else \
+        ssim(reference, estimate, rng)
+    return {"psnr": psnr(reference, estimate, rng), "ssim": s}
 
 
 def sample_mosaic(a: np.ndarray) -> np.ndarray:

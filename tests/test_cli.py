@@ -336,4 +336,7 @@ def test_a_patch_sets_metrics_are_the_windows(tmp_path, capsys):
     assert got["ssim"] == pytest.approx(window["ssim"], abs=1e-12)
     assert got["psnr"] == pytest.approx(window["psnr"], abs=1e-12)
     assert got["ssim"] == pytest.approx(ssim(sample_mosaic(clean), sample_mosaic(out), 255.0))
+    # PSNR over the samples alone (the mosaic's empty slot would dilute the error)
+    mse = np.mean((out.astype(float) - clean) ** 2)
+    assert got["psnr"] == pytest.approx(10 * np.log10(255.0 ** 2 / mse), abs=1e-9)
     assert sample_mosaic(np.ones((5, 2, 2))).shape == (2 * 2, 3 * 2)  # rows of 3
