@@ -187,6 +187,31 @@ def test_run_to_completion_shows_every_rank_with_metrics(window, images, qtbot):
     assert window.params_panel.gamma.chosen.text()  # the automatic kernel width is shown
 
 
+def test_the_spectrum_axes_say_only_what_is_there(qtbot):
+    # an empty plot ticked components 0.1 ... 0.9; the log axis put "(x0.001)" in front
+    # of its label; the right axis stood with no curve; near ranks' labels overlapped
+    from kpca_denoise.gui.spectrum import SpectrumPlot
+
+    plot = SpectrumPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 300)
+    bottom, left, right = (plot.getPlotItem().getAxis(n) for n in ("bottom", "left", "right"))
+    ticks = [v for _, vals in bottom.tickValues(0.5, 8.5, 400) for v in vals]
+    assert ticks and all(float(v).is_integer() for v in ticks)
+    assert [v for _, vals in bottom.tickValues(0.6, 1.4, 400) for v in vals] == [1.0]
+    assert not left.autoSIPrefix and not right.isVisible()
+    ev = np.geomspace(100.0, 1e-3, 40)
+    plot.set_eigenvalues(ev)  # live: no cumulative curve yet
+    assert not right.isVisible()
+    plot.set_eigenvalues(ev, final=True, total_variance=float(ev.sum()))
+    assert right.isVisible() and len(plot.cum_curve.getData()[0]) == 40
+    plot.clear_spectrum("nothing")
+    assert not right.isVisible()
+    plot.set_ranks((8, 16, None), auto_rank=12)
+    heights = [line.label.orthoPos for line in plot._rank_lines.values()]
+    assert len(set(heights)) == 3
+
+
 def test_without_reference_metrics_show_remaining_noise(window, images, qtbot):
     window.load_paths([images["u8"]])
     _run(qtbot, window, FAST.replace(ranks=(4,)))
@@ -222,6 +247,16 @@ def test_empty_views_say_why_inside_their_panel(window, images, qtbot):
     _run(qtbot, window, FAST.replace(ranks=(4,)))
     assert not window.grid.rank_panels[4].placeholder.isVisible()
     assert ref.placeholder.isVisible()
+    # a metrics line wider than its panel breaks between its parts, a number kept with
+    # its name, in the panel's two lines (a third line, number and all, was cut off)
+    m = window.grid.rank_panels[4].metrics
+    m.setText("remaining noise σ ≈ 0.27 · eff. rank 3.2 · ≈ previous rank 2")
+    m.resize(150, m.height())
+    lines, fm = m.lines(), m.fontMetrics()
+    assert len(lines) == 2 and lines[0] == "remaining noise" and lines[1].startswith("σ ≈ 0.27")
+    assert lines[1].endswith("…") and m.text().endswith("rank 2")
+    assert all(fm.horizontalAdvance(fm.elidedText(t, Qt.TextElideMode.ElideRight, 150)) <= 150
+               for t in lines)
 
 
 def test_poisson_noise_is_described_by_gain_and_sigma(window, tmp_path, qtbot):
@@ -1195,3 +1230,14 @@ def test_fields_the_grouped_method_does_not_use_are_greyed_out(window):
         assert [w.isEnabled() for w in (panel.stride, panel.n_train, panel.gamma,
                                         panel.iterations)] == [live] * 4
         assert (panel.params().preimage_iterations is None) != live
+
+
+def test_fit_lines_breaks_between_parts_and_marks_what_it_leaves_out():
+    from kpca_denoise.gui.views import fit_lines
+
+    n = len  # one unit per character
+    assert fit_lines("PSNR 30.12 dB · SSIM 0.912", n, 30, 2) == ["PSNR 30.12 dB · SSIM 0.912"]
+    assert fit_lines("PSNR 30.12 dB · SSIM 0.912", n, 16, 2) == ["PSNR 30.12 dB", "SSIM 0.912"]
+    assert fit_lines("a · b · c", n, 2, 2) == ["a", "b…"]
+    assert fit_lines("remaining noise σ ≈ 0.27", n, 16, 2) == ["remaining noise", "σ ≈ 0.27"]
+    assert fit_lines("one\ntwo", n, 80, 2) == ["one", "two"]

@@ -1247,9 +1247,12 @@ class MainWindow(ExportActions, QMainWindow):
         if not running:
             if rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
                 self.spectrum.set_eigenvalues(rec.eigenvalues, final=True, total_variance=rec.total_variance)
-            elif rec is not None:
+            elif rec is not None and rec.params.method == "grouped" and not e.is_patchset:
                 self.spectrum.clear_spectrum("the grouped method has no single spectrum\n"
                                              "(choose 'global' to see one)")
+            elif rec is not None:  # nothing fitted: no noise found, a flat image
+                self.spectrum.clear_spectrum("no spectrum: no model was fitted\n"
+                                             "for this result (see the log)")
             else:
                 self.spectrum.clear_spectrum("run to see the eigen-spectrum")
         poisson = rec.resolved.get("noise_model") if rec is not None else None

@@ -16,13 +16,24 @@ from PySide6.QtWidgets import QWidget
 __all__ = ["SpectrumPlot"]
 
 
+class _ComponentAxis(pg.AxisItem):
+    """Component numbers: whole numbers only (an empty plot ticked 0.1 ... 0.9)."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph's name)
+        levels = [(sp, [v for v in vals if float(v).is_integer()])
+                  for sp, vals in super().tickValues(minVal, maxVal, size) if sp >= 1]
+        return levels or [(1.0, [float(v) for v in range(int(np.ceil(minVal)),
+                                                             int(np.floor(maxVal)) + 1)])]
+
+
 class SpectrumPlot(pg.PlotWidget):
     """Eigenvalues λₖ (log scale, left axis) and cumulative explained variance (right)."""
 
     rankClicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, background="w")
+        super().__init__(parent=parent, background="w",
+                         axisItems={"bottom": _ComponentAxis(orientation="bottom")})
         pi = self.getPlotItem()
         pi.setLogMode(x=False, y=True)
         # the y range is set in whole half-decades and only when the data leave it:
@@ -36,6 +47,9 @@ class SpectrumPlot(pg.PlotWidget):
         self._decade_lines: list = []
         pi.setLabel("bottom", "component k")
         pi.setLabel("left", "eigenvalue λₖ (centred Gram)")
+        # a log axis of values, not "(x0.001)" milli-units in front of the label
+        pi.getAxis("left").enableAutoSIPrefix(False)
+        pi.setXRange(0.5, 8.5, padding=0)
         pi.setMenuEnabled(False)
         pi.hideButtons()
         self.curve = pi.plot([], [], pen=pg.mkPen("#1f5fbf", width=2), symbol="o", symbolSize=5,
@@ -55,6 +69,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.cum_curve = pg.PlotDataItem([], [], pen=pg.mkPen("#c0392b", width=2, style=Qt.PenStyle.DashLine))
         self.cum_vb.addItem(self.cum_curve)
         pi.vb.sigResized.connect(self._sync_views)
+        self._show_cumulative(False)
         self.status = pg.TextItem("", color="#444444", anchor=(1, 0))
         self.status.setParentItem(pi.vb)
         self.message = pg.TextItem("", color="#777777", anchor=(0.5, 0.5))
@@ -77,6 +92,10 @@ class SpectrumPlot(pg.PlotWidget):
         self.status.setPos(r.width() - 6, 4)
         self.message.setPos(r.width() / 2, r.height() / 2)
 
+    def _show_cumulative(self, on: bool) -> None:
+        """The right axis only with its curve (an axis with no curve read as a fault)."""
+        self.getPlotItem().getAxis("right").setVisible(on)
+
     def show_message(self, text: str) -> None:
         self.message.setText(text)
         self._sync_views()
@@ -86,6 +105,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.total_variance = None
         self.curve.setData([], [])
         self.cum_curve.setData([], [])
+        self._show_cumulative(False)
         self.status.setText("")
         self.show_message(message)
 
@@ -104,15 +124,18 @@ class SpectrumPlot(pg.PlotWidget):
             self.total_variance = total_variance
             cum = np.cumsum(np.clip(ev, 0, None)) / total_variance
             self.cum_curve.setData(k, cum)
+            self._show_cumulative(True)
             _set_text(self.status, f"top {ev.size}: {100 * cum[-1]:.1f}% of the variance")
             self.cum_vb.setYRange(0.0, 1.0, padding=0.02)
         elif not final:
             self.cum_curve.setData([], [])
+            self._show_cumulative(False)
             _set_text(self.status, "eigensolver iterating…")
         else:
             # no trace known (e.g. a set's second model): no curve, not the last image's
             self.total_variance = None
             self.cum_curve.setData([], [])
+            self._show_cumulative(False)
             self.status.setText("")
         if ev.size:
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
@@ -155,10 +178,12 @@ class SpectrumPlot(pg.PlotWidget):
             for line in self._rank_lines.values():
                 self.getPlotItem().removeItem(line)
             self._rank_lines = {}
-            for key, pos in marks:
+            # labels at staggered heights, so near ranks ("r=8", "r=16" on a plot of
+            # 898 components) do not print over each other
+            for i, (key, pos) in enumerate(sorted(marks, key=lambda m: m[1])):
                 text = f"r={pos}" if key is not None else f"auto={pos}"
                 line = pg.InfiniteLine(pos=pos, angle=90, movable=False, label=text,
-                                       labelOpts={"position": 0.55, "color": "#555",
+                                       labelOpts={"position": 0.85 - 0.15 * (i % 4), "color": "#555",
                                                   "fill": (255, 255, 255, 200)})
                 self.getPlotItem().addItem(line, ignoreBounds=True)
                 self._rank_lines[key] = line

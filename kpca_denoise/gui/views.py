@@ -8,6 +8,8 @@ views only draw arrays they are given; nothing here computes a result.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -101,6 +103,63 @@ class _ElidedLabel(QLabel):
         p.end()
 
 
+def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
+    """``text`` in at most ``n`` lines of ``width``: broken at its newlines, then between
+    its " · " parts, then between words (a number kept with the word before it); a line
+    still too wide, or the last one when
+    more would follow, ends in "…" (``width_of(s)`` measures a string)."""
+    sep = " · "
+    lines: list[str] = []
+    for para in text.split("\n"):
+        cur = ""
+        for part in para.split(sep):
+            # a number stays with its name ("σ ≈ 0.27", "PSNR 30.1 dB")
+            pieces = [part] if width_of(part) <= width else re.split(r" (?![\d≈∞+\-]|dB\b)", part)
+            for k, piece in enumerate(pieces):
+                glue = (sep if k == 0 else " ") if cur else ""
+                if cur and width_of(cur + glue + piece) > width:
+                    lines.append(cur)
+                    cur = piece
+                else:
+                    cur += glue + piece
+        lines.append(cur)
+    if len(lines) > n:
+        lines = lines[:n - 1] + [sep.join(lines[n - 1:])]
+        while lines[-1] and width_of(lines[-1] + "…") > width:
+            lines[-1] = lines[-1][:-1]
+        lines[-1] = lines[-1].rstrip(" ·") + "…"
+    return lines
+
+
+class _FittedLines(QLabel):
+    """A label of a fixed number of lines that breaks its text between its parts
+    (:func:`fit_lines`) rather than anywhere, and marks what it leaves out with "…"
+    (a wrapped third line was cut off, number and all); ``text()`` and the tooltip keep
+    it all."""
+
+    def __init__(self, n_lines: int, parent: QWidget | None = None) -> None:
+        super().__init__("", parent)
+        self.n_lines = n_lines
+        self.setFixedHeight(n_lines * self.fontMetrics().lineSpacing() + 2)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def lines(self) -> list[str]:
+        fm = self.fontMetrics()
+        return fit_lines(self.text(), fm.horizontalAdvance, self.contentsRect().width(),
+                         self.n_lines) if self.text() else []
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        r, fm = self.contentsRect(), self.fontMetrics()
+        lines = self.lines()
+        p = QPainter(self)
+        top = r.top() + (r.height() - len(lines) * fm.lineSpacing()) // 2
+        for i, line in enumerate(lines):
+            p.drawText(r.left(), top + i * fm.lineSpacing(), r.width(), fm.lineSpacing(),
+                       int(Qt.AlignmentFlag.AlignCenter), fm.elidedText(
+                           line, Qt.TextElideMode.ElideRight, r.width()))
+        p.end()
+
+
 class ImagePanel(QFrame):
     """A titled image view with a line of metrics under it.
 
@@ -139,22 +198,18 @@ class ImagePanel(QFrame):
         self.placeholder.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.placeholder.hide()
         self.view.installEventFilter(self)
-        self.metrics = QLabel("", self)
-        self.metrics.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        # narrow panels wrap the line (PSNR, SSIM, effective rank, "converged") instead of cutting it
-        self.metrics.setWordWrap(True)
-        self.metrics.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        # two lines in every panel: linked views must keep one height per row (pyqtgraph
-        # links views by their screen extent); the full text is in the tooltip
-        self.metrics.setFixedHeight(2 * self.metrics.fontMetrics().lineSpacing() + 2)
+        # narrow panels break the line (PSNR, SSIM, effective rank, "converged") between
+        # its parts; two lines in every panel: linked views must keep one height per row
+        # (pyqtgraph links views by their screen extent); the full text is in the tooltip
+        self.metrics = _FittedLines(2, self)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.metrics.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.view.setMinimumSize(MIN_VIEW, MIN_VIEW)
         self.view.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.view.scene().sigMouseClicked.connect(self._on_click)
         self.view.scene().sigMouseMoved.connect(self._on_move)
-        self.roi_text = QLabel("", self)
+        self.roi_text = _ElidedLabel("", self)  # elided in the middle, not cut at both ends
         self.roi_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.roi_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.roi_text.hide()
         self.data: np.ndarray | None = None
         lay = QVBoxLayout(self)
@@ -184,6 +239,7 @@ class ImagePanel(QFrame):
 
     def set_roi_text(self, text: str) -> None:
         self.roi_text.setText(text)
+        self.roi_text.setToolTip(text)
         self.roi_text.setVisible(bool(text))
 
     def _on_click(self, ev) -> None:
