@@ -121,8 +121,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors in one line, as every other error of the command (it
+    printed the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
+    ap = _Parser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
     ap.add_argument("--version", action="version", version=f"kpca-denoise {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     d = sub.add_parser("denoise", help="denoise images, folders and patch sets")
@@ -225,11 +233,28 @@ def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
                 cand = refpath / it.path.name
             if cand.is_file():
                 out[id(it)] = read_item(cand, max_pixels=max_pixels).array
+                _check_reference(cand, out[id(it)], it)
         return out
     arr = read_item(refpath, max_pixels=max_pixels).array
     if len(items) != 1:
         raise UsageError("--reference FILE needs exactly one input; give a folder to match several by name")
+    _check_reference(refpath, arr, items[0])
     return {id(items[0]): arr}
+
+
+def _check_reference(path: Path, ref: np.ndarray, it) -> None:
+    """A reference is the clean version of its input: the same shape and pixel type
+    (a 16-bit reference of an 8-bit image gave -43 dB; a smaller one was skipped after
+    the compute with exit code 0)."""
+    def size(shape) -> str:
+        return "x".join(map(str, shape))
+
+    if ref.shape != tuple(it.shape):
+        raise UsageError(f"--reference {path} is {size(ref.shape)}, {it.path} is {size(it.shape)}; "
+                         "give the clean version of the same image")
+    if ref.dtype != it.dtype and not (ref.dtype.kind == it.dtype.kind == "f"):
+        raise UsageError(f"--reference {path} holds {ref.dtype} pixels, {it.path} {it.dtype}; "
+                         "give the reference in the image's own pixel type")
 
 
 #: memory the engine needs beside an image's own pixels: the interpreter and its
@@ -291,7 +316,9 @@ def _check_writable(folder: Path) -> None:
 
 def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool) -> dict:
     """Every output file of the run, checked before anything is computed:
-    ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``."""
+    ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``; an
+    item whose outputs cannot be named (a name too long for the file system) is left
+    out with its error printed, and the others go on."""
     plan: dict = {}
     taken: dict = {}
     for it in items:
@@ -301,17 +328,26 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
         targets = {}
         for k in keys:
             target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
-            check_not_input(target, inputs)
+            try:
+                check_not_input(target, inputs)
+            except OSError as exc:
+                print(f"error: {target}: cannot write ({exc.strerror or exc}); rename "
+                      f"{it.path.name} or choose another folder with -o", file=sys.stderr)
+                break
             other = taken.get(target)
             if other is not None:  # collect_inputs makes names unique; never trust that blindly
                 raise UsageError(f"{target}: {it.path} and {other} would both be written here; "
                                  "rename one of them")
             taken[target] = it.path
+            if target.is_dir():
+                raise UsageError(f"{target}: a folder has the output's name; rename it or choose "
+                                 "another folder with -o")
             if target.exists() and not overwrite:
                 raise UsageError(f"{target}: the output already exists; use --overwrite to replace "
                                  "it or choose another folder with -o")
             targets[k] = target
-        plan[id(it)] = targets
+        else:
+            plan[id(it)] = targets
     for folder in sorted({t.parent for ts in plan.values() for t in ts.values()}):
         _check_writable(folder)
     return plan
@@ -319,6 +355,8 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
 
 def _denoise(args) -> int:
     params = _params_from_args(args)
+    if not args.output.strip():
+        raise UsageError("-o is empty; give a folder for the results")
     outdir = Path(args.output)
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
@@ -347,6 +385,10 @@ def _denoise(args) -> int:
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
                                                          else []), args.overwrite)
+    unnamed = len(items) - len(plan)
+    items = [it for it in items if id(it) in plan]
+    if not items:
+        return 2
     # stacks: each page is an image of the set; pages are gathered again to be written
     images = _PageSource(items)
     names, patch_sets, owner = [], [], []
@@ -357,7 +399,7 @@ def _denoise(args) -> int:
             owner.append(it)
     position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
     bar = ProgressBar(enabled=not args.quiet)
-    failed = len(errors) + len(read_errors)
+    failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
     try:
@@ -547,6 +589,11 @@ def main(argv=None) -> int:
     except MemoryError:
         print("error: out of memory; denoise fewer or smaller images at once", file=sys.stderr)
         return 1
+    except OSError as exc:  # a path the system refuses (too long, a loop) met on the way
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}; check the path or choose another",
+              file=sys.stderr)
+        return 2
     except Cancelled:
         print("error: cancelled", file=sys.stderr)
         return 130

@@ -210,7 +210,17 @@ def collect_inputs(paths, *, exclude=None):
             seen.add(key)
             files.append(InputFile(f, rel))
 
-    for p in map(Path, paths):
+    for raw in paths:
+        p = Path(raw)
+        if not str(raw).strip():
+            errors.append((p, "an empty input name (\"\"); name a file or a folder"))
+            continue
+        if p.is_dir() and _within(p, exclude):
+            # the walk leaves out the output folder: holding this one, it left out all
+            errors.append((p, f"{p}: the output folder {exclude} is this folder or holds it, so "
+                              "the results would mix with the inputs; use an -o outside it, "
+                              f"e.g. -o {p.resolve().name}_denoised"))
+            continue
         if p.is_dir():
             found = []
             for root, dirs, names in os.walk(p):
@@ -234,6 +244,11 @@ def collect_inputs(paths, *, exclude=None):
                 errors.append((p, _unsupported(p)))
             else:
                 add(p, Path(p.name))
+        elif p.is_symlink():
+            errors.append((p, f"{p}: a link to nothing (broken, or a loop); name its target"))
+        elif p.exists():
+            errors.append((p, f"{p}: not a regular file or folder (a device, pipe or socket); "
+                              "save the image to a file first"))
         else:
             errors.append((p, f"{p}: no such file or folder"))
     # names that collide: take the paths from the nearest folder they share
@@ -390,13 +405,19 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         series = [s for s in tf.series if s.shape]
         if not series:
             raise InputError(f"{path}: the TIFF holds no image")
-        if len(series) > 1:
-            shapes = ", ".join("x".join(map(str, s.shape)) for s in series)
+        s = series[0]
+        axes, shape = s.axes, tuple(s.shape)
+        # pages written one by one (each its own series, e.g. each with a description)
+        # are the pages of one stack when they are alike
+        alike = all(x.shape == s.shape and x.dtype == s.dtype and x.axes == s.axes
+                    and len(x.pages) == 1 for x in series)
+        if len(series) > 1 and not alike:
+            shapes = ", ".join("x".join(map(str, x.shape)) for x in series)
             raise InputError(
                 f"{path}: the TIFF holds {len(series)} image series of different shapes "
                 f"({shapes}); save each series as its own file")
-        s = series[0]
-        axes, shape = s.axes, tuple(s.shape)
+        if len(series) > 1:
+            axes, shape = "Q" + axes, (len(series),) + shape
         if "Y" not in axes or "X" not in axes:
             raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
         h, w = shape[axes.index("Y")], shape[axes.index("X")]
@@ -408,8 +429,10 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
             raise InputError(
                 f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
                 "as greyscale or RGB")
-        a = s.asarray()
+        a = s.asarray() if len(series) == 1 else np.stack([x.asarray() for x in series])
         meta: dict = {"photometric": photometric}
+        if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
+            meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
         tags = page.tags
         if "XResolution" in tags and "YResolution" in tags:
             meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
@@ -486,6 +509,18 @@ def _read_patchset(path: Path) -> tuple[np.ndarray, str | None, dict]:
     return a, key, arrays
 
 
+#: the first bytes of each image format read (TIFF: little and big endian, classic and BigTIFF)
+_MAGIC = {"PNG": (b"\x89PNG\r\n\x1a\n",), "JPEG": (b"\xff\xd8\xff",), "BMP": (b"BM",),
+          "TIFF": (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")}
+
+
+def _sniff(path: Path) -> str | None:
+    """The image format a file's first bytes announce, None when none of ours."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    return next((fmt for fmt, magics in _MAGIC.items() if head.startswith(magics)), None)
+
+
 def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
     """Read one supported file; raises InputError with the reason and the fix.
 
@@ -507,6 +542,13 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
                           max_pixels=max_pixels)
     fmt = IMAGE_SUFFIXES[suffix]
     try:
+        held = _sniff(path)
+        if held is not None and held != fmt:
+            # its output would be written as its name says: a 16-bit TIFF named .png
+            # came back an 8-bit PNG
+            ext = {"PNG": ".png", "TIFF": ".tif", "JPEG": ".jpg", "BMP": ".bmp"}[held]
+            raise InputError(f"{path}: holds a {held} image but is named {path.suffix}; "
+                             f"rename it to {path.stem}{ext}")
         if fmt == "TIFF":
             a, meta, stack = _read_tiff(path, limit)
         else:
@@ -715,7 +757,10 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
             photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
                 item.is_stack and a.ndim == 3) else "minisblack"
         kw: dict = {"photometric": photometric, "compression": "zlib"}
-        if photometric == "rgb" and data.shape[-1] == 4:
+        if meta.get("extrasamples"):  # as read (grey + alpha stays one page of 2 samples)
+            kw["extrasamples"] = meta["extrasamples"]
+            kw["planarconfig"] = "contig"
+        elif photometric == "rgb" and data.shape[-1] == 4:
             kw["extrasamples"] = ("unassalpha",)
         ij = _imagej_metadata(meta.get("imagej"), data, photometric)
         if meta.get("planar") and data.ndim >= 3:

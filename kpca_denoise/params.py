@@ -178,6 +178,8 @@ class DenoiseParams:
             bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
         if not isinstance(self.extra, dict):
             bad("extra", f"must be a mapping of grouped-method options, got {self.extra!r}")
+        if self.method == "grouped" and self.patch_size is not None and self.patch_size > 64:
+            bad("patch_size", f"must be at most 64 for method 'grouped', got {self.patch_size!r}")
         if self.extra:
             known = _grouped_options()
             unknown = sorted(set(map(str, self.extra)) - known)

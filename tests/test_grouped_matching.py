@@ -520,16 +520,20 @@ def test_a_bad_stage2_constant_is_refused(name, bad):
         denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})
 
 
-# a value each option refuses, and the words of its message (stop 30: before, the
-# first three of these ran: a negative width, a forward-projection step of 5 and the
-# string "no" as true; gamma_scale2=0 divided by zero)
+# a value each option refuses, and the words of its message (stop 30: before, a
+# negative width, a back-projection step of 5 and the string "no" as true ran;
+# gamma_scale2=0 divided by zero; a search radius of 1e9 ran out of memory at 23 GB)
 BAD_OPTIONS = {
-    "patch_size": (0, "an integer >= 1 or None"), "group_size": (1.5, "an integer >= 2"),
-    "group_size1": (1, "an integer >= 2"), "search_radius": (0, "an integer >= 1 or None"),
-    "search_radius1": ("4", "an integer >= 1 or None"),
-    "match_size1": (-3, "an integer >= 1 or None"), "match_size": (0, "an integer >= 1 or None"),
-    "stride": (0, "an integer >= 1 or None"), "stride1": (True, "an integer >= 1 or None"),
-    "max_iter": (0, "an integer >= 1"), "backprojection": (-2, "an integer >= 0"),
+    "patch_size": (0, "an integer from 1 to 64 or None"),
+    "group_size": (1.5, "an integer from 2 to 512"),
+    "group_size1": (100000, "an integer from 2 to 512"),
+    "search_radius": (10**9, "an integer from 1 to 256 or None"),
+    "search_radius1": ("4", "an integer from 1 to 256 or None"),
+    "match_size1": (-3, "an integer from 1 to 99 or None"),
+    "match_size": (0, "an integer from 1 to 99 or None"),
+    "stride": (0, "an integer from 1 to 32 or None"),
+    "stride1": (True, "an integer from 1 to 32 or None"),
+    "max_iter": (0, "an integer from 1 to 1000"), "backprojection": (-2, "an integer from 0 to 10"),
     "data_range": (0.0, "a finite number > 0 or None"),
     "gamma_scale": (-1.0, "a finite number > 0"), "gamma_scale2": (0, "a finite number > 0"),
     "kappa1": (-3, "a finite number >= 0 or None"),

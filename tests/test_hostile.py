@@ -543,3 +543,124 @@ def test_image_loader_fuzz_bit_flipped_headers(tmp_path, ext, flips):
         assert "\n" not in str(exc)
     else:
         assert item.array.size > 0
+
+
+# -- stop 30: a hostile sweep's findings ----------------------------------------------
+
+
+def test_an_output_folder_that_is_or_holds_an_input_folder_is_refused(tmp_path, capsys, no_compute):
+    # the walk leaves the output folder out: -o the input folder (or its parent) left
+    # out every sub-folder, silently, with exit code 0
+    tree = tmp_path / "tree"
+    (tree / "a" / "sub").mkdir(parents=True)
+    for p in (tree / "top.png", tree / "a" / "x.png", tree / "a" / "sub" / "y.png"):
+        Image.fromarray(_smooth((32, 32))).save(p)
+    before = {p: _md5(p) for p in tree.rglob("*.png")}
+    for inp, out in ((tree, tree), (tree / "a", tree)):
+        rc, errs, _ = _run(["denoise", str(inp), "-o", str(out), *FAST], capsys)
+        assert rc == 2 and len(errs) == 1, errs
+        assert errs[0] == (f"error: {inp}: the output folder {out} is this folder or holds it, so "
+                           "the results would mix with the inputs; use an -o outside it, e.g. "
+                           f"-o {inp.name}_denoised")
+    assert {p: _md5(p) for p in tree.rglob("*.png")} == before and not _sidecars(tree)
+
+
+def test_an_output_folder_inside_the_input_folder_is_left_out_of_the_walk(tmp_path, capsys):
+    tree = tmp_path / "tree"
+    (tree / "a").mkdir(parents=True)
+    for p in (tree / "top.png", tree / "a" / "x.png"):
+        Image.fromarray(_smooth((32, 32))).save(p)
+    for _ in range(2):  # the second run must not take the first run's results as inputs
+        rc, errs, _ = _run(["denoise", str(tree), "-o", str(tree / "out"), "--overwrite", *FAST],
+                           capsys)
+        assert rc == 0, errs
+    assert sorted(p.relative_to(tree / "out").as_posix() for p in (tree / "out").rglob("*.png")) \
+        == ["a/x_kpca_r4.png", "top_kpca_r4.png"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["", "-o", "{o}"], 'error: an empty input name (""); name a file or a folder'),
+    (["{x}", "-o", ""], "error: -o is empty; give a folder for the results"),
+    (["{x}", "-o", "{o}", "--ranks", "a,b"], "error: argument --ranks: ranks must be integers"),
+    (["{x}", "-o", "{o}", "--workers", "0"], "error: "),
+    (["{x}", "-o", "{o}", "--noise-sigma", "abc"], "error: argument --noise-sigma"),
+])
+def test_usage_errors_are_one_line(tmp_path, capsys, monkeypatch, no_compute, args, msg):
+    # argparse printed its whole usage block first; "" walked the current folder
+    monkeypatch.chdir(tmp_path)
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    args = [a.format(x=tmp_path / "x.png", o=tmp_path / "o") for a in args]
+    try:
+        rc = main(["denoise", *args])
+    except SystemExit as exc:
+        rc = exc.code
+    cap = capsys.readouterr()
+    lines = cap.err.splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith(msg), cap.err
+    assert not (tmp_path / "o").exists() and not list(tmp_path.glob("x_*"))
+
+
+def test_a_file_whose_content_is_not_its_name_is_refused(tmp_path, capsys, no_compute):
+    # a 16-bit RGB TIFF named .png was read as 8 bits and written back as an 8-bit PNG
+    tifffile.imwrite(tmp_path / "rgb16.png", _smooth((32, 32, 3), np.uint16), photometric="rgb")
+    Image.fromarray(_smooth((32, 32, 3))).save(tmp_path / "photo.jpg", format="PNG")
+    for name, held, ext in (("rgb16.png", "TIFF", ".tif"), ("photo.jpg", "PNG", ".png")):
+        p = tmp_path / name
+        rc, errs, _ = _run(["denoise", str(p), "-o", str(tmp_path / "o"), *FAST], capsys)
+        assert rc == 2 and errs[0] == (f"error: {p}: holds a {held} image but is named "
+                                       f"{p.suffix}; rename it to {p.stem}{ext}"), errs
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_a_reference_that_is_not_the_images_clean_version_is_refused_first(tmp_path, capsys,
+                                                                           no_compute):
+    # a smaller reference was reported after the compute, with exit code 0; a 16-bit
+    # reference of an 8-bit image gave -43 dB
+    a = _smooth((40, 40))
+    Image.fromarray(a).save(tmp_path / "x.png")
+    Image.fromarray(a[:32, :32]).save(tmp_path / "small.png")
+    Image.fromarray(a.astype(np.uint16) * 257).save(tmp_path / "deep.png")
+    for ref, msg in (("small.png", "is 32x32, {x} is 40x40; give the clean version of the same image"),
+                     ("deep.png", "holds uint16 pixels, {x} uint8; give the reference in the "
+                                  "image's own pixel type")):
+        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                            "--reference", str(tmp_path / ref), *FAST], capsys)
+        assert rc == 2 and errs == [f"error: --reference {tmp_path / ref} "
+                                    + msg.format(x=tmp_path / "x.png")], errs
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_name_too_long_for_its_output_fails_alone(tmp_path, capsys):
+    # the output name (the input's plus "_kpca_r4") passed the file system's 255 bytes:
+    # a traceback, and the other image was not denoised
+    long = tmp_path / ("a" * 245 + ".png")
+    Image.fromarray(_smooth((32, 32))).save(long)
+    Image.fromarray(_smooth((32, 32), seed=1)).save(tmp_path / "short.png")
+    rc, errs, _ = _run(["denoise", str(long), str(tmp_path / "short.png"), "-o",
+                        str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 1 and len(errs) == 1 and errs[0].startswith("error: ") \
+        and "File name too long" in errs[0] and "rename " + long.name in errs[0], errs
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["short_kpca_r4.png"]
+    # a path the system refuses anywhere else is one line too, not a traceback
+    rc, errs, _ = _run(["denoise", str(tmp_path / "short.png"), "-o", str(tmp_path / ("b" * 300)),
+                        *FAST], capsys)
+    assert rc == 2 and len(errs) == 1 and "File name too long" in errs[0], errs
+
+
+def test_grey_plus_alpha_tiff_and_pages_written_one_by_one_keep_their_layout(tmp_path, capsys):
+    # grey + alpha came back as 64 pages of 64x2; pages written one by one (each its own
+    # series) were refused as "series of different shapes (64x64, 64x64, ...)"
+    la = _smooth((40, 40, 2))
+    tifffile.imwrite(tmp_path / "la.tif", la, photometric="minisblack", extrasamples=["unassalpha"])
+    with tifffile.TiffWriter(tmp_path / "pages.tif") as tw:
+        for k in range(3):
+            tw.write(_smooth((40, 40), seed=k), description=f"page {k}", contiguous=False)
+    rc, errs, _ = _run(["denoise", str(tmp_path / "la.tif"), str(tmp_path / "pages.tif"), "-o",
+                        str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 0, errs
+    with tifffile.TiffFile(tmp_path / "o" / "la_kpca_r4.tif") as tf:
+        assert len(tf.pages) == 1 and tf.series[0].shape == (40, 40, 2)
+        assert tuple(tf.pages[0].extrasamples) == (2,)  # unassociated alpha
+        np.testing.assert_array_equal(tf.asarray()[..., 1], la[..., 1])  # alpha kept as it was
+    with tifffile.TiffFile(tmp_path / "o" / "pages_kpca_r4.tif") as tf:
+        assert len(tf.pages) == 3 and tf.series[0].shape == (3, 40, 40)

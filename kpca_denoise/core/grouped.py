@@ -1885,14 +1885,17 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
 
 
 #: what each option of :func:`denoise_grouped` takes, checked by :func:`check_options`:
-#: (kind, None allowed, ...) with the kinds ("int", _, lo) an integer >= lo; ("num", _,
-#: op, lo[, hi]) a finite number op lo (and <= hi); ("bool", _); ("choice", _, values)
+#: (kind, None allowed, ...) with the kinds ("int", _, lo, hi) an integer in lo..hi;
+#: ("num", _, op, lo[, hi]) a finite number op lo (and <= hi); ("bool", _); ("choice", _,
+#: values).  The integers' upper bounds keep memory and time bounded (a search radius
+#: of 1e9 was taken, and the run killed for memory at 23 GB), far above any use.
 _OPTION_RULES: dict[str, tuple] = {
-    "patch_size": ("int", True, 1), "group_size": ("int", False, 2),
-    "group_size1": ("int", False, 2), "search_radius": ("int", True, 1),
-    "search_radius1": ("int", True, 1), "match_size1": ("int", True, 1),
-    "match_size": ("int", True, 1), "stride": ("int", True, 1), "stride1": ("int", True, 1),
-    "max_iter": ("int", False, 1), "backprojection": ("int", False, 0),
+    "patch_size": ("int", True, 1, 64), "group_size": ("int", False, 2, 512),
+    "group_size1": ("int", False, 2, 512), "search_radius": ("int", True, 1, 256),
+    "search_radius1": ("int", True, 1, 256), "match_size1": ("int", True, 1, 99),
+    "match_size": ("int", True, 1, 99), "stride": ("int", True, 1, 32),
+    "stride1": ("int", True, 1, 32), "max_iter": ("int", False, 1, 1000),
+    "backprojection": ("int", False, 0, 10),
     "data_range": ("num", True, ">", 0), "gamma_scale": ("num", False, ">", 0),
     "gamma_scale2": ("num", False, ">", 0), "kappa1": ("num", True, ">=", 0),
     "kappa2": ("num", True, ">", 0), "kappa2_chroma": ("num", True, ">", 0),
@@ -1927,8 +1930,8 @@ def check_options(**options: Any) -> None:
             continue
         number = _is_number(v) and math.isfinite(v)
         if kind == "int":
-            ok = number and float(v).is_integer() and v >= arg[0]
-            want = f"an integer >= {arg[0]}"
+            ok = number and float(v).is_integer() and arg[0] <= v <= arg[1]
+            want = f"an integer from {arg[0]} to {arg[1]}"
         elif kind == "num":
             op, lo, hi = arg[0], arg[1], arg[2] if len(arg) > 2 else math.inf
             ok = number and (v > lo if op == ">" else v >= lo) and v <= hi
