@@ -358,28 +358,36 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
     """``params`` with the grouped method's ``periodic``, ``detail`` and (for a
-    regular texture) ``contrast`` decided once for the whole image
+    regular texture) ``contrast`` and ``lags`` decided once for the whole image
     (``core.grouped.decide_periodic`` of the working channels' central 256x256, with
     its trial for a borderline score, ``core.grouped.coarse_detail`` of channel 0's
     and ``core.grouped.texture_contrast`` of the matched channels', as the core
     measures them), so that every tile gets the same settings and the tiles are
     planned with the texture's wider search; each unchanged when given (``detail``
     also when ``match_size1`` is), all when the method is not grouped."""
-    from .core.grouped import central_crop, coarse_detail, decide_periodic, texture_contrast
+    from .core.grouped import (central_crop, coarse_detail, decide_periodic,
+                               periodic_lags_channels, texture_contrast)
 
     ex = dict(params.extra)
     want_detail = ex.get("detail") is None and ex.get("match_size1") is None
     if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail
-                                      and (not ex["periodic"] or ex.get("contrast") is not None)):
+                                      and (not ex["periodic"] or (
+                                          ex.get("contrast") is not None
+                                          and ex.get("lags") is not None))):
         return params
     region = central_crop(np.asarray(image))
     work, _, colour = _to_working(region, vst)
     chans = [work[..., c] for c in range(work.shape[2])]
-    if ex.get("periodic") is None:  # with the keywords the tiles get (a trial runs them)
-        kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
+    # the keywords the tiles get (a trial runs them)
+    kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
+    if ex.get("periodic") is None:
         ex["periodic"] = decide_periodic(chans, sigma, **kw)
     if ex["periodic"] and ex.get("contrast") is None:
         ex["contrast"] = texture_contrast(chans, sigma, ex.get("match_channels", "all"))
+    if ex["periodic"] and ex.get("lags") is None:  # its periods, as the core measures them
+        matched = chans if ex.get("match_channels", "all") == "all" else chans[:1]
+        _, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
+        ex["lags"] = [list(v1), list(v2)]
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)
     return params.replace(extra=ex)

@@ -544,6 +544,7 @@ BAD_OPTIONS = {
     "mean_kappa1": (-0.1, "a finite number >= 0 or None"),
     "detail": (-1.0, "a finite number >= 0 or None"),
     "contrast": (float("-inf"), "a finite number >= 0 or None"),
+    "lags": ([[0, 30]], "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]] or None"),
     "bp_delta": (5, "a finite number >= 0 and <= 1"), "bp_lambda": (0, "a finite number > 0"),
     "two_stage": ("no", "True or False"), "periodic": ("yes", "True, False or None"),
     "kernel": ("poly", "one of 'rbf', 'linear'"),

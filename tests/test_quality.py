@@ -404,6 +404,31 @@ def test_tiles_share_one_texture_decision():
     lum_only = base.replace(extra={"match_channels": "first"})
     assert resolve_periodic(chroma, 10.0, lum_only).extra["periodic"] is False
     assert resolve_periodic(np.full((300, 200), 7, np.uint8), 5.0, base).extra["periodic"] is False
+    # the periods too, measured once: measured per tile they could differ, and so did
+    # the tiled result from the whole image's (8433 of 262144 pixels of a 512x512
+    # texture cut into 200 px tiles, by up to 3 grey levels)
+    from kpca_denoise.core.grouped import periodic_lags_channels
+
+    ex = resolve_periodic(noisy, 25.0, base).extra
+    assert [tuple(v) for v in ex["lags"]] == list(periodic_lags_channels(
+        [noisy.astype(np.float64)], 25.0, 255.0)[1:])
+    # a wall seen at an angle (its bricks widen to the right): a tile measures other
+    # periods than the whole image, and is told the whole image's
+    from scipy.ndimage import gaussian_filter
+
+    y, x = np.mgrid[0:320, 0:320].astype(np.float64)
+    u, row = x + 0.0006 * x * x, (y // 14).astype(int)
+    off = (row % 2) * 13.0
+    wall = 170.0 + np.random.default_rng(0).uniform(-25, 25, (23, 20))[row, ((u + off) // 26)
+                                                                      .astype(int)]
+    wall[((y % 14) < 2) | (((u + off) % 26) < 2)] = 90.0
+    noisy = np.clip(add_noise(gaussian_filter(wall, 0.7), 25, seed=1), 0, 255).astype(np.uint8)
+    ex = resolve_periodic(noisy, 25.0, base).extra
+    shifted = noisy[:, 120:].astype(np.float64)
+    own = denoise_grouped(shifted, 25.0, data_range=255.0, periodic=True)[1]["params"]["lags"]
+    told = denoise_grouped(shifted, 25.0, data_range=255.0, periodic=True,
+                           lags=ex["lags"])[1]["params"]["lags"]
+    assert [list(v) for v in told] == ex["lags"] != [list(v) for v in own]
     # a given value is left alone
     given = base.replace(extra={"periodic": False, "detail": 0.4})
     assert resolve_periodic(noisy, 25.0, given) is given
@@ -453,5 +478,5 @@ def test_the_smoothness_rule_and_its_measure():
     d = coarse_detail(noisy, 25.0)
     assert abs(coarse_detail(noisy, 25.0 * 1.05) * 1.05 / d - 1) < 0.02
     assert abs(coarse_detail(noisy, 25.0 * 0.95) * 0.95 / d - 1) < 0.02
-    with pytest.raises(ValueError, match="detail must be None or a number >= 0"):
+    with pytest.raises(ValueError, match="detail must be a finite number >= 0 or None"):
         denoise_grouped(noisy[:64, :64], 25.0, detail=-1.0)

@@ -1176,6 +1176,8 @@ def _decide_periodic(imgs: list, sigma: float, kw: dict) -> tuple[bool, float, t
     better settings (``trial``: its estimates; None when there was none)."""
     matched = imgs if kw["match_channels"] == "all" else imgs[:1]
     score, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
+    if kw.get("lags") is not None:  # decided for the whole image (the tiled engine)
+        v1, v2 = (tuple(int(c) for c in v) for v in kw["lags"])
     given, trial = kw["periodic"], None
     if given is not None:
         return bool(given), score, (v1, v2), None
@@ -1519,6 +1521,7 @@ def denoise_grouped(
     periodic: bool | None = None,
     detail: float | None = None,
     contrast: float | None = None,
+    lags: Sequence | None = None,
     match_channels: str = "all",
     backprojection: int = 0,
     bp_delta: float = 0.1,
@@ -1755,6 +1758,12 @@ def denoise_grouped(
         chosen beside keep their windows but for a few at sigma 25 / 35
         (``benchmarks/results_textures.txt``).  Stats report it (None when not
         periodic).
+    lags : pair of (dy, dx) pairs or None, default None
+        A regular texture's two periods (:func:`periodic_lags`), whose lattice the
+        search adds (:func:`search_mask`); None -> measured on the central crop.  The
+        tiled engine measures them once on the whole image, so that every tile
+        searches the same offsets (measured per tile, they differed, and so did the
+        result).
     match_channels : {"all", "first"}, default "all"
         With several channels (:func:`denoise_grouped_channels`): block matching on
         the SSD summed over all of them (for the orthonormal opponent channels of
@@ -1887,7 +1896,7 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
 #: what each option of :func:`denoise_grouped` takes, checked by :func:`check_options`:
 #: (kind, None allowed, ...) with the kinds ("int", _, lo, hi) an integer in lo..hi;
 #: ("num", _, op, lo[, hi]) a finite number op lo (and <= hi); ("bool", _); ("choice", _,
-#: values).  The integers' upper bounds keep memory and time bounded (a search radius
+#: values); ("lags", _) two (dy, dx) pairs.  The integers' upper bounds keep memory and time bounded (a search radius
 #: of 1e9 was taken, and the run killed for memory at 23 GB), far above any use.
 _OPTION_RULES: dict[str, tuple] = {
     "patch_size": ("int", True, 1, 64), "group_size": ("int", False, 2, 512),
@@ -1902,6 +1911,7 @@ _OPTION_RULES: dict[str, tuple] = {
     "stage2_cut": ("num", False, ">=", 0), "tol": ("num", False, ">", 0),
     "window_beta": ("num", False, ">=", 0), "mean_kappa1": ("num", True, ">=", 0),
     "detail": ("num", True, ">=", 0), "contrast": ("num", True, ">=", 0),
+    "lags": ("lags", True),
     "bp_delta": ("num", False, ">=", 0, 1), "bp_lambda": ("num", False, ">", 0),
     "two_stage": ("bool", False), "periodic": ("bool", True),
     "kernel": ("choice", False, ("rbf", "linear")),
@@ -1936,6 +1946,12 @@ def check_options(**options: Any) -> None:
             op, lo, hi = arg[0], arg[1], arg[2] if len(arg) > 2 else math.inf
             ok = number and (v > lo if op == ">" else v >= lo) and v <= hi
             want = f"a finite number {op} {lo}" + (f" and <= {hi}" if hi < math.inf else "")
+        elif kind == "lags":
+            ok = isinstance(v, (list, tuple)) and len(v) == 2 and all(
+                isinstance(u, (list, tuple)) and len(u) == 2 and all(
+                    _is_number(c) and math.isfinite(c) and float(c).is_integer()
+                    and abs(c) <= 256 for c in u) for u in v)
+            want = "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]]"
         elif kind == "bool":
             ok = isinstance(v, (bool, np.bool_))
             want = "True, False" if optional else "True or False"
@@ -1954,7 +1970,7 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
                       stage2_cut,
                       max_iter,
                       tol, preimage_init, window_beta, mean_kappa1, two_stage, periodic,
-                      detail, contrast,
+                      detail, contrast, lags,
                       match_channels, backprojection,
                       bp_delta,
                       bp_lambda, progress, cancel) -> tuple[list, list]:
