@@ -41,6 +41,9 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "poisson_gain": "--poisson-gain", "tile_size": "--tile-size"}
 
 
+INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
+
+
 class UsageError(ValueError):
     """Bad usage found before computing: exit code 2."""
 
@@ -406,24 +409,33 @@ def _denoise(args) -> int:
         executor = Executor(workers=args.workers, scheduler=args.scheduler).__enter__()
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
+    interrupted = False
     with executor:
-        # each input is written as soon as all its pages are back (from a worker or here)
-        for res in executor.run(images, params, names=names, patch_sets=patch_sets, progress=bar,
-                                denoise=denoise_set):
-            it = owner[res.index]
-            got = done.setdefault(id(it), {})
-            got[res.index] = res
-            if len(got) < it.n_pages:
-                continue
-            pages = [got[k] for k in sorted(done.pop(id(it)))]
-            ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
-                                                params, inputs, args.overwrite, outdir)
-            failed += not ok
-            finished[position[id(it)]] = (entry, item_rows)
+        try:
+            # each input is written as soon as all its pages are back (from a worker or here)
+            for res in executor.run(images, params, names=names, patch_sets=patch_sets,
+                                    progress=bar, denoise=denoise_set):
+                it = owner[res.index]
+                got = done.setdefault(id(it), {})
+                got[res.index] = res
+                if len(got) < it.n_pages:
+                    continue
+                pages = [got[k] for k in sorted(done.pop(id(it)))]
+                ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
+                                                    params, inputs, args.overwrite, outdir)
+                failed += not ok
+                finished[position[id(it)]] = (entry, item_rows)
+        except KeyboardInterrupt:
+            # the files written are complete: the run's sidecar still lists them (it
+            # was not written, so a result stood with no record of how it was made)
+            interrupted = True
     result = executor.summary
     rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
-               "resolved": result.resolved, "timings": result.timings, "items": []}
+               "resolved": getattr(result, "resolved", {}),
+               "timings": getattr(result, "timings", {}), "items": []}
+    if interrupted:
+        sidecar["interrupted"] = True
     for k in sorted(finished):
         entry, item_rows = finished[k]
         rows += item_rows
@@ -439,6 +451,9 @@ def _denoise(args) -> int:
             failed += 1
         else:
             print(f"parameters and results in {side.name}", file=sys.stderr)
+    if interrupted:
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
+        return 130
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
@@ -598,8 +613,7 @@ def main(argv=None) -> int:
         print("error: cancelled", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        print("\nerror: interrupted; files already written are complete, nothing partial was left",
-              file=sys.stderr)
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
         return 130
 
 

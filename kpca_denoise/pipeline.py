@@ -432,7 +432,8 @@ def denoise_set(
                 S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
                 # samples are not stabilised: a given sigma is the Gaussian model's only
                 given = params.noise_sigma if params.noise_model == "gaussian" else None
-                sigma = given if given is not None else estimate_sigma_pca(S)
+                flat = bool(S.min() == S.max())  # one value: nothing to remove
+                sigma = 0.0 if flat else given if given is not None else estimate_sigma_pca(S)
                 works[i] = ("patchset", S, a)
             else:
                 # pixels stay in the input's dtype: tiles are converted one at a time
@@ -473,7 +474,10 @@ def denoise_set(
                 works[i] = None
                 for key in result_keys(params, patch_sets[i]):
                     res.outputs[key] = res.noisy.copy()
-                if vst is None:
+                if flat:
+                    note = ("every sample holds the same value" if patch_sets[i] else
+                            "the image is flat (one value per channel)")
+                elif vst is None:
                     note = f"no noise measured (sigma {sigma:.3g})"
                 else:
                     model = noise_model_text(res.stats["noise_model"], ascii=True)

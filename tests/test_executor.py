@@ -1,6 +1,7 @@
 """The executor: in-process and on a real dask.distributed cluster on 127.0.0.1
 (a scheduler and two worker processes started here)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -228,12 +229,18 @@ def test_ctrl_c_cancels_the_futures_and_leaves_only_complete_files(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    written = sorted(p.name for p in out.iterdir())
+    sidecars = sorted(out.glob("kpca-denoise-*.json"))
+    written = sorted(p.name for p in out.iterdir() if p not in sidecars)
     assert proc.returncode == 130, (f"exit {proc.returncode} with {len(written)} of {len(imgs)} "
                                     f"files written; stderr: {err[-800:]!r}")
     assert err.strip().splitlines()[-1] == ("error: interrupted; files already written are "
                                             "complete, nothing partial was left")
-    assert all(name.endswith("_kpca.png") for name in written), written  # no .part, no sidecar
+    assert all(name.endswith("_kpca.png") for name in written), written  # no .part
+    # the run's sidecar lists exactly what was written (there was none: results stood
+    # with no record of their parameters)
+    assert len(sidecars) == 1
+    side = json.loads(sidecars[0].read_text())
+    assert side["interrupted"] is True and sorted(side["files"]) == written
     assert 1 <= len(written) < len(imgs)
     ks = [int(name[2:4]) for name in written]
     reference = denoise_set([imgs[k] for k in ks], GROUPED)  # per image: the written ones only

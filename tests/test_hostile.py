@@ -383,8 +383,15 @@ def test_a_flat_image_comes_back_as_it_is(tmp_path, capsys):
     rc, errs, _ = _run(["denoise", str(tmp_path / "flat.png"), "-o", str(tmp_path / "o"), "-q"],
                        capsys)
     assert rc == 0
-    assert errs == ["note: flat.png: no noise measured (sigma 0); returned unchanged"]
+    assert errs == ["note: flat.png: the image is flat (one value per channel); returned unchanged"]
     np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "o" / "flat_kpca.png")), flat)
+    # a flat patch set too, with a sigma given (it was "outside the accepted range 0 .. 0")
+    np.save(tmp_path / "same.npy", np.ones((100, 8, 8)))
+    rc, errs, _ = _run(["denoise", str(tmp_path / "same.npy"), "-o", str(tmp_path / "o"),
+                        "--noise-sigma", "0.1", "-q"], capsys)
+    assert rc == 0 and errs == ["note: same.npy: every sample holds the same value; returned "
+                                "unchanged"], errs
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "same_kpca.npy"), 1.0)
 
 
 def test_huge_gamma_is_a_degenerate_kernel(tmp_path, capsys):
