@@ -328,6 +328,17 @@ def _pil_meta(im: Image.Image) -> dict:
         meta["exif"] = exif.tobytes()
         if _EXIF_ORIENTATION in exif:
             meta["orientation"] = int(exif[_EXIF_ORIENTATION])
+    if im.format == "JPEG":  # written back with the same chroma sampling and scan order
+        from PIL import JpegImagePlugin
+
+        sampling = JpegImagePlugin.get_sampling(im)
+        meta["jpeg"] = {"subsampling": sampling if sampling in (0, 1, 2) else None,
+                        "progressive": bool(im.info.get("progressive")
+                                            or im.info.get("progression"))}
+    text = getattr(im, "text", None) if im.format == "PNG" else None
+    if text:  # tEXt / iTXt chunks (a comment, an author, a camera's notes)
+        meta["text"] = {str(k): str(v) for k, v in text.items()
+                        if not str(k).startswith("Raw profile type")}  # EXIF: kept as EXIF
     return meta
 
 
@@ -433,6 +444,12 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         meta: dict = {"photometric": photometric}
         if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
             meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
+        # the user's description and software, not a layout tifffile or ImageJ wrote
+        desc = page.description or ""
+        if desc and not desc.lstrip().startswith("{") and not (tf.is_imagej or tf.is_ome):
+            meta["description"] = desc
+        if page.software and not str(page.software).startswith("tifffile"):
+            meta["software"] = str(page.software)
         tags = page.tags
         if "XResolution" in tags and "YResolution" in tags:
             meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
@@ -723,7 +740,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def _png16_bytes(a: np.ndarray, meta: dict) -> bytes:
-    """A 16-bit colour PNG (imagecodecs) with the ICC profile, DPI and EXIF chunks."""
+    """A 16-bit colour PNG (imagecodecs) with the ICC profile, DPI, EXIF and text chunks."""
     import imagecodecs
 
     png = imagecodecs.png_encode(np.ascontiguousarray(a))
@@ -736,6 +753,9 @@ def _png16_bytes(a: np.ndarray, meta: dict) -> bytes:
     exif = meta.get("exif")
     if exif:
         chunks += _png_chunk(b"eXIf", exif[6:] if exif.startswith(b"Exif\x00\x00") else exif)
+    for key, value in (meta.get("text") or {}).items():  # UTF-8 text chunks
+        chunks += _png_chunk(b"iTXt", key.encode("latin-1", "replace")[:79] + b"\x00\x00\x00\x00\x00"
+                             + value.encode("utf-8"))
     end_ihdr = 8 + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
     return png[:end_ihdr] + chunks + png[end_ihdr:]
 
@@ -773,11 +793,14 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
             kw["iccprofile"] = meta["icc"]
         if meta.get("orientation"):
             kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
+        for key in ("description", "software"):
+            if meta.get(key):
+                kw[key] = meta[key]
 
         def write(tmp: Path) -> None:
             if ij is not None:
                 try:
-                    plain = {k: v for k, v in kw.items() if k != "extrasamples"}
+                    plain = {k: v for k, v in kw.items() if k not in ("extrasamples", "description")}
                     tifffile.imwrite(tmp, data, imagej=True, metadata=ij, **plain)
                     return
                 except (ValueError, TypeError):
@@ -801,6 +824,18 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
     opts: dict = {}
     if fmt == "JPEG":
         opts["quality"] = 95
+        jpeg = meta.get("jpeg") or {}
+        if jpeg.get("subsampling") is not None:
+            opts["subsampling"] = jpeg["subsampling"]
+        if jpeg.get("progressive"):
+            opts["progressive"] = True
+    if meta.get("text") and fmt == "PNG":
+        from PIL import PngImagePlugin
+
+        info = PngImagePlugin.PngInfo()
+        for key, value in meta["text"].items():
+            info.add_itxt(key, value)
+        opts["pnginfo"] = info
     if meta.get("icc") and fmt in ("PNG", "JPEG"):
         opts["icc_profile"] = meta["icc"]
     if meta.get("dpi"):

@@ -338,6 +338,11 @@ def test_cancel_stops_quickly_and_keeps_previous_results(window, images, qtbot):
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
         assert window.run_current()
         qtbot.waitUntil(lambda: "gram" in stages or "eigensolver" in stages, timeout=RUN_TIMEOUT_MS)
+        # quitting during a run asks first (it lost the run silently); "Cancel" keeps both
+        asked = []
+        window.ask = lambda title, text, choices: (asked.append((title, choices)), "Cancel")[1]
+        assert not window.close() and window.isVisible() and window.runner.is_running()
+        assert asked == [("Quit", ("Quit", "Cancel"))]
         t0 = time.perf_counter()
         window.cancel_run()
     elapsed = time.perf_counter() - t0

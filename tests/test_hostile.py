@@ -671,3 +671,28 @@ def test_grey_plus_alpha_tiff_and_pages_written_one_by_one_keep_their_layout(tmp
         np.testing.assert_array_equal(tf.asarray()[..., 1], la[..., 1])  # alpha kept as it was
     with tifffile.TiffFile(tmp_path / "o" / "pages_kpca_r4.tif") as tf:
         assert len(tf.pages) == 3 and tf.series[0].shape == (3, 40, 40)
+
+
+def test_jpeg_sampling_png_text_and_tiff_description_are_kept(tmp_path, capsys):
+    # a 4:4:4 progressive JPEG came back 4:2:0 baseline; PNG comments and a TIFF's
+    # description and software were dropped
+    from PIL import JpegImagePlugin, PngImagePlugin
+
+    rgb = _smooth((48, 48, 3))
+    Image.fromarray(rgb).save(tmp_path / "fine.jpg", quality=95, subsampling=0, progressive=True)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", "slide 4, stained")
+    info.add_itxt("Author", "Zoë")
+    Image.fromarray(rgb).save(tmp_path / "notes.png", pnginfo=info)
+    tifffile.imwrite(tmp_path / "scan.tif", _smooth((48, 48)), description="plate 7",
+                     software="ScanTool 2", metadata=None)
+    rc, errs, _ = _run(["denoise", *(str(tmp_path / n) for n in ("fine.jpg", "notes.png", "scan.tif")),
+                        "-o", str(tmp_path / "o"), *FAST], capsys)
+    assert rc == 0, errs
+    with Image.open(tmp_path / "o" / "fine_kpca_r4.jpg") as im:
+        assert JpegImagePlugin.get_sampling(im) == 0 and im.info.get("progressive")
+    with Image.open(tmp_path / "o" / "notes_kpca_r4.png") as im:
+        im.load()
+        assert im.text == {"Comment": "slide 4, stained", "Author": "Zoë"}
+    with tifffile.TiffFile(tmp_path / "o" / "scan_kpca_r4.tif") as tf:
+        assert (tf.pages[0].description, tf.pages[0].software) == ("plate 7", "ScanTool 2")

@@ -1336,6 +1336,12 @@ class MainWindow(ExportActions, QMainWindow):
         return True
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        # a run going on is not thrown away unasked (quitting lost it silently)
+        if self.runner.is_running() and self.ask(
+                "Quit", "A run is going on; its unfinished results will be lost. Quit anyway?",
+                ("Quit", "Cancel")) != "Quit":
+            event.ignore()
+            return
         self.shutdown()
         self.save_settings()
         for d in (self._about, self._help):
