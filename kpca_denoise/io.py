@@ -294,8 +294,8 @@ def _check_pixels(path: Path, a: np.ndarray) -> np.ndarray:
     if a.dtype == np.bool_:
         a = a.astype(np.uint8) * 255
     if not any(a.dtype == d for d in _DTYPES):
-        raise InputError(f"{path}: unsupported pixel type {a.dtype}; use 8- or 16-bit "
-                         "integers or 32/64-bit floats")
+        raise InputError(f"{path}: unsupported pixel type {a.dtype}; use unsigned 8- or 16-bit "
+                         "integers (uint8, uint16) or 32/64-bit floats")
     if a.size == 0:
         raise InputError(f"{path}: the image is empty (0 pixels)")
     if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):

@@ -1246,3 +1246,14 @@ def test_fit_lines_breaks_between_parts_and_marks_what_it_leaves_out():
     assert fit_lines("a · b · c", n, 2, 2) == ["a", "b…"]
     assert fit_lines("remaining noise σ ≈ 0.27", n, 16, 2) == ["remaining noise", "σ ≈ 0.27"]
     assert fit_lines("one\ntwo", n, 80, 2) == ["one", "two"]
+
+
+def test_load_errors_come_in_the_order_given(window, images, tmp_path):
+    # "First:" named a missing file given after a broken one (missing files were
+    # listed before unreadable ones), and "the other 1 are loaded"
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not an image")
+    assert window.load_paths([broken, tmp_path / "nonexist.png", images["u8"]]) == 1
+    text = window.banner.text()
+    assert text.startswith("2 inputs could not be read; the other is loaded. First: "
+                           f"{broken}"), text

@@ -562,7 +562,13 @@ class MainWindow(ExportActions, QMainWindow):
 
         A multi-page TIFF becomes one image per page (exported back as one stack)."""
         found, problems, skipped = collect_inputs(paths)
-        errors = [msg for _, msg in problems]
+        args = [Path(p).absolute() for p in paths]
+
+        def given_at(path) -> int:  # which argument named this file (or its folder)
+            q = Path(path).absolute()
+            return next((k for k, a in enumerate(args) if q == a or a in q.parents), len(args))
+
+        errors = [(given_at(p), msg) for p, msg in problems]
         known = {e.path.resolve(): i for i, e in enumerate(self.entries)}
         fresh = [f for f in found if f.path.resolve() not in known]
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
@@ -570,7 +576,9 @@ class MainWindow(ExportActions, QMainWindow):
             items, bad = read_items(fresh)
         finally:
             QApplication.restoreOverrideCursor()
-        errors.extend(msg for _, msg in bad)
+        errors.extend((given_at(p), msg) for p, msg in bad)
+        # in the order given ("First:" named a missing file given after a broken one)
+        errors = [msg for _, msg in sorted(errors, key=lambda e: e[0])]
         first_new = len(self.entries)
         new = [e for it in items for e in entries_for(it)]
         for e in new:
@@ -587,8 +595,9 @@ class MainWindow(ExportActions, QMainWindow):
         if errors:
             n = len(errors)
             if items:
-                head = errors[0] if n == 1 else (f"{n} inputs could not be read; the other "
-                                                 f"{len(items)} are loaded. First: {errors[0]}")
+                rest = f"the other {len(items)} are" if len(items) > 1 else "the other is"
+                head = errors[0] if n == 1 else (f"{n} inputs could not be read; {rest} "
+                                                 f"loaded. First: {errors[0]}")
             else:
                 head = errors[0] if n == 1 else f"None of the {n} inputs could be read. First: {errors[0]}"
             self.report_error(head, errors if n > 1 else None)
