@@ -253,8 +253,8 @@ def test_empty_views_say_why_inside_their_panel(window, images, qtbot):
     m.setText("remaining noise σ ≈ 0.27 · eff. rank 3.2 · ≈ previous rank 2")
     m.resize(150, m.height())
     lines, fm = m.lines(), m.fontMetrics()
-    assert len(lines) == 2 and lines[0] == "remaining noise" and lines[1].startswith("σ ≈ 0.27")
-    assert lines[1].endswith("…") and m.text().endswith("rank 2")
+    assert len(lines) == 2 and lines[0] == "remaining noise" and lines[1].startswith("σ ≈ 0.27 ")
+    assert lines[1].endswith(" …") and m.text().endswith("rank 2")
     assert all(fm.horizontalAdvance(fm.elidedText(t, Qt.TextElideMode.ElideRight, 150)) <= 150
                for t in lines)
 
@@ -1243,7 +1243,13 @@ def test_fit_lines_breaks_between_parts_and_marks_what_it_leaves_out():
     n = len  # one unit per character
     assert fit_lines("PSNR 30.12 dB · SSIM 0.912", n, 30, 2) == ["PSNR 30.12 dB · SSIM 0.912"]
     assert fit_lines("PSNR 30.12 dB · SSIM 0.912", n, 16, 2) == ["PSNR 30.12 dB", "SSIM 0.912"]
-    assert fit_lines("a · b · c", n, 2, 2) == ["a", "b…"]
+    assert fit_lines("a · b · c", n, 3, 2) == ["a", "b …"]
+    assert fit_lines("a · b · c", n, 2, 2) == ["a", "b"]
+    # the last line keeps whole parts: the number stays, the part that does not fit goes
+    assert fit_lines("remaining noise σ ≈ 0.32 · eff. rank 3.2", n, 15, 2) == \
+        ["remaining noise", "σ ≈ 0.32 …"]
+    assert fit_lines("remaining noise σ ≈ 0.32 · eff. rank 3.2", n, 14, 2) == \
+        ["remaining", "noise σ ≈ 0.32"]  # no room for " …": the number, unmarked
     assert fit_lines("remaining noise σ ≈ 0.27", n, 16, 2) == ["remaining noise", "σ ≈ 0.27"]
     assert fit_lines("one\ntwo", n, 80, 2) == ["one", "two"]
 

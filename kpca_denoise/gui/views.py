@@ -105,9 +105,10 @@ class _ElidedLabel(QLabel):
 
 def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
     """``text`` in at most ``n`` lines of ``width``: broken at its newlines, then between
-    its " · " parts, then between words (a number kept with the word before it); a line
-    still too wide, or the last one when
-    more would follow, ends in "…" (``width_of(s)`` measures a string)."""
+    its " · " parts, then between words (a number kept with the word before it); the
+    last line, when more would follow, keeps the whole parts that fit and ends in " …"
+    (its first part alone when the mark does not fit too; cut within a part only when
+    that does not fit); a line still too wide is elided where it is drawn.  ``width_of(s)`` measures a string."""
     sep = " · "
     lines: list[str] = []
     for para in text.split("\n"):
@@ -124,10 +125,20 @@ def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
                     cur += glue + piece
         lines.append(cur)
     if len(lines) > n:
-        lines = lines[:n - 1] + [sep.join(lines[n - 1:])]
-        while lines[-1] and width_of(lines[-1] + "…") > width:
-            lines[-1] = lines[-1][:-1]
-        lines[-1] = lines[-1].rstrip(" ·") + "…"
+        tail = sep.join(lines[n - 1:])
+        # whole parts first ("σ ≈ 0.32 …", not "σ ≈ 0.3…"), characters only if none fits
+        parts = tail.split(sep)
+        keep = next((k for k in range(len(parts) - 1, 0, -1)
+                     if width_of(sep.join(parts[:k]) + " …") <= width), 0)
+        if keep:
+            tail = sep.join(parts[:keep]) + " …"
+        elif width_of(parts[0]) <= width:  # no room for the mark: the tooltip has the rest
+            tail = parts[0]
+        else:
+            while tail and width_of(tail + "…") > width:
+                tail = tail[:-1]
+            tail = tail.rstrip(" ·") + "…"
+        lines = lines[:n - 1] + [tail]
     return lines
 
 
@@ -145,7 +156,8 @@ class _FittedLines(QLabel):
 
     def lines(self) -> list[str]:
         fm = self.fontMetrics()
-        return fit_lines(self.text(), fm.horizontalAdvance, self.contentsRect().width(),
+        # a few pixels spare: elidedText, which paints, wants a little more than the advance
+        return fit_lines(self.text(), fm.horizontalAdvance, self.contentsRect().width() - 4,
                          self.n_lines) if self.text() else []
 
     def paintEvent(self, event) -> None:  # noqa: N802
