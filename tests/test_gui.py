@@ -737,7 +737,14 @@ def test_export_error_is_shown(window, images, tmp_path, qtbot):
 
 
 def test_comparison_sheet_png(window, images, tmp_path, qtbot):
+    # the export dialogs open in the last export's folder, else the inputs', never in the
+    # shipped samples' (inside the installed package)
+    from kpca_denoise.gui.app import sample_images_dir
+
+    window.load_paths([sample_images_dir() / "camera.png"])
+    assert window.export_start() == str(Path.home())
     window.load_paths([images["u8"]])
+    assert window.export_start() == str(images["u8"].parent)
     _run(qtbot, window, FAST.replace(ranks=(2, 4, 8), add_noise=20.0))
     path = window.export_sheet(tmp_path / "sheet.png")
     assert path is not None and path.is_file()
@@ -751,6 +758,8 @@ def test_comparison_sheet_png(window, images, tmp_path, qtbot):
     path = window.export_sheet(tmp_path / "two.png")
     with Image.open(path) as im:  # 48 px tiles enlarged to 160, 12 px apart
         assert im.size == (12 + 4 * (160 + 12), h)
+    window.export_current(tmp_path / "exported")
+    assert window.export_start() == str(tmp_path / "exported")
     # the sheet cannot replace an input
     assert window.export_sheet(images["u8"]) is None
     assert read_item(images["u8"]).array.shape == (48, 48)
@@ -1129,6 +1138,9 @@ def test_each_image_keeps_its_results_and_the_viewer_reads_source_values(window,
                  "rank 4": f"rank 4: {format_value(res[r, c])}"}
         other = ({"noisy", "rank 4"} - {first}).pop()
         assert window.cursor_label.text() == f"x {c}, y {r} · {parts[first]} · {parts[other]}"
+    window.imageset.set_current(1)  # another image: the readout is not carried over
+    assert window.cursor_label.text() == ""
+    window.imageset.set_current(0)
     # one histogram sets the contrast of every view
     window.hist.item.setLevels(100, 2000)
     for p in (window.grid.input_panel, *window.grid.rank_panels.values()):

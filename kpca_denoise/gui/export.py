@@ -37,8 +37,22 @@ class ExportActions:
         paths += [e.reference_path for e in self.entries if e.reference_path is not None]
         return paths
 
+    def export_start(self) -> str:
+        """Where the export dialog opens: the last export's folder, else the inputs'
+        folder, but never the shipped sample images' (inside the installed package)."""
+        from .app import sample_images_dir
+
+        last = getattr(self, "last_export_dir", None)
+        if last:
+            return last
+        try:
+            shipped = Path(self.last_dir).resolve() == sample_images_dir().resolve()
+        except OSError:
+            shipped = False
+        return str(Path.home()) if shipped else self.last_dir
+
     def _choose_folder(self, title: str) -> str | None:
-        folder = QFileDialog.getExistingDirectory(self, title, self.last_dir)
+        folder = QFileDialog.getExistingDirectory(self, title, self.export_start())
         return folder or None
 
     def export_current(self, folder=None) -> list[Path]:
@@ -205,7 +219,7 @@ class ExportActions:
             self.report_error("No comparison to save: run the current image first (Ctrl+R).")
             return None
         if path is None:
-            default = str(Path(self.last_dir) / f"{e.path.stem}_comparison.png")
+            default = str(Path(self.export_start()) / f"{e.path.stem}_comparison.png")
             path, _ = QFileDialog.getSaveFileName(self, "Save comparison sheet", default, "PNG (*.png)")
             if not path:
                 return None

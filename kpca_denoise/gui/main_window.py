@@ -700,6 +700,7 @@ class MainWindow(ExportActions, QMainWindow):
     def _on_current_changed(self, _row: int) -> None:
         e = self.current_entry()
         self.params_panel.set_reference_text(str(e.reference_path) if e and e.reference_path else None)
+        self.cursor_label.setText("")  # the last image's values are not this one's
         self.refresh_views(reset_zoom=True)
 
     def _on_set_fit_toggled(self, on: bool) -> None:
