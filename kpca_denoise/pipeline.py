@@ -306,9 +306,25 @@ def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
     return float(np.max(f[1] - f[0]))
 
 
+def _held_span(a: np.ndarray) -> float:
+    """The span of the values an image holds, robustly: its 0.1 to 99.9 % quantiles (on
+    at most about a million pixels, evenly strided), so that one hot pixel or fill
+    value does not stand for the data."""
+    x = np.asarray(a).reshape(-1)
+    x = x[::max(1, x.size // 1_000_000)]
+    if x.size == 0:
+        return 0.0
+    lo, hi = np.percentile(x.astype(np.float64), [0.1, 99.9])
+    return float(hi - lo)
+
+
 def _sigma_range(a: np.ndarray) -> tuple[float, float]:
+    """The noise stds an image can carry: from :data:`NO_NOISE_FRACTION` of the span of
+    the values it holds (robustly, :func:`_held_span`: a 12-bit camera image in uint16
+    with noise 4 was "no noise" against 65535, and one pixel of 1e30 in a float image
+    made any noise "none") to the span of the values it can hold."""
     span = _value_range(a)
-    return span * NO_NOISE_FRACTION, span
+    return min(span, _held_span(a)) * NO_NOISE_FRACTION, span
 
 
 def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
@@ -468,7 +484,8 @@ def denoise_set(
             if given and not flat and not (lo <= sigma <= hi):
                 raise ValueError(
                     f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
-                    f"for this {a.dtype} image (the noise std in pixel units)")
+                    f"for this {a.dtype} image; give the noise std in the image's own units "
+                    "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
             if not (sigma > 0 and sigma >= lo):
                 # a flat (or noise-free) image: nothing to remove, returned as it is
                 works[i] = None

@@ -516,13 +516,14 @@ def test_a_bad_mean_kappa1_is_refused(bad):
 @pytest.mark.parametrize("name", ["kappa2", "kappa2_chroma"])
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "1.0", True])
 def test_a_bad_stage2_constant_is_refused(name, bad):
-    with pytest.raises(ValueError, match=f"{name} must be a finite number > 0 or None"):
+    with pytest.raises(ValueError, match=f"{name} must be a finite number > 0 and <= 1000 or None"):
         denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})
 
 
 # a value each option refuses, and the words of its message (stop 30: before, a
 # negative width, a back-projection step of 5 and the string "no" as true ran;
-# gamma_scale2=0 divided by zero; a search radius of 1e9 ran out of memory at 23 GB)
+# gamma_scale2=0 and kappa1=0 divided by zero; a search radius of 1e9 ran out of
+# memory at 23 GB; window_beta=1000 crashed the interpreter)
 BAD_OPTIONS = {
     "patch_size": (0, "an integer from 1 to 64 or None"),
     "group_size": (1.5, "an integer from 2 to 512"),
@@ -535,17 +536,19 @@ BAD_OPTIONS = {
     "stride1": (True, "an integer from 1 to 32 or None"),
     "max_iter": (0, "an integer from 1 to 1000"), "backprojection": (-2, "an integer from 0 to 10"),
     "data_range": (0.0, "a finite number > 0 or None"),
-    "gamma_scale": (-1.0, "a finite number > 0"), "gamma_scale2": (0, "a finite number > 0"),
-    "kappa1": (-3, "a finite number >= 0 or None"),
-    "kappa2": (float("inf"), "a finite number > 0 or None"),
-    "kappa2_chroma": ("1.5", "a finite number > 0 or None"),
-    "stage2_cut": (float("nan"), "a finite number >= 0"), "tol": (-1, "a finite number > 0"),
-    "window_beta": ("x", "a finite number >= 0"),
-    "mean_kappa1": (-0.1, "a finite number >= 0 or None"),
+    "gamma_scale": (-1.0, "a finite number > 0.001 and <= 1e+06"),
+    "gamma_scale2": (0, "a finite number > 0.001 and <= 1e+06"),
+    "kappa1": (0, "a finite number > 0 and <= 1000 or None"),
+    "kappa2": (float("inf"), "a finite number > 0 and <= 1000 or None"),
+    "kappa2_chroma": ("1.5", "a finite number > 0 and <= 1000 or None"),
+    "stage2_cut": (float("nan"), "a finite number >= 0 and <= 1000"),
+    "tol": (-1, "a finite number > 0 and <= 1"),
+    "window_beta": (1000, "a finite number >= 0 and <= 50"),
+    "mean_kappa1": (-0.1, "a finite number >= 0 and <= 1000 or None"),
     "detail": (-1.0, "a finite number >= 0 or None"),
     "contrast": (float("-inf"), "a finite number >= 0 or None"),
     "lags": ([[0, 30]], "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]] or None"),
-    "bp_delta": (5, "a finite number >= 0 and <= 1"), "bp_lambda": (0, "a finite number > 0"),
+    "bp_delta": (5, "a finite number >= 0 and <= 1"), "bp_lambda": (0, "a finite number > 0 and <= 10"),
     "two_stage": ("no", "True or False"), "periodic": ("yes", "True, False or None"),
     "kernel": ("poly", "one of 'rbf', 'linear'"),
     "shrink1": ("firm", "one of 'hard', 'soft', 'wiener' or None"),

@@ -327,10 +327,10 @@ def test_raising_the_pixel_limit_deliberately(tmp_path):
     ('{"method": ["global"]}', "method must be a string"),
     ('{"nonsense_kw": 1}', "unknown parameter(s) ['nonsense_kw']"),
     ('{"params": {"extra": {"nonsense_kw": 1}}}', "extra has unknown option(s) ['nonsense_kw']"),
-    ('{"extra": {"gamma_scale2": 0}}', "extra option gamma_scale2 must be a finite number > 0, "
-                                       "got 0"),
+    ('{"extra": {"gamma_scale2": 0}}', "extra option gamma_scale2 must be a finite number > "
+                                       "0.001 and <= 1e+06, got 0"),
     ('{"params": {"extra": {"window_beta": "x"}}}', "extra option window_beta must be a finite "
-                                                   "number >= 0, got 'x'"),
+                                                   "number >= 0 and <= 50, got 'x'"),
     ('{"seed": 1.5}', "seed must be a non-negative integer"),
     ("{not json", "cannot read the parameter file"),
 ])
@@ -372,8 +372,11 @@ def test_extreme_noise_levels(tmp_path, capsys):
     assert rc == 2 and errs == ["error: --noise-sigma must be > 0 and at most 1e+06 (pixel units, "
                                 "e.g. 25 for 8-bit images; omit it to estimate), got 1e+300"]
     rc, errs, _ = _run(base + ["--noise-sigma", "1e-300"], capsys)
-    assert rc == 1 and errs == ["error: x.png: noise sigma 1e-300 is outside the accepted range "
-                                "0.0255 .. 255 for this uint8 image (the noise std in pixel units)"]
+    assert rc == 1 and len(errs) == 1, errs
+    assert errs[0].startswith("error: x.png: noise sigma 1e-300 is outside the accepted range ")
+    assert errs[0].endswith(" .. 255 for this uint8 image; give the noise std in the image's own "
+                            "units (e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to "
+                            "estimate")
     assert not list((tmp_path / "o").glob("*.png"))
 
 
@@ -696,3 +699,24 @@ def test_jpeg_sampling_png_text_and_tiff_description_are_kept(tmp_path, capsys):
         assert im.text == {"Comment": "slide 4, stained", "Author": "Zoë"}
     with tifffile.TiffFile(tmp_path / "o" / "scan_kpca_r4.tif") as tf:
         assert (tf.pages[0].description, tf.pages[0].software) == ("plate 7", "ScanTool 2")
+
+
+def test_a_12_bit_image_and_an_outlier_do_not_pass_for_noise_free():
+    # a 12-bit camera image in uint16 with noise 4 was "no noise" against the type's
+    # 65535 (returned unchanged; given, sigma 4 was refused), and one pixel of 1e30 in a
+    # float image made the whole image "noise free" the same way
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:96, 0:96]
+    clean = 2000.0 + 300.0 * np.sin(x / 15.0) * np.cos(y / 20.0)
+    twelve = np.clip(np.round(clean + rng.normal(0, 4.0, clean.shape)), 0, 4095).astype(np.uint16)
+    for sigma in (None, 4.0):
+        out = denoise_image(twelve, noise_sigma=sigma)
+        assert out.dtype == np.uint16
+        assert np.mean((out - clean) ** 2) < 0.5 * np.mean((twelve - clean) ** 2), sigma
+    smooth = clean / 4.0
+    noisy = smooth + rng.normal(0, 5.0, smooth.shape)
+    noisy[10, 10] = 1e30
+    out = denoise_image(noisy, noise_sigma=5.0)
+    keep = np.ones(out.shape, bool)
+    keep[:20, :20] = False  # the outlier's neighbourhood
+    assert np.mean((out[keep] - smooth[keep]) ** 2) < 0.5 * np.mean((noisy[keep] - smooth[keep]) ** 2)

@@ -1896,8 +1896,10 @@ def denoise_grouped_opponent(image: np.ndarray, sigma: float, **kw: Any
 #: what each option of :func:`denoise_grouped` takes, checked by :func:`check_options`:
 #: (kind, None allowed, ...) with the kinds ("int", _, lo, hi) an integer in lo..hi;
 #: ("num", _, op, lo[, hi]) a finite number op lo (and <= hi); ("bool", _); ("choice", _,
-#: values); ("lags", _) two (dy, dx) pairs.  The integers' upper bounds keep memory and time bounded (a search radius
-#: of 1e9 was taken, and the run killed for memory at 23 GB), far above any use.
+#: values); ("lags", _) two (dy, dx) pairs.  The upper bounds, far above any use, keep
+#: memory, time and arithmetic bounded (a search radius of 1e9 was taken, and the run
+#: killed for memory at 23 GB; a Kaiser window of beta 1000 overflowed into a crash;
+#: kappa1 1e300 reached LAPACK as an illegal bound; kappa1 0 divided by zero).
 _OPTION_RULES: dict[str, tuple] = {
     "patch_size": ("int", True, 1, 64), "group_size": ("int", False, 2, 512),
     "group_size1": ("int", False, 2, 512), "search_radius": ("int", True, 1, 256),
@@ -1905,14 +1907,14 @@ _OPTION_RULES: dict[str, tuple] = {
     "match_size": ("int", True, 1, 99), "stride": ("int", True, 1, 32),
     "stride1": ("int", True, 1, 32), "max_iter": ("int", False, 1, 1000),
     "backprojection": ("int", False, 0, 10),
-    "data_range": ("num", True, ">", 0), "gamma_scale": ("num", False, ">", 0),
-    "gamma_scale2": ("num", False, ">", 0), "kappa1": ("num", True, ">=", 0),
-    "kappa2": ("num", True, ">", 0), "kappa2_chroma": ("num", True, ">", 0),
-    "stage2_cut": ("num", False, ">=", 0), "tol": ("num", False, ">", 0),
-    "window_beta": ("num", False, ">=", 0), "mean_kappa1": ("num", True, ">=", 0),
+    "data_range": ("num", True, ">", 0), "gamma_scale": ("num", False, ">", 0.001, 1e6),
+    "gamma_scale2": ("num", False, ">", 0.001, 1e6), "kappa1": ("num", True, ">", 0, 1000),
+    "kappa2": ("num", True, ">", 0, 1000), "kappa2_chroma": ("num", True, ">", 0, 1000),
+    "stage2_cut": ("num", False, ">=", 0, 1000), "tol": ("num", False, ">", 0, 1),
+    "window_beta": ("num", False, ">=", 0, 50), "mean_kappa1": ("num", True, ">=", 0, 1000),
     "detail": ("num", True, ">=", 0), "contrast": ("num", True, ">=", 0),
     "lags": ("lags", True),
-    "bp_delta": ("num", False, ">=", 0, 1), "bp_lambda": ("num", False, ">", 0),
+    "bp_delta": ("num", False, ">=", 0, 1), "bp_lambda": ("num", False, ">", 0, 10),
     "two_stage": ("bool", False), "periodic": ("bool", True),
     "kernel": ("choice", False, ("rbf", "linear")),
     "shrink1": ("choice", True, ("hard", "soft", "wiener")),
@@ -1945,7 +1947,7 @@ def check_options(**options: Any) -> None:
         elif kind == "num":
             op, lo, hi = arg[0], arg[1], arg[2] if len(arg) > 2 else math.inf
             ok = number and (v > lo if op == ">" else v >= lo) and v <= hi
-            want = f"a finite number {op} {lo}" + (f" and <= {hi}" if hi < math.inf else "")
+            want = f"a finite number {op} {lo:g}" + (f" and <= {hi:g}" if hi < math.inf else "")
         elif kind == "lags":
             ok = isinstance(v, (list, tuple)) and len(v) == 2 and all(
                 isinstance(u, (list, tuple)) and len(u) == 2 and all(
