@@ -16,13 +16,17 @@ scikit-learn's own ``test_kernel_pca.py`` passes on it
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics.pairwise import pairwise_kernels
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.decomposition import KernelPCA as _SkKernelPCA
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from .core.kernels import kernel_matrix
@@ -122,6 +126,23 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     _convergence_warning = ConvergenceWarning
 
+    #: scikit-learn's constraints (the same messages for the same bad values: alpha
+    #: -1 was a LinAlgError, tol -1 was taken, kernel 'RBF' spoke of a 'metric'), with
+    #: gamma='noise', the solvers and the parameters this class adds
+    _parameter_constraints: dict = {
+        **_SkKernelPCA._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="left"), StrOptions({"noise"}), None],
+        "eigen_solver": [StrOptions({"auto", "dense", "arpack", "randomized", "lobpcg"})],
+        "noise_sigma": [Interval(Real, 0, None, closed="left"), None],
+        "width_scale": [Interval(Real, 0, None, closed="neither")],
+        "gram_dtype": [StrOptions({"auto", "float32", "float64"})],
+        "preimage_tol": [Interval(Real, 0, None, closed="neither")],
+        "preimage_max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_landmarks": [Interval(Integral, 1, None, closed="left"), None],
+        "progress": [callable, None],
+        "cancel": "no_validation",
+    }
+
     def __init__(
         self,
         n_components=None,
@@ -211,12 +232,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     # -- estimator protocol ---------------------------------------------------
     def fit(self, X, y=None):
         """Fit the model from data X (n_samples, n_features); returns self."""
+        self._validate_params()
         if self.fit_inverse_transform and self.kernel == "precomputed":
             raise ValueError("Cannot fit_inverse_transform with a precomputed kernel.")
         if not (isinstance(self.kernel, str) or callable(self.kernel)):
             raise ValueError(f"kernel must be a string or a callable, got {self.kernel!r}")
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
                           copy=self.copy_X)
+        self._fit_dtype = X.dtype
         if sp.issparse(X):
             if self.fit_inverse_transform:
                 raise NotImplementedError("Inverse transform not implemented for sparse matrices!")
@@ -232,8 +255,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Fit and return the training projections (n_samples, n_components)."""
         self.fit(X, **params)
         # the centred kernel rows of the training points are the centred Gram
-        # matrix, so the projections are eigenvectors * sqrt(eigenvalues)
-        return (self.eigenvectors_ * np.sqrt(self.eigenvalues_)).astype(self._out_dtype(X),
+        # matrix, so the projections are eigenvectors * sqrt(eigenvalues); in the
+        # precision of the data as fitted (a float32 DataFrame came back float64)
+        return (self.eigenvectors_ * np.sqrt(self.eigenvalues_)).astype(self._fit_dtype,
                                                                           copy=False)
 
     def transform(self, X, *, n_components=None):
@@ -262,8 +286,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 "and hence the inverse transform is not available."
             )
         check_is_fitted(self, "dual_coef_")
+        # checked as transform checks its input (NaN came back as NaN; a wrong width
+        # failed inside a matrix product), and returned in its precision
+        X = check_array(X, dtype=[np.float64, np.float32])
+        k = self.X_transformed_fit_.shape[1]
+        if X.shape[1] != k:
+            raise ValueError(f"X has {X.shape[1]} columns, but this KernelPCA projects on {k} "
+                             "components: give the output of its transform")
         K = self._ridge_kernel(np.asarray(X, dtype=np.float64), self.X_transformed_fit_)
-        return K @ self.dual_coef_
+        return (K @ self.dual_coef_).astype(X.dtype, copy=False)
 
     def _ridge_kernel(self, A, B):
         if self._native():
@@ -279,11 +310,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.dual_coef_ = scipy.linalg.solve(K, np.asarray(X, dtype=np.float64),
                                              assume_a="pos", overwrite_a=True)
         self.X_transformed_fit_ = Z
-
-    @staticmethod
-    def _out_dtype(X):
-        dt = getattr(X, "dtype", None)
-        return dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -208,6 +208,31 @@ def test_gamma_resolution(rng):
         Plain(4, kernel="poly", gamma="noise").fit(X)
 
 
+def test_the_learned_pre_image_checks_its_input_and_keeps_its_precision():
+    # NaN came back as NaN, a wrong width failed inside a matrix product, and float32
+    # came back float64 (scikit-learn's keeps float32)
+    from sklearn.decomposition import KernelPCA as Sk
+
+    X = np.random.default_rng(0).normal(size=(30, 6))
+    m = Plain(3, kernel="rbf", fit_inverse_transform=True).fit(X)
+    with pytest.raises(ValueError, match="Input contains NaN"):
+        m.inverse_transform(np.full((4, 3), np.nan))
+    with pytest.raises(ValueError, match="X has 5 columns, but this KernelPCA projects on 3 "
+                                         "components: give the output of its transform"):
+        m.inverse_transform(np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        m.inverse_transform(np.zeros(3))
+    X32 = X.astype(np.float32)
+    ours = Plain(3, kernel="rbf", fit_inverse_transform=True).fit(X32)
+    theirs = Sk(3, kernel="rbf", fit_inverse_transform=True).fit(X32)
+    Z = ours.transform(X32)
+    assert Z.dtype == np.float32 and ours.fit_transform(X32).dtype == np.float32
+    back = ours.inverse_transform(Z)
+    assert back.dtype == theirs.inverse_transform(theirs.transform(X32)).dtype == np.float32
+    np.testing.assert_allclose(back, theirs.inverse_transform(theirs.transform(X32)),
+                               rtol=0, atol=1e-4)  # float32 round-off, signs cancel
+
+
 def test_not_fitted():
     with pytest.raises(NotFittedError, match="not fitted yet"):
         Plain(2).transform(np.ones((2, 2)))
@@ -217,8 +242,31 @@ def test_not_fitted():
 
 @pytest.mark.parametrize("gamma", [-0.1, float("nan"), float("inf"), "auto"])
 def test_bad_gamma(gamma):
-    with pytest.raises(ValueError, match="gamma must be a positive"):
+    # scikit-learn's own words for its own parameters (and for "noise", ours)
+    with pytest.raises(ValueError, match=r"The 'gamma' parameter of KernelPCA must be a float in "
+                                         r"the range \[0.0, inf\), a str among \{'noise'\} or None"):
         Plain(2, kernel="rbf", gamma=gamma).fit(np.random.default_rng(0).normal(size=(10, 4)))
+
+
+@pytest.mark.parametrize("params,words", [
+    ({"alpha": -1.0, "fit_inverse_transform": True}, "'alpha' parameter of KernelPCA must be a float in the range [0.0, inf)"),
+    ({"tol": -1.0}, "'tol' parameter of KernelPCA must be a float in the range [0.0, inf)"),
+    ({"kernel": "RBF"}, "'kernel' parameter of KernelPCA must be a str among"),
+    ({"width_scale": 0.0}, "'width_scale' parameter of KernelPCA must be a float in the range (0.0, inf)"),
+    ({"progress": 5}, "'progress' parameter of KernelPCA must be a callable or None"),
+])
+def test_bad_parameters_are_named_as_scikit_learn_names_them(params, words):
+    # alpha -1 was a LinAlgError, tol -1 was taken, kernel 'RBF' spoke of a 'metric',
+    # width_scale 0 divided by zero, progress 5 was "'int' object is not callable"
+    from sklearn.decomposition import KernelPCA as Sk
+
+    X = np.random.default_rng(0).normal(size=(10, 4))
+    with pytest.raises(ValueError) as exc:
+        Plain(2, **params).fit(X)
+    assert words in str(exc.value)
+    if "width_scale" not in params and "progress" not in params:  # theirs too
+        with pytest.raises(ValueError, match="parameter of KernelPCA must be"):
+            Sk(2, **params).fit(X)
 
 
 def test_nan_and_feature_mismatch_rejected(rng):

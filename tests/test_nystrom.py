@@ -184,10 +184,11 @@ def test_training_projections_have_the_centring_identities(digits):
 
 
 @pytest.mark.parametrize("m,k,msg", [
-    (2.5, 2, r"n_landmarks must be None \(exact kernel PCA\) or an integer, got 2.5"),
+    (2.5, 2, r"The 'n_landmarks' parameter of KernelPCA must be an int in the range \[1, inf\) "
+             r"or None. Got 2.5 instead"),
     (True, 2, "n_landmarks must be None .* or an integer, got True"),
-    ("10", 2, "n_landmarks must be None .* or an integer, got '10'"),
-    (0, 2, r"n_landmarks=0 is fewer than n_components=2; use n_landmarks >= 2"),
+    ("10", 2, "The 'n_landmarks' parameter of KernelPCA must be .* Got '10' instead"),
+    (0, 2, "The 'n_landmarks' parameter of KernelPCA must be .* Got 0 instead"),
     (3, 4, r"n_landmarks=3 is fewer than n_components=4; use n_landmarks >= 4 \(or n_landmarks=None"),
     (11, 2, r"n_landmarks=11 is more than the 10 training samples; use at most 10"),
 ])
