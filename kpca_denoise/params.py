@@ -161,9 +161,10 @@ class DenoiseParams:
             if name == "gamma" and not (0 < v):
                 bad(name, f"must be > 0 (or omitted for automatic), got {v!r}")
         if self.preimage_iterations is not None and (
-                not is_int(self.preimage_iterations) or self.preimage_iterations < 1):
-            bad("preimage_iterations", "must be an integer >= 1 (or omitted for the method's "
-                                       f"default), got {self.preimage_iterations!r}")
+                not is_int(self.preimage_iterations)
+                or not 1 <= self.preimage_iterations <= 10_000):
+            bad("preimage_iterations", "must be an integer from 1 to 10000 (or omitted for the "
+                                       f"method's default), got {self.preimage_iterations!r}")
         if not is_num(self.preimage_tol) or not (0 < self.preimage_tol < 1):
             bad("preimage_tol", f"must be a number in (0, 1), got {self.preimage_tol!r}")
         if not is_int(self.seed) or self.seed < 0:

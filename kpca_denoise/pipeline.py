@@ -161,7 +161,21 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
              patchset: bool = False) -> dict:
     """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set's
     (N, h, w) SSIM is that of its samples side by side (:func:`sample_mosaic`), as the
-    window shows them (it read (N, h, w) as an image of N rows and w channels)."""
+    window shows them (it read (N, h, w) as an image of N rows and w channels).  Both
+    must be real, finite and of one shape (NaN gave NaN, complex lost its imaginary
+    part, an empty image divided by zero)."""
+    for what, a in (("reference", reference), ("estimate", estimate)):
+        a = np.asarray(a)
+        if a.dtype.kind not in "uif" or a.size == 0:
+            raise ValueError(f"the {what} must be a non-empty array of real numbers, got "
+                             f"{a.dtype} of shape {a.shape}")
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise ValueError(f"the {what} contains NaN or Inf; metrics need finite pixels")
+    if np.shape(reference) != np.shape(estimate):
+        raise ValueError(f"the reference is {np.shape(reference)} and the estimate "
+                         f"{np.shape(estimate)}; metrics compare arrays of one shape")
+    if patchset and np.ndim(reference) != 3:
+        raise ValueError(f"a patch set is (N, h, w), got shape {np.shape(reference)}")
     dtype = np.asarray(reference).dtype if dtype is None else dtype
     rng = data_range_for(dtype, reference)
     s = ssim(sample_mosaic(reference), sample_mosaic(estimate), rng) if patchset else \
@@ -395,6 +409,8 @@ def denoise_set(
     if isinstance(images, np.ndarray) and images.ndim in (2, 3) and patch_sets is None:
         raise ValueError(f"images must be a list of arrays, got one array of shape {images.shape}; "
                          "pass [image] (or use denoise_image)")
+    if not hasattr(images, "__len__"):  # a generator: its images are needed twice
+        images = list(images)
     n_items = len(images)
     if n_items == 0:
         raise ValueError("no images given; pass at least one image")
@@ -404,6 +420,9 @@ def denoise_set(
     for what, seq in (("names", names), ("patch_sets", patch_sets)):
         if len(seq) != n_items:
             raise ValueError(f"{what} has {len(seq)} entries for {n_items} images; give one per image")
+    bad = next((v for v in patch_sets if not isinstance(v, (bool, np.bool_))), None)
+    if bad is not None:  # "no" was true
+        raise ValueError(f"patch_sets must hold True or False per image, got {bad!r}")
     if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
         raise ValueError(
             f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "

@@ -534,7 +534,7 @@ BAD_OPTIONS = {
     "match_size": (0, "an integer from 1 to 99 or None"),
     "stride": (0, "an integer from 1 to 32 or None"),
     "stride1": (True, "an integer from 1 to 32 or None"),
-    "max_iter": (0, "an integer from 1 to 1000"), "backprojection": (-2, "an integer from 0 to 10"),
+    "max_iter": (0, "an integer from 1 to 10000"), "backprojection": (-2, "an integer from 0 to 10"),
     "data_range": (0.0, "a finite number > 0 or None"),
     "gamma_scale": (-1.0, "a finite number > 0.001 and <= 1e+06"),
     "gamma_scale2": (0, "a finite number > 0.001 and <= 1e+06"),

@@ -720,3 +720,32 @@ def test_a_12_bit_image_and_an_outlier_do_not_pass_for_noise_free():
     keep = np.ones(out.shape, bool)
     keep[:20, :20] = False  # the outlier's neighbourhood
     assert np.mean((out[keep] - smooth[keep]) ** 2) < 0.5 * np.mean((noisy[keep] - smooth[keep]) ** 2)
+
+
+def test_library_calls_name_their_bad_arguments():
+    # each was an obscure error from deep inside (or, for patch_sets, a wrong answer)
+    from kpca_denoise.core.grouped import denoise_grouped
+    from kpca_denoise.pipeline import evaluate
+
+    img = _smooth((32, 32)).astype(np.float64)
+    cases = [
+        (lambda: denoise_grouped(img, 10.0, ranks=4), "ranks must be a list such as [4, 8] or [None], got 4"),
+        (lambda: denoise_grouped(img, None), "sigma must be a positive finite number, got None"),
+        (lambda: denoise_grouped(img, 1e300), "sigma 1e+300 is too large: its square overflows"),
+        (lambda: denoise_set([img, img], DenoiseParams(noise_sigma=5.0), patch_sets=["no", "no"]),
+         "patch_sets must hold True or False per image, got 'no'"),
+        (lambda: denoise_image(img, preimage_iterations=10**9),
+         "preimage_iterations must be an integer from 1 to 10000"),
+        (lambda: evaluate(img, np.full_like(img, np.nan)), "the estimate contains NaN or Inf"),
+        (lambda: evaluate(img + 0j, img), "the reference must be a non-empty array of real numbers"),
+        (lambda: evaluate(np.zeros((0, 4)), np.zeros((0, 4))), "must be a non-empty array"),
+        (lambda: evaluate(img, img[:30]), "the reference is (32, 32) and the estimate (30, 32)"),
+        (lambda: evaluate(img, img, patchset=True), "a patch set is (N, h, w), got shape (32, 32)"),
+    ]
+    for call, words in cases:
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert words in str(exc.value), (words, str(exc.value))
+    # a generator of images is a set like any other
+    res = denoise_set((im for im in [img, img]), DenoiseParams(noise_sigma=5.0))
+    assert len(res.images) == 2 and all(r.ok for r in res.images)

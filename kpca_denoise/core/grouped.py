@@ -1905,7 +1905,7 @@ _OPTION_RULES: dict[str, tuple] = {
     "group_size1": ("int", False, 2, 512), "search_radius": ("int", True, 1, 256),
     "search_radius1": ("int", True, 1, 256), "match_size1": ("int", True, 1, 99),
     "match_size": ("int", True, 1, 99), "stride": ("int", True, 1, 32),
-    "stride1": ("int", True, 1, 32), "max_iter": ("int", False, 1, 1000),
+    "stride1": ("int", True, 1, 32), "max_iter": ("int", False, 1, 10000),
     "backprojection": ("int", False, 0, 10),
     "data_range": ("num", True, ">", 0), "gamma_scale": ("num", False, ">", 0.001, 1e6),
     "gamma_scale2": ("num", False, ">", 0.001, 1e6), "kappa1": ("num", True, ">", 0, 1000),
@@ -1991,12 +1991,17 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     img = imgs[0]
     if any(im.shape != img.shape or im.ndim != 2 for im in imgs):
         raise ValueError("channels must be 2-D and of the same size")
+    if not (_is_number(sigma) and math.isfinite(sigma) and sigma > 0.0):
+        raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
     sigma = float(sigma)
-    if not (math.isfinite(sigma) and sigma > 0.0):
-        raise ValueError(f"sigma must be a positive finite number, got {sigma}")
     if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
         raise ValueError(f"sigma {sigma} is too small: its square underflows float64 "
                          "(give sigma in the image's units, at least 1e-150)")
+    if not math.isfinite(sigma * sigma):
+        raise ValueError(f"sigma {sigma} is too large: its square overflows float64 "
+                         "(give sigma in the image's units, at most 1e150)")
+    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+        raise ValueError(f"ranks must be a list such as [4, 8] or [None], got {ranks!r}")
     rank_list = list(ranks)
     if not rank_list:
         raise ValueError("ranks must contain at least one entry (None = no cap)")
