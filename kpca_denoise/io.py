@@ -860,6 +860,12 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
     """
     target = Path(target)
     check_not_input(target, list(inputs) + [item.path])
+    arr = np.asarray(array)
+    if arr.size != int(np.prod(item.shape)):  # a (3, 3) array for a (10, 4, 4) item was written
+        raise InputError(f"{target}: the array {arr.shape} is not the shape of {item.path.name} "
+                         f"{tuple(item.shape)}; write the item's own result")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # read back, it was refused
+        raise InputError(f"{target}: the array holds NaN or Inf; nothing was written")
     if item.kind == "patchset":
         a = np.asarray(array).astype(item.dtype, copy=False)
 

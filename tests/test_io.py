@@ -232,3 +232,19 @@ def test_imagej_files_imagej_cannot_rewrite_come_back_as_plain_tiffs(tmp_path, r
     if case == "micro":
         with tifffile.TiffFile(out) as tf:
             assert tf.is_imagej and tf.imagej_metadata["unit"] in ("\\u00b5m", "\u00b5m")
+
+
+def test_write_item_refuses_an_array_that_is_not_the_items(tmp_path):
+    # a (3, 3) array was written for a (10, 4, 4) item, and NaN into a float TIFF that
+    # read_item then refused
+    import tifffile
+
+    np.save(tmp_path / "s.npy", np.ones((10, 4, 4), np.float32))
+    item = read_item(tmp_path / "s.npy")
+    with pytest.raises(InputError, match=r"the array \(3, 3\) is not the shape of s.npy \(10, 4, 4\)"):
+        write_item(item, np.zeros((3, 3)), tmp_path / "o.npy")
+    tifffile.imwrite(tmp_path / "f.tif", np.ones((8, 8), np.float32))
+    tif = read_item(tmp_path / "f.tif")
+    with pytest.raises(InputError, match="holds NaN or Inf; nothing was written"):
+        write_item(tif, np.full((8, 8), np.nan, np.float32), tmp_path / "o.tif")
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "o.tif").exists()
