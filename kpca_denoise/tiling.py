@@ -386,8 +386,9 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
         ex["contrast"] = texture_contrast(chans, sigma, ex.get("match_channels", "all"))
     if ex["periodic"] and ex.get("lags") is None:  # its periods, as the core measures them
         matched = chans if ex.get("match_channels", "all") == "all" else chans[:1]
-        _, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
-        ex["lags"] = [list(v1), list(v2)]
+        score, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
+        if score > 0.0:  # nothing repeats: no lattice, in the tiles as in the whole
+            ex["lags"] = [list(v1), list(v2)]
     if want_detail:
         ex["detail"] = coarse_detail(work[..., 0], sigma)
     return params.replace(extra=ex)

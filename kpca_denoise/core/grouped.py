@@ -1928,7 +1928,7 @@ def check_options(**options: Any) -> None:
     """Check the values of :func:`denoise_grouped`'s options without an image.
 
     Raises ``ValueError`` naming the first bad one, what it takes and what it got
-    (``"gamma_scale2 must be a finite number > 0, got 0"``); names that are not
+    (``"window_beta must be a finite number >= 0 and <= 50, got 1000"``); names that are not
     options (``ranks``, ``progress``, ...) are left to their callers.  The driver
     calls it before any work, and :meth:`kpca_denoise.params.DenoiseParams.validate`
     on the ``extra`` options, so a bad value is reported once before a run rather
@@ -2014,7 +2014,8 @@ def _denoise_channels(chans: list, sigma: float, *, ranks, kernel, patch_size, g
     # a regular texture (in any channel the matching sees) gets the texture settings;
     # the score is reported even when the caller decided (5 ms per channel on 256x256)
     periodic, score, (v1, v2), trial = _decide_periodic(imgs, sigma, kw)
-    lags = [v1, v2] if periodic and score > 0.0 else []
+    # the periods measured here (none when nothing repeats), or those given
+    lags = [v1, v2] if periodic and (score > 0.0 or kw["lags"] is not None) else []
     con, nf = None, noise_fraction
     if periodic:  # its stage-1 window: the noise against the span or its own contrast
         con = float(contrast) if contrast is not None else texture_contrast(
