@@ -49,7 +49,10 @@ class SpectrumPlot(pg.PlotWidget):
         pi.setLabel("left", "eigenvalue λₖ (centred Gram)")
         # a log axis of values, not "(x0.001)" milli-units in front of the label
         pi.getAxis("left").enableAutoSIPrefix(False)
+        # before any data: whole components, and whole decades (a log axis left to its
+        # default range labelled 2 ... 9 over one another)
         pi.setXRange(0.5, 8.5, padding=0)
+        pi.setYRange(-4.0, 1.0, padding=0)
         pi.setMenuEnabled(False)
         pi.hideButtons()
         self.curve = pi.plot([], [], pen=pg.mkPen("#1f5fbf", width=2), symbol="o", symbolSize=5,
@@ -179,11 +182,11 @@ class SpectrumPlot(pg.PlotWidget):
                 self.getPlotItem().removeItem(line)
             self._rank_lines = {}
             # labels at staggered heights, so near ranks ("r=8", "r=16" on a plot of
-            # 898 components) do not print over each other
+            # 898 components) do not print over each other, nor over the centred message
             for i, (key, pos) in enumerate(sorted(marks, key=lambda m: m[1])):
                 text = f"r={pos}" if key is not None else f"auto={pos}"
                 line = pg.InfiniteLine(pos=pos, angle=90, movable=False, label=text,
-                                       labelOpts={"position": 0.85 - 0.15 * (i % 4), "color": "#555",
+                                       labelOpts={"position": (0.9, 0.75, 0.25, 0.1)[i % 4], "color": "#555",
                                                   "fill": (255, 255, 255, 200)})
                 self.getPlotItem().addItem(line, ignoreBounds=True)
                 self._rank_lines[key] = line
