@@ -228,8 +228,10 @@ class ExportActions:
             path = path.with_suffix(".png")
         try:
             check_not_input(path, self._input_paths())
-            # the ranks compared on screen, in their order (not every rank computed)
-            sheet = self.comparison_sheet(e, rec, [r for r in self.shown_ranks() if r in rec.ranks])
+            # the ranks compared on screen, in their order (not every rank computed);
+            # every computed one when none of those is
+            shown = [r for r in self.shown_ranks() if r in rec.ranks]
+            sheet = self.comparison_sheet(e, rec, shown or None)
 
             def save(tmp: Path) -> None:
                 if not sheet.save(str(tmp), "PNG"):
