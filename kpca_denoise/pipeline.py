@@ -183,17 +183,20 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
     return {"psnr": psnr(reference, estimate, rng), "ssim": s}
 
 
-def sample_mosaic(a: np.ndarray) -> np.ndarray:
-    """The samples of a patch set (N, h, w) side by side on one gap-free canvas, in rows
-    of ``ceil(sqrt(N))`` (zeros after the last)."""
+def sample_mosaic(a: np.ndarray, gap: int = 0, fill: float = 0.0,
+                  max_samples: int | None = None) -> np.ndarray:
+    """The samples of a patch set (N, h, w) (the first ``max_samples``) side by side in
+    rows of ``ceil(sqrt(N))``, ``gap`` pixels of ``fill`` between them and after the
+    last: the canvas its metrics are measured on (gap-free) and the window draws."""
     a = np.asarray(a)
-    n, h, w = a.shape
+    n = a.shape[0] if max_samples is None else min(a.shape[0], max_samples)
+    h, w = a.shape[1:3]
     cols = int(np.ceil(np.sqrt(n)))
     rows = int(np.ceil(n / cols))
-    out = np.zeros((rows * h, cols * w), dtype=np.float64)
+    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), fill, dtype=np.float64)
     for i in range(n):
         r, c = divmod(i, cols)
-        out[r * h:(r + 1) * h, c * w:(c + 1) * w] = a[i]
+        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]
     return out
 
 

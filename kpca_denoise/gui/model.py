@@ -27,6 +27,7 @@ import numpy as np
 
 from ..io import LoadedItem, display_oriented
 from ..params import DenoiseParams
+from ..pipeline import sample_mosaic
 from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 
 __all__ = [
@@ -63,16 +64,8 @@ def patch_mosaic(a: np.ndarray, max_samples: int = MOSAIC_MAX_SAMPLES, gap: int 
     pixels of ``fill`` (default: the array's minimum, so gaps read as dark).
     """
     a = np.asarray(a)
-    n = min(a.shape[0], max_samples)
-    h, w = a.shape[1:3]
-    cols = int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / cols))
-    fill = float(np.min(a[:n])) if fill is None else fill
-    out = np.full((rows * (h + gap) - gap, cols * (w + gap) - gap), fill, dtype=np.float64)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        out[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = a[i]
-    return out
+    fill = float(np.min(a[:max_samples])) if fill is None else fill
+    return sample_mosaic(a, gap, fill, max_samples)
 
 
 def display_array(a: np.ndarray, is_patchset: bool) -> np.ndarray:
