@@ -62,13 +62,14 @@ def noise_eigenvalue(kernel: str, gamma: float, sigma: float, d: int, n: int) ->
     RBF: the diagonal of the Gram matrix stays 1 while noise shrinks every
     off-diagonal entry by ``E exp(-gamma |e_i - e_j|^2) = (1 + 4 gamma sigma^2)^(-d/2)``,
     so noise adds ``1 - (1 + 4 gamma sigma^2)^(-d/2)`` to every eigenvalue.
-    Linear: ``(n - 1) sigma^2`` per direction (n samples of dimension d).
-    Other kernels: not defined (returns NaN).
+    Linear: the noise energy ``(n - 1) d sigma^2`` of n centred samples of dimension
+    d spread over the ``min(d, n - 1)`` directions they span (``(n - 1) sigma^2`` when
+    ``d < n``).  Other kernels: not defined (returns NaN).
     """
     if kernel == "rbf":
         return float(-np.expm1(-0.5 * d * np.log1p(4.0 * gamma * sigma * sigma)))
     if kernel == "linear":
-        return float((n - 1) * sigma * sigma)
+        return float((n - 1) * d * sigma * sigma / max(min(d, n - 1), 1))
     return float("nan")
 
 
