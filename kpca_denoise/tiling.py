@@ -354,8 +354,11 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     chans = [np.ascontiguousarray(work[..., c]) for c in range(work.shape[2])]
     opts = params.grouped_options(_guide_range(region.dtype, vst, colour))
     cal = calibrate(chans, sigma, opts, trial_denoiser())
-    decided = {k: getattr(cal.options, k) for k in ("periodic", "lags", "contrast", "detail")}
-    return params.replace(grouped=params.grouped.replace(**decided))
+    decided = {k: getattr(cal.options, k) for k in ("periodic", "lags", "contrast", "detail")
+               if getattr(params.grouped, k) is None and getattr(cal.options, k) is not None}
+    if not cal.options.periodic:
+        decided.pop("lags", None)  # none to tell: a tile finds none either
+    return params.replace(grouped=params.grouped.replace(**decided)) if decided else params
 
 
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,
