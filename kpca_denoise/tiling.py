@@ -26,8 +26,8 @@ output (up to floating-point summation order):
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 35 % (a
-2048x2048 image) to 52 % (4000x3000; the 65x65 search window of stop 21 made the
-grouped halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
+2048x2048 image) to 52 % (4000x3000; the 65x65 search window makes the grouped
+halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
 """
 
 from __future__ import annotations

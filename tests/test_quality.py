@@ -167,8 +167,8 @@ def _bricks(n: int = 128, w: int = 30, h: int = 14) -> np.ndarray:
 def test_a_regular_texture_needs_the_wide_search_window():
     # measured (128x128 bricks, sigma 25, seeds 0 / 1 / 2): the default 65x65 search
     # (dense to 19 px, even offsets beyond) 33.24 / 33.21 / 32.94 dB, BM3D's 39x39
-    # (the default before stop 21) 32.50 / 32.56 / 32.27, stage 2 at 25x25 (before
-    # 2026-11-25) 31.61 / 31.75 / 31.50, bm3d 33.35 / 33.74 / 33.24.  The bricks
+    # 32.50 / 32.56 / 32.27, stage 2 at 25x25 31.61 / 31.75 / 31.50, bm3d 33.35 / 33.74 /
+    # 33.24.  The bricks
     # repeat every 30 px across: the next brick is beyond a 39x39 window.
     # (the photograph settings throughout: the texture settings are the next test's)
     img = _bricks()
@@ -221,7 +221,7 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
     p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, periodic=True,
                                  contrast=1e6)[1][0]["params"]
     assert p["match_size1"] == 35, p["match_size1"]
-    # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with stop 22's
+    # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with the older
     # settings (13x13 stage-1 window, stage 2 at 11x11 with kappa2 0.7) 27.27; with the
     # photograph settings 27.00
     img = _bricks(128)
@@ -324,8 +324,8 @@ def test_a_borderline_texture_is_decided_by_a_trial(camera):
 
 
 def test_a_faint_texture_gets_the_window_of_its_contrast(camera):
-    # stop 29: a texture's stage-1 window followed its noise against the data range
-    # alone, so bricks at a third of the contrast got a full-contrast wall's 7x7 window
+    # a texture's stage-1 window that followed its noise against the data range alone
+    # gave bricks at a third of the contrast a full-contrast wall's 7x7 window
     # at sigma 15, where their repeats differ by less than the noise over 7x7.  Against
     # its own contrast the noise calls for a wider one.  Measured (these bricks,
     # 256x256, seeds 0 / 1): +1.38 / +1.67 dB over the data range's window at sigma
@@ -423,7 +423,7 @@ def test_a_smooth_photograph_gets_a_wider_stage1_window():
     # moon (a development photograph, faint) blurred: at sigma 25 its 7x7 windows
     # differ mostly by their noise; its coarse detail is far below a detailed
     # photograph's and the wider window it gets gains (measured 0.64 dB against BM3D's
-    # -0.16 / +0.48 dB with the two windows: /tmp scratch of stop 25)
+    # -0.16 / +0.48 dB with the two windows)
     from scipy.ndimage import gaussian_filter
     from skimage import data
 
