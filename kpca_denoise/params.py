@@ -230,16 +230,16 @@ class DenoiseParams:
         if not isinstance(data, dict):
             raise ParamError(None, "the parameters must be a JSON object such as "
                                    f'{{"method": "grouped"}}, got {type(data).__name__}')
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in set(data) - known)
-        if unknown:
-            raise ParamError(unknown[0], f"unknown parameter(s) {unknown}; known are {sorted(known)}")
         data = dict(data)
         if "extra" in data:  # what files written before the options object called it
             if "grouped" in data:
                 raise ParamError("extra", "give the grouped options once, as grouped "
                                           "(extra is its old name)")
             data["grouped"] = data.pop("extra")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in set(data) - known)
+        if unknown:
+            raise ParamError(unknown[0], f"unknown parameter(s) {unknown}; known are {sorted(known)}")
         if "grouped" in data and not isinstance(data["grouped"], dict):
             raise ParamError("grouped", "grouped must be a JSON object of grouped-method "
                                         f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
