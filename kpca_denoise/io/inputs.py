@@ -41,15 +41,11 @@ def _within(p: Path, folder: Path | None) -> bool:
 def collect_inputs(paths, *, exclude=None):
     """Files and folder trees -> ``(files, errors, skipped)``.
 
-    ``files`` are :class:`InputFile` in the order given, folders walked recursively in
-    sorted order (hidden entries and anything inside ``exclude``, the output folder,
-    are left out).  A file from a folder keeps its sub-folder in ``rel``; two inputs
-    that would get the same ``rel`` (``a/img.png`` and ``b/img.png`` named on the
-    command line) get their paths from the nearest common folder instead, so no two
-    outputs of a run share a name.  The same file named twice is read once.
-    ``errors`` are ``(path, message)`` for inputs that cannot be used (missing,
-    unsupported type, a folder with nothing usable); ``skipped`` lists the unsupported
-    files met inside folders.
+    ``files``: :class:`InputFile` in the order given, folders walked sorted (hidden
+    entries and ``exclude``, the output folder, left out), each file once; ``rel`` keeps
+    the sub-folder, and names that would collide are taken from their nearest common
+    folder so no two outputs share a name.  ``errors``: ``(path, message)`` for unusable
+    inputs; ``skipped``: the unsupported files met inside folders.
     """
     exclude = Path(exclude) if exclude is not None else None
     files: list[InputFile] = []

@@ -391,11 +391,10 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
 
 
 def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True):
-    """Read many files (paths or :class:`InputFile`); a bad file is reported in the
-    second list ``(path, message)``, the rest are kept.  With ``keep_pixels`` false
-    every file is still read in full (so that a bad one is found before any compute)
-    but its pixels are released at once (:meth:`LoadedItem.release`): memory then
-    holds one file, not the set."""
+    """Read many files (paths or :class:`InputFile`) -> ``(items, errors)``, a bad file
+    reported as ``(path, message)``.  With ``keep_pixels`` false each file is still read
+    in full (a bad one is found before any compute) but released at once: memory holds
+    one file, not the set."""
     items, errors = [], []
     for p in paths:
         rel = p.rel if isinstance(p, InputFile) else None

@@ -55,11 +55,9 @@ def _file_mode() -> int:
 def atomic_write(target, write, *, replace: bool = True) -> Path:
     """Write a file through a temporary file in the target folder, then rename.
 
-    ``write(tmp_path)`` writes the content; on any failure the temporary file is
-    removed, so a half-written file never appears under ``target``.  The file gets
-    the permissions of a normal write under the umask.  With ``replace=False`` an
-    existing ``target`` is never replaced (the rename is a hard link, which fails
-    atomically if another process created the file meanwhile):
+    ``write(tmp_path)`` writes the content; on failure the temporary file is removed,
+    so no half-written ``target`` appears.  With ``replace=False`` an existing target is
+    never replaced (a hard link fails atomically if another process made it meanwhile):
     :class:`OutputExistsError`.
     """
     target = Path(target)
@@ -183,52 +181,61 @@ def _imagej_metadata(ij: dict | None, data: np.ndarray, photometric: str) -> dic
 def _image_writer(item: LoadedItem, a: np.ndarray):
     """A function writing ``a`` (the item's shape and dtype) to a path, or InputError
     before any file is created."""
-    fmt, meta = item.format, item.meta
     if a.ndim == 3 and a.shape[2] == 1 and not item.is_stack:
         a = a[..., 0]
-    floating = np.issubdtype(a.dtype, np.floating)
-    if fmt == "TIFF":
-        import tifffile
+    return _tiff_writer(item, a) if item.format == "TIFF" else _pil_writer(item, a)
 
-        shape = meta.get("shape")
-        data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
-        photometric = {0: "miniswhite", 1: "minisblack", 2: "rgb"}.get(meta.get("photometric"))
-        if photometric is None:
-            photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
-                item.is_stack and a.ndim == 3) else "minisblack"
-        kw: dict = {"photometric": photometric, "compression": "zlib"}
-        if meta.get("extrasamples"):  # as read (grey + alpha stays one page of 2 samples)
-            kw["extrasamples"] = meta["extrasamples"]
-            kw["planarconfig"] = "contig"
-        elif photometric == "rgb" and data.shape[-1] == 4:
-            kw["extrasamples"] = ("unassalpha",)
-        ij = _imagej_metadata(meta.get("imagej"), data, photometric)
-        if meta.get("planar") and data.ndim >= 3:
-            data = np.moveaxis(data, -1, -3)  # samples before rows, as read
-            kw["planarconfig"] = "separate"
-        if "resolution" in meta:
-            kw["resolution"] = meta["resolution"]
-            kw["resolutionunit"] = meta.get("resolutionunit", 2)
-        if meta.get("icc"):
-            kw["iccprofile"] = meta["icc"]
-        if meta.get("orientation"):
-            kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
-        for key in ("description", "software"):
-            if meta.get(key):
-                kw[key] = meta[key]
 
-        def write(tmp: Path) -> None:
-            if ij is not None:
-                try:
-                    plain = {k: v for k, v in kw.items() if k not in ("extrasamples", "description")}
-                    tifffile.imwrite(tmp, data, imagej=True, metadata=ij, **plain)
-                    return
-                except (ValueError, TypeError):
-                    pass  # a layout ImageJ cannot hold after all: a plain TIFF
-            tifffile.imwrite(tmp, data, **kw)
+def _tiff_writer(item: LoadedItem, a: np.ndarray):
+    """TIFF through tifffile: the shape, page order, photometric, samples, planar layout,
+    resolution, ICC, orientation and ImageJ metadata as read."""
+    import tifffile
 
-        return write
-    if floating:
+    meta = item.meta
+    shape = meta.get("shape")
+    data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
+    photometric = {0: "miniswhite", 1: "minisblack", 2: "rgb"}.get(meta.get("photometric"))
+    if photometric is None:
+        photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
+            item.is_stack and a.ndim == 3) else "minisblack"
+    kw: dict = {"photometric": photometric, "compression": "zlib"}
+    if meta.get("extrasamples"):  # as read (grey + alpha stays one page of 2 samples)
+        kw["extrasamples"] = meta["extrasamples"]
+        kw["planarconfig"] = "contig"
+    elif photometric == "rgb" and data.shape[-1] == 4:
+        kw["extrasamples"] = ("unassalpha",)
+    ij = _imagej_metadata(meta.get("imagej"), data, photometric)
+    if meta.get("planar") and data.ndim >= 3:
+        data = np.moveaxis(data, -1, -3)  # samples before rows, as read
+        kw["planarconfig"] = "separate"
+    if "resolution" in meta:
+        kw["resolution"] = meta["resolution"]
+        kw["resolutionunit"] = meta.get("resolutionunit", 2)
+    if meta.get("icc"):
+        kw["iccprofile"] = meta["icc"]
+    if meta.get("orientation"):
+        kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
+    for key in ("description", "software"):
+        if meta.get(key):
+            kw[key] = meta[key]
+
+    def write(tmp: Path) -> None:
+        if ij is not None:
+            try:
+                plain = {k: v for k, v in kw.items() if k not in ("extrasamples", "description")}
+                tifffile.imwrite(tmp, data, imagej=True, metadata=ij, **plain)
+                return
+            except (ValueError, TypeError):
+                pass  # a layout ImageJ cannot hold after all: a plain TIFF
+        tifffile.imwrite(tmp, data, **kw)
+
+    return write
+
+
+def _pil_writer(item: LoadedItem, a: np.ndarray):
+    """PNG, JPEG and BMP through Pillow (16-bit colour PNG through imagecodecs)."""
+    fmt, meta = item.format, item.meta
+    if np.issubdtype(a.dtype, np.floating):
         raise InputError(f"floating-point images can only be written as TIFF, not {fmt}")
     if a.dtype == np.uint16 and fmt in ("JPEG", "BMP"):
         raise InputError(f"{fmt} cannot store 16-bit images; use PNG or TIFF")
@@ -271,12 +278,9 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
 
 def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
                replace: bool = True) -> Path:
-    """Write ``array`` in ``item``'s format, bit depth, pages and metadata to ``target``
-    atomically.
-
-    For a stack, ``array`` holds all pages, (P, H, W[, C]).  Nothing is left behind on
-    failure; ``inputs`` (the files that were read) are never overwritten, and with
-    ``replace=False`` no existing file is.
+    """Write ``array`` (for a stack all pages, (P, H, W[, C])) in ``item``'s format, bit
+    depth, pages and metadata to ``target``, atomically.  ``inputs`` (the files that
+    were read) are never overwritten, and with ``replace=False`` no existing file is.
     """
     target = Path(target)
     check_not_input(target, list(inputs) + [item.path])
