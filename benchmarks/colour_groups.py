@@ -21,8 +21,8 @@ before issue 12).
 
 Usage::
 
-    python benchmarks/colour_groups.py
-    python benchmarks/colour_groups.py '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
+    python -m benchmarks.colour_groups
+    python -m benchmarks.colour_groups '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations
@@ -30,16 +30,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from skimage import data
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-
-from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent  # noqa: E402
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+from benchmarks.common import (add_noise, bm3d_denoise, centre_crop, exit_on_help, psnr,
+                               results_header)
+from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
+from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent
 
 SIGMAS = (15, 25, 50)
 
@@ -48,15 +46,9 @@ def crops() -> dict:
     out = {}
     for name, im in (("astronaut", data.astronaut()), ("hubble", data.hubble_deep_field())):
         im = im.astype(np.float64)
-        H, W, _ = im.shape
-        y0, x0 = (H - 256) // 2, (W - 256) // 2
-        out[f"{name}-centre"] = im[y0:y0 + 256, x0:x0 + 256]
+        out[f"{name}-centre"] = centre_crop(im, 256)
         out[f"{name}-top-left"] = im[:256, :256]
     return out
-
-
-def psnr(ref, x) -> float:
-    return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(x) - ref) ** 2)))
 
 
 def per_channel(noisy, s, **kw):
@@ -74,12 +66,12 @@ def lum_only(noisy, s, **kw):
 
 
 def cbm3d(noisy, s, **kw):
-    import bm3d
-
-    return bm3d.bm3d_rgb(noisy, float(s))
+    return bm3d_denoise(noisy, s)  # bm3d.bm3d_rgb for colour
 
 
 def main(argv) -> None:
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     kw = json.loads(argv[0]) if argv else {}
     methods = (("per-chan", per_channel), ("shared", shared), ("lum-only", lum_only),
                ("cbm3d", cbm3d))
@@ -91,7 +83,7 @@ def main(argv) -> None:
     rows = []
     for s in SIGMAS:
         for name, im in crops().items():
-            noisy = im + np.random.default_rng(1).normal(0.0, s, im.shape)
+            noisy = add_noise(im, s, 1)
             ps, ts = [], []
             for _, f in methods:
                 t0 = time.perf_counter()

@@ -43,29 +43,24 @@ after the fix (``core.grouped.TEXTURE_SPAN``), to check it.
 
 Usage::
 
-    python benchmarks/textures.py
-    python benchmarks/textures.py --variants
-    python benchmarks/textures.py --walls --sigmas 15,25,35,50
-    python benchmarks/textures.py --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
-    python benchmarks/textures.py '{}' '{"search_radius": 16}'
-    python benchmarks/textures.py --faint-new --sigmas 15,25,35,50 '{}' '{"contrast": 1e6}'
+    python -m benchmarks.textures
+    python -m benchmarks.textures --variants
+    python -m benchmarks.textures --walls --sigmas 15,25,35,50
+    python -m benchmarks.textures --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
+    python -m benchmarks.textures '{}' '{"search_radius": 16}'
+    python -m benchmarks.textures --faint-new --sigmas 15,25,35,50 '{}' '{"contrast": 1e6}'
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from quality import psnr  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+from benchmarks.common import add_noise, bm3d_denoise, exit_on_help, psnr, results_header
+from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent
 
 
 def bricks(w: int, h: int, n: int = 256, jitter: int = 0) -> np.ndarray:
@@ -265,8 +260,8 @@ def colour_walls() -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str]) -> None:
-    import bm3d
-
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     sets = {"--variants": variants, "--walls": walls, "--irregular": irregular_walls,
             "--colour-walls": colour_walls, "--borderline": borderline_walls,
             "--faint": faint_walls, "--faint-new": faint_new, "--faint-colour": faint_colour}
@@ -284,16 +279,17 @@ def main(argv: list[str]) -> None:
         colour = im.ndim == 3
         run = denoise_grouped_opponent if colour else denoise_grouped
         for s in sigmas:
-            noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
+            noisy = add_noise(im, s, 1)
             row = [psnr(im, run(noisy, float(s), **dict({"data_range": 255.0}, **c))[0][None])
                    for c in cfgs]
-            b = psnr(im, (bm3d.bm3d_rgb if colour else bm3d.bm3d)(noisy, float(s)))
+            b = psnr(im, bm3d_denoise(noisy, s))
             gaps[s].append([v - b for v in row])
             print(f"{name:9} {s:5} {b:7.2f}  | " + " | ".join(f"{v:7.2f}" for v in row),
                   flush=True)
     for s, g in gaps.items():
         print(f"mean gap to BM3D at sigma {s:2}: "
               + " | ".join(f"{v:+.2f}" for v in np.mean(g, axis=0)))
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])
