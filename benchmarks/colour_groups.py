@@ -8,12 +8,9 @@ seed 1).  Methods, all told sigma:
 
 * ``per-chan``  - :func:`denoise_grouped` on each opponent channel on its own (the
   colour path before issue 12);
-* ``shared``    - :func:`denoise_grouped_opponent`: one block matching on the summed
+* ``shared``    - ``common.denoise_grouped_opponent``: one block matching on the summed
   SSD of the three opponent channels (the SSD in RGB: the transform is
-  orthonormal), the groups shared by the three channels (the colour path since
-  stop 23);
-* ``lum-only``  - the same with the matching on the luminance only
-  (``match_channels="first"``, as CBM3D does; the colour path of stops 19-22);
+  orthonormal), the groups shared by the three channels (the colour path);
 * ``cbm3d``     - ``bm3d.bm3d_rgb(noisy, sigma)`` (its own opponent space).
 
 Extra arguments: a JSON dictionary of keywords for both of ours (e.g. the settings
@@ -22,7 +19,7 @@ before issue 12).
 Usage::
 
     python -m benchmarks.colour_groups
-    python -m benchmarks.colour_groups '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
+    python -m benchmarks.colour_groups '{"match_size1": 5, "match_size": 5, "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations
@@ -34,10 +31,11 @@ import time
 import numpy as np
 from skimage import data
 
-from benchmarks.common import (add_noise, bm3d_denoise, centre_crop, exit_on_help, psnr,
+from benchmarks.common import (add_noise, bm3d_denoise, centre_crop, denoise_grouped_opponent,
+                               exit_on_help, psnr,
                                results_header)
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 
@@ -61,10 +59,6 @@ def shared(noisy, s, **kw):
     return denoise_grouped_opponent(noisy, s, **kw)[0][None]
 
 
-def lum_only(noisy, s, **kw):
-    return denoise_grouped_opponent(noisy, s, **dict(kw, match_channels="first"))[0][None]
-
-
 def cbm3d(noisy, s, **kw):
     return bm3d_denoise(noisy, s)  # bm3d.bm3d_rgb for colour
 
@@ -73,8 +67,7 @@ def main(argv) -> None:
     exit_on_help(argv, __doc__)
     print(results_header(), flush=True)
     kw = json.loads(argv[0]) if argv else {}
-    methods = (("per-chan", per_channel), ("shared", shared), ("lum-only", lum_only),
-               ("cbm3d", cbm3d))
+    methods = (("per-chan", per_channel), ("shared", shared), ("cbm3d", cbm3d))
     w = np.random.default_rng(0).normal(128, 20, (40, 40, 3))
     shared(w, 20.0, **kw), per_channel(w, 20.0, **kw)  # numba compilation
     print(f"settings: {json.dumps(kw)}")

@@ -194,3 +194,16 @@ def exit_on_help(argv, doc: str | None) -> None:
     if "-h" in argv or "--help" in argv:
         print(doc)
         raise SystemExit(0)
+
+
+def denoise_grouped_opponent(rgb: np.ndarray, sigma: float, **options):
+    """RGB (H, W, 3) through the grouped method as the pipeline runs colour: the
+    orthonormal opponent space, one set of groups for the three channels, back to RGB
+    (``data_range``, of R, G and B, becomes the luminance's).  ``({rank: rgb}, stats)``."""
+    from kpca_denoise.core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
+    from kpca_denoise.core.grouped import denoise_grouped_channels
+
+    if options.get("data_range") is not None:
+        options = dict(options, data_range=float(options["data_range"]) * float(OPPONENT[0].sum()))
+    out, stats = denoise_grouped_channels(rgb_to_opponent(np.asarray(rgb)), sigma, **options)
+    return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats

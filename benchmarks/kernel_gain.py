@@ -10,13 +10,13 @@ patch_distance=11)``) for context.  On the natural photographs of
 ``benchmarks/quality.py`` the two kernels are within 0.1 dB.
 
 An optional JSON dictionary of keywords applies to both kernels (e.g. the
-settings before issue 12, ``'{"match_size1": 5, "match_size": 5, "shrink1": "soft",
+settings before issue 12, ``'{"match_size1": 5, "match_size": 5,
 "kappa2": 1.2, "stride": 5}'``; ``kappa1`` then resolves per kernel).
 
 Usage::
 
     python -m benchmarks.kernel_gain
-    python -m benchmarks.kernel_gain '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
+    python -m benchmarks.kernel_gain '{"match_size1": 5, "match_size": 5, "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Infinite-Sea_by_Aury88, scaled to 512 px on the short side, ``p_<name>.png``).
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
 ``bm3d.bm3d_rgb`` with ``--colour``) and of the default (:func:`denoise_grouped` /
-:func:`denoise_grouped_opponent` with ``data_range=255``) under each JSON dictionary
+``common.denoise_grouped_opponent`` with ``data_range=255``) under each JSON dictionary
 of keywords given, with the gap to BM3D and the mean per sigma.
 
 Usage::
@@ -49,9 +49,10 @@ import sys
 
 import numpy as np
 
-from benchmarks.common import (GREY, add_noise, bm3d_denoise, centre_crop, exit_on_help, image_files,
+from benchmarks.common import (GREY, add_noise, bm3d_denoise, centre_crop, denoise_grouped_opponent,
+                               exit_on_help, image_files,
                                psnr, results_header)
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 

@@ -28,7 +28,7 @@ lighting gradient, 16x7 and 50x22 px bricks, a 20-degree rotation; periodicity s
 0.12-0.49), on which the texture threshold ``PERIODIC`` came down from 0.4 to 0.3.
 ``--colour-walls`` runs four colour walls (red-brown bricks, grey mortar of about the
 bricks' luminance, so that the pattern is mostly in the chrominance) against
-``bm3d.bm3d_rgb``, through :func:`denoise_grouped_opponent`.
+``bm3d.bm3d_rgb``, through ``common.denoise_grouped_opponent``.
 
 ``--borderline`` runs 21 walls built in stop 27 (:func:`borderline_walls`) whose
 periodicity score at sigma 50 is 0.15-0.3: under the texture threshold, where the
@@ -37,7 +37,7 @@ photograph settings lose to BM3D at sigma 35 and 50 (a weakness found, not fixed
 ``--faint`` runs six walls of that family with little grain at full or half contrast,
 on which faint walls were found to lose to BM3D at sigma 15 / 25 (stop 29; tuned on);
 ``--faint-new`` 24 faint walls and ``--faint-colour`` four faint colour walls built
-after the fix (``core.grouped.TEXTURE_SPAN``), to check it.
+after the fix (``core.grouped.calibrate.TEXTURE_SPAN``), to check it.
 
 ``--sigmas 15,25,35,50`` sets the noise levels (default 15, 25, 50).
 
@@ -59,8 +59,9 @@ import sys
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-from benchmarks.common import add_noise, bm3d_denoise, exit_on_help, psnr, results_header
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent
+from benchmarks.common import (add_noise, bm3d_denoise, denoise_grouped_opponent, exit_on_help,
+                               psnr, results_header)
+from kpca_denoise.core.grouped import denoise_grouped
 
 
 def bricks(w: int, h: int, n: int = 256, jitter: int = 0) -> np.ndarray:
@@ -211,7 +212,7 @@ def faint_walls() -> dict[str, np.ndarray]:
     with little or no grain, 1-2 px mortar, at full or half contrast (std 8-22), on
     which the faint ones lost 0.4-1.0 dB to BM3D at sigma 15 / 25 while the texture's
     stage-1 window followed its noise against the data range alone (found, then
-    tuned on: ``core.grouped.TEXTURE_SPAN``)."""
+    tuned on: ``core.grouped.calibrate.TEXTURE_SPAN``)."""
     c = slice(72, 328)
     out = {}
     for mp, g, f in ((1, 0.0, 1.0), (1, 0.0, 0.5), (2, 0.0, 0.5), (2, 1.0, 0.5), (1, 3.0, 0.5),

@@ -52,7 +52,7 @@ class DenoiseParams:
     n_landmarks : ``None`` (exact kernel PCA) or m, the Nyström landmarks among the
         training patches ('global'): time O(n_train m^2) and memory O(m^2) instead
         of O(n_train^2), so n_train can be far larger.  Measured quality and error
-        are in ``benchmarks/results_nystrom.txt``.
+        are in ``benchmarks/results/nystrom.txt``.
     gamma : RBF kernel parameter; ``None`` chooses it from the data and noise level.
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.

@@ -50,7 +50,7 @@ def test_default_beats_plain_global_kpca_and_linear_pca(crop):
 
 
 def test_the_rbf_kernel_earns_its_keep_on_sharp_structure():
-    # python benchmarks/kernel_gain.py: the default (RBF) against its linear-kernel
+    # python -m benchmarks.kernel_gain: the default (RBF) against its linear-kernel
     # ablation on non-photographic images gains up to 2.4 dB at sigma 15 (mean
     # +0.50 dB over ten images) and ties on natural photographs; on this 128x128
     # crop of the horse silhouette, seeds 0 / 1: +1.94 / +2.14 dB
@@ -131,7 +131,7 @@ def test_floor_against_bm3d_at_sigma_50(camera):
 
 
 def test_floor_for_the_poisson_gaussian_path(camera):
-    # python benchmarks/poisson.py: on the development set the stabilised path is
+    # python -m benchmarks.poisson: on the development set the stabilised path is
     # 0.05-0.19 dB below bm3d on the same stabilised data.  This crop (gain 16, Gaussian
     # sigma 2, seed 0) measured: stabilised 28.55 dB, Gaussian model 24.90 dB, bm3d on
     # the same stabilised data 28.87 dB.
