@@ -493,7 +493,7 @@ class KernelPCACore:
             raise ValueError("Z contains NaN or Inf values")
         r = Z.shape[1]
         if self.n_landmarks_ is not None:
-            # the projection is an expansion over the landmarks (core/nystrom.py)
+            # the projection is an expansion over the landmarks (kpca_denoise/core/nystrom.py)
             W = landmark_weights(Z, self.alphas_[:, :r], self.landmark_mean_weights_,
                                  normalise=self.kernel != "linear")
             points = self.landmarks_
