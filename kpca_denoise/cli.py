@@ -29,7 +29,7 @@ from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
                  output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
 from .executor import Executor, ExecutorError
-from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
+from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
 from .pipeline import denoise_set, evaluate, noise_model_text, remaining_noise, result_keys
 
 #: parameter name -> the command-line option that sets it (for error messages)
@@ -98,20 +98,14 @@ class ProgressBar:
         self.stream.flush()
 
 
-def _parse_ranks(text: str) -> tuple:
-    ranks = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if part in ("auto", "none", "all"):
-            ranks.append(None)
-            continue
-        try:
-            ranks.append(int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"ranks must be integers separated by commas (e.g. 4,8,16) or 'auto', got {text!r}"
-            ) from None
-    return tuple(ranks)
+def _ranks_option(text: str) -> tuple:
+    """--ranks as :func:`~kpca_denoise.params.parse_ranks` reads it: a value that is not
+    a rank is argparse's error (as --patch-size abc), a rank below 1 or given twice the
+    parameters' check (as --patch-size 0)."""
+    try:
+        return parse_ranks(text, check=False)
+    except ParamError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -142,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="folder for the results (sub-folders of the inputs are kept)")
     d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
-    d.add_argument("--ranks", type=_parse_ranks, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
+    d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
     d.add_argument("--patch-size", type=int, help="patch side in pixels")
     d.add_argument("--stride", type=int, help="step between patches ('global')")
     d.add_argument("--gamma", type=float, help="RBF kernel parameter ('global' and patch sets; default: automatic)")
