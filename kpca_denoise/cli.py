@@ -14,8 +14,10 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -400,29 +402,31 @@ def _denoise(args) -> int:
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
     try:
-        executor = Executor(workers=args.workers, scheduler=args.scheduler).__enter__()
+        executor = Executor(workers=args.workers, scheduler=args.scheduler)
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
-    interrupted = False
-    with executor:
-        try:
-            # each input is written as soon as all its pages are back (from a worker or here)
-            for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                    progress=bar, denoise=denoise_set):
-                it = owner[res.index]
-                got = done.setdefault(id(it), {})
-                got[res.index] = res
-                if len(got) < it.n_pages:
-                    continue
-                pages = [got[k] for k in sorted(done.pop(id(it)))]
-                ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
-                                                    params, inputs, args.overwrite, outdir)
-                failed += not ok
-                finished[position[id(it)]] = (entry, item_rows)
-        except KeyboardInterrupt:
-            # the files written are complete: the run's sidecar still lists them (it
-            # was not written, so a result stood with no record of how it was made)
-            interrupted = True
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        _connect(executor)
+        # each input is written as soon as all its pages are back (from a worker or here)
+        for res in executor.run(images, params, names=names, patch_sets=patch_sets,
+                                progress=bar, denoise=denoise_set):
+            it = owner[res.index]
+            got = done.setdefault(id(it), {})
+            got[res.index] = res
+            if len(got) < it.n_pages:
+                continue
+            pages = [got[k] for k in sorted(done.pop(id(it)))]
+            ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
+                                                params, inputs, args.overwrite, outdir)
+            failed += not ok
+            finished[position[id(it)]] = (entry, item_rows)
+    except KeyboardInterrupt as exc:
+        # the files written are complete: the run's sidecar still lists them (it
+        # was not written, so a result stood with no record of how it was made)
+        interrupted = exc
+    finally:
+        executor.close()
     result = executor.summary
     rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
@@ -447,10 +451,46 @@ def _denoise(args) -> int:
             print(f"parameters and results in {side.name}", file=sys.stderr)
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
+        return _interrupted_code(interrupted)
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+def _connect(executor: Executor) -> None:
+    """Connect the executor, once (for --workers, its one cluster started; the caller
+    closes it); a cluster that cannot be used is a usage error, before any compute."""
+    try:
+        executor.__enter__()
+    except ExecutorError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the run stops as on Ctrl-C (the cluster closed, what was written listed
+    in the sidecar), with exit code 143."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """Turn SIGTERM into :class:`Terminated` while the command runs (the default
+    action ended the process with no cleanup, leaving a cluster's workers behind)."""
+    def stop(signum, frame):
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted_code(exc: KeyboardInterrupt) -> int:
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 class _PageSource(Sequence):
@@ -591,7 +631,8 @@ def main(argv=None) -> int:
 
         return gui_main(args.files, demo=args.demo, screenshot=args.screenshot)
     try:
-        return _denoise(args)
+        with _sigterm_interrupts():
+            return _denoise(args)
     except (UsageError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -606,9 +647,9 @@ def main(argv=None) -> int:
     except Cancelled:
         print("error: cancelled", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
+        return _interrupted_code(exc)
 
 
 if __name__ == "__main__":
