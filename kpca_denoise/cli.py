@@ -422,8 +422,8 @@ def _denoise(args) -> int:
             failed += not ok
             finished[position[id(it)]] = (entry, item_rows)
     except KeyboardInterrupt as exc:
-        # the files written are complete: the run's sidecar still lists them (it
-        # was not written, so a result stood with no record of how it was made)
+        # the files written are complete, and the run's sidecar lists them: no result
+        # stands without a record of how it was made
         interrupted = exc
     finally:
         executor.close()
@@ -473,8 +473,9 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """Turn SIGTERM into :class:`Terminated` while the command runs (the default
-    action ended the process with no cleanup, leaving a cluster's workers behind)."""
+    """Turn SIGTERM into :class:`Terminated` while the command runs: its default
+    action ends the process with no cleanup (a cluster's workers left running, no
+    sidecar for the files written)."""
     def stop(signum, frame):
         raise Terminated()
 

@@ -562,7 +562,7 @@ def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequenc
         if len(seq) != n_items:
             raise ValueError(f"{what} has {len(seq)} entries for {n_items} images; give one per image")
     bad = next((v for v in patch_sets if not isinstance(v, (bool, np.bool_))), None)
-    if bad is not None:  # "no" was true
+    if bad is not None:  # a string such as "no" would count as true
         raise ValueError(f"patch_sets must hold True or False per image, got {bad!r}")
     return images, names, patch_sets
 
