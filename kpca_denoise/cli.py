@@ -417,10 +417,11 @@ def _denoise(args) -> int:
             if len(got) < it.n_pages:
                 continue
             pages = [got[k] for k in sorted(done.pop(id(it)))]
-            ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
-                                                params, inputs, args.overwrite, outdir)
-            failed += not ok
-            finished[position[id(it)]] = (entry, item_rows)
+            with _signals_held():
+                ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
+                                                    params, inputs, args.overwrite, outdir)
+                failed += not ok
+                finished[position[id(it)]] = (entry, item_rows)
     except KeyboardInterrupt as exc:
         # the files written are complete, and the run's sidecar lists them: no result
         # stands without a record of how it was made
@@ -472,6 +473,21 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
+def _handlers(handler, *signums):
+    """``handler`` for these signals while the block runs, the previous ones after (in
+    the main thread only: elsewhere signals are not ours to handle)."""
+    try:
+        previous = {s: signal.signal(s, handler) for s in signums}
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, signal.SIG_DFL if old is None else old)
+
+
 def _sigterm_interrupts():
     """Turn SIGTERM into :class:`Terminated` while the command runs: its default
     action ends the process with no cleanup (a cluster's workers left running, no
@@ -479,15 +495,21 @@ def _sigterm_interrupts():
     def stop(signum, frame):
         raise Terminated()
 
+    return _handlers(stop, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold Ctrl-C and SIGTERM while an input's files are written and recorded, and
+    deliver them after: an interrupted run's sidecar lists every file it wrote."""
+    held: list = []
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: signals are not ours to handle
-        yield
-        return
-    try:
-        yield
+        with _handlers(lambda signum, frame: held.append(signum), signal.SIGINT,
+                       signal.SIGTERM):
+            yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s in dict.fromkeys(held):
+            signal.raise_signal(s)
 
 
 def _interrupted_code(exc: KeyboardInterrupt) -> int:

@@ -294,6 +294,33 @@ def test_a_rank_given_twice_is_named_before_any_compute(tmp_path, rng, capsys, m
     assert not (tmp_path / "o").exists()
 
 
+def test_a_file_written_as_the_run_is_stopped_is_in_its_sidecar(tmp_path, rng, capsys,
+                                                                monkeypatch):
+    # a signal landing between a file's rename and its record left it out of the sidecar
+    import os
+    import signal
+
+    import kpca_denoise.cli as cli
+
+    for k in range(3):
+        _img(tmp_path / f"x{k}.png", rng)
+    write = cli.write_item
+
+    def write_then_stop(*args, **kwargs):
+        written = write(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # the run's handler: as Ctrl-C
+        return written
+
+    monkeypatch.setattr(cli, "write_item", write_then_stop)
+    rc, err = _run_err(["denoise", *(str(tmp_path / f"x{k}.png") for k in range(3)), "-o",
+                        str(tmp_path / "o"), "--method", "global", "--ranks", "4",
+                        "--train-patches", "200", "-q"], capsys)
+    assert rc == 143 and err[-1].startswith("error: interrupted"), err
+    side = json.loads(sidecar_of(tmp_path / "o").read_text())
+    assert side["interrupted"] is True and side["files"] == ["x0_kpca_r4.png"]
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["x0_kpca_r4.png"]
+
+
 def test_python_dash_m_entry_point():
     r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("kpca-denoise ")

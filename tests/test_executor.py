@@ -271,7 +271,8 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
                                                        end, code):
     """The command entered its executor twice: '--workers 2' started a second cluster
     and left the first one running.  One is started, and closed however the run ends
-    (SIGTERM stops it as Ctrl-C does: the files written are listed, exit 143)."""
+    (SIGTERM stops it as Ctrl-C does, once the input being written is: the files
+    written are listed, exit 143)."""
     from distributed.core import Status
 
     import kpca_denoise.cli as cli
@@ -284,7 +285,7 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
     def ended_after_one(*args, **kwargs):
         calls.append(1)
         if len(calls) == 2 and end == "sigterm":
-            os.kill(os.getpid(), signal.SIGTERM)  # handled here, before the next line
+            os.kill(os.getpid(), signal.SIGTERM)
         if len(calls) == 2 and end == "error":
             raise OSError("the disk was unplugged")
         return finish(*args, **kwargs)
@@ -298,7 +299,7 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
     assert len(clusters) == 1 and clusters[0].status == Status.closed
     assert signal.getsignal(signal.SIGTERM) == handler  # the command's own handler is gone
     written = sorted(p.name for p in out.glob("*_kpca.png"))
-    assert len(written) == (3 if end == "done" else 1)
+    assert len(written) == {"done": 3, "sigterm": 2, "error": 1}[end]
     if end == "sigterm":
         assert err.strip().splitlines()[-1] == ("error: interrupted; files already written are "
                                                 "complete, nothing partial was left")
