@@ -16,27 +16,22 @@ camera and astronaut (grey); the synthetic textures of ``benchmarks/textures.py`
 
 Usage::
 
-    python benchmarks/calibration_bound.py --dir DIR
-    python benchmarks/calibration_bound.py '{"kappa2": 0.5}' '{"kappa2": 1.0}'
+    python -m benchmarks.calibration_bound --dir DIR
+    python -m benchmarks.calibration_bound '{"kappa2": 0.5}' '{"kappa2": 1.0}'
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from outside import GREY, crop  # noqa: E402
-from outside import images as outside_images  # noqa: E402
-from quality import DEV, load, psnr  # noqa: E402
-from textures import images as texture_images  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+from benchmarks.common import (DEV, GREY, add_noise, centre_crop, exit_on_help, load, psnr,
+                               results_header)
+from benchmarks.outside import images as outside_images
+from benchmarks.textures import images as texture_images
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 CHANGES = ('{"kappa2": 0.5}', '{"kappa2": 1.0}', '{"kappa1": 3.5}', '{"kappa1": 5.5}',
@@ -49,13 +44,16 @@ def image_sets(directory: str | None) -> dict[str, dict[str, np.ndarray]]:
     from skimage import data
 
     dev = {n: load(n, 256) for n in DEV + ("camera",)}
-    dev["astronaut"] = crop(data.astronaut().astype(np.float64) @ GREY)
+    dev["astronaut"] = centre_crop(data.astronaut().astype(np.float64) @ GREY, 256)
     tex = {k: v for k, v in texture_images().items() if k in ("bricks", "weave")}
     return {"development": dev, "textures": tex,
-            "outside": {n: crop(a) for n, a in outside_images(directory, False).items()}}
+            "outside": {n: centre_crop(a, 256)
+                        for n, a in outside_images(directory, False).items()}}
 
 
 def main(argv: list[str]) -> None:
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     directory = None
     if "--dir" in argv:
         i = argv.index("--dir")
@@ -68,7 +66,7 @@ def main(argv: list[str]) -> None:
     for set_name, imgs in sets.items():
         for name, im in imgs.items():
             for s in SIGMAS:
-                noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
+                noisy = add_noise(im, s, 1)
                 res[name, s] = [psnr(im, denoise_grouped(noisy, float(s), data_range=255.0,
                                                          **c)[0][None]) for c in cfgs]
                 best = int(np.argmax(res[name, s]))

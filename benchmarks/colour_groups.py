@@ -8,12 +8,9 @@ seed 1).  Methods, all told sigma:
 
 * ``per-chan``  - :func:`denoise_grouped` on each opponent channel on its own (the
   colour path before issue 12);
-* ``shared``    - :func:`denoise_grouped_opponent`: one block matching on the summed
+* ``shared``    - ``common.denoise_grouped_opponent``: one block matching on the summed
   SSD of the three opponent channels (the SSD in RGB: the transform is
-  orthonormal), the groups shared by the three channels (the colour path since
-  stop 23);
-* ``lum-only``  - the same with the matching on the luminance only
-  (``match_channels="first"``, as CBM3D does; the colour path of stops 19-22);
+  orthonormal), the groups shared by the three channels (the colour path);
 * ``cbm3d``     - ``bm3d.bm3d_rgb(noisy, sigma)`` (its own opponent space).
 
 Extra arguments: a JSON dictionary of keywords for both of ours (e.g. the settings
@@ -21,8 +18,8 @@ before issue 12).
 
 Usage::
 
-    python benchmarks/colour_groups.py
-    python benchmarks/colour_groups.py '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
+    python -m benchmarks.colour_groups
+    python -m benchmarks.colour_groups '{"match_size1": 5, "match_size": 5, "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations
@@ -30,16 +27,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from skimage import data
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-
-from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent  # noqa: E402
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+from benchmarks.common import (add_noise, bm3d_denoise, centre_crop, denoise_grouped_opponent,
+                               exit_on_help, psnr,
+                               results_header)
+from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 
@@ -48,15 +44,9 @@ def crops() -> dict:
     out = {}
     for name, im in (("astronaut", data.astronaut()), ("hubble", data.hubble_deep_field())):
         im = im.astype(np.float64)
-        H, W, _ = im.shape
-        y0, x0 = (H - 256) // 2, (W - 256) // 2
-        out[f"{name}-centre"] = im[y0:y0 + 256, x0:x0 + 256]
+        out[f"{name}-centre"] = centre_crop(im, 256)
         out[f"{name}-top-left"] = im[:256, :256]
     return out
-
-
-def psnr(ref, x) -> float:
-    return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(x) - ref) ** 2)))
 
 
 def per_channel(noisy, s, **kw):
@@ -69,20 +59,15 @@ def shared(noisy, s, **kw):
     return denoise_grouped_opponent(noisy, s, **kw)[0][None]
 
 
-def lum_only(noisy, s, **kw):
-    return denoise_grouped_opponent(noisy, s, **dict(kw, match_channels="first"))[0][None]
-
-
 def cbm3d(noisy, s, **kw):
-    import bm3d
-
-    return bm3d.bm3d_rgb(noisy, float(s))
+    return bm3d_denoise(noisy, s)  # bm3d.bm3d_rgb for colour
 
 
 def main(argv) -> None:
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     kw = json.loads(argv[0]) if argv else {}
-    methods = (("per-chan", per_channel), ("shared", shared), ("lum-only", lum_only),
-               ("cbm3d", cbm3d))
+    methods = (("per-chan", per_channel), ("shared", shared), ("cbm3d", cbm3d))
     w = np.random.default_rng(0).normal(128, 20, (40, 40, 3))
     shared(w, 20.0, **kw), per_channel(w, 20.0, **kw)  # numba compilation
     print(f"settings: {json.dumps(kw)}")
@@ -91,7 +76,7 @@ def main(argv) -> None:
     rows = []
     for s in SIGMAS:
         for name, im in crops().items():
-            noisy = im + np.random.default_rng(1).normal(0.0, s, im.shape)
+            noisy = add_noise(im, s, 1)
             ps, ts = [], []
             for _, f in methods:
                 t0 = time.perf_counter()

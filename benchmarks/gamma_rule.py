@@ -1,7 +1,7 @@
 """How the automatic RBF width was chosen (a script, not a test).
 
-    python benchmarks/gamma_rule.py            # digits + image patches (~5 min)
-    python benchmarks/gamma_rule.py --digits   # digits only
+    python -m benchmarks.gamma_rule            # digits + image patches (~5 min)
+    python -m benchmarks.gamma_rule --digits   # digits only
 
 The rule (kpca_denoise.core.kpca.rbf_width): s2 = max(median d^2 - 2 d sigma^2,
 2 d sigma^2) removes the noise inflation of squared distances; gamma = 1/(c s2).
@@ -18,12 +18,10 @@ This script prints the denoising error for several c on the two kinds of data:
 from __future__ import annotations
 
 import argparse
-import pathlib
 
 import numpy as np
-from _digits import noisy_digits
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchmarks.common import noisy_digits, results_header, sample_image
 
 
 def digits():
@@ -62,12 +60,10 @@ def digits():
 
 
 def image_patches():
-    from PIL import Image
-
     from kpca_denoise.core import kpca
     from kpca_denoise.pipeline import DenoiseParams, denoise_set, evaluate
 
-    img = np.asarray(Image.open(ROOT / "sample_images" / "camera.png"))[128:384, 128:384]
+    img = sample_image("camera.png")[128:384, 128:384]
     print("image patches (camera 256x256 crop, global method, rank 16): PSNR dB by width scale c")
     scales = (1.0, 2.0, 4.0, 8.0, 16.0)
     print("  sigma " + " ".join(f"{c:>7}" for c in scales))
@@ -86,9 +82,10 @@ def image_patches():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--digits", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--digits", action="store_true", help="digits only")
     args = ap.parse_args()
+    print(results_header(), flush=True)
     digits()
     if not args.digits:
         image_patches()

@@ -15,8 +15,8 @@ A configuration may hold ``"sigma_factor": f``: the denoiser is then told ``f * 
 
 Usage::
 
-    python benchmarks/grouped_configs.py '{}' '{"kernel": "linear"}' '{"group_size": 64}'
-    python benchmarks/grouped_configs.py --bm3d '{}'
+    python -m benchmarks.grouped_configs '{}' '{"kernel": "linear"}' '{"group_size": 64}'
+    python -m benchmarks.grouped_configs --bm3d '{}'
 """
 
 from __future__ import annotations
@@ -24,21 +24,19 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from quality import DEV, load, psnr  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+from benchmarks.common import (DEV, add_noise, bm3d_denoise, exit_on_help, load, psnr,
+                               results_header)
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 
 
 def main(argv: list[str]) -> None:
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     with_bm3d = "--bm3d" in argv
     full = "--full" in argv
     cfgs = [json.loads(a) for a in argv if not a.startswith("--")] or [{}]
@@ -50,8 +48,7 @@ def main(argv: list[str]) -> None:
         if a.startswith("--sigmas="):
             sigmas = tuple(float(v) for v in a.split("=", 1)[1].split(","))
     imgs = {n: load(n, None if full else 256) for n in names}
-    noisy = {(n, s): imgs[n] + np.random.default_rng(1).normal(0, s, imgs[n].shape)
-             for n in names for s in sigmas}
+    noisy = {(n, s): add_noise(imgs[n], s, 1) for n in names for s in sigmas}
     print("settings | mean PSNR at sigma " + " / ".join(f"{s:g}" for s in sigmas)
           + " | mean | seconds (shared machine: rough)")
     for cfg in cfgs:
@@ -65,10 +62,8 @@ def main(argv: list[str]) -> None:
         print(json.dumps(cfg), " ".join(f"{v:.3f}" for v in per), f"mean {np.mean(per):.3f}",
               f"{time.perf_counter() - t0:.0f}s", flush=True)
     if with_bm3d:
-        import bm3d
-
         t0 = time.perf_counter()
-        per = [np.mean([psnr(imgs[n], bm3d.bm3d(noisy[n, s], float(s))) for n in names])
+        per = [np.mean([psnr(imgs[n], bm3d_denoise(noisy[n, s], s)) for n in names])
                for s in sigmas]
         print("bm3d", " ".join(f"{v:.3f}" for v in per), f"mean {np.mean(per):.3f}",
               f"{time.perf_counter() - t0:.0f}s", flush=True)

@@ -10,7 +10,7 @@ child process).
 
 Usage::
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/gui_memory.py photo.jpg shot.png
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.gui_memory photo.jpg shot.png
 """
 import os
 import sys
@@ -18,6 +18,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from benchmarks.common import exit_on_help, results_header
 
 
 def _status_kb(pid: int, field: str) -> int:
@@ -59,7 +61,11 @@ class Sampler(threading.Thread):
 
 
 def main() -> None:
+    exit_on_help(sys.argv[1:], __doc__)
+    if len(sys.argv) != 3:
+        sys.exit(f"usage: python -m benchmarks.gui_memory FILE SCREENSHOT.png\n{__doc__}")
     path, shot = sys.argv[1], sys.argv[2]
+    print(results_header(), flush=True)
     sampler = Sampler()
     sampler.start()
     from PySide6.QtCore import QSettings, QTimer

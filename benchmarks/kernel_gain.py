@@ -10,30 +10,26 @@ patch_distance=11)``) for context.  On the natural photographs of
 ``benchmarks/quality.py`` the two kernels are within 0.1 dB.
 
 An optional JSON dictionary of keywords applies to both kernels (e.g. the
-settings before issue 12, ``'{"match_size1": 5, "match_size": 5, "shrink1": "soft",
+settings before issue 12, ``'{"match_size1": 5, "match_size": 5,
 "kappa2": 1.2, "stride": 5}'``; ``kappa1`` then resolves per kernel).
 
 Usage::
 
-    python benchmarks/kernel_gain.py
-    python benchmarks/kernel_gain.py '{"match_size1": 5, "match_size": 5, "shrink1": "soft", "kappa2": 1.2, "stride": 5}'
+    python -m benchmarks.kernel_gain
+    python -m benchmarks.kernel_gain '{"match_size1": 5, "match_size": 5, "kappa2": 1.2, "stride": 5}'
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
+from skimage import data
+from skimage.color import rgb2gray
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-from skimage.color import rgb2gray  # noqa: E402
-from skimage.restoration import denoise_nl_means  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+from benchmarks.common import add_noise, centre_crop, exit_on_help, nlm_denoise, psnr, results_header
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
 SEEDS = (1, 2)
@@ -46,10 +42,7 @@ def grey_crop(x) -> np.ndarray:
         x = rgb2gray(x[..., :3]) * 255.0
     elif x.dtype == bool or x.max() <= 1.0:
         x = x.astype(np.float64) * 255.0
-    x = x.astype(np.float64)
-    H, W = x.shape
-    y0, x0 = (H - min(H, 256)) // 2, (W - min(W, 256)) // 2
-    return np.ascontiguousarray(x[y0:y0 + 256, x0:x0 + 256])
+    return centre_crop(x.astype(np.float64), 256)
 
 
 def images() -> dict:
@@ -67,11 +60,9 @@ def images() -> dict:
     }
 
 
-def psnr(ref, x) -> float:
-    return float(10 * np.log10(255.0 ** 2 / np.mean((np.asarray(x) - ref) ** 2)))
-
-
 def main(argv=()) -> None:
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     kw = json.loads(argv[0]) if argv else {}
     if kw:
         print(f"settings: {json.dumps(kw)}")
@@ -82,13 +73,11 @@ def main(argv=()) -> None:
         for s in SIGMAS:
             vals = {"rbf": [], "linear": [], "nlm": []}
             for seed in SEEDS:
-                noisy = im + np.random.default_rng(seed).normal(0.0, s, im.shape)
+                noisy = add_noise(im, s, seed)
                 for k in ("rbf", "linear"):
                     out, _ = denoise_grouped(noisy, s, kernel=k, **dict({"data_range": 255.0}, **kw))
                     vals[k].append(psnr(im, out[None]))
-                nlm = denoise_nl_means(noisy, h=0.8 * s, sigma=s, fast_mode=True, patch_size=7,
-                                       patch_distance=11)
-                vals["nlm"].append(psnr(im, nlm))
+                vals["nlm"].append(psnr(im, nlm_denoise(noisy, s)))
             m = {k: float(np.mean(v)) for k, v in vals.items()}
             gains[s].append(m["rbf"] - m["linear"])
             print(f"{name:22s} {s:5d} {m['rbf']:7.2f} {m['linear']:7.2f} "

@@ -12,8 +12,8 @@ working arrays of the whole image.
 
 Usage::
 
-    python benchmarks/memory.py                      # 0.25, 1, 4, 12 Mpx, grey
-    python benchmarks/memory.py --sizes 0.25 1 --colour --method global
+    python -m benchmarks.memory                      # 0.25, 1, 4, 12 Mpx, grey
+    python -m benchmarks.memory --sizes 0.25 1 --colour --method global
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import ROOT, add_noise, results_header
 
 
 def make_image(mpx: float, colour: bool, path: Path) -> tuple[int, int]:
@@ -40,7 +40,7 @@ def make_image(mpx: float, colour: bool, path: Path) -> tuple[int, int]:
     W = int(round(H * 4 / 3))
     src = data.astronaut() if colour else data.camera()
     big = transform.resize(src, (H, W) + src.shape[2:], order=1, preserve_range=True)
-    noisy = big + np.random.default_rng(0).normal(0.0, 20.0, big.shape)
+    noisy = add_noise(big, 20.0, 0)
     Image.fromarray(np.clip(np.rint(noisy), 0, 255).astype(np.uint8)).save(path)
     return H, W
 
@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--method", default="grouped", choices=("grouped", "global"))
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per size")
     args = ap.parse_args()
+    print(results_header(), flush=True)
     print(f"method {args.method}, {'RGB' if args.colour else 'grey'} PNG, noise std 20 "
           f"(estimated), one fresh process per size")
     print(f"{'Mpx':>6} {'size':>11} {'peak MB':>8} {'MB/Mpx':>7} {'time s':>7} {'s/Mpx':>6}")

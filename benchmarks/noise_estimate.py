@@ -9,39 +9,35 @@ errors.
 
 Usage::
 
-    python benchmarks/noise_estimate.py
+    python -m benchmarks.noise_estimate
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
+from skimage.restoration import estimate_sigma
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-from skimage.color import rgb2gray  # noqa: E402
-from skimage.restoration import estimate_sigma  # noqa: E402
-
-from kpca_denoise.core.noise import estimate_sigma_image  # noqa: E402
+from benchmarks.common import add_noise, exit_on_help, load, results_header
+from kpca_denoise.core.noise import estimate_sigma_image
 
 NAMES = ("camera", "coins", "moon", "grass", "gravel", "astronaut")
 SIGMAS = (5, 15, 25, 50)
 
 
 def main() -> None:
+    exit_on_help(sys.argv[1:], __doc__)
+    print(results_header(), flush=True)
     cols = {"ours": lambda x: estimate_sigma_image(x),
             "step 1 only": lambda x: estimate_sigma_image(x, iterations=0),
             "skimage wavelet": lambda x: float(estimate_sigma(x))}
     err = {k: [] for k in cols}
     print(f"{'image':10s} {'sigma':>5s} " + " ".join(f"{k:>16s}" for k in cols))
     for name in NAMES:
-        img = (rgb2gray(data.astronaut()) * 255.0 if name == "astronaut"
-               else getattr(data, name)().astype(np.float64))
+        img = load(name)
         for s in SIGMAS:
-            noisy = img + np.random.default_rng(2).normal(0.0, s, img.shape)
+            noisy = add_noise(img, s, 2)
             row = []
             for k, f in cols.items():
                 v = f(noisy)

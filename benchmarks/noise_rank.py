@@ -13,25 +13,20 @@ A script, not a test.  Prints, for noisy digits, the denoising error with a fixe
 
 Usage::
 
-    python benchmarks/noise_rank.py
+    python -m benchmarks.noise_rank
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from sklearn.datasets import load_digits  # noqa: E402
-
-from kpca_denoise import KernelPCA  # noqa: E402
-from kpca_denoise.core.kpca import WIDTH_SCALE_SAMPLES  # noqa: E402
-from kpca_denoise.core.noise import estimate_sigma_pca  # noqa: E402
-from kpca_denoise.pipeline import add_noise  # noqa: E402
+from benchmarks.common import exit_on_help, psnr, results_header, sample_digits, shuffled_digits
+from kpca_denoise import KernelPCA
+from kpca_denoise.core.kpca import WIDTH_SCALE_SAMPLES
+from kpca_denoise.core.noise import estimate_sigma_pca
+from kpca_denoise.pipeline import add_noise
 
 KAPPAS = (1.0, 1.5, 2.0, 3.0)
 
@@ -45,9 +40,9 @@ def row(model, sigma, Z, init, score) -> str:
 
 
 def main() -> None:
-    X = load_digits().data / 16.0
-    rng = np.random.default_rng(0)
-    X = X[rng.permutation(len(X))]
+    exit_on_help(sys.argv[1:], __doc__)
+    print(results_header(), flush=True)
+    X = shuffled_digits(np.random.default_rng(0))
     Xtr, Xte = X[:1000], X[1000:]
     print("scikit-learn digits on [0, 1]: test MSE (fit on 1000 noisy, up to 500 components)")
     for s in (0.1, 0.25, 0.4):
@@ -59,14 +54,12 @@ def main() -> None:
         mse = lambda a: f"{np.mean((a - Xte) ** 2):.4f}"  # noqa: E731
         print(f"  noise {s}: noisy {mse(Nte)} | " + row(m, s, m.transform(Nte), Nte, mse),
               flush=True)
-    with np.load(ROOT / "sample_images" / "digits.npz") as z:
-        clean = z[z.files[0]].astype(np.float64)
+    clean = sample_digits().astype(np.float64)
     N = clean.shape[0]
     Xc = clean.reshape(N, -1)
 
-    def ps(a):
-        err = np.mean((np.clip(np.rint(a), 0, 255) - Xc) ** 2)
-        return f"{10 * np.log10(255.0 ** 2 / err):.2f}"
+    def ps(a):  # of the output as a 0..255 integer image stores it (rounded, clipped)
+        return f"{psnr(Xc, np.clip(np.rint(a), 0, 255)):.2f}"
 
     print("shipped digits (0..255, clipped): PSNR in dB (fit on the noisy set, up to N/2 "
           "components)")

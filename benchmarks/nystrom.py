@@ -1,7 +1,7 @@
 """Landmark (Nyström) kernel PCA against exact kernel PCA (a script, not a test).
 
-    python benchmarks/nystrom.py            # writes benchmarks/results_nystrom.txt (~5-10 min)
-    python benchmarks/nystrom.py --quick    # smaller sizes, prints only
+    python -m benchmarks.nystrom            # writes benchmarks/results/nystrom.txt (~5-10 min)
+    python -m benchmarks.nystrom --quick    # smaller sizes, prints only
 
 Everything runs in one process, single-threaded (OpenBLAS and numba set to 1
 thread before numpy is imported), and times are CPU seconds of this process
@@ -44,20 +44,18 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
-import pathlib  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import kpca_denoise.core.kpca as kpca_mod  # noqa: E402
+from benchmarks.common import RESULTS, psnr, results_header, shuffled_digits  # noqa: E402
 from kpca_denoise import KernelPCA  # noqa: E402
 from kpca_denoise.core.kernels import rbf_cross  # noqa: E402
 from kpca_denoise.core.kpca import WIDTH_SCALE_IMAGE_PATCHES  # noqa: E402
-from kpca_denoise.core.metrics import psnr  # noqa: E402
 from kpca_denoise.core.patches import extract_patches, reassemble  # noqa: E402
 
-HERE = pathlib.Path(__file__).resolve().parent
 TOL = 1e-6
 
 
@@ -93,7 +91,7 @@ class Camera:
 
         self.clean = skimage.data.camera().astype(np.float64)
         rng = np.random.default_rng(seed)
-        self.noisy = self.clean + rng.normal(0, sigma, self.clean.shape)
+        self.noisy = self.clean + rng.normal(0, sigma, self.clean.shape)  # rng goes on below
         self.sigma = sigma
         pool, _ = extract_patches(self.noisy, 8, 2)
         pool = pool[rng.permutation(len(pool))]
@@ -114,11 +112,8 @@ class Camera:
 
 class Digits:
     def __init__(self, seed=0):
-        from sklearn.datasets import load_digits
-
-        X = load_digits().data / 16.0
         rng = np.random.default_rng(seed)
-        X = X[rng.permutation(len(X))]
+        X = shuffled_digits(rng)
         self.pool_clean, self.test = X[:1300], X[1300:]
         self.pool = self.pool_clean + rng.normal(0, 0.25, self.pool_clean.shape)
         self.noisy_test = self.test + rng.normal(0, 0.25, self.test.shape)
@@ -177,7 +172,7 @@ def main():
     quick = args.quick
     t0 = time.process_time()
     wall0 = time.perf_counter()
-    out("command: python benchmarks/nystrom.py" + (" --quick" if quick else ""))
+    out(results_header())
     out("(single-threaded BLAS and numba, times in CPU seconds; float32 kernels (the default "
         "dtype); eigensolver tol=1e-6; random_state=0)")
     cam = Camera()
@@ -257,7 +252,7 @@ def main():
     out(f"total benchmark time {time.perf_counter() - wall0:.0f} s wall, "
         f"{time.process_time() - t0:.0f} s CPU")
     if not quick:
-        (HERE / "results_nystrom.txt").write_text("\n".join(out.lines) + "\n")
+        (RESULTS / "nystrom.txt").write_text("\n".join(out.lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ development set of ``benchmarks/quality.py`` (and camera / astronaut) only; thes
 images only report.  Always: PyWavelets' ``aero`` (an aerial photograph) and
 ``ascent`` (both 512x512 grey; PyWavelets comes with ``bm3d``).  ``--dir DIR`` adds
 every PNG / JPEG / TIFF in ``DIR`` (8-bit; colour is made grey unless ``--colour``).
-The figures in ``benchmarks/results_outside.txt`` also used scipy 1.9's ``face``
+The figures in ``benchmarks/results/outside.txt`` also used scipy 1.9's ``face``
 (raccoon, 1024x768 RGB) and matplotlib's ``grace_hopper.jpg`` (512x600 RGB), taken
 from their wheels (``pip download --no-deps scipy==1.9.3 matplotlib``; face.dat is a
 bz2-compressed 768x1024x3 uint8 array).  Stop 25 added twelve photographs of Debian
@@ -33,32 +33,28 @@ Infinite-Sea_by_Aury88, scaled to 512 px on the short side, ``p_<name>.png``).
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or
 ``bm3d.bm3d_rgb`` with ``--colour``) and of the default (:func:`denoise_grouped` /
-:func:`denoise_grouped_opponent` with ``data_range=255``) under each JSON dictionary
+``common.denoise_grouped_opponent`` with ``data_range=255``) under each JSON dictionary
 of keywords given, with the gap to BM3D and the mean per sigma.
 
 Usage::
 
-    python benchmarks/outside.py
-    python benchmarks/outside.py --dir ~/outside --colour '{}' '{"kappa2": 1.0}'
+    python -m benchmarks.outside
+    python -m benchmarks.outside --dir ~/outside --colour '{}' '{"kappa2": 1.0}'
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from quality import psnr  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+from benchmarks.common import (GREY, add_noise, bm3d_denoise, centre_crop, denoise_grouped_opponent,
+                               exit_on_help, image_files,
+                               psnr, results_header)
+from kpca_denoise.core.grouped import denoise_grouped
 
 SIGMAS = (15, 25, 50)
-GREY = np.array([0.2125, 0.7154, 0.0721])  # scikit-image's rgb2gray weights
 
 
 def images(directory: str | None, colour: bool) -> dict[str, np.ndarray]:
@@ -71,9 +67,7 @@ def images(directory: str | None, colour: bool) -> dict[str, np.ndarray]:
     if directory:
         from PIL import Image
 
-        for f in sorted(Path(directory).iterdir()):
-            if f.suffix.lower() not in (".png", ".jpg", ".jpeg", ".tif", ".tiff"):
-                continue
+        for f in image_files(directory):
             with Image.open(f) as src:
                 grey = src.mode in ("1", "L", "I", "I;16", "F")
                 a = np.asarray(src.convert("RGB"), dtype=np.float64)
@@ -85,15 +79,9 @@ def images(directory: str | None, colour: bool) -> dict[str, np.ndarray]:
     return out
 
 
-def crop(a: np.ndarray, c: int = 256) -> np.ndarray:
-    H, W = a.shape[:2]
-    y, x = max(0, (H - c) // 2), max(0, (W - c) // 2)
-    return np.ascontiguousarray(a[y:y + c, x:x + c])
-
-
 def main(argv: list[str]) -> None:
-    import bm3d
-
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     full = "--full" in argv
     colour = "--colour" in argv
     directory = None
@@ -104,11 +92,10 @@ def main(argv: list[str]) -> None:
     print(f"{'image':14s} sigma   bm3d  | " + " | ".join(json.dumps(c) for c in cfgs))
     means: dict = {}
     for name, im in images(directory, colour).items():
-        im = im if full else crop(im)
+        im = im if full else centre_crop(im, 256)
         for s in SIGMAS:
-            noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
-            ref = bm3d.bm3d_rgb(noisy, float(s)) if colour else bm3d.bm3d(noisy, float(s))
-            row = [psnr(im, ref)]
+            noisy = add_noise(im, s, 1)
+            row = [psnr(im, bm3d_denoise(noisy, s))]
             for c in cfgs:
                 kw = dict({"data_range": 255.0}, **c)
                 f = denoise_grouped_opponent if colour else denoise_grouped

@@ -27,46 +27,28 @@ wallpapers of ``benchmarks/outside.py``).
 
 Usage::
 
-    python benchmarks/poisson.py              # denoising table
-    python benchmarks/poisson.py --estimate   # estimator accuracy, then the table
-    python benchmarks/poisson.py --estimate --no-denoise
-    python benchmarks/poisson.py --estimate --no-denoise --dir /tmp/mate
+    python -m benchmarks.poisson              # denoising table
+    python -m benchmarks.poisson --estimate   # estimator accuracy, then the table
+    python -m benchmarks.poisson --estimate --no-denoise
+    python -m benchmarks.poisson --estimate --no-denoise --dir DIR
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from skimage import data  # noqa: E402
-from skimage.color import rgb2gray  # noqa: E402
-from skimage.restoration import denoise_nl_means  # noqa: E402
-
-from kpca_denoise import denoise_image  # noqa: E402
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
-from kpca_denoise.core.noise import _block_fit, estimate_poisson_gaussian  # noqa: E402
-from kpca_denoise.core.vst import GeneralizedAnscombe  # noqa: E402
-from quality import load, psnr  # noqa: E402
+from benchmarks.common import bm3d_denoise, image_files, load, nlm_denoise, psnr, results_header
+from kpca_denoise import denoise_image
+from kpca_denoise.core.grouped import denoise_grouped
+from kpca_denoise.core.noise import _block_fit, estimate_poisson_gaussian
+from kpca_denoise.core.vst import GeneralizedAnscombe
 
 NAMES = ("coins", "moon", "grass", "gravel", "hubble", "camera", "astronaut")
 GAINS = (1.0, 4.0, 16.0)
 SIGMA_G = 2.0
-
-
-def clean(name: str, crop: int | None) -> np.ndarray:
-    if name == "astronaut":
-        im = rgb2gray(data.astronaut()) * 255.0
-        if crop:
-            im = im[128:128 + crop, 128:128 + crop]
-        return np.ascontiguousarray(im)
-    return load(name, crop)
 
 
 def simulate(img: np.ndarray, gain: float, seed: int) -> np.ndarray:
@@ -104,23 +86,22 @@ def photos(folder: str):
     """(name, luminance 0..255) of every image in ``folder``, in file-name order."""
     from PIL import Image
 
-    for f in sorted(Path(folder).iterdir()):
-        if f.suffix.lower() in (".png", ".jpg", ".jpeg", ".tif", ".tiff"):
-            with Image.open(f) as im:
-                yield f.stem, np.asarray(im.convert("L"), dtype=np.float64)
+    for f in image_files(folder):
+        with Image.open(f) as im:
+            yield f.stem, np.asarray(im.convert("L"), dtype=np.float64)
 
 
 def denoise_table(crop: int, gains) -> None:
     try:
         import bm3d
     except ImportError:  # pragma: no cover
-        bm3d = None
+        bm3d = None  # the vst-bm3d column then repeats the noisy one
     cols = ("noisy", "awgn", "awgn-eq", "vst", "vst-lin", "vst-nlm", "vst-bm3d")
     print(f"{'image':10s} {'gain':>5s} " + " ".join(f"{c:>8s}" for c in cols))
     rows, times = [], {c: 0.0 for c in cols}
     for gain in gains:
         for name in NAMES:
-            img = clean(name, crop)
+            img = load(name, crop)
             z = simulate(img, gain, 1)
             s_eq = float(np.sqrt(np.mean(gain * np.clip(img, 0, None) + SIGMA_G ** 2)))
             vst = GeneralizedAnscombe(*estimate_poisson_gaussian(z))
@@ -131,9 +112,8 @@ def denoise_table(crop: int, gains) -> None:
                 "awgn-eq": lambda: denoise_grouped(z, s_eq)[0][None],
                 "vst": lambda: denoise_image(z, noise_model="poisson-gaussian"),
                 "vst-lin": lambda: vst.inverse(denoise_grouped(f, 1.0, kernel="linear")[0][None]),
-                "vst-nlm": lambda: vst.inverse(denoise_nl_means(
-                    f, h=0.8, sigma=1.0, fast_mode=True, patch_size=7, patch_distance=11)),
-                "vst-bm3d": (lambda: vst.inverse(bm3d.bm3d(f, 1.0))) if bm3d else (lambda: z),
+                "vst-nlm": lambda: vst.inverse(nlm_denoise(f, 1.0)),
+                "vst-bm3d": (lambda: vst.inverse(bm3d_denoise(f, 1.0))) if bm3d else (lambda: z),
             }
             row = []
             for c in cols:
@@ -165,8 +145,9 @@ def main() -> None:
     ap.add_argument("--dir", help="--estimate on the photographs in this folder (luminance) "
                                   "instead of the development images")
     a = ap.parse_args()
+    print(results_header(), flush=True)
     if a.estimate:
-        estimator_table(photos(a.dir) if a.dir else ((n, clean(n, None)) for n in NAMES))
+        estimator_table(photos(a.dir) if a.dir else ((n, load(n, None)) for n in NAMES))
     if not a.no_denoise:
         denoise_table(a.crop, a.gains)
 

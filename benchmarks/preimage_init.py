@@ -1,7 +1,7 @@
 """Does the learned ridge pre-image help as the Mika fixed point's initialiser?
 (a script, not a test; issue 11)
 
-    python benchmarks/preimage_init.py
+    python -m benchmarks.preimage_init
 
 Noisy digits as tests/test_digits.py: 1000 training digits and 797 test
 digits on [0, 1], noise std 0.25, KernelPCA.for_denoising(n_components)
@@ -14,15 +14,18 @@ The ridge map alone is listed too.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 
+from benchmarks.common import exit_on_help, noisy_digits, results_header
 from kpca_denoise import KernelPCA
-from _digits import noisy_digits
 
 
 def main():
+    exit_on_help(sys.argv[1:], __doc__)
+    print(results_header(), flush=True)
     Ntr, Xte, Nte = noisy_digits()
 
     def mse(a):

@@ -17,14 +17,14 @@ with additive white Gaussian noise (0..255 scale, not clipped):
 
 Usage::
 
-    python benchmarks/quality.py            # 256x256 crops, sigma 15/25/50
-    python benchmarks/quality.py --quick    # 256 crops, sigma 25 only
-    python benchmarks/quality.py --full     # 256 crops and full size
-    python benchmarks/quality.py --blind    # also ours with the noise level estimated by the product
-    python benchmarks/quality.py --no-global  # skip the slow global baselines
-    python benchmarks/quality.py --full --timing-only  # only the 512x512 time ratios
-    python benchmarks/quality.py --full --timing-only --sigmas 15,50  # ... at other levels
-    python benchmarks/quality.py --kw '{"match_size": 5}'  # ours with other settings
+    python -m benchmarks.quality            # 256x256 crops, sigma 15/25/50
+    python -m benchmarks.quality --quick    # 256 crops, sigma 25 only
+    python -m benchmarks.quality --full     # 256 crops and full size
+    python -m benchmarks.quality --blind    # also ours with the noise level estimated by the product
+    python -m benchmarks.quality --no-global  # skip the slow global baselines
+    python -m benchmarks.quality --full --timing-only  # only the 512x512 time ratios
+    python -m benchmarks.quality --full --timing-only --sigmas 15,50  # ... at other levels
+    python -m benchmarks.quality --kw '{"match_size": 5}'  # ours with other settings
 
 At the end it prints the mean time ratios ours/bm3d and ours/nlm on 512x512 images
 (camera, and moon/grass/gravel with --full), measured in this process; ours is timed
@@ -35,42 +35,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Sequence
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-from skimage.color import rgb2gray  # noqa: E402
-from skimage.metrics import peak_signal_noise_ratio  # noqa: E402
-from skimage.restoration import denoise_nl_means  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
-
-DEV = ("coins", "moon", "grass", "gravel", "hubble")
-
-
-def load(name: str, crop: int | None) -> np.ndarray:
-    """Float64 0..255 grayscale image; centre crop of ``crop`` pixels (hubble: always 256)."""
-    if name == "hubble":
-        im = rgb2gray(data.hubble_deep_field()) * 255.0
-        crop = 256
-    else:
-        im = getattr(data, name)().astype(np.float64)
-    H, W = im.shape
-    if crop and (H > crop or W > crop):
-        c0, c1 = min(crop, H), min(crop, W)
-        y0, x0 = (H - c0) // 2, (W - c1) // 2
-        im = im[y0:y0 + c0, x0:x0 + c1]
-    return np.ascontiguousarray(im, dtype=np.float64)
-
-
-def psnr(ref: np.ndarray, x: np.ndarray) -> float:
-    return float(peak_signal_noise_ratio(ref, x, data_range=255.0))
+from benchmarks.common import DEV, add_noise, bm3d_denoise, load, nlm_denoise, psnr, results_header
+from kpca_denoise.core.grouped import denoise_grouped
 
 
 # ---------------------------------------------------------------- baselines
@@ -176,17 +147,6 @@ def global_kpca(noisy: np.ndarray, sigma: float, p: int = 8, stride: int = 4, n_
     return _reassemble(R, pos, noisy.shape, p)
 
 
-def nlm(noisy, sigma):
-    return denoise_nl_means(noisy, h=0.8 * sigma, sigma=sigma, fast_mode=True, patch_size=7,
-                            patch_distance=11)
-
-
-def bm3d_(noisy, sigma):
-    import bm3d
-
-    return bm3d.bm3d(noisy, sigma)
-
-
 # --kw: keywords for ours / ours-lin / ours-blind; the images are 0..255, which the
 # command line and the GUI tell the core for 8-bit files (the high-noise geometry)
 KW: dict = {"data_range": 255.0}
@@ -229,6 +189,7 @@ def main(argv=None):
                     help="only the 512x512 time ratios (with --full: four images)")
     ap.add_argument("--kw", default="{}", help="JSON keywords for ours (not the timing)")
     a = ap.parse_args(argv)
+    print(results_header(), flush=True)
     KW.update(json.loads(a.kw))
     if json.loads(a.kw):
         print(f"ours with {json.dumps(KW)}")
@@ -249,9 +210,9 @@ def main(argv=None):
     methods += [("ours", ours), ("ours-lin", ours_lin)]
     if a.blind:
         methods.append(("ours-blind", ours_blind))
-    methods.append(("nlm", nlm))
+    methods.append(("nlm", nlm_denoise))
     if not a.no_bm3d:
-        methods.append(("bm3d", bm3d_))
+        methods.append(("bm3d", bm3d_denoise))
 
     # warm-up: numba compilation (cache=True makes later runs cheap) outside the timings
     w = np.random.default_rng(1).normal(128, 20, (48, 48))
@@ -269,7 +230,7 @@ def main(argv=None):
                 if size is None and name == "hubble":
                     continue  # hubble is always the 256 gray crop
                 im = load(name, size)
-                noisy = im + np.random.default_rng(a.seed).normal(0.0, sigma, im.shape)
+                noisy = add_noise(im, sigma, a.seed)
                 ps, ts = [], []
                 for m, f in methods:
                     t0 = time.perf_counter()
@@ -321,11 +282,11 @@ def _timing(full: bool, seed: int, no_bm3d: bool, repeat: int, sigma: float) -> 
     rb, rn = [], []
     for name in (["camera", "moon", "grass", "gravel"] if full else ["camera"]):
         im = load(name, 512)
-        noisy = im + np.random.default_rng(seed).normal(0.0, sigma, im.shape)
+        noisy = add_noise(im, sigma, seed)
         runs = {"ours": lambda x: denoise_image(x, noise_sigma=sigma),
-                "nlm": lambda x: nlm(x, sigma)}
+                "nlm": lambda x: nlm_denoise(x, sigma)}
         if not no_bm3d:
-            runs["bm3d"] = lambda x: bm3d_(x, sigma)
+            runs["bm3d"] = lambda x: bm3d_denoise(x, sigma)
         t = {k: [] for k in runs}
         for _ in range(repeat):
             for k, f in runs.items():

@@ -13,11 +13,11 @@ the method reports it (``stats["effective_rank"]``).
 
 Crops keep the grouped method to minutes on a shared 2-core machine; the full
 images behave the same way (README figures come from this script's output,
-``benchmarks/results_ranks.txt``).
+``benchmarks/results/ranks.txt``).
 
 Usage::
 
-    python benchmarks/ranks.py [--crop 128]
+    python -m benchmarks.ranks [--crop 128]
 """
 
 from __future__ import annotations
@@ -25,19 +25,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from PIL import Image  # noqa: E402
-
-from kpca_denoise.gui.model import auto_neighbours, default_ranks  # noqa: E402
-from kpca_denoise.gui.compute import compute_metrics  # noqa: E402
-from kpca_denoise.params import DenoiseParams  # noqa: E402
-from kpca_denoise.pipeline import denoise_set, result_keys  # noqa: E402
+from benchmarks.common import results_header, sample_digits, sample_image
+from kpca_denoise.gui.model import auto_neighbours, default_ranks
+from kpca_denoise.gui.compute import compute_metrics
+from kpca_denoise.params import DenoiseParams
+from kpca_denoise.pipeline import denoise_set, result_keys
 
 CONVERGED_DB = 0.3
 
@@ -47,11 +42,10 @@ def label(r) -> str:
 
 
 def inputs(crop: int) -> list[tuple[str, np.ndarray, bool]]:
-    folder = ROOT / "sample_images"
-    cam = np.asarray(Image.open(folder / "camera.png"))
-    ast = np.asarray(Image.open(folder / "astronaut.png"))
+    cam = sample_image("camera.png")
+    ast = sample_image("astronaut.png")
     c0 = (cam.shape[0] - crop) // 2
-    dig = np.load(folder / "digits.npz")["images"][:500]
+    dig = sample_digits()[:500]
     return [(f"camera {crop}² crop", cam[c0:c0 + crop, c0:c0 + crop], False),
             (f"astronaut {crop}² crop (face)", ast[30:30 + crop, 170:170 + crop], False),
             ("digits, 500 samples", dig, True)]
@@ -101,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--crop", type=int, default=128, help="side of the image crops (default 128)")
     ns = ap.parse_args()
+    print(results_header(), flush=True)
     print(f"PSNR per default rank, σ 25 added (seed 0); neighbours within {CONVERGED_DB} dB 'converge'")
     for name, arr, is_patchset in inputs(ns.crop):
         for method in ("grouped", "global"):

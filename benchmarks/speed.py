@@ -1,7 +1,7 @@
 """Speed benchmark (a script, not a test): prints ratios measured in one process.
 
-    python benchmarks/speed.py                  # everything (several minutes)
-    python benchmarks/speed.py --only bar n10k  # some sections
+    python -m benchmarks.speed                  # everything (several minutes)
+    python -m benchmarks.speed --only bar n10k  # some sections
 
 Sections:
   bar      KernelPCA.fit on issue 11's bar problem (n=6000, d=64, k=32, i.i.d.
@@ -24,14 +24,12 @@ Timings take the best of a few repeats, interleaved, because the machine is shar
 from __future__ import annotations
 
 import argparse
-import pathlib
 import time
 import warnings
 
 import numpy as np
-from PIL import Image
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from benchmarks.common import add_noise, nlm_denoise, psnr, results_header, sample_image, shuffled_digits
 
 
 def best_of(fn, repeats=3):
@@ -108,11 +106,8 @@ def bench_gram():
 
 
 def digits_data(n=1000, sigma=0.25, seed=0):
-    from sklearn.datasets import load_digits
-
-    X = load_digits().data / 16.0
     rng = np.random.default_rng(seed)
-    X = X[rng.permutation(len(X))][:n]
+    X = shuffled_digits(rng)[:n]
     return X + rng.normal(0, sigma, X.shape)
 
 
@@ -165,13 +160,10 @@ def bench_digits():
 
 
 def bench_end_to_end():
-    from skimage.restoration import denoise_nl_means
-
     from kpca_denoise import denoise_image
-    from kpca_denoise.core.metrics import psnr
 
-    img = np.asarray(Image.open(ROOT / "sample_images" / "camera.png"), dtype=np.float64)
-    noisy = img + np.random.default_rng(1).normal(0, 25, img.shape)
+    img = sample_image("camera.png").astype(np.float64)
+    noisy = add_noise(img, 25, 1)
     denoise_image(noisy[:64, :64], noise_sigma=25)  # compile
     for method in ("grouped", "global"):
         t = time.perf_counter()
@@ -182,7 +174,7 @@ def bench_end_to_end():
         print(f"denoise_image(method={method!r}) 512x512 sigma 25: {dt:.2f} s{extra}, "
               f"PSNR {psnr(img, out, 255):.2f} dB", flush=True)
     t = time.perf_counter()
-    nlm = denoise_nl_means(noisy, h=0.8 * 25, sigma=25, fast_mode=True, patch_size=7, patch_distance=11)
+    nlm = nlm_denoise(noisy, 25)
     dt = time.perf_counter() - t
     print(f"skimage denoise_nl_means 512x512 sigma 25: {dt:.2f} s, PSNR {psnr(img, nlm, 255):.2f} dB")
 
@@ -192,9 +184,11 @@ SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers":
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS),
+                    help="the sections to run (default: all)")
     args = ap.parse_args()
+    print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
         SECTIONS[name]()

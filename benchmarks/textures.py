@@ -28,7 +28,7 @@ lighting gradient, 16x7 and 50x22 px bricks, a 20-degree rotation; periodicity s
 0.12-0.49), on which the texture threshold ``PERIODIC`` came down from 0.4 to 0.3.
 ``--colour-walls`` runs four colour walls (red-brown bricks, grey mortar of about the
 bricks' luminance, so that the pattern is mostly in the chrominance) against
-``bm3d.bm3d_rgb``, through :func:`denoise_grouped_opponent`.
+``bm3d.bm3d_rgb``, through ``common.denoise_grouped_opponent``.
 
 ``--borderline`` runs 21 walls built in stop 27 (:func:`borderline_walls`) whose
 periodicity score at sigma 50 is 0.15-0.3: under the texture threshold, where the
@@ -37,35 +37,31 @@ photograph settings lose to BM3D at sigma 35 and 50 (a weakness found, not fixed
 ``--faint`` runs six walls of that family with little grain at full or half contrast,
 on which faint walls were found to lose to BM3D at sigma 15 / 25 (stop 29; tuned on);
 ``--faint-new`` 24 faint walls and ``--faint-colour`` four faint colour walls built
-after the fix (``core.grouped.TEXTURE_SPAN``), to check it.
+after the fix (``core.grouped.calibrate.TEXTURE_SPAN``), to check it.
 
 ``--sigmas 15,25,35,50`` sets the noise levels (default 15, 25, 50).
 
 Usage::
 
-    python benchmarks/textures.py
-    python benchmarks/textures.py --variants
-    python benchmarks/textures.py --walls --sigmas 15,25,35,50
-    python benchmarks/textures.py --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
-    python benchmarks/textures.py '{}' '{"search_radius": 16}'
-    python benchmarks/textures.py --faint-new --sigmas 15,25,35,50 '{}' '{"contrast": 1e6}'
+    python -m benchmarks.textures
+    python -m benchmarks.textures --variants
+    python -m benchmarks.textures --walls --sigmas 15,25,35,50
+    python -m benchmarks.textures --irregular --sigmas 15,25,35,50 '{}' '{"periodic": false}' '{"periodic": true}'
+    python -m benchmarks.textures '{}' '{"search_radius": 16}'
+    python -m benchmarks.textures --faint-new --sigmas 15,25,35,50 '{}' '{"contrast": 1e6}'
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from quality import psnr  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped, denoise_grouped_opponent  # noqa: E402
+from benchmarks.common import (add_noise, bm3d_denoise, denoise_grouped_opponent, exit_on_help,
+                               psnr, results_header)
+from kpca_denoise.core.grouped import denoise_grouped
 
 
 def bricks(w: int, h: int, n: int = 256, jitter: int = 0) -> np.ndarray:
@@ -216,7 +212,7 @@ def faint_walls() -> dict[str, np.ndarray]:
     with little or no grain, 1-2 px mortar, at full or half contrast (std 8-22), on
     which the faint ones lost 0.4-1.0 dB to BM3D at sigma 15 / 25 while the texture's
     stage-1 window followed its noise against the data range alone (found, then
-    tuned on: ``core.grouped.TEXTURE_SPAN``)."""
+    tuned on: ``core.grouped.calibrate.TEXTURE_SPAN``)."""
     c = slice(72, 328)
     out = {}
     for mp, g, f in ((1, 0.0, 1.0), (1, 0.0, 0.5), (2, 0.0, 0.5), (2, 1.0, 0.5), (1, 3.0, 0.5),
@@ -265,8 +261,8 @@ def colour_walls() -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str]) -> None:
-    import bm3d
-
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     sets = {"--variants": variants, "--walls": walls, "--irregular": irregular_walls,
             "--colour-walls": colour_walls, "--borderline": borderline_walls,
             "--faint": faint_walls, "--faint-new": faint_new, "--faint-colour": faint_colour}
@@ -284,16 +280,17 @@ def main(argv: list[str]) -> None:
         colour = im.ndim == 3
         run = denoise_grouped_opponent if colour else denoise_grouped
         for s in sigmas:
-            noisy = im + np.random.default_rng(1).normal(0, s, im.shape)
+            noisy = add_noise(im, s, 1)
             row = [psnr(im, run(noisy, float(s), **dict({"data_range": 255.0}, **c))[0][None])
                    for c in cfgs]
-            b = psnr(im, (bm3d.bm3d_rgb if colour else bm3d.bm3d)(noisy, float(s)))
+            b = psnr(im, bm3d_denoise(noisy, s))
             gaps[s].append([v - b for v in row])
             print(f"{name:9} {s:5} {b:7.2f}  | " + " | ".join(f"{v:7.2f}" for v in row),
                   flush=True)
     for s, g in gaps.items():
         print(f"mean gap to BM3D at sigma {s:2}: "
               + " | ".join(f"{v:+.2f}" for v in np.mean(g, axis=0)))
+
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -13,30 +13,24 @@ the scheduler or the file system limits it.
 
 Usage::
 
-    python benchmarks/throughput.py [--images 16] [--size 192]
+    python -m benchmarks.throughput [--images 16] [--size 192]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-from skimage.color import rgb2gray  # noqa: E402
-
-from kpca_denoise import DenoiseParams  # noqa: E402
-from kpca_denoise.executor import Executor  # noqa: E402
-from kpca_denoise.pipeline import add_noise  # noqa: E402
+from benchmarks.common import load, results_header
+from kpca_denoise import DenoiseParams
+from kpca_denoise.executor import Executor
+from kpca_denoise.pipeline import add_noise
 
 
 def make_set(n: int, size: int) -> list[np.ndarray]:
-    srcs = [data.camera(), rgb2gray(data.astronaut()) * 255, data.coins(), data.moon()]
+    srcs = [load("camera"), load("astronaut"), load("coins"), load("moon")]  # grey, 0..255
     out = []
     for k in range(n):
         s = np.asarray(srcs[k % len(srcs)], dtype=np.float64)
@@ -61,6 +55,7 @@ def main() -> None:
     args = ap.parse_args()
     if not 16 <= args.size < 303:
         ap.error("--size must be in 16..302 (crops of coins, the smallest source, 303x384)")
+    print(results_header(), flush=True)
     images = make_set(args.images, args.size)
     params = DenoiseParams()
     rows = []

@@ -10,8 +10,8 @@ and seconds for ``bm3d.bm3d`` and :func:`kpca_denoise.core.grouped.denoise_group
 
 Usage::
 
-    python benchmarks/upscaled.py
-    python benchmarks/upscaled.py '{"stride": 3}'
+    python -m benchmarks.upscaled
+    python -m benchmarks.upscaled '{"stride": 3}'
 """
 
 from __future__ import annotations
@@ -19,24 +19,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from skimage import data
+from skimage.transform import rescale
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from skimage import data  # noqa: E402
-from skimage.transform import rescale  # noqa: E402
-
-from quality import psnr  # noqa: E402
-
-from kpca_denoise.core.grouped import denoise_grouped  # noqa: E402
+from benchmarks.common import add_noise, bm3d_denoise, exit_on_help, psnr, results_header
+from kpca_denoise.core.grouped import denoise_grouped
 
 
 def main(argv: list[str]) -> None:
-    import bm3d
-
+    exit_on_help(argv, __doc__)
+    print(results_header(), flush=True)
     kw = json.loads(argv[0]) if argv else {}
     print(f"keywords for ours: {json.dumps(kw)}")
     print("image        sigma    bm3d    ours    gap   | seconds: bm3d ours")
@@ -44,9 +38,9 @@ def main(argv: list[str]) -> None:
     for name in ("camera", "moon"):
         up = np.clip(rescale(getattr(data, name)().astype(np.float64), 2, order=3), 0, 255)
         for s in (15, 25, 50):
-            noisy = up + np.random.default_rng(0).normal(0, s, up.shape)
+            noisy = add_noise(up, s, 0)
             t0 = time.perf_counter()
-            b = psnr(up, bm3d.bm3d(noisy, float(s)))
+            b = psnr(up, bm3d_denoise(noisy, s))
             t1 = time.perf_counter()
             o = psnr(up, denoise_grouped(noisy, float(s), **dict({"data_range": 255.0}, **kw))
                      [0][None])

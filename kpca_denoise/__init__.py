@@ -16,6 +16,7 @@ __all__ = [
     "denoise_image",
     "denoise_set",
     "DenoiseParams",
+    "GroupedOptions",
     "__version__",
 ]
 
@@ -25,6 +26,10 @@ def __getattr__(name):  # lazy: importing the package pulls in neither scikit-le
         from . import estimator
 
         return getattr(estimator, name)
+    if name == "GroupedOptions":
+        from .core.grouped.options import GroupedOptions
+
+        return GroupedOptions
     if name in ("denoise_image", "denoise_set", "DenoiseParams"):
         from . import pipeline
 

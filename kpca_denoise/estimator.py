@@ -4,8 +4,9 @@ It inherits scikit-learn's ``BaseEstimator``, ``TransformerMixin`` and
 ``ClassNamePrefixFeaturesOutMixin`` (parameters, cloning, ``set_output``,
 feature names, tags) and takes its numerics from
 :class:`kpca_denoise.core.kpca.KernelPCACore`.  It lives outside
-``kpca_denoise/core`` because core imports only numpy, scipy and numba
-(DESIGN.md); scikit-learn is therefore a runtime dependency of the package.
+``kpca_denoise/core`` because core imports only numpy, scipy and numba (the
+layer rule that tests/test_layers.py checks); scikit-learn is therefore a
+runtime dependency of the package.
 
 Swapping ``from sklearn.decomposition import KernelPCA`` for
 ``from kpca_denoise import KernelPCA`` changes nothing but speed: the

@@ -7,13 +7,14 @@ command line reads back (``kpca-denoise denoise --params sidecar.json``).
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+
+from .core.grouped.options import GroupedOptions
 
 __all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA", "parse_ranks"]
 
@@ -110,7 +111,7 @@ class DenoiseParams:
     n_landmarks : ``None`` (exact kernel PCA) or m, the Nyström landmarks among the
         training patches ('global'): time O(n_train m^2) and memory O(m^2) instead
         of O(n_train^2), so n_train can be far larger.  Measured quality and error
-        are in ``benchmarks/results_nystrom.txt``.
+        are in ``benchmarks/results/nystrom.txt``.
     gamma : RBF kernel parameter; ``None`` chooses it from the data and noise level.
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.
@@ -131,6 +132,10 @@ class DenoiseParams:
         inverse; ``noise_sigma`` is then the Gaussian part).
     poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
         ``None`` estimates it per image and channel (as ``noise_sigma``).
+    grouped : the grouped method's knobs, a
+        :class:`~kpca_denoise.core.grouped.GroupedOptions` (or a preset name or a
+        mapping of knob names); ``kernel``, ``patch_size`` and the pre-image
+        iterations are set by the fields above, not here (``docs/options.md``).
     """
 
     method: str = "grouped"
@@ -148,7 +153,7 @@ class DenoiseParams:
     seed: int = 0
     add_noise: float | None = None
     tile_size: int | None = None
-    extra: dict = field(default_factory=dict)
+    grouped: GroupedOptions = field(default_factory=GroupedOptions)
     noise_model: str = "gaussian"
     poisson_gain: float | None = None
 
@@ -158,6 +163,11 @@ class DenoiseParams:
             v = getattr(self, f.name)
             if isinstance(v, np.generic) and not isinstance(v, np.bool_):
                 object.__setattr__(self, f.name, v.item())
+        if not isinstance(self.grouped, GroupedOptions):
+            try:
+                object.__setattr__(self, "grouped", GroupedOptions.coerce(self.grouped))
+            except (TypeError, ValueError) as e:
+                raise ParamError("grouped", f"grouped {e}") from None
         try:
             object.__setattr__(self, "ranks", parse_ranks(self.ranks, check=False))
         except ParamError:
@@ -229,35 +239,39 @@ class DenoiseParams:
                                 f"per photon; omit it to estimate), got {self.poisson_gain!r}")
         if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
             bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
-        if not isinstance(self.extra, dict):
-            bad("extra", f"must be a mapping of grouped-method options, got {self.extra!r}")
         if self.method == "grouped" and self.patch_size is not None and self.patch_size > 64:
             bad("patch_size", f"must be at most 64 for method 'grouped', got {self.patch_size!r}")
-        if self.extra:
-            known = _grouped_options()
-            unknown = sorted(set(map(str, self.extra)) - known)
-            if unknown:
-                bad("extra", f"has unknown option(s) {unknown}; known are {sorted(known)}")
-            from .core.grouped import check_options
-
-            try:  # every value too, so a bad one is reported once, before any image
-                check_options(**self.extra)
-            except ValueError as e:
-                bad("extra", f"option {e}")
+        for name, field_name in (("kernel", "kernel"), ("patch_size", "patch_size"),
+                                 ("max_iter", "preimage_iterations")):
+            if getattr(self.grouped, name) != getattr(GroupedOptions(), name):
+                bad("grouped", f"sets {name}; set {field_name} of the parameters instead "
+                               "(it applies to every method)")
         if self.tile_size is not None and (not is_int(self.tile_size) or self.tile_size < 64):
             bad("tile_size", "must be an integer >= 64 (pixels; omit it for the default), "
                              f"got {self.tile_size!r}")
         return self
 
     def replace(self, **changes: Any) -> "DenoiseParams":
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
         return DenoiseParams(**data)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        """A JSON-ready dict; ``grouped`` holds only the knobs that differ from the defaults."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["ranks"] = list(self.ranks)
+        d["grouped"] = self.grouped.changed()
         return d
+
+    def grouped_options(self, data_range: float | None = None) -> GroupedOptions:
+        """The grouped method's options for a run: ``grouped`` with this object's
+        kernel, patch size and pre-image iterations, and ``data_range`` where the
+        options leave it unset."""
+        g = self.grouped
+        return g.replace(kernel=self.kernel, patch_size=self.patch_size,
+                         max_iter=g.max_iter if self.preimage_iterations is None
+                         else self.preimage_iterations,
+                         data_range=g.data_range if g.data_range is not None else data_range)
 
     @classmethod
     def from_dict(cls, data: dict) -> "DenoiseParams":
@@ -266,26 +280,22 @@ class DenoiseParams:
         if not isinstance(data, dict):
             raise ParamError(None, "the parameters must be a JSON object such as "
                                    f'{{"method": "grouped"}}, got {type(data).__name__}')
+        data = dict(data)
+        if "extra" in data:  # what files written before the options object called it
+            if "grouped" in data:
+                raise ParamError("extra", "give the grouped options once, as grouped "
+                                          "(extra is its old name)")
+            data["grouped"] = data.pop("extra")
         known = {f.name for f in fields(cls)}
         unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
             raise ParamError(unknown[0], f"unknown parameter(s) {unknown}; known are {sorted(known)}")
-        data = dict(data)
+        if "grouped" in data and not isinstance(data["grouped"], dict):
+            raise ParamError("grouped", "grouped must be a JSON object of grouped-method "
+                                        f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
         if "ranks" in data:
             data["ranks"] = parse_ranks(data["ranks"])
         for name in ("method", "kernel", "eigen_solver", "noise_model"):
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()
-
-
-@functools.lru_cache(maxsize=1)
-def _grouped_options() -> frozenset:
-    import inspect
-
-    from .core.grouped import denoise_grouped
-
-    sig = inspect.signature(denoise_grouped)
-    taken = {"image", "sigma", "ranks", "kernel", "patch_size", "progress", "cancel", "max_iter"}
-    return frozenset(n for n, p in sig.parameters.items()
-                     if p.kind == p.KEYWORD_ONLY and n not in taken)

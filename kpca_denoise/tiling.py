@@ -26,13 +26,12 @@ output (up to floating-point summation order):
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 35 % (a
-2048x2048 image) to 52 % (4000x3000; the 65x65 search window of stop 21 made the
-grouped halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
+2048x2048 image) to 52 % (4000x3000; the 65x65 search window makes the grouped
+halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -180,20 +179,16 @@ def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
     """(halo, align) of the grouped method with these parameters."""
     from .core.grouped import resolve_geometry
 
-    ex = params.extra
+    opts = params.grouped_options()
     # noise_fraction 1: the widest stage-1 window any noise level gets (the tiles are
     # planned before the noise level is known); a regular texture searches further
     # (denoise_tiled decides ``periodic`` before it plans)
-    g = resolve_geometry(params.patch_size, ex.get("stride"), ex.get("stride1"),
-                         ex.get("match_size1"), ex.get("match_size"),
-                         ex.get("search_radius"), ex.get("search_radius1"), noise_fraction=1.0,
-                         periodic=bool(ex.get("periodic")))
-    p, R, st1, st2 = g["patch_size"], g["search_radius"], g["stride1"], g["stride"]
-    m1, m2, R1 = g["match_size1"], g["match_size"], g["search_radius1"]
-    halo = 2 * (R1 + p) + (m1 - p)  # stage 1
-    if ex.get("two_stage", True):
-        halo += 2 * (R + p) + (m2 - p)  # stage 2, matching on the stage-1 pilot
-    return halo, math.lcm(st1, st2)
+    g = resolve_geometry(opts, noise_fraction=1.0, periodic=bool(opts.periodic))
+    p = g.patch_size
+    halo = 2 * (g.search_radius1 + p) + (g.match_size1 - p)  # stage 1
+    if opts.two_stage:
+        halo += 2 * (g.search_radius + p) + (g.match_size - p)  # stage 2, on the pilot
+    return halo, g.stride
 
 
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:
@@ -282,28 +277,13 @@ def _guide_range(dtype, vst, colour: bool) -> float | None:
 
 def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
-    channels.  Colour shares one set of groups across the opponent channels
-    (``core.grouped.denoise_grouped_channels``), matched on all three (the RGB
-    distance) since stop 23, on the luminance before, as CBM3D does: sharing took
-    astronaut at sigma 25 given from 32.34 to 32.53 dB and gave +0.15 / +0.21 /
-    +0.12 dB at sigma 15 / 25 / 50 on astronaut / hubble crops (``python
-    benchmarks/colour_groups.py``), for 0.76x the time of per-channel groups."""
+    channels.  Colour shares one set of groups across the opponent channels, matched
+    on all three (the RGB distance; ``docs/method.md``)."""
     from .core.grouped import denoise_grouped_channels
 
-    return denoise_grouped_channels(work, sigma, progress=progress, cancel=cancel,
-                                    **_grouped_keywords(params, data_range))
-
-
-def _grouped_keywords(params: DenoiseParams, data_range=None) -> dict:
-    """The keywords of ``core.grouped.denoise_grouped`` that ``params`` give (a
-    ``data_range`` in ``params.extra`` wins over the one passed)."""
-    extra = dict(params.extra)
-    data_range = extra.pop("data_range", data_range)
-    return dict(ranks=tuple(params.ranks), kernel=params.kernel, patch_size=params.patch_size,
-                data_range=data_range,
-                **({"max_iter": params.preimage_iterations}
-                   if params.preimage_iterations is not None else {}),
-                **extra)
+    return denoise_grouped_channels(work, sigma, ranks=tuple(params.ranks),
+                                    options=params.grouped_options(data_range),
+                                    progress=progress, cancel=cancel)
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
@@ -357,41 +337,28 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
                      vst=None) -> DenoiseParams:
-    """``params`` with the grouped method's ``periodic``, ``detail`` and (for a
-    regular texture) ``contrast`` and ``lags`` decided once for the whole image
-    (``core.grouped.decide_periodic`` of the working channels' central 256x256, with
-    its trial for a borderline score, ``core.grouped.coarse_detail`` of channel 0's
-    and ``core.grouped.texture_contrast`` of the matched channels', as the core
-    measures them), so that every tile gets the same settings and the tiles are
-    planned with the texture's wider search; each unchanged when given (``detail``
-    also when ``match_size1`` is), all when the method is not grouped."""
-    from .core.grouped import (central_crop, coarse_detail, decide_periodic,
-                               periodic_lags_channels, texture_contrast)
+    """``params`` with the grouped method's image-dependent options (a regular
+    texture, its periods and contrast, the coarse detail) decided once for the whole
+    image by ``core.grouped.calibrate`` on the working channels' central crop, as the
+    core decides them for one piece, so that every tile gets the same settings and
+    the tiles are planned with a texture's wider search.  Unchanged when the method
+    is not grouped."""
+    from .core.grouped import calibrate
+    from .core.grouped.calibrate import central_crop
+    from .core.grouped.driver import trial_denoiser
 
-    ex = dict(params.extra)
-    want_detail = ex.get("detail") is None and ex.get("match_size1") is None
-    if params.method != "grouped" or (ex.get("periodic") is not None and not want_detail
-                                      and (not ex["periodic"] or (
-                                          ex.get("contrast") is not None
-                                          and ex.get("lags") is not None))):
+    if params.method != "grouped":
         return params
     region = central_crop(np.asarray(image))
     work, _, colour = _to_working(region, vst)
-    chans = [work[..., c] for c in range(work.shape[2])]
-    # the keywords the tiles get (a trial runs them)
-    kw = _grouped_keywords(params, _guide_range(region.dtype, vst, colour))
-    if ex.get("periodic") is None:
-        ex["periodic"] = decide_periodic(chans, sigma, **kw)
-    if ex["periodic"] and ex.get("contrast") is None:
-        ex["contrast"] = texture_contrast(chans, sigma, ex.get("match_channels", "all"))
-    if ex["periodic"] and ex.get("lags") is None:  # its periods, as the core measures them
-        matched = chans if ex.get("match_channels", "all") == "all" else chans[:1]
-        score, v1, v2 = periodic_lags_channels(matched, sigma, kw["data_range"])
-        if score > 0.0:  # nothing repeats: no lattice, in the tiles as in the whole
-            ex["lags"] = [list(v1), list(v2)]
-    if want_detail:
-        ex["detail"] = coarse_detail(work[..., 0], sigma)
-    return params.replace(extra=ex)
+    chans = [np.ascontiguousarray(work[..., c]) for c in range(work.shape[2])]
+    opts = params.grouped_options(_guide_range(region.dtype, vst, colour))
+    cal = calibrate(chans, sigma, opts, trial_denoiser())
+    decided = {k: getattr(cal.options, k) for k in ("periodic", "lags", "contrast", "detail")
+               if getattr(params.grouped, k) is None and getattr(cal.options, k) is not None}
+    if not cal.options.periodic:
+        decided.pop("lags", None)  # none to tell: a tile finds none either
+    return params.replace(grouped=params.grouped.replace(**decided)) if decided else params
 
 
 def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, model: Any = None,

@@ -38,3 +38,20 @@ def fake_tiles(monkeypatch):
                 [stats] * tiling.channels(region))
 
     monkeypatch.setattr(tiling, "denoise_tile", copy_core)
+
+
+def denoise_grouped_opponent(rgb, sigma, **options):
+    """An RGB image (H, W, 3) through the grouped method as the pipeline does it: in
+    the orthonormal opponent space (white noise keeps its std), one set of groups for
+    the three channels, back to RGB; ``data_range`` (of R, G, B) becomes the
+    luminance's.  Returns ``{rank: (H, W, 3)}`` and the per-channel stats."""
+    from kpca_denoise.core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
+    from kpca_denoise.core.grouped import denoise_grouped_channels
+
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise ValueError(f"image must be RGB (H, W, 3), got shape {rgb.shape}")
+    if options.get("data_range") is not None:
+        options["data_range"] = float(options["data_range"]) * float(OPPONENT[0].sum())
+    out, stats = denoise_grouped_channels(rgb_to_opponent(rgb), sigma, **options)
+    return {rk: opponent_to_rgb(o) for rk, o in out.items()}, stats

@@ -57,7 +57,7 @@ def test_noise_eigenvalue_matches_pure_noise_gram():
 
 
 def test_noise_rank_keeps_detail_at_low_noise_and_matches_at_high(digits):
-    # python benchmarks/noise_rank.py: test MSE, fixed 128 components against the
+    # python -m benchmarks.noise_rank: test MSE, fixed 128 components against the
     # noise rank: 0.0088 vs 0.0070 (noise 0.1), 0.0190 vs 0.0190 (0.25)
     _, Xte, _ = digits
     rng = np.random.default_rng(0)

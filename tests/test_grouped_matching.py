@@ -5,14 +5,15 @@ import numpy as np
 import pytest
 
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
-from kpca_denoise.core.grouped import (_pad_for_matching, correct_means, denoise_grouped,
-                                       denoise_grouped_channels, denoise_grouped_opponent,
-                                       exact_sums, match, quantise_guide, search_mask)
+from kpca_denoise.core.grouped import (GroupedOptions, denoise_grouped,
+                                       denoise_grouped_channels, resolve_geometry)
+from kpca_denoise.core.grouped.matching import exact_sums, match, quantise_guide, search_mask
+from kpca_denoise.core.grouped.matching import pad_for_matching as _pad_for_matching
+from kpca_denoise.core.grouped.shrinkage import correct_means
+from helpers import denoise_grouped_opponent
 
-# the settings before issue 12 (patch-sized matching, soft stage-1 shrinker, stride 5,
-# per-member stage-2 Wiener weights)
-OLD = dict(match_size1=5, match_size=5, shrink1="soft", kappa1=2.5, kappa2=1.2, stride=5,
-           wiener2="member")
+# patch-sized matching with stride 5 (the plain patch SSD)
+OLD = dict(match_size1=5, match_size=5, kappa1=2.5, kappa2=1.2, stride=5)
 
 
 def _reference_match(img, ry, rx, p, m, R, n, dense=None, extra=()):
@@ -210,72 +211,62 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
 def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
     p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
-    assert (p["rbf"]["shrink1"], p["rbf"]["kappa1"], p["rbf"]["kappa2"]) == ("hard", 4.5, 0.7)
-    assert p["rbf"]["wiener2"] == p["linear"]["wiener2"] == "group"
-    assert denoise_grouped(noisy, 10.0, wiener2="member")[1]["params"]["kappa2"] == 1.0
-    with pytest.raises(ValueError, match="wiener2"):
-        denoise_grouped(noisy, 10.0, wiener2="pilot")
-    assert (p["linear"]["shrink1"], p["linear"]["kappa1"]) == ("hard", 3.0)
+    assert (p["rbf"]["kappa1"], p["rbf"]["kappa2"]) == (4.5, 0.7)
+    assert p["linear"]["kappa1"] == 3.0
     g = p["rbf"]
     # pure noise has no coarse detail: the smooth image's 11x11 stage-1 window
     assert g["detail"] < 0.3
-    assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (11, 11, 4, 4)
+    assert (g["match_size1"], g["match_size"], g["stride"]) == (11, 11, 4)
     assert denoise_grouped(noisy, 10.0, detail=5.0)[1]["params"]["match_size1"] == 7
     assert (g["search_radius1"], g["search_radius"]) == (32, 32)
-    soft = denoise_grouped(noisy, 10.0, shrink1="soft")[1]["params"]
-    assert (soft["shrink1"], soft["kappa1"]) == ("soft", 2.5)
-    wien = denoise_grouped(noisy, 10.0, shrink1="wiener", patch_size=7, detail=5.0)[1]["params"]
-    assert (wien["shrink1"], wien["kappa1"]) == ("wiener", 4.5)
+    wide = denoise_grouped(noisy, 10.0, patch_size=7, detail=5.0)[1]["params"]
     # the geometry follows the patch size and the search radius
-    assert (wien["match_size1"], wien["match_size"], wien["stride"]) == (9, 13, 6)
+    assert (wide["match_size1"], wide["match_size"], wide["stride"]) == (9, 13, 6)
     small = denoise_grouped(noisy, 10.0, search_radius=3)[1]["params"]
     assert (small["search_radius1"], small["search_radius"]) == (3, 3)
     both = denoise_grouped(noisy, 10.0, search_radius=3, search_radius1=6)[1]["params"]
     assert (both["search_radius1"], both["search_radius"]) == (6, 3)
-    with pytest.raises(ValueError, match="shrink1"):
+    with pytest.raises(ValueError, match="unknown grouped option 'shrink1'"):
         denoise_grouped(noisy, 10.0, shrink1="firm")
     with pytest.raises(ValueError, match="match_size"):
         denoise_grouped(noisy, 10.0, match_size=0)
 
 
-def test_the_stage1_shrinkers_differ_only_in_the_weights_of_the_kept_components():
-    # same threshold: hard keeps the components whole, wiener subtracts the mean noise
-    # eigenvalue, so the two agree where nothing is kept and differ elsewhere; soft
-    # subtracts the whole threshold
-    from kpca_denoise.core.grouped import shrink_own
+def test_the_stage1_threshold_keeps_the_components_above_it_whole():
+    # the expansion weights of the hard threshold: the kept components' projector,
+    # centring-corrected so that each member's weights sum to one
+    from kpca_denoise.core.grouped.shrinkage import shrink_own
 
     rng = np.random.default_rng(3)
     lam = np.sort(rng.uniform(0.0, 10.0, (4, 8)), axis=1)[:, ::-1].copy()
     V = np.stack([np.linalg.qr(rng.normal(size=(8, 8)))[0] for _ in range(4)])
-    ranks = np.asarray([-1], np.int64)
     tau = 4.0
-    G = {nu: shrink_own(lam, V, tau, ranks, nu)[0][:, 0] for nu in (0.0, 1.0, tau)}
+    Gam, aggw, kept = shrink_own(lam, V, tau, np.asarray([-1, 1], np.int64))
     for r in range(4):
         keep = lam[r] > tau
-        for nu, Gam in G.items():
-            w = np.where(keep, (lam[r] - nu) / lam[r], 0.0)
+        for q, cap in enumerate((8, 1)):
+            w = np.where(keep & (np.arange(8) < cap), 1.0, 0.0)
             expect = (V[r] * w) @ V[r].T
             expect += (1.0 - expect.sum(axis=1, keepdims=True)) / 8  # weights sum to one
-            np.testing.assert_allclose(Gam[r], expect, atol=1e-12)
+            np.testing.assert_allclose(Gam[r, q], expect, atol=1e-12)
+            assert kept[r, q] == min(cap, keep.sum())
+            np.testing.assert_allclose(aggw[r, q], 1.0 / (1.0 + w.sum()))
 
 
 def test_channels_share_one_grouping():
     rng = np.random.default_rng(2)
     y, x = np.mgrid[0:48, 0:56]
     lum = 120 + 50 * np.sin(x / 4.0) * np.cos(y / 6.0) + rng.normal(0, 15, (48, 56))
-    # (a periodic pattern: the photograph settings, so that kappa2 is 0.7 throughout;
-    # the groups of channel 0 alone, so that a copy of it is matched as it is)
+    # (a periodic pattern: the photograph settings, so that kappa2 is 0.7 throughout)
     one, st1 = denoise_grouped(lum, 15.0, ranks=(None, 2), periodic=False)
     both, st = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, ranks=(None, 2),
-                                        periodic=False, match_channels="first")
-    assert st1["params"]["match_channels"] == "all"  # one channel: the same thing
-    st1["params"]["match_channels"] = "first"
+                                        periodic=False)
     assert len(st) == 2 and st[0]["params"] == st1["params"]
-    for r in (None, 2):
-        np.testing.assert_allclose(both[r][..., 0], one[r], rtol=0, atol=1e-9)
     # without the stage-1 mean step (channel 0's only) and with the luminance's
-    # stage-2 constant, a copy of the guide channel is denoised exactly like the guide
-    off = dict(ranks=(None, 2), mean_kappa1=None, periodic=False, match_channels="first")
+    # stage-2 constant, the two copies have the same pilot, every matching distance is
+    # doubled, and so the groups are the one channel's: each copy is denoised exactly
+    # like the channel alone
+    off = dict(ranks=(None, 2), mean_kappa1=None, periodic=False)
     one_off, st_off = denoise_grouped(lum, 15.0, **off)
     both_off, _ = denoise_grouped_channels(np.stack([lum, lum], -1), 15.0, kappa2_chroma=0.7,
                                            **off)
@@ -298,20 +289,15 @@ def test_channels_share_one_grouping():
     single, _ = denoise_grouped_channels(lum[..., None], 15.0, ranks=(None, 2),
                                          periodic=False)
     np.testing.assert_array_equal(single[2][..., 0], one[2])
-    # by default the matching sums the SSD of every channel: structure that only a
-    # later channel has (a chrominance pattern on a flat luminance) is grouped on.
-    # Measured (sigma 15, seed 3): the patterned channel 37.77 dB with every channel,
-    # 29.32 with channel 0's groups
+    # the matching sums the SSD of every channel: structure that only a later channel
+    # has (a chrominance pattern on a flat luminance) is grouped on, and denoised far
+    # better than the noise (sigma 15: 24.6 dB noisy)
     pat = 40.0 * np.sign(np.sin(np.mgrid[0:64, 0:64][1] / 3.0)) * np.sign(
         np.cos(np.mgrid[0:64, 0:64][0] / 5.0))
     clean = np.stack([np.full((64, 64), 120.0), pat, np.zeros((64, 64))], -1)
     noisy = clean + np.random.default_rng(3).normal(0, 15, clean.shape)
-    got = {mc: denoise_grouped_channels(noisy, 15.0, match_channels=mc, periodic=False)[0][None]
-           for mc in ("all", "first")}
-    err = {mc: np.mean((g[..., 1] - pat) ** 2) for mc, g in got.items()}
-    assert 10 * np.log10(err["first"] / err["all"]) >= 4.0, err
-    with pytest.raises(ValueError, match="match_channels must be one of 'all', 'first', got 'luminance'"):
-        denoise_grouped(lum, 15.0, match_channels="luminance")
+    got = denoise_grouped_channels(noisy, 15.0, periodic=False)[0][None]
+    assert 10 * np.log10(255.0 ** 2 / np.mean((got[..., 1] - pat) ** 2)) >= 35.0
     # RGB: the opponent transform around the shared-group denoiser
     rgb = np.stack([lum, lum[::-1], lum[:, ::-1]], -1)
     out, st3 = denoise_grouped_opponent(rgb, 15.0)
@@ -325,7 +311,7 @@ def test_channels_share_one_grouping():
 @pytest.mark.parametrize("rbf", [True, False])
 def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(rbf):
     # stage 1 asks LAPACK (ssyevr) only for the components above its threshold
-    from kpca_denoise.core.grouped import fit_groups
+    from kpca_denoise.core.grouped.group_pca import fit_groups
 
     rng = np.random.default_rng(4)
     base = rng.normal(0.0, 30.0, (64, 1, 25))
@@ -349,7 +335,9 @@ def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(
 def test_the_preimage_first_step_from_the_gram_equals_the_computed_one():
     # starting at a member z = x_i, exp(-gamma |z - x_j|^2) is the Gram entry K_ij:
     # the pre-image reads it instead of recomputing the distances
-    from kpca_denoise.core.grouped import fit_groups, preimage, shrink_own
+    from kpca_denoise.core.grouped.group_pca import fit_groups
+    from kpca_denoise.core.grouped.shrinkage import shrink_own
+    from kpca_denoise.core.preimage import preimage_groups as preimage
 
     rng = np.random.default_rng(5)
     P = rng.normal(0.0, 30.0, (32, 1, 25)) + rng.normal(0.0, 10.0, (32, 24, 25))
@@ -359,8 +347,8 @@ def test_the_preimage_first_step_from_the_gram_equals_the_computed_one():
     np.testing.assert_allclose(K, np.exp(-gamma * np.sum(x0 * x0, axis=-1)), rtol=1e-12)
     Gam, _, _ = shrink_own(lam, V, float(np.median(lam[:, 2])), np.array([-1, 2]))
     for iters in (1, 2, 6):
-        with_k = preimage(Gam, P, True, True, gamma, iters, 1e-6, K)
-        without = preimage(Gam, P, True, True, gamma, iters, 1e-6)
+        with_k = preimage(Gam, P, True, gamma, iters, 1e-6, K)
+        without = preimage(Gam, P, True, gamma, iters, 1e-6)
         np.testing.assert_allclose(with_k[0], without[0], rtol=0, atol=1e-9)
         np.testing.assert_array_equal(with_k[2], without[2])  # the same iterations
     # and the step moved the members (the test is not comparing two no-ops)
@@ -368,14 +356,15 @@ def test_the_preimage_first_step_from_the_gram_equals_the_computed_one():
 
 
 def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_range():
-    from kpca_denoise.core.grouped import HIGH_NOISE, resolve_geometry
+    from kpca_denoise.core.grouped.geometry import HIGH_NOISE
 
-    assert resolve_geometry()["match_size1"] == 7
-    assert resolve_geometry(noise_fraction=HIGH_NOISE)["match_size1"] == 7
-    assert resolve_geometry(noise_fraction=HIGH_NOISE * 1.01)["match_size1"] == 13
-    assert resolve_geometry(patch_size=7, noise_fraction=0.3)["match_size1"] == 15
-    assert resolve_geometry(match_size1=9, noise_fraction=0.3)["match_size1"] == 9  # given wins
-    assert resolve_geometry(noise_fraction=0.3)["match_size"] == 11  # stage 2 unchanged
+    o = GroupedOptions()
+    assert resolve_geometry(o).match_size1 == 7
+    assert resolve_geometry(o, noise_fraction=HIGH_NOISE).match_size1 == 7
+    assert resolve_geometry(o, noise_fraction=HIGH_NOISE * 1.01).match_size1 == 13
+    assert resolve_geometry(o.replace(patch_size=7), noise_fraction=0.3).match_size1 == 15
+    assert resolve_geometry(o.replace(match_size1=9), noise_fraction=0.3).match_size1 == 9
+    assert resolve_geometry(o, noise_fraction=0.3).match_size == 11  # stage 2 unchanged
     rng = np.random.default_rng(5)
     y, x = np.mgrid[0:48, 0:48]
     clean = 120 + 60 * np.sin(x / 4.0) * np.cos(y / 5.0)
@@ -414,7 +403,7 @@ def test_the_pipeline_gives_the_core_the_working_range_of_integer_images():
     img = np.clip(120 + rng.normal(0, 50, (40, 40)), 0, 255).astype(np.uint8)
     for a, sigma, m1 in ((img, 50.0, 13), (img, 30.0, 7), (img.astype(np.float32), 50.0, 7)):
         # (pure noise has no coarse detail: given high, as a photograph's)
-        res = denoise_set([a], DenoiseParams(noise_sigma=sigma, extra={"detail": 5.0})).images[0]
+        res = denoise_set([a], DenoiseParams(noise_sigma=sigma, grouped={"detail": 5.0})).images[0]
         assert res.stats["grouped"][0]["params"]["match_size1"] == m1
 
 
@@ -436,34 +425,30 @@ def test_colour_places_sigma_against_the_span_of_the_luminance():
     assert res.stats["grouped"][0]["params"]["data_range"] == pytest.approx(255.0 * np.sqrt(3))
 
 
-@pytest.mark.parametrize("weights", ["group", "member"])
-def test_stage2_wiener_weights_match_numpy(weights):
-    # linear kernel: Gam_ij = sum_k w_ik beta_ik alpha_jk + (1 - sum_j ...) / n with
+def test_stage2_wiener_weights_match_numpy():
+    # linear kernel: Gam_ij = sum_k w_k beta_ik alpha_jk + (1 - sum_j ...) / n with
     # beta_ik = (x_i - m) . u_k (u_k the pilot's unit principal directions, through
-    # alpha_k = v_k / sqrt(lambda_k)), w_ik = s / (s + tau2) and s = lambda_k / n
-    # (group) or the member's own pilot coefficient squared (member)
-    from kpca_denoise.core.grouped import fit_groups, noise_floors, shrink_pilot
+    # alpha_k = v_k / sqrt(lambda_k)), w_k = s / (s + tau2) and s = lambda_k / n
+    from kpca_denoise.core.grouped.group_pca import fit_groups, noise_floors
+    from kpca_denoise.core.grouped.shrinkage import STAGE2_CUT, shrink_pilot
 
     rng = np.random.default_rng(9)
     n, d = 12, 9
     P = rng.normal(0, 20, (3, 1, d)) + rng.normal(0, 5, (3, n, d))
     X = P + rng.normal(0, 5, P.shape)
     fl = noise_floors(5.0, d, n, 32.0, False, 3.0, 0.7)
-    lam, V, rm = fit_groups(P, False, fl["gamma"])
-    Gam = shrink_pilot(lam, V, rm, P, X, fl, False, 0.1, np.asarray([-1], np.int64),
-                       weights)[0][:, 0]
+    lam, V, rm = fit_groups(P, False, fl.gamma)
+    Gam = shrink_pilot(lam, V, rm, P, X, fl, False, np.asarray([-1], np.int64))[0][:, 0]
     for r in range(3):
-        keep = lam[r] > 0.1 * n * fl["tau2"]
+        keep = lam[r] > STAGE2_CUT * n * fl.tau2
         lk, Vk = lam[r][keep], V[r][:, keep]
         m = P[r].mean(axis=0)
         A = Vk / np.sqrt(lk)
         beta = ((X[r] - m) @ (P[r] - m).T) @ A
-        s = np.broadcast_to(lk / n, beta.shape) if weights == "group" else (Vk * np.sqrt(lk)) ** 2
-        expect = (s / (s + fl["tau2"]) * beta) @ A.T
+        s = np.broadcast_to(lk / n, beta.shape)
+        expect = (s / (s + fl.tau2) * beta) @ A.T
         expect += (1.0 - expect.sum(axis=1, keepdims=True)) / n
         np.testing.assert_allclose(Gam[r], expect, rtol=1e-5, atol=1e-8)
-    with pytest.raises(ValueError, match="weights"):
-        shrink_pilot(lam, V, rm, P, X, fl, False, 0.1, np.asarray([-1], np.int64), "pilot")
 
 
 def test_the_mean_step_is_a_wiener_step_on_the_members_patch_means():
@@ -520,68 +505,69 @@ def test_a_bad_stage2_constant_is_refused(name, bad):
         denoise_grouped(np.zeros((32, 32)), 1.0, **{name: bad})
 
 
-# a value each option refuses, and the words of its message (stop 30: before, a
-# negative width, a back-projection step of 5 and the string "no" as true ran;
-# gamma_scale2=0 and kappa1=0 divided by zero; a search radius of 1e9 ran out of
-# memory at 23 GB; window_beta=1000 crashed the interpreter)
+# a value each option refuses, and the words of its message (unchecked, gamma_scale2=0
+# and kappa1=0 divided by zero, a search radius of 1e9 ran out of memory and
+# window_beta=1000 crashed the interpreter)
 BAD_OPTIONS = {
     "patch_size": (0, "an integer from 1 to 64 or None"),
     "group_size": (1.5, "an integer from 2 to 512"),
-    "group_size1": (100000, "an integer from 2 to 512"),
     "search_radius": (10**9, "an integer from 1 to 256 or None"),
     "search_radius1": ("4", "an integer from 1 to 256 or None"),
     "match_size1": (-3, "an integer from 1 to 99 or None"),
     "match_size": (0, "an integer from 1 to 99 or None"),
     "stride": (0, "an integer from 1 to 32 or None"),
-    "stride1": (True, "an integer from 1 to 32 or None"),
-    "max_iter": (0, "an integer from 1 to 10000"), "backprojection": (-2, "an integer from 0 to 10"),
+    "max_iter": (0, "an integer from 1 to 10000"),
     "data_range": (0.0, "a finite number > 0 or None"),
     "gamma_scale": (-1.0, "a finite number > 0.001 and <= 1e+06"),
     "gamma_scale2": (0, "a finite number > 0.001 and <= 1e+06"),
     "kappa1": (0, "a finite number > 0 and <= 1000 or None"),
     "kappa2": (float("inf"), "a finite number > 0 and <= 1000 or None"),
     "kappa2_chroma": ("1.5", "a finite number > 0 and <= 1000 or None"),
-    "stage2_cut": (float("nan"), "a finite number >= 0 and <= 1000"),
     "tol": (-1, "a finite number > 0 and <= 1"),
     "window_beta": (1000, "a finite number >= 0 and <= 50"),
     "mean_kappa1": (-0.1, "a finite number >= 0 and <= 1000 or None"),
     "detail": (-1.0, "a finite number >= 0 or None"),
     "contrast": (float("-inf"), "a finite number >= 0 or None"),
-    "lags": ([[0, 30]], "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]] or None"),
-    "bp_delta": (5, "a finite number >= 0 and <= 1"), "bp_lambda": (0, "a finite number > 0 and <= 10"),
+    "lags": ([[0, 30]], "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]], "
+                        "or [] or None"),
     "two_stage": ("no", "True or False"), "periodic": ("yes", "True, False or None"),
     "kernel": ("poly", "one of 'rbf', 'linear'"),
-    "shrink1": ("firm", "one of 'hard', 'soft', 'wiener' or None"),
-    "wiener2": (None, "one of 'group', 'member'"),
-    "preimage_init": ("pilot", "one of 'member', 'linear'"),
-    "match_channels": ("luminance", "one of 'all', 'first'"),
 }
 
 
 def test_every_option_is_checked_before_any_work():
-    import inspect
+    from dataclasses import fields
 
-    from kpca_denoise.core.grouped import check_options
-
-    options = {n for n, p in inspect.signature(denoise_grouped).parameters.items()
-               if p.kind == p.KEYWORD_ONLY} - {"ranks", "progress", "cancel"}
-    assert set(BAD_OPTIONS) == options  # a new option needs its rule (and a line here)
+    assert set(BAD_OPTIONS) == {f.name for f in fields(GroupedOptions)}  # a rule per knob
     events = []
     x = np.random.default_rng(0).normal(0.0, 1.0, (32, 32))
     for name, (bad, want) in BAD_OPTIONS.items():
         msg = f"{name} must be {want}, got {bad!r}"
         with pytest.raises(ValueError) as exc:
-            check_options(**{name: bad})
+            GroupedOptions(**{name: bad})
         assert str(exc.value) == msg
         with pytest.raises(ValueError) as exc:
             denoise_grouped(x, 1.0, progress=events.append, **{name: bad})
         assert str(exc.value) == msg
     assert events == []  # refused before the first stage began
-    # the defaults, None where allowed and integral floats pass
-    check_options(**{n: p.default for n, p in inspect.signature(denoise_grouped).parameters.items()
-                     if n in options})
-    check_options(kappa2=None, periodic=None, shrink1=None, group_size=24.0, two_stage=np.True_,
-                  bp_delta=1, ranks="not mine")
+    # None where allowed, integral floats and numpy booleans pass
+    GroupedOptions(kappa2=None, periodic=None, group_size=24.0, two_stage=np.True_, lags=[])
+    with pytest.raises(ValueError, match="unknown grouped option 'kapa1'; known are: contrast"):
+        GroupedOptions.from_dict({"kapa1": 4.0})
+    with pytest.raises(ValueError, match="unknown grouped preset 'fastest'"):
+        denoise_grouped(x, 1.0, options="fastest")
+
+
+def test_presets_and_options_objects_give_what_their_knobs_give():
+    x = np.random.default_rng(1).normal(100.0, 10.0, (40, 40))
+    one = denoise_grouped(x, 10.0, options="single-stage")[0][None]
+    np.testing.assert_array_equal(one, denoise_grouped(x, 10.0, two_stage=False)[0][None])
+    two = denoise_grouped(x, 10.0, options=GroupedOptions(kappa1=4.0))[0][None]
+    np.testing.assert_array_equal(two, denoise_grouped(x, 10.0, kappa1=4.0)[0][None])
+    np.testing.assert_array_equal(
+        two, denoise_grouped(x, 10.0, options={"kappa1": 4.0})[0][None])
+    assert np.abs(one - two).max() > 0.1
+    assert GroupedOptions(kappa1=4.0).changed() == {"kappa1": 4.0}
 
 
 @pytest.mark.parametrize("sigma", [1e-300, 5e-324])

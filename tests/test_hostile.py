@@ -326,11 +326,14 @@ def test_raising_the_pixel_limit_deliberately(tmp_path):
     ('{"patch_size": "8"}', "patch_size must be an integer >= 2"),
     ('{"method": ["global"]}', "method must be a string"),
     ('{"nonsense_kw": 1}', "unknown parameter(s) ['nonsense_kw']"),
-    ('{"params": {"extra": {"nonsense_kw": 1}}}', "extra has unknown option(s) ['nonsense_kw']"),
-    ('{"extra": {"gamma_scale2": 0}}', "extra option gamma_scale2 must be a finite number > "
-                                       "0.001 and <= 1e+06, got 0"),
-    ('{"params": {"extra": {"window_beta": "x"}}}', "extra option window_beta must be a finite "
+    ('{"params": {"grouped": {"nonsense_kw": 1}}}', "grouped unknown grouped option 'nonsense_kw'"),
+    ('{"grouped": {"gamma_scale2": 0}}', "grouped gamma_scale2 must be a finite number > "
+                                         "0.001 and <= 1e+06, got 0"),
+    # a file written before the options object calls them extra: read as grouped
+    ('{"params": {"extra": {"window_beta": "x"}}}', "grouped window_beta must be a finite "
                                                    "number >= 0 and <= 50, got 'x'"),
+    ('{"grouped": {"kernel": "linear"}}', "grouped sets kernel; set kernel of the parameters"),
+    ('{"grouped": [4]}', "grouped must be a JSON object of grouped-method options"),
     ('{"seed": 1.5}', "seed must be a non-negative integer"),
     ("{not json", "cannot read the parameter file"),
 ])

@@ -248,3 +248,29 @@ def test_write_item_refuses_an_array_that_is_not_the_items(tmp_path):
     with pytest.raises(InputError, match="holds NaN or Inf; nothing was written"):
         write_item(tif, np.full((8, 8), np.nan, np.float32), tmp_path / "o.tif")
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "o.tif").exists()
+
+
+
+def test_files_are_written_only_by_io_writing():
+    # one module a job: the readers and the input walk never create or replace a file
+    import ast
+    import pathlib
+
+    import kpca_denoise.io as kio
+
+    writers = {"imwrite", "save", "savez", "savez_compressed", "write_bytes", "write_text",
+               "mkstemp", "replace", "link", "unlink", "chmod", "mkdir"}
+    for f in pathlib.Path(kio.__file__).parent.glob("*.py"):
+        if f.name == "writing.py":
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if name == "replace" and not (isinstance(fn.value, ast.Name) and fn.value.id == "os"):
+                continue  # str.replace
+            modes = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)]
+            assert name not in writers and not (name == "open" and modes and modes[0] != "rb"), \
+                f"{f.name}:{node.lineno} {name}"
+    assert all(hasattr(kio, name) for name in kio.__all__)

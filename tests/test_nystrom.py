@@ -3,7 +3,7 @@ m = N, error decreasing with m, denoising close to exact, guards and errors.
 
 Measured on this file's data (noisy digits, sigma 0.25 on [0, 1], 1000
 training / 797 test digits, 128 components): exact MSE 0.0188, landmark
-m = 500: 0.0208, m = 750: 0.0194 (``python benchmarks/nystrom.py`` for more).
+m = 500: 0.0208, m = 750: 0.0194 (``python -m benchmarks.nystrom`` for more).
 """
 
 import numpy as np

@@ -11,10 +11,16 @@ import numpy as np
 import pytest
 
 from kpca_denoise import CancelToken, Cancelled, denoise_image
-from kpca_denoise.core.grouped import (PERIODIC, denoise_grouped, denoise_grouped_opponent,
-                                       periodicity, resolve_geometry)
+from helpers import denoise_grouped_opponent
+from kpca_denoise.core.grouped import GroupedOptions, denoise_grouped, resolve_geometry
+from kpca_denoise.core.grouped.calibrate import PERIODIC, periodic_lags
 from kpca_denoise.core.metrics import psnr
 from kpca_denoise.pipeline import add_noise
+
+
+def periodicity(image, sigma, data_range=None):
+    """The periodicity score of :func:`periodic_lags`."""
+    return periodic_lags(image, sigma, data_range)[0]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +50,7 @@ def test_default_beats_plain_global_kpca_and_linear_pca(crop):
 
 
 def test_the_rbf_kernel_earns_its_keep_on_sharp_structure():
-    # python benchmarks/kernel_gain.py: the default (RBF) against its linear-kernel
+    # python -m benchmarks.kernel_gain: the default (RBF) against its linear-kernel
     # ablation on non-photographic images gains up to 2.4 dB at sigma 15 (mean
     # +0.50 dB over ten images) and ties on natural photographs; on this 128x128
     # crop of the horse silhouette, seeds 0 / 1: +1.94 / +2.14 dB
@@ -125,7 +131,7 @@ def test_floor_against_bm3d_at_sigma_50(camera):
 
 
 def test_floor_for_the_poisson_gaussian_path(camera):
-    # python benchmarks/poisson.py: on the development set the stabilised path is
+    # python -m benchmarks.poisson: on the development set the stabilised path is
     # 0.05-0.19 dB below bm3d on the same stabilised data.  This crop (gain 16, Gaussian
     # sigma 2, seed 0) measured: stabilised 28.55 dB, Gaussian model 24.90 dB, bm3d on
     # the same stabilised data 28.87 dB.
@@ -141,21 +147,6 @@ def test_floor_for_the_poisson_gaussian_path(camera):
     bm3d = pytest.importorskip("bm3d")
     vst = GeneralizedAnscombe(*estimate_poisson_gaussian(z))
     assert stab >= psnr(img, vst.inverse(bm3d.bm3d(vst.forward(z), 1.0)), 255) - 0.5
-
-
-def test_backprojection_pass_gains_at_sigma_50(camera):
-    # measured when written (same crop, seeds 0 / 1): 26.81 -> 26.98 / 26.28 -> 26.39 dB,
-    # with the settings of then (patch-sized matching, soft stage-1 shrinker, stride 5),
-    # kept here: with today's defaults the pass gains much less, which is why it stays
-    # off by default
-    old = dict(match_size1=5, match_size=5, shrink1="soft", kappa2=1.2, stride=5,
-               wiener2="member")
-    img = camera[200:296, 200:296].astype(float)
-    noisy = add_noise(img, 50, seed=0)
-    base, st0 = denoise_grouped(noisy, 50.0, **old)
-    bp, st1 = denoise_grouped(noisy, 50.0, backprojection=1, bp_delta=0.0, bp_lambda=0.6, **old)
-    assert st1["groups"] == st0["groups"] * 3 // 2  # one more stage-2 pass (stride 5 both)
-    assert psnr(img, bp[None], 255) >= psnr(img, base[None], 255) + 0.1
 
 
 def _bricks(n: int = 128, w: int = 30, h: int = 14) -> np.ndarray:
@@ -176,8 +167,8 @@ def _bricks(n: int = 128, w: int = 30, h: int = 14) -> np.ndarray:
 def test_a_regular_texture_needs_the_wide_search_window():
     # measured (128x128 bricks, sigma 25, seeds 0 / 1 / 2): the default 65x65 search
     # (dense to 19 px, even offsets beyond) 33.24 / 33.21 / 32.94 dB, BM3D's 39x39
-    # (the default before stop 21) 32.50 / 32.56 / 32.27, stage 2 at 25x25 (before
-    # 2026-11-25) 31.61 / 31.75 / 31.50, bm3d 33.35 / 33.74 / 33.24.  The bricks
+    # 32.50 / 32.56 / 32.27, stage 2 at 25x25 31.61 / 31.75 / 31.50, bm3d 33.35 / 33.74 /
+    # 33.24.  The bricks
     # repeat every 30 px across: the next brick is beyond a 39x39 window.
     # (the photograph settings throughout: the texture settings are the next test's)
     img = _bricks()
@@ -219,24 +210,18 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
     # the stage-1 matching window widens with the noise: 7x7 at sigma 15, 9x9 at 25,
     # 35x35 at 50
     for sigma, m1 in ((15, 7), (25, 9), (35, 17), (50, 35), (80, 35)):
-        assert resolve_geometry(periodic=True, noise_fraction=sigma / 255)["match_size1"] == m1
-    assert resolve_geometry(periodic=True, noise_fraction=None)["match_size1"] == 7
+        assert resolve_geometry(GroupedOptions(), periodic=True, noise_fraction=sigma / 255).match_size1 == m1
+    assert resolve_geometry(GroupedOptions(), periodic=True, noise_fraction=None).match_size1 == 7
     # colour matched on all three channels measures the noise against one channel's
     # span, as grey; matched on the luminance alone, against the luminance's (sqrt(3)
     # times larger: 11x11 at sigma 50) -- the span's rule alone (a contrast given far
     # above the image's: see test_a_faint_texture_gets_the_window_of_its_contrast)
     tinted = _bricks(96)[..., None] * np.array([1.1, 0.6, 0.45])
     noisy = add_noise(tinted, 50, seed=0)
-    for mc, m1 in (("all", 35), ("first", 11)):
-        p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, match_channels=mc,
-                                     periodic=True, contrast=1e6)[1][0]["params"]
-        assert p["match_size1"] == m1, (mc, p["match_size1"])
-    # the luminance alone has a third of the bricks' contrast (std 15 against 45
-    # summed over the three channels): against it, the noise calls for a wider window
-    p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, match_channels="first",
-                                 periodic=True)[1][0]["params"]
-    assert 11 < p["match_size1"] < 35, p["match_size1"]
-    # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with stop 22's
+    p = denoise_grouped_opponent(noisy, 50.0, data_range=255.0, periodic=True,
+                                 contrast=1e6)[1][0]["params"]
+    assert p["match_size1"] == 35, p["match_size1"]
+    # measured (128x128 30x14 px bricks, sigma 50, seed 0): 28.34 dB; with the older
     # settings (13x13 stage-1 window, stage 2 at 11x11 with kappa2 0.7) 27.27; with the
     # photograph settings 27.00
     img = _bricks(128)
@@ -291,7 +276,7 @@ def _grainy_bricks(n: int = 128, grain: float = 35.0) -> np.ndarray:
 def test_a_borderline_texture_is_decided_by_a_trial(camera):
     from skimage import data
 
-    from kpca_denoise.core.grouped import BORDERLINE
+    from kpca_denoise.core.grouped.calibrate import BORDERLINE
     from kpca_denoise.params import DenoiseParams
     from kpca_denoise.tiling import resolve_periodic
 
@@ -312,7 +297,7 @@ def test_a_borderline_texture_is_decided_by_a_trial(camera):
     u8 = np.clip(noisy, 0, 255).astype(np.uint8)
     core = denoise_grouped(u8.astype(np.float64), 50.0, data_range=255.0)[1]["params"]
     assert core["periodic_trial"] is not None
-    assert resolve_periodic(u8, 50.0, DenoiseParams()).extra["periodic"] is core["periodic"]
+    assert resolve_periodic(u8, 50.0, DenoiseParams()).grouped.periodic is core["periodic"]
     # the Shepp-Logan phantom scores as high (0.25 at sigma 50, 0.29 at 25); the
     # texture settings cost it 0.6 dB at sigma 50 and gain 0.2 at sigma 25 (measured
     # 31.71 against 31.09 dB, 37.01 against 37.21): the trial picks the better at each
@@ -339,13 +324,13 @@ def test_a_borderline_texture_is_decided_by_a_trial(camera):
 
 
 def test_a_faint_texture_gets_the_window_of_its_contrast(camera):
-    # stop 29: a texture's stage-1 window followed its noise against the data range
-    # alone, so bricks at a third of the contrast got a full-contrast wall's 7x7 window
+    # a texture's stage-1 window that followed its noise against the data range alone
+    # gave bricks at a third of the contrast a full-contrast wall's 7x7 window
     # at sigma 15, where their repeats differ by less than the noise over 7x7.  Against
     # its own contrast the noise calls for a wider one.  Measured (these bricks,
     # 256x256, seeds 0 / 1): +1.38 / +1.67 dB over the data range's window at sigma
     # 15, +2.53 / +2.51 at 25; half contrast +0.07 / +0.12 and +0.96 / +1.19
-    from kpca_denoise.core.grouped import TEXTURE_SPAN, texture_contrast
+    from kpca_denoise.core.grouped.calibrate import TEXTURE_SPAN, texture_contrast
     from kpca_denoise.params import DenoiseParams
     from kpca_denoise.tiling import resolve_periodic
 
@@ -377,7 +362,7 @@ def test_a_faint_texture_gets_the_window_of_its_contrast(camera):
                             15.0, data_range=255.0)[1]["params"]
     assert not photo["periodic"] and photo["contrast"] is None
     # the tiled engine measures it once, on the same crop, and hands it to every tile
-    ex = resolve_periodic(noisy, 15.0, DenoiseParams()).extra
+    ex = resolve_periodic(noisy, 15.0, DenoiseParams()).grouped.changed()
     assert ex["periodic"] is True and ex["contrast"] == pytest.approx(p["contrast"], rel=1e-12)
     for bad in (-1.0, float("nan"), "high"):
         with pytest.raises(ValueError, match="contrast must be a finite number >= 0 or None"):
@@ -391,25 +376,23 @@ def test_tiles_share_one_texture_decision():
     img = _bricks(256, 36, 17)
     base = DenoiseParams()
     noisy = add_noise(img, 25, seed=0).astype(np.uint8)
-    assert resolve_periodic(noisy, 25.0, base).extra["periodic"] is True
-    assert resolve_periodic(np.dstack([noisy] * 3), 25.0 * 3 ** 0.5, base).extra["periodic"]
-    assert resolve_periodic(noisy, 60.0, base).extra["periodic"] is True
+    assert resolve_periodic(noisy, 25.0, base).grouped.periodic is True
+    assert resolve_periodic(np.dstack([noisy] * 3), 25.0 * 3 ** 0.5, base).grouped.periodic
+    assert resolve_periodic(noisy, 60.0, base).grouped.periodic is True
     # bricks in the chrominance only (R + G + B constant): seen through every channel,
     # as the core sees them, not through the luminance alone
     d = img - img.mean()
     chroma = np.clip(np.dstack([128 + d, np.full_like(d, 128.0), 128 - d])
                      + np.random.default_rng(1).normal(0, 10, img.shape + (3,)), 0, 255)
     chroma = chroma.astype(np.uint8)
-    assert resolve_periodic(chroma, 10.0, base).extra["periodic"] is True
-    lum_only = base.replace(extra={"match_channels": "first"})
-    assert resolve_periodic(chroma, 10.0, lum_only).extra["periodic"] is False
-    assert resolve_periodic(np.full((300, 200), 7, np.uint8), 5.0, base).extra["periodic"] is False
+    assert resolve_periodic(chroma, 10.0, base).grouped.periodic is True
+    assert resolve_periodic(np.full((300, 200), 7, np.uint8), 5.0, base).grouped.periodic is False
     # the periods too, measured once: measured per tile they could differ, and so did
     # the tiled result from the whole image's (8433 of 262144 pixels of a 512x512
     # texture cut into 200 px tiles, by up to 3 grey levels)
-    from kpca_denoise.core.grouped import periodic_lags_channels
+    from kpca_denoise.core.grouped.calibrate import periodic_lags_channels
 
-    ex = resolve_periodic(noisy, 25.0, base).extra
+    ex = resolve_periodic(noisy, 25.0, base).grouped.changed()
     assert [tuple(v) for v in ex["lags"]] == list(periodic_lags_channels(
         [noisy.astype(np.float64)], 25.0, 255.0)[1:])
     # a wall seen at an angle (its bricks widen to the right): a tile measures other
@@ -423,28 +406,29 @@ def test_tiles_share_one_texture_decision():
                                                                       .astype(int)]
     wall[((y % 14) < 2) | (((u + off) % 26) < 2)] = 90.0
     noisy = np.clip(add_noise(gaussian_filter(wall, 0.7), 25, seed=1), 0, 255).astype(np.uint8)
-    ex = resolve_periodic(noisy, 25.0, base).extra
+    ex = resolve_periodic(noisy, 25.0, base).grouped.changed()
     shifted = noisy[:, 120:].astype(np.float64)
     own = denoise_grouped(shifted, 25.0, data_range=255.0, periodic=True)[1]["params"]["lags"]
     told = denoise_grouped(shifted, 25.0, data_range=255.0, periodic=True,
                            lags=ex["lags"])[1]["params"]["lags"]
     assert [list(v) for v in told] == ex["lags"] != [list(v) for v in own]
     # a given value is left alone
-    given = base.replace(extra={"periodic": False, "detail": 0.4})
+    given = base.replace(grouped={"periodic": False, "detail": 0.4})
     assert resolve_periodic(noisy, 25.0, given) is given
-    given = base.replace(extra={"periodic": False})
-    assert resolve_periodic(noisy, 25.0, given).extra["periodic"] is False
+    given = base.replace(grouped={"periodic": False})
+    assert resolve_periodic(noisy, 25.0, given).grouped.periodic is False
 
 
 def test_a_smooth_photograph_gets_a_wider_stage1_window():
     # moon (a development photograph, faint) blurred: at sigma 25 its 7x7 windows
     # differ mostly by their noise; its coarse detail is far below a detailed
     # photograph's and the wider window it gets gains (measured 0.64 dB against BM3D's
-    # -0.16 / +0.48 dB with the two windows: /tmp scratch of stop 25)
+    # -0.16 / +0.48 dB with the two windows)
     from scipy.ndimage import gaussian_filter
     from skimage import data
 
-    from kpca_denoise.core.grouped import SMOOTH, coarse_detail
+    from kpca_denoise.core.grouped.calibrate import coarse_detail
+    from kpca_denoise.core.grouped.geometry import SMOOTH
 
     moon = data.moon().astype(float)
     img = gaussian_filter(moon[128:384, 128:384], 2.0)
@@ -460,15 +444,17 @@ def test_a_smooth_photograph_gets_a_wider_stage1_window():
 
 
 def test_the_smoothness_rule_and_its_measure():
-    from kpca_denoise.core.grouped import SMOOTH, coarse_detail
+    from kpca_denoise.core.grouped.calibrate import coarse_detail
+    from kpca_denoise.core.grouped.geometry import SMOOTH
 
     # 7x7 / 9x9 / 11x11 by the detail, the high-noise window when wider, a texture's
     # own schedule, a given window
     for det, m1 in ((None, 7), (5.0, 7), (SMOOTH[0], 7), (0.59, 9), (SMOOTH[1], 9), (0.29, 11)):
-        assert resolve_geometry(noise_fraction=25 / 255, detail=det)["match_size1"] == m1
-    assert resolve_geometry(noise_fraction=50 / 255, detail=0.1)["match_size1"] == 13
-    assert resolve_geometry(noise_fraction=25 / 255, detail=0.1, periodic=True)["match_size1"] == 9
-    assert resolve_geometry(match_size1=7, detail=0.1)["match_size1"] == 7
+        assert resolve_geometry(GroupedOptions(), noise_fraction=25 / 255, detail=det).match_size1 == m1
+    assert resolve_geometry(GroupedOptions(), noise_fraction=50 / 255, detail=0.1).match_size1 == 13
+    assert resolve_geometry(GroupedOptions(), noise_fraction=25 / 255, detail=0.1,
+                            periodic=True).match_size1 == 9
+    assert resolve_geometry(GroupedOptions(match_size1=7), detail=0.1).match_size1 == 7
     # pure noise has (almost) no detail; a misestimated sigma (+-5 %) hardly moves a
     # photograph's (the noise is 16x smaller in the block means)
     rng = np.random.default_rng(0)

@@ -66,7 +66,7 @@ def test_tiled_grouped_equals_whole_image(extra, sigma, shape, ntiles):
     # stage 2: a halo of 2 (4 + 5) + 30 + 2 (4 + 5) + 2 = 68, so its image is taller.
     clean = _scene(shape, 0)
     noisy = np.clip(add_noise(clean, sigma, seed=1), 0, 255).astype(np.uint8)
-    base = DenoiseParams(noise_sigma=sigma, extra=extra)
+    base = DenoiseParams(noise_sigma=sigma, grouped=extra)
     whole = denoise_set([noisy], base).images[0].outputs[None]
     res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
     assert res.stats["grouped"][0]["tiles"] == ntiles
@@ -141,7 +141,7 @@ def test_tiles_share_the_whole_images_smoothness():
 
     clean = gaussian_filter(_scene((192, 160), 0), 8.0)
     noisy = np.clip(add_noise(clean, 25.0, seed=1), 0, 255).astype(np.uint8)
-    base = DenoiseParams(noise_sigma=25.0, extra={"search_radius": 4, "periodic": False})
+    base = DenoiseParams(noise_sigma=25.0, grouped={"search_radius": 4, "periodic": False})
     whole = denoise_set([noisy], base).images[0]
     res = denoise_set([noisy], base.replace(tile_size=64)).images[0]
     assert res.stats["grouped"][0]["tiles"] == 6

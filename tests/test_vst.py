@@ -53,7 +53,7 @@ def test_inverse_is_monotone_continuous_and_per_channel():
 
 
 def test_estimator_recovers_gain_and_sigma_on_a_smooth_image():
-    # python benchmarks/poisson.py --estimate gives the figures on real images
+    # python -m benchmarks.poisson --estimate gives the figures on real images
     yy, xx = np.mgrid[0:256, 0:256]
     y = 20.0 + 200.0 * (xx / 255.0) * (0.5 + 0.5 * np.sin(yy / 40.0) ** 2)
     for gain, sigma in ((2.0, 3.0), (8.0, 1.0)):

@@ -39,7 +39,7 @@ __all__ = ["eigh_top", "choose_solver", "lobpcg_budget", "AUTO_DENSE_MAX_N", "SO
 SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 
 #: 'auto' uses the dense solver up to this many samples.  Measured on a quiet
-#: 2-core machine (``python benchmarks/speed.py --only solvers``, k = 32,
+#: 2-core machine (``python -m benchmarks.speed --only solvers``, k = 32,
 #: tol 1e-4, float32 Gram), dense / LOBPCG time: flat spectrum 0.3, 0.8, 1.3,
 #: 1.8, 9.5, 10.9 at n = 600, 1000, 1500, 2000, 3000, 4000; noisy digits 0.6,
 #: 0.4, 1.0, 1.2 at n = 600, 1000, 1500, 1797.  The break-even is at 1000-1500.

@@ -34,7 +34,7 @@ __all__ = ["KernelPCACore", "check_psd_eigenvalues", "rbf_width", "noise_eigenva
 
 #: Width scale c of :func:`rbf_width` for independent samples (digits-like
 #: patch sets).  Measured on noisy digits (sigma 0.25 on [0, 1], 1000 noisy
-#: training digits, 797 test digits; ``python benchmarks/gamma_rule.py``):
+#: training digits, 797 test digits; ``python -m benchmarks.gamma_rule``):
 #: test MSE with 64 / 128 components 0.0266 / 0.0252 at c = 0.25,
 #: 0.0198 / 0.0188 at c = 0.5, 0.0205 / 0.0197 at 0.75, 0.0221 / 0.0214 at 1,
 #: 0.0359 / 0.0361 at 4 (scikit-learn's learned pre-image, best of 80: 0.0213).
@@ -49,7 +49,7 @@ WIDTH_SCALE_IMAGE_PATCHES = 8.0
 
 #: Multiple of the noise eigenvalue that a kernel principal component must
 #: exceed to be kept by :meth:`KernelPCA.noise_rank`.  Measured on noisy digits
-#: (``python benchmarks/noise_rank.py``): test MSE at noise 0.1 / 0.25 / 0.4 on
+#: (``python -m benchmarks.noise_rank``): test MSE at noise 0.1 / 0.25 / 0.4 on
 #: [0, 1] with kappa 1 / 1.5 / 2 / 3: 0.0069 / 0.0070 / 0.0072 / 0.0078,
 #: 0.0190 / 0.0190 / 0.0198 / 0.0223, 0.0427 / 0.0413 / 0.0421 / 0.0400, against
 #: 0.0088 / 0.0190 / 0.0414 for a fixed 128 components.
@@ -62,13 +62,14 @@ def noise_eigenvalue(kernel: str, gamma: float, sigma: float, d: int, n: int) ->
     RBF: the diagonal of the Gram matrix stays 1 while noise shrinks every
     off-diagonal entry by ``E exp(-gamma |e_i - e_j|^2) = (1 + 4 gamma sigma^2)^(-d/2)``,
     so noise adds ``1 - (1 + 4 gamma sigma^2)^(-d/2)`` to every eigenvalue.
-    Linear: ``(n - 1) sigma^2`` per direction (n samples of dimension d).
-    Other kernels: not defined (returns NaN).
+    Linear: the noise energy ``(n - 1) d sigma^2`` of n centred samples of dimension
+    d spread over the ``min(d, n - 1)`` directions they span (``(n - 1) sigma^2`` when
+    ``d < n``).  Other kernels: not defined (returns NaN).
     """
     if kernel == "rbf":
         return float(-np.expm1(-0.5 * d * np.log1p(4.0 * gamma * sigma * sigma)))
     if kernel == "linear":
-        return float((n - 1) * sigma * sigma)
+        return float((n - 1) * d * sigma * sigma / max(min(d, n - 1), 1))
     return float("nan")
 
 

@@ -80,7 +80,7 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
     ``block_size`` x ``block_size`` blocks holding about ``max_pixels``
     pixels (a fixed seed: the same image gives the same estimate).
 
-    Measured (``python benchmarks/noise_estimate.py``) on camera, coins, moon,
+    Measured (``python -m benchmarks.noise_estimate``) on camera, coins, moon,
     grass, gravel and astronaut (grey) at sigma 5/15/25/50: mean relative error
     1.9 % (step 1 alone: 10.2 %; all patches: more); the worst case, grass at
     sigma 5, reads 6.1 (step 1 alone: 11.8); grass at sigma 15 reads 15.3
@@ -308,7 +308,7 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
     ``gain`` or ``sigma`` given: only the other one is fitted.  Returns ``(alpha,
     sigma)`` in the image's units; ``alpha`` is at least ``1e-4`` of the mean level
     (so that the transform stays defined), ``sigma`` >= 0.  Accuracy:
-    ``python benchmarks/poisson.py --estimate``.
+    ``python -m benchmarks.poisson --estimate``.
     """
     img = np.asarray(image)  # in its own dtype: converted a block / band at a time
     if img.ndim != 2:

@@ -1,10 +1,12 @@
-"""Patch extraction and reassembly for single-channel images."""
+"""Patch extraction and reassembly (plain and weighted overlap averaging) for
+single-channel images."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-__all__ = ["patch_positions", "extract_patches", "reassemble"]
+__all__ = ["patch_positions", "extract_patches", "reassemble", "accumulate_groups"]
 
 
 def patch_positions(length: int, patch_size: int, stride: int) -> np.ndarray:
@@ -64,3 +66,29 @@ def reassemble(
             acc[rows, cols] += grid[:, :, a, b] * wgrid
             cnt[rows, cols] += wgrid
     return acc / np.maximum(cnt, np.finfo(float).tiny)
+
+
+@njit(cache=True, nogil=True)
+def _aggregate(Est, aggw, gy, gx, p, num, den, win):
+    """Serial weighted overlap accumulation (serial: deterministic, no write races)."""
+    nref, nr, n, d = Est.shape
+    for r in range(nref):
+        for q in range(nr):
+            for i in range(n):
+                y = gy[r, i]
+                x = gx[r, i]
+                w = aggw[r, q, i]
+                for a in range(p):
+                    for b in range(p):
+                        ww = w * win[a, b]
+                        num[q, y + a, x + b] += ww * Est[r, q, i, a * p + b]
+                        den[q, y + a, x + b] += ww
+
+
+def accumulate_groups(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int,
+                      num: np.ndarray, den: np.ndarray, win: np.ndarray) -> None:
+    """Overlap averaging of grouped estimates, accumulated: adds each member's patch
+    estimate ``Est`` (m, nr, n, p*p), weighted by ``aggw`` (m, nr, n) times the window
+    ``win`` (p, p), at its position ``(gy, gx)`` (m, n) into ``num`` and the weights into
+    ``den`` (both (nr, H, W)); the image is ``num / den`` once every chunk is in."""
+    _aggregate(Est, aggw, gy, gx, p, num, den, win)

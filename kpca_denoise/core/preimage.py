@@ -7,7 +7,7 @@ condition gives the fixed point (Mika et al. 1998, eq. 10)::
 
     z <- sum_i w_i k(z, x_i) x_i / sum_i w_i k(z, x_i)
 
-The expansion weights include the feature-space centring (DESIGN.md):
+The expansion weights include the feature-space centring (``docs/method.md``):
 ``w_i = sum_k beta_k alpha_i^k + (1/n) (1 - sum_j sum_k beta_k alpha_j^k)``,
 so that ``sum_i w_i = 1``.
 
@@ -41,7 +41,7 @@ from numba import njit, prange
 from .kernels import squared_norms
 from .progress import ProgressCallback, check_cancel, report
 
-__all__ = ["expansion_weights", "preimage_fixed_point", "PreimageStats"]
+__all__ = ["expansion_weights", "preimage_fixed_point", "preimage_groups", "PreimageStats"]
 
 
 @dataclass
@@ -181,3 +181,132 @@ def preimage_fixed_point(
                                     cancel)
         report(progress, "preimage", s.stop, m)
     return out, stats
+
+
+# -- the grouped method: one small expansion per group member ------------------------
+
+
+@njit(cache=True, parallel=True, fastmath=True, nogil=True)
+def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iters):
+    """Mika et al. (1998) fixed-point pre-image for every group member and rank.
+
+    ``B`` holds the expansion points (noisy members in stage 1, pilot members in
+    stage 2), which are also the starting points.  For the linear kernel the
+    pre-image is exact: ``sum_j Gam_ij B_j``.  ``K``, unless empty, is the RBF Gram
+    of ``B`` (from the group kernel PCA): the start ``z = B_i`` then has its kernel
+    values ``exp(-gamma |z - B_j|^2) = K_ij`` already, which saves the first
+    iteration's distances.
+    """
+    nref, nr, n, _ = Gam.shape
+    d = B.shape[2]
+    have_k = K.shape[0] == nref and rbf
+    for r in prange(nref):
+        fb = 0
+        it_total = 0
+        zl = np.empty(d)
+        z = np.empty(d)
+        zn = np.empty(d)
+        dd = np.empty(n)
+        for q in range(nr):
+            for i in range(n):
+                # linear (large-width limit) reconstruction sum_j Gam_ij x_j: the exact
+                # answer for kernel="linear" and the fallback for the RBF iteration
+                # (then computed only when a guard needs it)
+                if not rbf:
+                    _linear_recon(Gam, B, r, q, i, zl)
+                    for t in range(d):
+                        Est[r, q, i, t] = zl[t]
+                    continue
+                for t in range(d):
+                    z[t] = B[r, i, t]
+                prev_sign = 0.0
+                ok_any = False
+                for it in range(max_iter):
+                    from_k = it == 0 and have_k
+                    if from_k:
+                        # z = B_i: exp(-gamma |z - B_j|^2) is K_ij, read below, and
+                        # the smallest distance is 0 (j = i); no distances needed
+                        dmin = 0.0
+                    else:
+                        dmin = 1e300
+                        for j in range(n):
+                            s = 0.0
+                            for t in range(d):
+                                u = z[t] - B[r, j, t]
+                                s += u * u
+                            dd[j] = s
+                            if s < dmin:
+                                dmin = s
+                    den = 0.0
+                    aden = 0.0
+                    for t in range(d):
+                        zn[t] = 0.0
+                    for j in range(n):
+                        # a common factor exp(-gamma dmin) cancels in the ratio: it keeps
+                        # the kernel values from underflowing when z is far from all x_j
+                        if from_k:
+                            c = Gam[r, q, i, j] * K[r, i, j]
+                        else:
+                            c = Gam[r, q, i, j] * math.exp(-gamma * (dd[j] - dmin))
+                        den += c
+                        aden += abs(c)
+                        for t in range(d):
+                            zn[t] += c * B[r, j, t]
+                    sgn = 1.0 if den > 0.0 else -1.0
+                    bad = not (abs(den) > 1e-8 * aden) or not math.isfinite(den)
+                    if bad or (prev_sign != 0.0 and sgn != prev_sign):
+                        # guard: keep the previous iterate (or the linear estimate)
+                        fb += 1
+                        if not ok_any:
+                            _linear_recon(Gam, B, r, q, i, zl)
+                            for t in range(d):
+                                z[t] = zl[t]
+                        break
+                    prev_sign = sgn
+                    ok_any = True
+                    ch = 0.0
+                    for t in range(d):
+                        v = zn[t] / den
+                        u = v - z[t]
+                        ch += u * u
+                        z[t] = v
+                    it_total += 1
+                    if ch <= tol2:
+                        break
+                for t in range(d):
+                    Est[r, q, i, t] = z[t]
+        fallbacks[r] = fb
+        iters[r] = it_total
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def _linear_recon(Gam, B, r, q, i, zl):
+    """``zl = sum_j Gam[r, q, i, j] B[r, j]``."""
+    n = B.shape[1]
+    d = B.shape[2]
+    for t in range(d):
+        zl[t] = 0.0
+    for j in range(n):
+        g = Gam[r, q, i, j]
+        for t in range(d):
+            zl[t] += g * B[r, j, t]
+
+
+def preimage_groups(Gam: np.ndarray, B: np.ndarray, rbf: bool, gamma: float, max_iter: int,
+                    tol2: float, K: np.ndarray | None = None):
+    """The fixed-point pre-image of every member of every group and rank, started at
+    the member itself, with the guards above (the linear expansion is the fallback).
+
+    ``Gam`` (m, nr, n, n): expansion weights per group, rank and member over the
+    group's points ``B`` (m, n, d); ``tol2``: squared change per patch that stops it;
+    ``K``: the RBF Gram of ``B``, which saves the first step's distances.  Returns the
+    estimates (m, nr, n, d) and the guarded steps and iterations per group.  For
+    ``rbf=False`` the pre-image is exact: ``sum_j Gam_ij B_j``.
+    """
+    m, nr, n, _ = Gam.shape
+    Est = np.empty((m, nr, n, B.shape[2]))
+    fb = np.zeros(m, np.int64)
+    its = np.zeros(m, np.int64)
+    _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2,
+                     np.empty((0, 0, 0)) if K is None else K, Est, fb, its)
+    return Est, fb, its

@@ -418,7 +418,7 @@ def describe_params(p: DenoiseParams) -> str:
     """The parameters a run would use, one ``name = value`` per line (for questions and tooltips)."""
     d = p.to_dict()
     d["ranks"] = ", ".join(rank_label(r) for r in p.ranks)
-    return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "extra" or v)
+    return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "grouped" or v)
 
 
 #: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the

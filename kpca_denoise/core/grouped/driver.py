@@ -1,0 +1,411 @@
+"""The grouped method's driver: options resolved once, then two passes over the
+image (stage 1 on the noisy image, stage 2 guided by the stage-1 pilot), each pass a
+loop over chunks of reference rows: matching, group kernel PCA, shrinkage,
+pre-image, overlap averaging.
+
+Progress is reported and cancellation checked between chunks.  Results are
+deterministic: parallel loops write only their own slots and the overlap averaging
+is serial.  The method and its equations: ``docs/method.md``; the knobs:
+``docs/options.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kpca_denoise.core.kpca import _is_number
+from kpca_denoise.core.patches import accumulate_groups, patch_positions
+from kpca_denoise.core.preimage import preimage_groups
+from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
+
+from .calibrate import Calibration, calibrate, texture_noise
+from .geometry import Geometry, resolve_geometry
+from .group_pca import NoiseFloors, fit_groups, noise_floors
+from .matching import exact_sums, gather, match, pad_for_matching, quantise_guide, search_mask
+from .options import GroupedOptions
+from .shrinkage import STAGE2_CUT, correct_means, shrink_own, shrink_pilot
+
+__all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
+           "STAGES"]
+
+#: the stages a pass reports progress and time for, in order
+STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
+#: patches per group in stage 1 (stage 2: ``GroupedOptions.group_size``)
+GROUP_SIZE1 = 40
+#: groups per chunk: a few tens of MB of buffers, and progress between chunks
+CHUNK_GROUPS = 2048
+
+Options = "GroupedOptions | str | Mapping[str, Any] | None"
+
+
+def resolve_options(options: Options = None, **overrides: Any) -> GroupedOptions:
+    """One :class:`GroupedOptions` from an object, a preset name or a mapping, with
+    ``overrides`` (knob names) applied; an unknown name is refused."""
+    opts = GroupedOptions.coerce(options)
+    if overrides:
+        opts = GroupedOptions.from_dict({**opts.changed(), **overrides})
+    return opts
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Everything a pass needs, resolved once per call."""
+
+    options: GroupedOptions  # calibrated: periodic, lags, contrast, detail decided
+    geometry: Geometry
+    sigma: float
+    n1: int  # patches per group, stage 1 / stage 2
+    n2: int
+    kappa1: float
+    kappa2: float
+    kappa2_chroma: float
+    window: np.ndarray  # (p, p) weights of the overlap average
+
+    @property
+    def rbf(self) -> bool:
+        return self.options.kernel == "rbf"
+
+
+@dataclass
+class _ChannelStats:
+    """What one channel's passes count (reported as its stats dict)."""
+
+    seconds: dict = field(default_factory=lambda: {s: 0.0 for s in STAGES})
+    fallbacks: int = 0
+    iterations: int = 0
+    groups: int = 0
+    spectrum: np.ndarray | None = None
+    final_groups: int = 0
+    kept: Any = 0
+
+
+def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
+                    options: Options = None, progress: ProgressCallback | None = None,
+                    cancel: Any = None, **overrides: Any) -> tuple[dict, dict]:
+    """Denoise a single-channel image with two-stage grouped (non-local) kernel PCA.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W)
+        Noisy image, float (any value range; ``sigma`` in the same units).
+    sigma : float
+        Standard deviation of the additive white Gaussian noise, > 0.
+    ranks : sequence of int or None
+        Caps on the kernel components kept per group of the final stage, on top of
+        the shrinkage (None: no cap); all come from one eigendecomposition per group.
+    options : GroupedOptions, preset name or mapping, optional
+        The method's knobs (``docs/options.md``); ``overrides`` (knob names as
+        keywords, such as ``kappa1=4.0``) are applied on top.
+    progress, cancel
+        Progress callback (stages :data:`STAGES`) and cancel token, between chunks.
+
+    Returns
+    -------
+    ``({rank: (H, W) float64}, stats)``: the stats hold the pre-image counters, the
+    time per stage, the final stage's mean spectrum, the mean kept components per
+    rank (``effective_rank``) and the resolved parameters (``params``).
+    """
+    img = np.asarray(image)
+    if img.ndim != 2:
+        raise ValueError(f"image must be 2-D (H, W), got shape {img.shape}")
+    results, stats = _denoise_channels([img], sigma, ranks, resolve_options(options, **overrides),
+                                       progress, cancel)
+    return results[0], stats[0]
+
+
+def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
+                             ranks: Sequence[int | None] = (None,), options: Options = None,
+                             progress: ProgressCallback | None = None, cancel: Any = None,
+                             **overrides: Any) -> tuple[dict, list]:
+    """Denoise an (H, W, C) image whose channels share one set of groups, matched on
+    all channels (the summed SSD; for orthonormal opponent colour channels, the SSD
+    in RGB).  Parameters as :func:`denoise_grouped`; ``options.data_range`` is that of
+    channel 0.  Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel
+    (the shared matching time split evenly between them)."""
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] < 1:
+        raise ValueError(f"image must be 3-D (H, W, C), got shape {img.shape}")
+    results, stats = _denoise_channels([img[..., c] for c in range(img.shape[2])], sigma, ranks,
+                                       resolve_options(options, **overrides), progress, cancel)
+    return {rk: np.stack([r[rk] for r in results], axis=-1) for rk in results[0]}, stats
+
+
+# -- checks and resolution ------------------------------------------------------------
+
+
+def _check_inputs(chans: list, sigma: Any, ranks: Any) -> tuple[list, float, list]:
+    """The channels as contiguous float64, sigma as a float and the ranks as a list,
+    or a ValueError naming what is wrong."""
+    imgs = []
+    for im in chans:
+        im = np.ascontiguousarray(im, dtype=np.float64)
+        if not np.all(np.isfinite(im)):
+            raise ValueError("image contains NaN or Inf")
+        imgs.append(im)
+    if any(im.shape != imgs[0].shape or im.ndim != 2 for im in imgs):
+        raise ValueError("channels must be 2-D and of the same size")
+    if not (_is_number(sigma) and math.isfinite(sigma) and sigma > 0.0):
+        raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
+    sigma = float(sigma)
+    if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
+        raise ValueError(f"sigma {sigma} is too small: its square underflows float64 "
+                         "(give sigma in the image's units, at least 1e-150)")
+    if not math.isfinite(sigma * sigma):
+        raise ValueError(f"sigma {sigma} is too large: its square overflows float64 "
+                         "(give sigma in the image's units, at most 1e150)")
+    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
+        raise ValueError(f"ranks must be a list such as [4, 8] or [None], got {ranks!r}")
+    rank_list = list(ranks)
+    if not rank_list:
+        raise ValueError("ranks must contain at least one entry (None = no cap)")
+    for rk in rank_list:
+        if rk is not None and (int(rk) != rk or int(rk) < 1):
+            raise ValueError(f"ranks must be None or integers >= 1, got {rk!r}")
+    return imgs, sigma, rank_list
+
+
+def _resolve(imgs: list, sigma: float, cal: Calibration) -> _Run:
+    """The :class:`_Run` of calibrated options on channels ``imgs``."""
+    o = cal.options
+    H, W = imgs[0].shape
+    nf = None if o.data_range is None else sigma / float(o.data_range)
+    if o.periodic:  # its stage-1 window: the noise against the span or its own contrast
+        nf = texture_noise(nf, sigma, o.contrast, len(imgs))
+    g = resolve_geometry(o, nf, o.periodic, o.detail)
+    p = g.patch_size
+    if H < p or W < p:
+        raise ValueError(f"image {H}x{W} is smaller than patch_size {p}")
+
+    def fewest(r: int) -> int:  # candidates of a corner reference (clipped window)
+        return min(r + 1, H - p + 1) * min(r + 1, W - p + 1)
+
+    if min(fewest(g.search_radius), fewest(g.search_radius1)) < 2:
+        raise ValueError(
+            f"image {H}x{W} is too small for patch_size {p}: fewer than 2 patches to group")
+    rbf = o.kernel == "rbf"
+    k2 = float(o.kappa2) if o.kappa2 is not None else (1.0 if o.periodic else 0.7)
+    beta = o.window_beta
+    win = np.outer(np.kaiser(p, beta), np.kaiser(p, beta)) if beta > 0 else np.ones((p, p))
+    return _Run(
+        options=o, geometry=g, sigma=sigma,
+        n1=max(2, min(GROUP_SIZE1, fewest(g.search_radius1))),
+        n2=max(2, min(int(o.group_size), fewest(g.search_radius))),
+        kappa1=float(o.kappa1) if o.kappa1 is not None else (4.5 if rbf else 3.0),
+        kappa2=k2,
+        kappa2_chroma=float(o.kappa2_chroma) if o.kappa2_chroma is not None else 1.5 * k2,
+        window=np.ascontiguousarray(win, dtype=np.float64))
+
+
+def _report(run: _Run, cal: Calibration, floors: dict) -> dict:
+    """The resolved parameters of a run, as its stats report them."""
+    o, g = run.options, run.geometry
+    d = {k: v for k, v in asdict(o).items()
+         if k not in ("lags", "periodic", "detail", "contrast", "data_range")}
+    d.update(asdict(g))
+    d.update(group_size=run.n2, group_size1=run.n1, kappa1=run.kappa1, kappa2=run.kappa2,
+             kappa2_chroma=run.kappa2_chroma, stage2_cut=STAGE2_CUT,
+             data_range=None if o.data_range is None else float(o.data_range),
+             gamma_scale=float(o.gamma_scale), gamma_scale2=float(o.gamma_scale2),
+             tol=float(o.tol), window_beta=float(o.window_beta),
+             mean_kappa1=None if o.mean_kappa1 is None else float(o.mean_kappa1),
+             periodic=o.periodic, periodicity=cal.score, lags=[list(v) for v in o.lags],
+             periodic_trial=cal.trial, detail=o.detail, contrast=o.contrast,
+             sigma=run.sigma, **floors)
+    return d
+
+
+def trial_denoiser(cancel: Any = None):
+    """The denoiser :func:`.calibrate.calibrate` runs its trial with: channels, sigma
+    and options in, the no-cap estimates out."""
+    def denoise(chans: list, sigma: float, options: GroupedOptions) -> list:
+        return [r[None] for r in _denoise_channels(chans, sigma, (None,), options, None,
+                                                   cancel)[0]]
+    return denoise
+
+
+# -- the passes -----------------------------------------------------------------------
+
+
+def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptions,
+                      progress: ProgressCallback | None, cancel: Any) -> tuple[list, list]:
+    """The driver for one or more channels of one size (one grouping for all): per
+    channel ``{rank: (H, W)}`` and stats."""
+    t_all = time.perf_counter()
+    imgs, sigma, rank_list = _check_inputs(chans, sigma, ranks)
+    ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
+
+    cal = calibrate(imgs, sigma, options, trial_denoiser(cancel))
+    run = _resolve(imgs, sigma, cal)
+    stats = [_ChannelStats() for _ in imgs]
+    floors: dict = {}
+    if run.options.two_stage:
+        pilot = [o[0] for o in _run_pass(imgs, imgs, 1, np.asarray([-1], np.int64), run,
+                                         stats, floors, False, progress, cancel)]
+        check_cancel(cancel)
+        outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel)
+    else:
+        outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel)
+    params = _report(run, cal, floors)
+    total = time.perf_counter() - t_all
+    C = len(imgs)
+    results, all_stats = [], []
+    for out, st in zip(outs, stats):
+        results.append({rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)})
+        ng = max(st.final_groups, 1)
+        all_stats.append(dict(
+            preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
+            groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
+            # mean eigenvalues of the final stage's centred group Gram matrices, descending
+            spectrum=st.spectrum / ng if st.spectrum is not None else np.zeros(0),
+            # mean number of kernel components kept per group of the final stage, per rank
+            effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
+                            else 0.0 for i, rk in enumerate(rank_list)},
+        ))
+    return results, all_stats
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One pass's settings: stage, group size, geometry and noise floors."""
+
+    stage: int
+    n: int
+    stride: int
+    match_size: int
+    search_radius: int
+    floors: NoiseFloors  # channel 0's
+    floors_rest: NoiseFloors  # the channels after the first (the chrominances of colour)
+    tol2: float
+    final: bool
+
+
+def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass:
+    """The settings of pass ``stage``; its kernel width and noise floor go into
+    ``floors_report``."""
+    o, g = run.options, run.geometry
+    p = g.patch_size
+    n = run.n1 if stage == 1 else run.n2
+    c = float(o.gamma_scale if stage == 1 else o.gamma_scale2)
+    fl = noise_floors(run.sigma, p * p, n, c, run.rbf, run.kappa1, run.kappa2)
+    floors_report[f"stage{stage}_gamma"] = fl.gamma
+    floors_report[f"stage{stage}_noise_floor"] = fl.tau1 if stage == 1 else fl.tau2
+    return _Pass(stage=stage, n=n, stride=g.stride, final=final,
+                 match_size=g.match_size1 if stage == 1 else g.match_size,
+                 search_radius=g.search_radius1 if stage == 1 else g.search_radius,
+                 floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
+                 tol2=p * p * (float(o.tol) * run.sigma) ** 2)
+
+
+def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
+              stats: list, floors_report: dict, final: bool,
+              progress: ProgressCallback | None, cancel: Any) -> list:
+    """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
+
+    ``guides`` are the pilots (stage 2; in stage 1 the channels themselves).  The
+    groups are found once, on all the guides, and shared by every channel; each
+    channel has its own kernel PCA per group.  ``stats`` (one per channel) collect
+    times, counters, the final pass's spectrum and kept ranks.
+    """
+    H, W = imgs[0].shape
+    C = len(imgs)
+    g = run.geometry
+    p = g.patch_size
+    ps = _plan_pass(run, stage, final, floors_report)
+    nr = len(ranks)
+    ys = patch_positions(H, p, ps.stride)
+    xs = patch_positions(W, p, ps.stride)
+    for st in stats:
+        st.groups += len(ys) * len(xs)
+    rows_per_chunk = max(1, CHUNK_GROUPS // (len(xs) * nr))
+    nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
+    nums = [np.zeros((nr, H, W)) for _ in range(C)]
+    dens = [np.zeros((nr, H, W)) for _ in range(C)]
+    t0 = time.perf_counter()
+    # the matching distance: the SSD summed over every channel, in integer units of the
+    # noise / 1024 (the original sigma, the same in every pass and tile), so that the
+    # matching keeps exact running sums
+    guide_m = quantise_guide(np.stack([pad_for_matching(gd, p, ps.match_size)
+                                       for gd in guides]), run.sigma)
+    running = exact_sums(guide_m, ps.match_size)
+    lags = run.options.lags
+    # the chunks' matching distances, one scratch array for all (tens of MB)
+    work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
+                     min(rows_per_chunk, len(ys)) * len(xs)))
+    for st in stats:
+        st.seconds["grouping"] += (time.perf_counter() - t0) / C
+    for ci in range(nchunks):
+        check_cancel(cancel)
+        yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
+        ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
+        rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+        t0 = time.perf_counter()
+        gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
+                       g.dense_radius, lags, running, work)
+        tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
+        for ch in range(C):
+            _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
+                   stats[ch], nums[ch], dens[ch], progress)
+    # every pixel is covered by a reference patch (stride <= p, last row/col kept)
+    return [num / den for num, den in zip(nums, dens)]
+
+
+def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
+           t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
+           st: _ChannelStats, num: np.ndarray, den: np.ndarray,
+           progress: ProgressCallback | None) -> None:
+    """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
+    accumulation into ``num`` / ``den``."""
+    p = run.geometry.patch_size
+    rbf = run.rbf
+    fl = ps.floors
+    sec = st.seconds
+    msg = f"stage {ps.stage}"
+    done, total = step
+    t0 = time.perf_counter()
+    X = gather(img, gy, gx, p)
+    P = gather(guide, gy, gx, p) if ps.stage == 2 else X
+    t1 = time.perf_counter()
+    sec["grouping"] += t1 - t0 + t_match
+    report(progress, "grouping", done, total, message=msg)
+    # stage 1 computes only the components above its threshold; the final pass
+    # reports the whole spectrum
+    fit = fit_groups(P, rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
+                     gram=rbf)
+    lam, V, rowmean = fit[:3]
+    K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
+    t2 = time.perf_counter()
+    sec["eigensolver"] += t2 - t1
+    if ps.final:  # the mean spectrum, sent as it grows so a plot can follow the run
+        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.final_groups += len(gy)
+    report(progress, "eigensolver", done, total, message=msg,
+           eigenvalues=st.spectrum / st.final_groups if ps.final else None)
+    if ps.stage == 1:
+        Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
+    else:
+        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X,
+                                       fl if ch == 0 else ps.floors_rest, rbf, ranks)
+    if ps.final:
+        st.kept = kept.sum(axis=0) + st.kept
+    t3 = time.perf_counter()
+    sec["projection"] += t3 - t2
+    report(progress, "projection", done, total, message=msg)
+    Est, fb, its = preimage_groups(Gam, P, rbf, fl.gamma, int(run.options.max_iter), ps.tol2, K)
+    # the mean step on channel 0 only (the luminance of colour): the chrominances lose
+    # with it (docs/options.md); its time counts as the pre-image's
+    mk = run.options.mean_kappa1
+    if ps.stage == 1 and ch == 0 and mk is not None:
+        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (p * p))
+    st.fallbacks += int(fb.sum())
+    st.iterations += int(its.sum())
+    t4 = time.perf_counter()
+    sec["preimage"] += t4 - t3
+    report(progress, "preimage", done, total, message=msg)
+    accumulate_groups(Est, aggw, gy, gx, p, num, den, run.window)
+    sec["reassembly"] += time.perf_counter() - t4
+    report(progress, "reassembly", done, total, message=msg)

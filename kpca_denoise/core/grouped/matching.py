@@ -1,0 +1,422 @@
+"""Block matching: the members of each group, found by their distance to the
+reference patch on a guide image (the noisy image in stage 1, the pilot in stage 2).
+
+The search covers a ``(2 R + 1)^2`` window (dense near the reference, even offsets
+beyond, plus a regular texture's lattice, :func:`search_mask`); the distance is the
+SSD of ``m x m`` windows around the patches summed over the channels, kept exactly
+as running sums on a guide quantised to integers (:func:`quantise_guide`), so that
+a tile finds the members the whole image finds.  See ``docs/method.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather"]
+
+
+@njit(cache=True, inline="always")
+def _heap_gt(hd, ho, a, b):
+    """Entry ``a`` of the heap ``(hd, ho)`` above entry ``b``: a larger distance, or
+    an equal one later in scan order."""
+    return hd[a] > hd[b] or (hd[a] == hd[b] and ho[a] > ho[b])
+
+
+@njit(cache=True, inline="always")
+def _heap_swap(hd, ho, a, b):
+    t = hd[a]
+    hd[a] = hd[b]
+    hd[b] = t
+    u = ho[a]
+    ho[a] = ho[b]
+    ho[b] = u
+
+
+@njit(cache=True)
+def _heap_push(hd, ho, size, v, o):
+    """Add ``(v, o)`` to the max-heap of ``size`` entries (room for one more)."""
+    i = size
+    hd[i] = v
+    ho[i] = o
+    while i > 0:
+        par = (i - 1) // 2
+        if not _heap_gt(hd, ho, i, par):
+            return
+        _heap_swap(hd, ho, i, par)
+        i = par
+
+
+@njit(cache=True)
+def _heap_replace_top(hd, ho, size, v, o):
+    """Replace the largest entry of the full max-heap by ``(v, o)``."""
+    hd[0] = v
+    ho[0] = o
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            return
+        if c + 1 < size and _heap_gt(hd, ho, c + 1, c):
+            c += 1
+        if not _heap_gt(hd, ho, c, i):
+            return
+        _heap_swap(hd, ho, i, c)
+        i = c
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x):
+    """Block matching: the ``n`` patches closest to each reference, by the SSD of
+    their ``m x m`` matching windows (``m >= p``) in ``guide``.
+
+    Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
+    (:func:`search_mask`: every offset in BM3D's 39x39 square and, beyond it, those
+    whose row and column offsets are both even, plus the neighbourhoods of a regular
+    texture's repeats): a wide window reaches the next period of a regular texture
+    for a fraction of the cost of a dense one.
+
+    ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
+    ``m - p - (m - p) // 2`` after on both axes (:func:`_pad_for_matching`), so the
+    window of the patch at ``(y, x)`` starts at ``guide[y, x]`` and is centred on the
+    patch (one pixel more after it when ``m - p`` is odd).  Candidate positions are
+    those of the unpadded image; the search window is clipped at the borders; the
+    reference itself is always a member (members in scan order).  With ``m == p``
+    (no padding) this is the plain patch SSD.
+
+    The distances are computed offset by offset (in parallel over the offsets), for
+    every reference: for the row offset ``dy`` and column offset ``dx``, the column
+    sums of squared differences over the ``m`` window rows of a run of references
+    on one row (a run of equal ``refs_y``, as the reference grid gives) serve all of
+    them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
+    holds integers and every window's SSD is below 2^53, :func:`match`), a run's
+    column sums are those of the previous run with the rows between them dropped and
+    added, and a window's SSD that of the previous reference with the columns
+    between them dropped and added, where that is less work than summing afresh
+    (``m`` more than twice the step): sums of integers below 2^53 are exact in any
+    order, so a window's SSD depends on its own pixels only and a tile gets the
+    distances the whole image gets.  Without it, each column sums its ``m`` rows and
+    each window its ``m`` columns, in order.  The ``n`` closest are selected by a
+    bounded max-heap over the candidates in scan order (ties go to the earlier
+    candidate), which picks and orders the members exactly as a partition of all
+    the distances would.  The running sums pay for wide windows (35x35 about twice
+    as fast on a 512x512 image) and change nothing for 7x7 ones.
+    """
+    C = guide.shape[0]
+    H = guide.shape[1] - (m - p)
+    W = guide.shape[2] - (m - p)
+    Wg = guide.shape[2]
+    nref = refs_y.shape[0]
+    # runs of references on the same row
+    nseg = 0
+    seg = np.empty(nref + 1, np.int64)
+    for r in range(nref):
+        if r == 0 or refs_y[r] != refs_y[r - 1]:
+            seg[nseg] = r
+            nseg += 1
+    seg[nseg] = nref
+    S = 2 * R + 1
+    # the searched offsets in scan order (row offset, then column offset) and their
+    # index in it
+    noff = 0
+    for a in range(S):
+        for b in range(S):
+            if mask[a, b]:
+                noff += 1
+    off_y = np.empty(noff, np.int64)
+    off_x = np.empty(noff, np.int64)
+    omap = np.full((S, S), -1, np.int64)
+    o = 0
+    for a in range(S):
+        for b in range(S):
+            if mask[a, b]:
+                off_y[o] = a - R
+                off_x[o] = b - R
+                omap[a, b] = o
+                o += 1
+    oref = omap[R, R]  # the reference's own offset (0, 0), always searched
+    # dist[oi, r]: each reference's distance at each searched offset (those in the
+    # image are all written, the only ones read), (>= noff, >= nref) scratch
+    # the row offsets in an order that spreads the dense middle rows over every
+    # thread's contiguous share of the loop
+    rows = np.empty(S, np.int64)
+    o = 0
+    for q in range(8):
+        for a in range(q, S, 8):
+            rows[o] = a
+            o += 1
+    for ai in prange(S):
+        a = rows[ai]
+        dy = a - R
+        # per searched column offset: the column sums of squared differences over the
+        # current run's window rows, and whether they are those of the previous run
+        cs = np.empty((S, Wg))
+        have = np.zeros(S, np.bool_)
+        py = np.zeros(S, np.int64)
+        for si in range(nseg):
+            r0 = seg[si]
+            ry = refs_y[r0]
+            if ry + dy < 0 or ry + dy > H - p:
+                have[:] = False
+                continue
+            for b in range(S):
+                oi = omap[a, b]
+                if oi < 0:
+                    continue
+                dx = b - R
+                # column c of the reference rows against column c + dx of the candidate's
+                c_lo = max(0, -dx)
+                c_hi = min(Wg, Wg - dx)
+                nc = c_hi - c_lo
+                csb = cs[b]
+                cv = csb[c_lo:c_hi]
+                d = ry - py[b]
+                # row by row along contiguous slices, so that the inner loop has
+                # zero-based indices and vectorises (about 6x faster than a loop over
+                # columns)
+                if running and have[b] and 0 <= d and 2 * d < m:
+                    y = py[b]
+                    for ch in range(C):
+                        for t0 in range(d):
+                            g0 = guide[ch, y + t0, c_lo:c_hi]
+                            h0 = guide[ch, y + dy + t0, c_lo + dx:c_hi + dx]
+                            g1 = guide[ch, y + m + t0, c_lo:c_hi]
+                            h1 = guide[ch, y + m + dy + t0, c_lo + dx:c_hi + dx]
+                            for c in range(nc):
+                                t = g0[c] - h0[c]
+                                u = g1[c] - h1[c]
+                                cv[c] += u * u - t * t
+                else:
+                    # each column sums its rows in order 0..m-1
+                    cv[:] = 0.0
+                    for ch in range(C):
+                        for t0 in range(m):
+                            g0 = guide[ch, ry + t0, c_lo:c_hi]
+                            h0 = guide[ch, ry + dy + t0, c_lo + dx:c_hi + dx]
+                            for c in range(nc):
+                                t = g0[c] - h0[c]
+                                cv[c] += t * t
+                have[b] = True
+                py[b] = ry
+                drow = dist[oi]
+                hv = False  # s holds the previous reference's sum
+                px = 0
+                s = 0.0
+                for r in range(r0, seg[si + 1]):
+                    rx = refs_x[r]
+                    if rx + dx < 0 or rx + dx > W - p:
+                        drow[r] = np.inf  # outside the image: never selected
+                        hv = False
+                        continue
+                    e = rx - px
+                    if running and hv and 0 <= e and 2 * e < m:
+                        for t0 in range(e):
+                            s += csb[px + m + t0] - csb[px + t0]
+                    else:
+                        s = 0.0
+                        for t0 in range(m):
+                            s += csb[rx + t0]
+                    drow[r] = s
+                    hv = True
+                    px = rx
+    for si in prange(nseg):
+        r0 = seg[si]
+        r1 = seg[si + 1]
+        k = r1 - r0
+        ry = refs_y[r0]
+        y0 = max(0, ry - R)
+        y1 = min(H - p, ry + R)
+        ny = y1 - y0 + 1
+        # each reference's n smallest (distance, scan index) through a bounded max-heap:
+        # the candidates come in scan order, so a later one displaces the largest only
+        # when strictly closer (ties keep the earlier), as a partition would.  The
+        # reference goes in first, at distance -1, so it stays; the others (+inf
+        # outside the image) are compared with the heap's top, or +inf while it fills
+        hd = np.empty((k, n))
+        ho = np.empty((k, n), np.int64)
+        cnt = np.ones(k, np.int64)
+        thr = np.full(k, np.inf)
+        for j in range(k):
+            hd[j, 0] = -1.0
+            ho[j, 0] = oref
+            if n == 1:
+                thr[j] = -1.0
+        for oi in range(noff):
+            cy = ry + off_y[oi]
+            if oi == oref or cy < y0 or cy > y1:
+                continue
+            drow = dist[oi, r0:r1]
+            for j in range(k):
+                v = drow[j]
+                if v < thr[j]:
+                    if cnt[j] < n:
+                        _heap_push(hd[j], ho[j], cnt[j], v, oi)
+                        cnt[j] += 1
+                        if cnt[j] == n:
+                            thr[j] = hd[j, 0]
+                    else:
+                        _heap_replace_top(hd[j], ho[j], n, v, oi)
+                        thr[j] = hd[j, 0]
+        for j in range(k):
+            r = r0 + j
+            rx = refs_x[r]
+            if cnt[j] == n:
+                hdj = hd[j]
+                hoj = ho[j]
+                top = hdj[0]
+                # members in scan order: those closer than the n-th, then its ties
+                order = np.argsort(hoj)
+                q = 0
+                for t in range(n):
+                    i = order[t]
+                    if hdj[i] < top:
+                        out_y[r, q] = ry + off_y[hoj[i]]
+                        out_x[r, q] = rx + off_x[hoj[i]]
+                        q += 1
+                for t in range(n):
+                    i = order[t]
+                    if hdj[i] == top:
+                        out_y[r, q] = ry + off_y[hoj[i]]
+                        out_x[r, q] = rx + off_x[hoj[i]]
+                        q += 1
+                continue
+            # a very thin image leaves fewer than n searched candidates: all of them
+            # (their n-th is +inf), then the unsearched positions in scan order
+            x0 = max(0, rx - R)
+            x1 = min(W - p, rx + R)
+            nx = x1 - x0 + 1
+            q = 0
+            for iy in range(ny):
+                for ix in range(nx):
+                    a = y0 + iy - ry + R
+                    b = x0 + ix - rx + R
+                    if (a == R and b == R) or (mask[a, b] and dist[omap[a, b], r] < np.inf):
+                        out_y[r, q] = y0 + iy
+                        out_x[r, q] = x0 + ix
+                        q += 1
+            for iy in range(ny):
+                for ix in range(nx):
+                    if q >= n:
+                        break
+                    a = y0 + iy - ry + R
+                    b = x0 + ix - rx + R
+                    if not (a == R and b == R) and (not mask[a, b]
+                                                    or dist[omap[a, b], r] == np.inf):
+                        out_y[r, q] = y0 + iy
+                        out_x[r, q] = x0 + ix
+                        q += 1
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _gather(img, gy, gx, p, out):
+    nref, n = gy.shape
+    for r in prange(nref):
+        for k in range(n):
+            y = gy[r, k]
+            x = gx[r, k]
+            for a in range(p):
+                for b in range(p):
+                    out[r, k, a * p + b] = img[y + a, x + b]
+
+
+
+def pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
+    """``guide`` extended for ``m x m`` matching windows around ``p x p`` patches:
+    ``(m - p) // 2`` pixels before and the rest after, on both axes, by mirror
+    reflection (deterministic; the image itself when ``m == p``)."""
+    lo = (m - p) // 2
+    hi = m - p - lo
+    if lo == 0 and hi == 0:
+        return guide
+    return np.ascontiguousarray(np.pad(guide, ((lo, hi), (lo, hi)), mode="reflect"))
+
+
+def search_mask(R: int, dense: int | None = None, lags: Sequence = ()) -> np.ndarray:
+    """The searched offsets of a ``(2 R + 1)^2`` window, a boolean array indexed by
+    ``dy + R, dx + R``: every offset up to ``dense`` (None: ``R``) on both axes,
+    beyond that those whose row and column offsets are both even, and every offset
+    within 2 px of a point ``a v1 + b v2`` of the lattice spanned by ``lags`` (a
+    regular texture's two periods, :func:`periodic_lags`; ``a, b`` in -4..4), so
+    that its repeats are matched exactly at any period."""
+    off = np.arange(-R, R + 1)
+    even = off % 2 == 0
+    mask = np.outer(even, even)
+    d = R if dense is None else min(int(dense), R)
+    mask[R - d:R + d + 1, R - d:R + d + 1] = True
+    if len(lags) == 2:
+        (y1, x1), (y2, x2) = lags
+        for a in range(-4, 5):
+            for b in range(-4, 5):
+                cy, cx = a * y1 + b * y2, a * x1 + b * x2
+                if max(abs(cy), abs(cx)) <= R + 2:
+                    mask[max(cy - 2 + R, 0):max(cy + 3 + R, 0),
+                         max(cx - 2 + R, 0):max(cx + 3 + R, 0)] = True
+    return mask
+
+
+def exact_sums(guide: np.ndarray, m: int) -> bool:
+    """Whether :func:`match` may keep running sums on ``guide`` ((C, H, W) or
+    (H, W)): it holds integers, and ``C m^2 D^2`` (D its span), the largest SSD of
+    two ``m x m`` windows, is at most 2^52, so that every partial sum is exact."""
+    g = guide if guide.ndim == 3 else guide[None]
+    if g.size == 0 or not np.array_equal(g, np.round(g)):
+        return False
+    span = float(g.max()) - float(g.min())
+    return g.shape[0] * float(m) ** 2 * span * span <= 2.0 ** 52
+
+
+def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
+    """A matching guide in integer units of ``sigma / 1024`` (``round(guide / step)``,
+    float64), so that :func:`match` can keep exact running sums.  The rounding,
+    at most ``sigma / 2048``, changes the matching distances by a part in ten
+    thousand of the noise's; the step depends on ``sigma`` only, so tiles of an
+    image get the values the whole image gets."""
+    with np.errstate(over="ignore"):
+        q = np.round(guide * (1024.0 / float(sigma)))
+    # a guide so far beyond its noise that the units overflow keeps its own values
+    # (matched with fresh sums, as before)
+    return q if np.isfinite(q).all() else guide
+
+
+def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
+          n: int, dense: int | None = None, lags: Sequence = (), running: bool | None = None,
+          work: np.ndarray | None = None):
+    """Block matching on a guide padded by :func:`pad_for_matching`: the member
+    positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
+    :func:`search_mask` (``dense``, ``lags``).  ``running`` (None: :func:`exact_sums`,
+    a pass over the guide) lets the distances be updated from the neighbouring
+    windows' (:func:`quantise_guide` makes a guide fit for it); only a guide of
+    integers with exact sums gives the same members with it as without.  ``work``, a
+    float64 scratch array of at least (searched offsets, len(ry)), spares the
+    allocation when the calls repeat (a chunk's distances: tens of MB)."""
+    k = len(ry)
+    g = np.ascontiguousarray(guide_padded if guide_padded.ndim == 3 else guide_padded[None],
+                             dtype=np.float64)
+    if running is None:
+        running = exact_sums(g, m)
+    if k:
+        # every reference needs n positions in its (clipped) window, searched or not
+        H, W = g.shape[1] - (m - p), g.shape[2] - (m - p)
+        ny = np.minimum(H - p, ry + R) - np.maximum(0, ry - R) + 1
+        nx = np.minimum(W - p, rx + R) - np.maximum(0, rx - R) + 1
+        if n > int((ny * nx).min()):
+            raise ValueError(f"groups of {n} need more positions than the search window "
+                             f"holds ({int((ny * nx).min())})")
+    gy = np.empty((k, n), np.int64)
+    gx = np.empty((k, n), np.int64)
+    mask = search_mask(R, dense, lags)
+    noff = int(mask.sum())
+    if (work is None or work.dtype != np.float64 or work.ndim != 2 or not work.flags.c_contiguous
+            or work.shape[0] < noff or work.shape[1] < k):
+        work = np.empty((noff, k))
+    _match(g, ry, rx, p, m, R, mask, n, bool(running), work, gy, gx)
+    return gy, gx
+
+
+def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarray:
+    """The members' patches of ``img``: (len(gy), n, p*p) float64."""
+    out = np.empty(gy.shape + (p * p,))
+    _gather(img, gy, gx, p, out)
+    return out

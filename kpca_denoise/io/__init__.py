@@ -1,0 +1,40 @@
+"""Reading and writing images, stacks and patch sets: nothing is lost.
+
+A file is read and written back in the same format, bit depth, page layout and
+metadata (EXIF, ICC profile, DPI, TIFF and ImageJ tags).  One module a job:
+
+* :mod:`.inputs`: the supported suffixes and the files named on the command line;
+* :mod:`.reading`: the readers (Pillow, tifffile, NumPy), :class:`LoadedItem`;
+* :mod:`.writing`: atomic writes, output names and the per-format writers;
+* :mod:`.errors`: :class:`InputError` and :class:`OutputExistsError`.
+"""
+
+from .errors import InputError, OutputExistsError
+from .inputs import (IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile,
+                     collect_inputs, expand_inputs)
+from .reading import MAX_PIXELS, LoadedItem, display_oriented, read_item, read_items
+from .writing import (atomic_write, check_not_input, jsonable, output_path, rank_tag,
+                      write_item, write_sidecar)
+
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "PATCHSET_SUFFIXES",
+    "SUPPORTED_SUFFIXES",
+    "MAX_PIXELS",
+    "InputError",
+    "OutputExistsError",
+    "LoadedItem",
+    "InputFile",
+    "collect_inputs",
+    "expand_inputs",
+    "read_item",
+    "read_items",
+    "write_item",
+    "output_path",
+    "check_not_input",
+    "atomic_write",
+    "write_sidecar",
+    "jsonable",
+    "rank_tag",
+    "display_oriented",
+]

@@ -1,0 +1,124 @@
+"""Finding the inputs: the supported suffixes, files and folder trees named on the
+command line (or in the GUI) walked into the files to read and the names of their outputs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG",
+                  ".jpeg": "JPEG", ".bmp": "BMP"}
+PATCHSET_SUFFIXES = {".npy": "NPY", ".npz": "NPZ"}
+SUPPORTED_SUFFIXES = {**IMAGE_SUFFIXES, **PATCHSET_SUFFIXES}
+
+
+@dataclass
+class InputFile:
+    """A file to read and the relative path (sub-folder + name) its outputs get."""
+
+    path: Path
+    rel: Path
+
+
+def _unsupported(p: Path) -> str:
+    return (f"{p}: unsupported file type '{p.suffix or '(none)'}'; "
+            f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}")
+
+
+def _within(p: Path, folder: Path | None) -> bool:
+    if folder is None:
+        return False
+    try:
+        p.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def collect_inputs(paths, *, exclude=None):
+    """Files and folder trees -> ``(files, errors, skipped)``.
+
+    ``files``: :class:`InputFile` in the order given, folders walked sorted (hidden
+    entries and ``exclude``, the output folder, left out), each file once; ``rel`` keeps
+    the sub-folder, and names that would collide are taken from their nearest common
+    folder so no two outputs share a name.  ``errors``: ``(path, message)`` for unusable
+    inputs; ``skipped``: the unsupported files met inside folders.
+    """
+    exclude = Path(exclude) if exclude is not None else None
+    files: list[InputFile] = []
+    errors: list[tuple[Path, str]] = []
+    skipped: list[Path] = []
+    seen: set = set()
+
+    def add(f: Path, rel: Path) -> None:
+        key = os.path.normcase(str(f.resolve()))
+        if key not in seen:
+            seen.add(key)
+            files.append(InputFile(f, rel))
+
+    for raw in paths:
+        p = Path(raw)
+        if not str(raw).strip():
+            errors.append((p, "an empty input name (\"\"); name a file or a folder"))
+            continue
+        if p.is_dir() and _within(p, exclude):
+            # the walk leaves out the output folder: holding this one, it left out all
+            errors.append((p, f"{p}: the output folder {exclude} is this folder or holds it, so "
+                              "the results would mix with the inputs; use an -o outside it, "
+                              f"e.g. -o {p.resolve().name}_denoised"))
+            continue
+        if p.is_dir():
+            found = []
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                                 and not _within(Path(root) / d, exclude))
+                for n in sorted(names):
+                    f = Path(root) / n
+                    if n.startswith(".") or not f.is_file():
+                        continue
+                    if f.suffix.lower() in SUPPORTED_SUFFIXES:
+                        found.append(f)
+                    else:
+                        skipped.append(f)
+            if not found:
+                errors.append((p, f"{p}: the folder has no supported files "
+                                  f"({', '.join(sorted(SUPPORTED_SUFFIXES))})"))
+            for f in found:
+                add(f, f.relative_to(p))
+        elif p.is_file():
+            if p.suffix.lower() not in SUPPORTED_SUFFIXES:
+                errors.append((p, _unsupported(p)))
+            else:
+                add(p, Path(p.name))
+        elif p.is_symlink():
+            errors.append((p, f"{p}: a link to nothing (broken, or a loop); name its target"))
+        elif p.exists():
+            errors.append((p, f"{p}: not a regular file or folder (a device, pipe or socket); "
+                              "save the image to a file first"))
+        else:
+            errors.append((p, f"{p}: no such file or folder"))
+    # names that collide: take the paths from the nearest folder they share
+    by_rel: dict = {}
+    for f in files:
+        by_rel.setdefault(os.path.normcase(str(f.rel)), []).append(f)
+    for group in by_rel.values():
+        if len(group) > 1:
+            common = Path(os.path.commonpath([str(g.path.resolve().parent) for g in group]))
+            for g in group:
+                g.rel = g.path.resolve().relative_to(common)
+    return files, errors, skipped
+
+
+def expand_inputs(paths) -> list[Path]:
+    """Files and folders -> the supported files (folders walked recursively, sorted).
+
+    Raises InputError for the first path that does not exist, a folder with no
+    supported file, or an explicitly named file of an unsupported type.
+    """
+    files, errors, _ = collect_inputs(paths)
+    if errors:
+        raise InputError(errors[0][1])
+    return [f.path for f in files]

@@ -1,0 +1,426 @@
+"""Reading images, stacks and patch sets, keeping what is written back.
+
+PNG, TIFF, JPEG and BMP in 8/16-bit grey, grey+alpha, RGB, RGBA and float TIFF (16-bit
+colour PNG through ``imagecodecs``: Pillow reduces it to 8 bits); a multi-page TIFF is one
+``"stack"`` item; ``.npy``/``.npz`` hold (N, h, w) patch sets.  EXIF (orientation), ICC
+profile and DPI are kept.  Headers over :data:`MAX_PIXELS` are refused before decoding.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from .errors import InputError
+from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, _unsupported
+
+#: default limit on the pixels of one image (per page), Pillow's own default
+#: (about 9459 x 9459): above it a header is taken for a decompression bomb.
+MAX_PIXELS = int(Image.MAX_IMAGE_PIXELS or 89_478_485)
+
+_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
+_PIL_LIMIT_LOCK = threading.Lock()
+_EXIF_ORIENTATION = 274
+
+
+@dataclass
+class LoadedItem:
+    """One file as read: ``array`` is (H, W[, C]) for an image, (P, H, W[, C]) for a
+    stack of P pages, (N, h, w) for a patch set.  ``meta`` holds what is written back
+    (``exif``, ``icc``, ``dpi``, ``orientation``; TIFF ``photometric``, ``resolution``,
+    ``resolutionunit``, ``shape``).  ``rel`` is where its outputs go below the output
+    folder (its sub-folder and name; by default just the name)."""
+
+    path: Path
+    array: np.ndarray | None
+    kind: str  # 'image', 'stack' or 'patchset'
+    format: str  # PNG, TIFF, JPEG, BMP, NPY, NPZ
+    npz_key: str | None = None
+    npz_extra: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    rel: Path | None = None
+    max_pixels: int | None = None  # the limit it was read with (for :meth:`reread`)
+    _shape: tuple = field(default=(), repr=False)
+    _dtype: np.dtype | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def shape(self) -> tuple:
+        return self.array.shape if self.array is not None else self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype if self.array is not None else self._dtype
+
+    @property
+    def n_pages(self) -> int:
+        return self.shape[0] if self.is_stack else 1
+
+    def release(self) -> None:
+        """Drop the pixels, keeping what is known of them (shape, dtype, pages, metadata),
+        so that a large set is not held in memory; :meth:`reread` reads them again."""
+        if self.array is not None:
+            self._shape, self._dtype = self.array.shape, self.array.dtype
+            self.array = None
+
+    def reread(self) -> np.ndarray:
+        """The pixels: held, or read from the file again after :meth:`release` (not kept).
+
+        Raises InputError if the file no longer reads as it did."""
+        if self.array is not None:
+            return self.array
+        a = read_item(self.path, max_pixels=self.max_pixels).array
+        if a.shape != self._shape or a.dtype != self._dtype:
+            raise InputError(f"{self.path}: the file changed while the run was going "
+                             f"(now {a.dtype} {a.shape}, was {self._dtype} {self._shape}); "
+                             "run again")
+        return a
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.kind == "patchset"
+
+    @property
+    def is_stack(self) -> bool:
+        return self.kind == "stack"
+
+    @property
+    def pages(self) -> list[np.ndarray]:
+        """The images this item holds: its pages for a stack, else the array itself."""
+        return list(self.array) if self.is_stack else [self.array]
+
+    def page_names(self) -> list[str]:
+        if not self.is_stack:
+            return [self.name]
+        n = self.n_pages
+        return [f"{self.name} [page {k + 1}/{n}]" for k in range(n)]
+
+
+def _too_many_pixels(path: Path, w: int, h: int, limit: int) -> InputError:
+    return InputError(
+        f"{path}: the file says it holds {w}x{h} pixels ({w * h / 1e6:.0f} megapixels), more "
+        f"than the limit of {limit / 1e6:.0f} megapixels that guards against decompression "
+        f"bombs; if the image is genuine, raise the limit (--max-pixels {w * h})")
+
+
+def _check_pixels(path: Path, a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.int32 or a.dtype.byteorder == ">" or a.dtype == np.dtype(">u2"):
+        # Pillow's 'I' / 'I;16B' modes: 16-bit data in a wider or big-endian type
+        if a.size and (a.min() < 0 or a.max() > 65535):
+            raise InputError(f"{path}: 32-bit integer images are not supported; use 8 or 16 bits")
+        a = a.astype(np.uint16)
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8) * 255
+    if not any(a.dtype == d for d in _DTYPES):
+        raise InputError(f"{path}: unsupported pixel type {a.dtype}; use unsigned 8- or 16-bit "
+                         "integers (uint8, uint16) or 32/64-bit floats")
+    if a.size == 0:
+        raise InputError(f"{path}: the image is empty (0 pixels)")
+    if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+        raise InputError(f"{path}: the image contains NaN or Inf pixels")
+    return np.ascontiguousarray(a)
+
+
+def _png_header(path: Path) -> tuple[int, int] | None:
+    """(bit depth, colour type) of a PNG file, or None if it is not one."""
+    with open(path, "rb") as fh:
+        head = fh.read(29)
+    if len(head) < 29 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return head[24], head[25]
+
+
+def _pil_meta(im: Image.Image) -> dict:
+    meta: dict = {}
+    icc = im.info.get("icc_profile")
+    if icc:
+        meta["icc"] = bytes(icc)
+    dpi = im.info.get("dpi")
+    if dpi:
+        meta["dpi"] = tuple(float(v) for v in dpi)
+    try:
+        exif = im.getexif()
+    except Exception:  # a malformed EXIF block: the pixels are still good
+        exif = None
+    if exif:
+        meta["exif"] = exif.tobytes()
+        if _EXIF_ORIENTATION in exif:
+            meta["orientation"] = int(exif[_EXIF_ORIENTATION])
+    if im.format == "JPEG":  # written back with the same chroma sampling and scan order
+        from PIL import JpegImagePlugin
+
+        sampling = JpegImagePlugin.get_sampling(im)
+        meta["jpeg"] = {"subsampling": sampling if sampling in (0, 1, 2) else None,
+                        "progressive": bool(im.info.get("progressive")
+                                            or im.info.get("progression"))}
+    text = getattr(im, "text", None) if im.format == "PNG" else None
+    if text:  # tEXt / iTXt chunks (a comment, an author, a camera's notes)
+        meta["text"] = {str(k): str(v) for k, v in text.items()
+                        if not str(k).startswith("Raw profile type")}  # EXIF: kept as EXIF
+    return meta
+
+
+def _read_pil(path: Path, max_pixels: int) -> tuple[np.ndarray, dict]:
+    header = _png_header(path) if path.suffix.lower() == ".png" else None
+    with _PIL_LIMIT_LOCK:
+        old = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = None  # our own limit below, before decoding
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with Image.open(path) as im:
+                    w, h = im.size
+                    if w * h > max_pixels:
+                        raise _too_many_pixels(path, w, h, max_pixels)
+                    if getattr(im, "n_frames", 1) > 1:
+                        raise InputError(
+                            f"{path}: the file holds {im.n_frames} frames (an animation); save "
+                            "the frames as a multi-page TIFF or as separate images")
+                    meta = _pil_meta(im)
+                    if header is not None and header[0] == 16 and header[1] != 0:
+                        # 16-bit colour (or grey+alpha): Pillow would reduce it to 8 bits
+                        import imagecodecs
+
+                        a = imagecodecs.png_decode(path.read_bytes())
+                    else:
+                        im.load()
+                        mode = im.mode
+                        if mode == "1":
+                            im = im.convert("L")
+                        elif mode == "P":
+                            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+                        elif mode in ("CMYK", "YCbCr", "LAB", "HSV"):
+                            im = im.convert("RGB")
+                            meta.pop("icc", None)  # the profile described the old space
+                        a = np.asarray(im)
+        finally:
+            Image.MAX_IMAGE_PIXELS = old
+    return a, meta
+
+
+#: ImageJ metadata written back with an ImageJ TIFF (what the reader gives and
+#: ``tifffile.imwrite(imagej=True)`` takes; the counts of images, channels, slices and
+#: frames follow from the axes and the shape)
+_IMAGEJ_KEYS = ("spacing", "unit", "finterval", "fps", "loop", "mode", "min", "max",
+                "xorigin", "yorigin", "zorigin", "Labels", "Ranges", "LUTs", "Info",
+                "Properties")
+
+
+def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
+    """(array, meta, is_stack); pages of the first series, samples last."""
+    import tifffile
+
+    with tifffile.TiffFile(path) as tf:
+        series = [s for s in tf.series if s.shape]
+        if not series:
+            raise InputError(f"{path}: the TIFF holds no image")
+        s = series[0]
+        axes, shape = s.axes, tuple(s.shape)
+        # pages written one by one (each its own series, e.g. each with a description)
+        # are the pages of one stack when they are alike
+        alike = all(x.shape == s.shape and x.dtype == s.dtype and x.axes == s.axes
+                    and len(x.pages) == 1 for x in series)
+        if len(series) > 1 and not alike:
+            shapes = ", ".join("x".join(map(str, x.shape)) for x in series)
+            raise InputError(
+                f"{path}: the TIFF holds {len(series)} image series of different shapes "
+                f"({shapes}); save each series as its own file")
+        if len(series) > 1:
+            axes, shape = "Q" + axes, (len(series),) + shape
+        if "Y" not in axes or "X" not in axes:
+            raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
+        h, w = shape[axes.index("Y")], shape[axes.index("X")]
+        if w * h > max_pixels:
+            raise _too_many_pixels(path, w, h, max_pixels)
+        page = s.pages[0] if s.pages else tf.pages[0]
+        photometric = int(page.photometric)
+        if photometric not in (0, 1, 2):  # miniswhite, minisblack, rgb
+            raise InputError(
+                f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
+                "as greyscale or RGB")
+        a = s.asarray() if len(series) == 1 else np.stack([x.asarray() for x in series])
+        meta: dict = {"photometric": photometric}
+        if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
+            meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
+        # the user's description and software, not a layout tifffile or ImageJ wrote
+        desc = page.description or ""
+        if desc and not desc.lstrip().startswith("{") and not (tf.is_imagej or tf.is_ome):
+            meta["description"] = desc
+        if page.software and not str(page.software).startswith("tifffile"):
+            meta["software"] = str(page.software)
+        tags = page.tags
+        if "XResolution" in tags and "YResolution" in tags:
+            meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
+            if "ResolutionUnit" in tags:
+                meta["resolutionunit"] = int(tags["ResolutionUnit"].value)
+        if _EXIF_ORIENTATION in tags:
+            meta["orientation"] = int(tags[_EXIF_ORIENTATION].value)
+        icc = page.iccprofile if hasattr(page, "iccprofile") else None
+        if icc:
+            meta["icc"] = bytes(icc)
+        if tf.is_imagej and tf.imagej_metadata:
+            # an ImageJ hyperstack stays one: its axes, calibration and display settings
+            ij = tf.imagej_metadata
+            meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
+    if (meta["photometric"] == 2 and "S" not in axes and axes.endswith("CYX")
+            and a.shape[-3] in (3, 4)):
+        axes = axes[:-3] + "SYX"  # planar RGB that tifffile reads as ImageJ channels
+    if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
+        a = np.moveaxis(a, axes.index("S"), -1)
+        axes = axes.replace("S", "") + "S"
+        meta["planar"] = True  # written back planar
+    if axes[-2:] != "YX" and axes[-3:] != "YXS":
+        raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
+    lead = axes.index("Y")
+    meta["shape"] = a.shape  # written back in this shape, pages in this order
+    if lead == 0:
+        return a, meta, False
+    pages = int(np.prod(a.shape[:lead]))
+    a = a.reshape((pages,) + a.shape[lead:])
+    if pages == 1:
+        return a[0], meta, False
+    return a, meta, True
+
+
+def _check_patchset(path: Path, a: np.ndarray, what: str) -> np.ndarray:
+    if a.dtype == object or not np.issubdtype(a.dtype, np.number) or a.dtype.kind == "c":
+        raise InputError(f"{path}: {what} must hold real numbers, got dtype {a.dtype}")
+    if a.ndim != 3 or a.shape[0] < 1:
+        raise InputError(
+            f"{path}: {what} must have shape (N, h, w) with one sample per item, got {a.shape}"
+        )
+    if a.shape[0] < 2 or a.shape[1] * a.shape[2] < 4:
+        raise InputError(f"{path}: {what} is too small ({a.shape}); need N >= 2 samples of >= 4 values")
+    if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+        raise InputError(f"{path}: {what} contains NaN or Inf values")
+    return np.ascontiguousarray(a)
+
+
+def _read_patchset(path: Path) -> tuple[np.ndarray, str | None, dict]:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"{path}: not a readable NumPy file ({exc})") from None
+    if isinstance(loaded, np.ndarray):
+        return _check_patchset(path, loaded, "the array"), None, {}
+    with loaded:
+        try:
+            arrays = {k: loaded[k] for k in loaded.files}
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"{path}: cannot read the archive ({exc})") from None
+    if not arrays:
+        raise InputError(f"{path}: the .npz archive holds no arrays; save an (N, h, w) array in it")
+    if "images" in arrays:
+        key = "images"
+    elif len(arrays) == 1:
+        key = next(iter(arrays))
+    else:
+        shapes = ", ".join(f"{k}{v.shape}" for k, v in arrays.items())
+        raise InputError(
+            f"{path}: the .npz archive mixes several arrays ({shapes}); keep one (N, h, w) "
+            "array or name the samples 'images'"
+        )
+    a = _check_patchset(path, arrays.pop(key), f"array '{key}'")
+    return a, key, arrays
+
+
+#: the first bytes of each image format read (TIFF: little and big endian, classic and BigTIFF)
+_MAGIC = {"PNG": (b"\x89PNG\r\n\x1a\n",), "JPEG": (b"\xff\xd8\xff",), "BMP": (b"BM",),
+          "TIFF": (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")}
+
+
+def _sniff(path: Path) -> str | None:
+    """The image format a file's first bytes announce, None when none of ours."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    return next((fmt for fmt, magics in _MAGIC.items() if head.startswith(magics)), None)
+
+
+def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
+    """Read one supported file; raises InputError with the reason and the fix.
+
+    ``max_pixels`` (default :data:`MAX_PIXELS`) bounds the pixels of one image or page;
+    larger headers are refused before anything is decoded.
+    """
+    path = Path(path)
+    limit = MAX_PIXELS if max_pixels is None else int(max_pixels)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise InputError(_unsupported(path))
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty (0 bytes)")
+    if suffix in PATCHSET_SUFFIXES:
+        a, key, extra = _read_patchset(path)
+        return LoadedItem(path, a, "patchset", PATCHSET_SUFFIXES[suffix], key, extra,
+                          max_pixels=max_pixels)
+    fmt = IMAGE_SUFFIXES[suffix]
+    try:
+        held = _sniff(path)
+        if held is not None and held != fmt:
+            # its output would be written as its name says: a 16-bit TIFF named .png
+            # came back an 8-bit PNG
+            ext = {"PNG": ".png", "TIFF": ".tif", "JPEG": ".jpg", "BMP": ".bmp"}[held]
+            raise InputError(f"{path}: holds a {held} image but is named {path.suffix}; "
+                             f"rename it to {path.stem}{ext}")
+        if fmt == "TIFF":
+            a, meta, stack = _read_tiff(path, limit)
+        else:
+            (a, meta), stack = _read_pil(path, limit), False
+    except InputError:
+        raise
+    except MemoryError:
+        raise InputError(f"{path}: the image does not fit in memory") from None
+    except UnidentifiedImageError:
+        raise InputError(f"{path}: not a readable image (corrupt or wrong file type)") from None
+    except Exception as exc:  # any decoder failure is a bad file, never a traceback
+        raise InputError(f"{path}: cannot read the image ({type(exc).__name__}: {exc})") from None
+    a = _check_pixels(path, a)
+    return LoadedItem(path, a, "stack" if stack else "image", fmt, meta=meta,
+                      max_pixels=max_pixels)
+
+
+def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True):
+    """Read many files (paths or :class:`InputFile`) -> ``(items, errors)``, a bad file
+    reported as ``(path, message)``.  With ``keep_pixels`` false each file is still read
+    in full (a bad one is found before any compute) but released at once: memory holds
+    one file, not the set."""
+    items, errors = [], []
+    for p in paths:
+        rel = p.rel if isinstance(p, InputFile) else None
+        p = p.path if isinstance(p, InputFile) else Path(p)
+        try:
+            item = read_item(p, max_pixels=max_pixels)
+        except InputError as exc:
+            errors.append((p, str(exc)))
+            continue
+        item.rel = rel
+        if not keep_pixels:
+            item.release()
+        items.append(item)
+    return items, errors
+
+
+def display_oriented(array: np.ndarray, orientation: int | None) -> np.ndarray:
+    """The pixels as a viewer shows them under an EXIF orientation tag (1-8)."""
+    a = np.asarray(array)
+    o = orientation or 1
+    if o in (2, 4, 5, 7):
+        a = a[:, ::-1]
+    if o in (3, 4):
+        a = a[::-1, ::-1]
+    if o in (5, 6):
+        a = np.rot90(a, -1)
+    if o in (7, 8):
+        a = np.rot90(a, 1)
+    return a

@@ -1,0 +1,304 @@
+"""Writing files: the one place that does.
+
+An item is written back in its format, bit depth, pages and metadata.  Writes are atomic
+(a temporary file in the target folder, then a rename), get a normal file's permissions
+under the umask, never replace an input, and with ``replace=False`` no existing file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .errors import InputError, OutputExistsError
+from .reading import _EXIF_ORIENTATION, LoadedItem
+
+_UMASK_LOCK = threading.Lock()
+
+
+def output_path(item: LoadedItem, outdir, tag: str) -> Path:
+    """``OUTDIR/<sub-folder>/<stem>_<tag><suffix>``, in the source's format."""
+    rel = item.rel if item.rel is not None else Path(item.path.name)
+    return Path(outdir) / rel.parent / f"{rel.stem}_{tag}{rel.suffix}"
+
+
+def check_not_input(target: Path, inputs) -> None:
+    """Raise InputError if ``target`` is (or links to) one of the input files."""
+    target = Path(target)
+    for p in inputs:
+        p = Path(p)
+        same = target.resolve() == p.resolve()
+        if not same and target.exists() and p.exists():
+            same = os.path.samefile(target, p)
+        if same:
+            raise InputError(
+                f"{target}: writing here would overwrite the input {p}; choose another output folder"
+            )
+
+
+def _file_mode() -> int:
+    """What ``open(path, 'w')`` would give: 0666 less the umask."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(target, write, *, replace: bool = True) -> Path:
+    """Write a file through a temporary file in the target folder, then rename.
+
+    ``write(tmp_path)`` writes the content; on failure the temporary file is removed,
+    so no half-written ``target`` appears.  With ``replace=False`` an existing target is
+    never replaced (a hard link fails atomically if another process made it meanwhile):
+    :class:`OutputExistsError`.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not replace and target.exists():
+        raise OutputExistsError(f"{target}: the file already exists (another run may have "
+                                "written it meanwhile) and was left as it is; choose another "
+                                "output folder or allow replacing it (--overwrite)")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix + ".part",
+                               dir=target.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, _file_mode())
+        if replace:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise OutputExistsError(
+                    f"{target}: the file appeared while this run was writing (another run "
+                    "may have written it) and was left as it is") from None
+            except OSError:  # no hard links on this file system: check, then rename
+                if target.exists():
+                    raise OutputExistsError(f"{target}: the file already exists") from None
+                os.replace(tmp, target)
+            else:
+                os.unlink(tmp)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def write_sidecar(folder, data: dict, *, stem: str = "kpca-denoise") -> Path:
+    """Write ``data`` as ``FOLDER/<stem>-<date>-<time>-<n>.json``, a name no other run
+    takes, atomically; returns the path.  ``kpca-denoise denoise --params`` reads it."""
+    import json
+
+    text = json.dumps(jsonable(data), indent=2)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 10_000):
+        target = Path(folder) / f"{stem}-{stamp}-{os.getpid()}-{n}.json"
+        try:
+            return atomic_write(target, lambda tmp: tmp.write_text(text), replace=False)
+        except OutputExistsError:
+            continue
+    raise InputError(f"{folder}: cannot find a free name for the run's sidecar")
+
+
+def rank_tag(rank) -> str:
+    """Output name tag of a rank: ``kpca_r8``, or ``kpca`` for the uncapped default."""
+    return "kpca" if rank is None else f"kpca_r{rank}"
+
+
+def jsonable(obj):
+    """numpy scalars/arrays, tuples, paths and non-finite floats -> plain JSON values."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None if np.isnan(obj) else str(obj)
+    return obj
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png16_bytes(a: np.ndarray, meta: dict) -> bytes:
+    """A 16-bit colour PNG (imagecodecs) with the ICC profile, DPI, EXIF and text chunks."""
+    import imagecodecs
+
+    png = imagecodecs.png_encode(np.ascontiguousarray(a))
+    chunks = b""
+    if meta.get("icc"):
+        chunks += _png_chunk(b"iCCP", b"ICC Profile\x00\x00" + zlib.compress(meta["icc"]))
+    if meta.get("dpi"):
+        ppm = [max(1, round(v / 0.0254)) for v in meta["dpi"][:2]]
+        chunks += _png_chunk(b"pHYs", struct.pack(">IIB", ppm[0], ppm[1], 1))
+    exif = meta.get("exif")
+    if exif:
+        chunks += _png_chunk(b"eXIf", exif[6:] if exif.startswith(b"Exif\x00\x00") else exif)
+    for key, value in (meta.get("text") or {}).items():  # UTF-8 text chunks
+        chunks += _png_chunk(b"iTXt", key.encode("latin-1", "replace")[:79] + b"\x00\x00\x00\x00\x00"
+                             + value.encode("utf-8"))
+    end_ihdr = 8 + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
+    return png[:end_ihdr] + chunks + png[end_ihdr:]
+
+
+def _imagej_metadata(ij: dict | None, data: np.ndarray, photometric: str) -> dict | None:
+    """The metadata to write an ImageJ TIFF with, or None where ImageJ cannot hold the
+    data as read (it is then written as a plain TIFF): ImageJ takes 8 / 16-bit and
+    float32 pixels, axes in TZCYXS order, RGB only as 8-bit samples last, and an ASCII
+    description (other characters escaped as ImageJ writes them, ``\\u00b5m``)."""
+    if not ij or data.dtype not in (np.uint8, np.uint16, np.float32):
+        return None
+    axes, order = str(ij.get("axes", "")), "TZCYXS"
+    if (len(axes) != data.ndim or any(c not in order for c in axes)
+            or [order.index(c) for c in axes] != sorted(order.index(c) for c in axes)):
+        return None
+    rgb = photometric == "rgb"
+    if (rgb and not (data.dtype == np.uint8 and axes.endswith("YXS")
+                     and data.shape[-1] in (3, 4))) or (not rgb and "S" in axes):
+        return None
+    tagged = ("Labels", "Ranges", "LUTs", "Info", "Properties")  # not in the description
+    return {k: "".join(ch if ord(ch) < 128 else f"\\u{ord(ch):04x}" for ch in v)
+            if isinstance(v, str) and k not in tagged else v for k, v in ij.items()}
+
+
+def _image_writer(item: LoadedItem, a: np.ndarray):
+    """A function writing ``a`` (the item's shape and dtype) to a path, or InputError
+    before any file is created."""
+    if a.ndim == 3 and a.shape[2] == 1 and not item.is_stack:
+        a = a[..., 0]
+    return _tiff_writer(item, a) if item.format == "TIFF" else _pil_writer(item, a)
+
+
+def _tiff_writer(item: LoadedItem, a: np.ndarray):
+    """TIFF through tifffile: the shape, page order, photometric, samples, planar layout,
+    resolution, ICC, orientation and ImageJ metadata as read."""
+    import tifffile
+
+    meta = item.meta
+    shape = meta.get("shape")
+    data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
+    photometric = {0: "miniswhite", 1: "minisblack", 2: "rgb"}.get(meta.get("photometric"))
+    if photometric is None:
+        photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
+            item.is_stack and a.ndim == 3) else "minisblack"
+    kw: dict = {"photometric": photometric, "compression": "zlib"}
+    if meta.get("extrasamples"):  # as read (grey + alpha stays one page of 2 samples)
+        kw["extrasamples"] = meta["extrasamples"]
+        kw["planarconfig"] = "contig"
+    elif photometric == "rgb" and data.shape[-1] == 4:
+        kw["extrasamples"] = ("unassalpha",)
+    ij = _imagej_metadata(meta.get("imagej"), data, photometric)
+    if meta.get("planar") and data.ndim >= 3:
+        data = np.moveaxis(data, -1, -3)  # samples before rows, as read
+        kw["planarconfig"] = "separate"
+    if "resolution" in meta:
+        kw["resolution"] = meta["resolution"]
+        kw["resolutionunit"] = meta.get("resolutionunit", 2)
+    if meta.get("icc"):
+        kw["iccprofile"] = meta["icc"]
+    if meta.get("orientation"):
+        kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
+    for key in ("description", "software"):
+        if meta.get(key):
+            kw[key] = meta[key]
+
+    def write(tmp: Path) -> None:
+        if ij is not None:
+            try:
+                plain = {k: v for k, v in kw.items() if k not in ("extrasamples", "description")}
+                tifffile.imwrite(tmp, data, imagej=True, metadata=ij, **plain)
+                return
+            except (ValueError, TypeError):
+                pass  # a layout ImageJ cannot hold after all: a plain TIFF
+        tifffile.imwrite(tmp, data, **kw)
+
+    return write
+
+
+def _pil_writer(item: LoadedItem, a: np.ndarray):
+    """PNG, JPEG and BMP through Pillow (16-bit colour PNG through imagecodecs)."""
+    fmt, meta = item.format, item.meta
+    if np.issubdtype(a.dtype, np.floating):
+        raise InputError(f"floating-point images can only be written as TIFF, not {fmt}")
+    if a.dtype == np.uint16 and fmt in ("JPEG", "BMP"):
+        raise InputError(f"{fmt} cannot store 16-bit images; use PNG or TIFF")
+    if a.dtype not in (np.uint8, np.uint16):
+        raise InputError(f"cannot write pixel type {a.dtype} as {fmt}")
+    if a.dtype == np.uint16 and a.ndim == 3:  # 16-bit colour PNG
+
+        def write(tmp: Path) -> None:
+            tmp.write_bytes(_png16_bytes(a, meta))
+
+        return write
+    im = Image.fromarray(np.ascontiguousarray(a, dtype="<u2") if a.dtype == np.uint16 else a)
+    opts: dict = {}
+    if fmt == "JPEG":
+        opts["quality"] = 95
+        jpeg = meta.get("jpeg") or {}
+        if jpeg.get("subsampling") is not None:
+            opts["subsampling"] = jpeg["subsampling"]
+        if jpeg.get("progressive"):
+            opts["progressive"] = True
+    if meta.get("text") and fmt == "PNG":
+        from PIL import PngImagePlugin
+
+        info = PngImagePlugin.PngInfo()
+        for key, value in meta["text"].items():
+            info.add_itxt(key, value)
+        opts["pnginfo"] = info
+    if meta.get("icc") and fmt in ("PNG", "JPEG"):
+        opts["icc_profile"] = meta["icc"]
+    if meta.get("dpi"):
+        opts["dpi"] = meta["dpi"]
+    if meta.get("exif") and fmt in ("PNG", "JPEG"):
+        opts["exif"] = meta["exif"]
+
+    def write(tmp: Path) -> None:
+        im.save(tmp, format=fmt, **opts)
+
+    return write
+
+
+def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
+               replace: bool = True) -> Path:
+    """Write ``array`` (for a stack all pages, (P, H, W[, C])) in ``item``'s format, bit
+    depth, pages and metadata to ``target``, atomically.  ``inputs`` (the files that
+    were read) are never overwritten, and with ``replace=False`` no existing file is.
+    """
+    target = Path(target)
+    check_not_input(target, list(inputs) + [item.path])
+    arr = np.asarray(array)
+    if arr.size != int(np.prod(item.shape)):  # a (3, 3) array for a (10, 4, 4) item was written
+        raise InputError(f"{target}: the array {arr.shape} is not the shape of {item.path.name} "
+                         f"{tuple(item.shape)}; write the item's own result")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # read back, it was refused
+        raise InputError(f"{target}: the array holds NaN or Inf; nothing was written")
+    if item.kind == "patchset":
+        a = np.asarray(array).astype(item.dtype, copy=False)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                if item.format == "NPY":
+                    np.save(fh, a)
+                else:
+                    np.savez_compressed(fh, **{item.npz_key or "images": a}, **item.npz_extra)
+    else:
+        write = _image_writer(item, np.asarray(array))  # raises before any file is created
+    return atomic_write(target, write, replace=replace)
