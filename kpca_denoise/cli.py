@@ -14,8 +14,10 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -29,7 +31,7 @@ from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
                  output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
 from .executor import Executor, ExecutorError
-from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError
+from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
 from .pipeline import denoise_set, evaluate, noise_model_text, remaining_noise, result_keys
 
 #: parameter name -> the command-line option that sets it (for error messages)
@@ -98,20 +100,14 @@ class ProgressBar:
         self.stream.flush()
 
 
-def _parse_ranks(text: str) -> tuple:
-    ranks = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if part in ("auto", "none", "all"):
-            ranks.append(None)
-            continue
-        try:
-            ranks.append(int(part))
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"ranks must be integers separated by commas (e.g. 4,8,16) or 'auto', got {text!r}"
-            ) from None
-    return tuple(ranks)
+def _ranks_option(text: str) -> tuple:
+    """--ranks as :func:`~kpca_denoise.params.parse_ranks` reads it: a value that is not
+    a rank is argparse's error (as --patch-size abc), a rank below 1 or given twice the
+    parameters' check (as --patch-size 0)."""
+    try:
+        return parse_ranks(text, check=False)
+    except ParamError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -142,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="folder for the results (sub-folders of the inputs are kept)")
     d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
-    d.add_argument("--ranks", type=_parse_ranks, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
+    d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
     d.add_argument("--patch-size", type=int, help="patch side in pixels")
     d.add_argument("--stride", type=int, help="step between patches ('global')")
     d.add_argument("--gamma", type=float, help="RBF kernel parameter ('global' and patch sets; default: automatic)")
@@ -406,29 +402,32 @@ def _denoise(args) -> int:
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
     try:
-        executor = Executor(workers=args.workers, scheduler=args.scheduler).__enter__()
+        executor = Executor(workers=args.workers, scheduler=args.scheduler)
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
-    interrupted = False
-    with executor:
-        try:
-            # each input is written as soon as all its pages are back (from a worker or here)
-            for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                    progress=bar, denoise=denoise_set):
-                it = owner[res.index]
-                got = done.setdefault(id(it), {})
-                got[res.index] = res
-                if len(got) < it.n_pages:
-                    continue
-                pages = [got[k] for k in sorted(done.pop(id(it)))]
+    interrupted: KeyboardInterrupt | None = None
+    try:
+        _connect(executor)
+        # each input is written as soon as all its pages are back (from a worker or here)
+        for res in executor.run(images, params, names=names, patch_sets=patch_sets,
+                                progress=bar, denoise=denoise_set):
+            it = owner[res.index]
+            got = done.setdefault(id(it), {})
+            got[res.index] = res
+            if len(got) < it.n_pages:
+                continue
+            pages = [got[k] for k in sorted(done.pop(id(it)))]
+            with _signals_held():
                 ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
                                                     params, inputs, args.overwrite, outdir)
                 failed += not ok
                 finished[position[id(it)]] = (entry, item_rows)
-        except KeyboardInterrupt:
-            # the files written are complete: the run's sidecar still lists them (it
-            # was not written, so a result stood with no record of how it was made)
-            interrupted = True
+    except KeyboardInterrupt as exc:
+        # the files written are complete, and the run's sidecar lists them: no result
+        # stands without a record of how it was made
+        interrupted = exc
+    finally:
+        executor.close()
     result = executor.summary
     rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
@@ -453,10 +452,68 @@ def _denoise(args) -> int:
             print(f"parameters and results in {side.name}", file=sys.stderr)
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
+        return _interrupted_code(interrupted)
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+def _connect(executor: Executor) -> None:
+    """Connect the executor, once (for --workers, its one cluster started; the caller
+    closes it); a cluster that cannot be used is a usage error, before any compute."""
+    try:
+        executor.__enter__()
+    except ExecutorError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the run stops as on Ctrl-C (the cluster closed, what was written listed
+    in the sidecar), with exit code 143."""
+
+
+@contextlib.contextmanager
+def _handlers(handler, *signums):
+    """``handler`` for these signals while the block runs, the previous ones after (in
+    the main thread only: elsewhere signals are not ours to handle)."""
+    try:
+        previous = {s: signal.signal(s, handler) for s in signums}
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, signal.SIG_DFL if old is None else old)
+
+
+def _sigterm_interrupts():
+    """Turn SIGTERM into :class:`Terminated` while the command runs: its default
+    action ends the process with no cleanup (a cluster's workers left running, no
+    sidecar for the files written)."""
+    def stop(signum, frame):
+        raise Terminated()
+
+    return _handlers(stop, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold Ctrl-C and SIGTERM while an input's files are written and recorded, and
+    deliver them after: an interrupted run's sidecar lists every file it wrote."""
+    held: list = []
+    try:
+        with _handlers(lambda signum, frame: held.append(signum), signal.SIGINT,
+                       signal.SIGTERM):
+            yield
+    finally:
+        for s in dict.fromkeys(held):
+            signal.raise_signal(s)
+
+
+def _interrupted_code(exc: KeyboardInterrupt) -> int:
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 class _PageSource(Sequence):
@@ -597,7 +654,8 @@ def main(argv=None) -> int:
 
         return gui_main(args.files, demo=args.demo, screenshot=args.screenshot)
     try:
-        return _denoise(args)
+        with _sigterm_interrupts():
+            return _denoise(args)
     except (UsageError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -612,9 +670,9 @@ def main(argv=None) -> int:
     except Cancelled:
         print("error: cancelled", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
+        return _interrupted_code(exc)
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ class Executor:
     # -- lifetime ---------------------------------------------------------------------
 
     def __enter__(self) -> "Executor":
-        if self.distributed:
+        if self.distributed and self.client is None:  # entered again: the same cluster
             self._connect()
         return self
 
@@ -201,22 +201,27 @@ class Executor:
             raise ExecutorError(
                 "--workers/--scheduler need Dask: pip install 'kpca-denoise[distributed]'"
             ) from None
-        if self.scheduler is not None:
-            try:
-                self.client = Client(self.scheduler, timeout=self.timeout)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ExecutorError(
-                    f"cannot reach the Dask scheduler at {self.scheduler} "
-                    f"({type(exc).__name__}); start one with 'dask scheduler' and give its "
-                    "tcp://HOST:PORT address") from None
-        else:
-            with _workers_ignore_sigint():
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                             processes=True, host="127.0.0.1",
-                                             dashboard_address=":0",
-                                             silence_logs=logging.ERROR)
-            self.client = Client(self._cluster)
-        self._check_workers()
+        try:
+            if self.scheduler is not None:
+                try:
+                    self.client = Client(self.scheduler, timeout=self.timeout)
+                except (OSError, TimeoutError, ValueError) as exc:
+                    raise ExecutorError(
+                        f"cannot reach the Dask scheduler at {self.scheduler} "
+                        f"({type(exc).__name__}); start one with 'dask scheduler' and give its "
+                        "tcp://HOST:PORT address") from None
+            else:
+                with _workers_ignore_sigint():
+                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                                 processes=True, host="127.0.0.1",
+                                                 dashboard_address=":0",
+                                                 silence_logs=logging.ERROR)
+                self.client = Client(self._cluster)
+            self._check_workers()
+        except BaseException:
+            # a failure or Ctrl-C half way: a cluster already started is not left running
+            self.close()
+            raise
 
     def _check_workers(self) -> None:
         # a builtin, so that a worker without the package can still run the probe

@@ -8,6 +8,7 @@ command line reads back (``kpca-denoise denoise --params sidecar.json``).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from .core.grouped.options import GroupedOptions
 
-__all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA"]
+__all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA", "parse_ranks"]
 
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
@@ -32,6 +33,64 @@ class ParamError(ValueError):
     def __init__(self, name: str | None, message: str):
         super().__init__(message)
         self.name = name
+
+
+#: the words for "no cap" in a list of ranks (None: the method's own choice)
+NO_CAP_WORDS = ("auto", "all", "none")
+#: ranks are below this (a 32-bit count of components)
+_MAX_RANK = 2**31
+
+
+def parse_ranks(value: Any, *, check: bool = True) -> tuple:
+    """The ranks every front end takes, as a tuple in the order given.
+
+    ``value`` is a string ('4,8,auto'; commas or spaces between), a list or tuple
+    (['all', 8], [None, 4]) or one int; 'auto', 'all', 'none' and None mean no cap
+    (None in the tuple).  Raises :class:`ParamError` naming ``ranks`` and the fix:
+    a value that is not a rank always; with ``check``, also a rank below 1 and one
+    given twice (``check=False`` only reads the values)."""
+    text = isinstance(value, str)
+    if text:
+        parts: list = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        parts = list(value)
+    elif isinstance(value, (dict, set, frozenset)):
+        raise ParamError("ranks", f"ranks must be a list such as [4, 8, 16], got {value!r}")
+    else:
+        parts = [value]
+    if not parts:
+        raise ParamError("ranks", "ranks must be a non-empty list such as "
+                                  f"{'4,8,16' if text else '[4, 8, 16]'} or "
+                                  f"{'auto' if text else ['auto']}, got {value!r}")
+    ranks = [_rank(part) for part in parts]
+    bad = next((part for part, r in zip(parts, ranks) if r is False), None)
+    if bad is not None:  # a list written in a string is named whole, anything else alone
+        raise ParamError("ranks", "ranks must be integers separated by commas (e.g. 4,8,16) "
+                                  f"or 'auto', got {value!r}" if text and len(parts) > 1 else
+                         f"ranks must be integers >= 1 or 'auto', got {bad!r}")
+    for k, r in enumerate(ranks if check else ()):
+        if r is not None and not 1 <= r < _MAX_RANK:
+            raise ParamError("ranks", f"ranks must be integers >= 1 or 'auto', got {r!r}")
+        if r in ranks[:k]:
+            times = "twice" if ranks.count(r) == 2 else "more than twice"
+            raise ParamError("ranks", f"ranks lists {'auto' if r is None else r} {times}; "
+                                      "give each rank once")
+    return tuple(ranks)
+
+
+def _rank(v: Any) -> int | None | bool:
+    """One rank (None: no cap), or False (never equal to a rank >= 1) for a value that
+    is not one."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        w = v.strip().lower()
+        if w in NO_CAP_WORDS:
+            return None
+        return int(w) if re.fullmatch(r"[+-]?[0-9]+", w) else False
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    return False
 
 
 @dataclass(frozen=True)
@@ -109,13 +168,10 @@ class DenoiseParams:
                 object.__setattr__(self, "grouped", GroupedOptions.coerce(self.grouped))
             except (TypeError, ValueError) as e:
                 raise ParamError("grouped", f"grouped {e}") from None
-        if isinstance(self.ranks, (list, np.ndarray)):
-            object.__setattr__(self, "ranks", tuple(self.ranks))
-        if isinstance(self.ranks, tuple):
-            object.__setattr__(self, "ranks", tuple(
-                r.item() if isinstance(r, np.generic) else
-                (None if isinstance(r, str) and r.strip().lower() in ("auto", "none") else r)
-                for r in self.ranks))
+        try:
+            object.__setattr__(self, "ranks", parse_ranks(self.ranks, check=False))
+        except ParamError:
+            pass  # validate() names what is wrong
 
     def validate(self) -> "DenoiseParams":
         """Return self, or raise :class:`ParamError` naming the parameter and the fix."""
@@ -135,11 +191,7 @@ class DenoiseParams:
                           f"got {self.kernel!r}")
         if self.eigen_solver not in EIGEN_SOLVERS:
             bad("eigen_solver", f"must be one of {', '.join(EIGEN_SOLVERS)}, got {self.eigen_solver!r}")
-        if not isinstance(self.ranks, tuple) or not self.ranks:
-            bad("ranks", f"must be a non-empty list such as [4, 8, 16] or ['auto'], got {self.ranks!r}")
-        for r in self.ranks:
-            if r is not None and (not is_int(r) or r < 1):
-                bad("ranks", f"must be integers >= 1 or 'auto', got {r!r}")
+        parse_ranks(self.ranks)
         if self.patch_size is not None and (not is_int(self.patch_size) or self.patch_size < 2):
             bad("patch_size", f"must be an integer >= 2 (pixels), got {self.patch_size!r}")
         if self.stride is not None and (not is_int(self.stride) or self.stride < 1):
@@ -202,8 +254,6 @@ class DenoiseParams:
     def replace(self, **changes: Any) -> "DenoiseParams":
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data.update(changes)
-        if "ranks" in changes and changes["ranks"] is not None:
-            data["ranks"] = tuple(changes["ranks"])
         return DenoiseParams(**data)
 
     def to_dict(self) -> dict:
@@ -244,12 +294,7 @@ class DenoiseParams:
             raise ParamError("grouped", "grouped must be a JSON object of grouped-method "
                                         f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
         if "ranks" in data:
-            r = data["ranks"]
-            if isinstance(r, (int, str)) or r is None:
-                r = [r]
-            if not isinstance(r, list):
-                raise ParamError("ranks", f"ranks must be a list such as [4, 8, 16], got {r!r}")
-            data["ranks"] = tuple(r)
+            data["ranks"] = parse_ranks(data["ranks"])
         for name in ("method", "kernel", "eigen_solver", "noise_model"):
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")

@@ -42,6 +42,8 @@ __all__ = [
 
 #: the grouped method's patch side when ``patch_size`` is None (core.grouped)
 GROUPED_PATCH_SIZE = 5
+#: the global method's rank for images when the ranks say None
+GLOBAL_DEFAULT_RANK = 16
 #: the global method's pre-image iteration cap when ``preimage_iterations`` is None
 GLOBAL_PREIMAGE_ITERATIONS = 100
 #: an estimated noise std below this fraction of the value range means "no noise":
@@ -350,12 +352,102 @@ def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
         return tuple(sorted({r for r in params.ranks if r is not None})) + (
             (None,) if None in params.ranks else ())
     if params.method == "global":
-        return _global_ranks(params, 16)
+        return _global_ranks(params)
     return tuple(params.ranks)
 
 
-def _global_ranks(params: DenoiseParams, default: int) -> tuple[int, ...]:
-    return tuple(sorted({default if r is None else int(r) for r in params.ranks}))
+def _global_ranks(params: DenoiseParams) -> tuple[int, ...]:
+    """The global method's ranks for images, ascending; None is :data:`GLOBAL_DEFAULT_RANK`."""
+    return tuple(sorted({GLOBAL_DEFAULT_RANK if r is None else int(r) for r in params.ranks}))
+
+
+# -- the run's state ----------------------------------------------------------------
+
+
+@dataclass
+class PreparedItem:
+    """One item of the set in working form, with noise to remove.
+
+    ``data`` is an image's noisy pixels in the input's dtype (tiles are converted one
+    at a time) or a patch set's samples as rows of float64; a patch set's outputs take
+    the shape and dtype of its ``source``, the input as given."""
+
+    kind: str  # "image" or "patchset"
+    data: np.ndarray
+    result: ImageResult
+    source: np.ndarray | None = None
+    channels: int = 0  # an image's colour channels
+    vst: GeneralizedAnscombe | None = None  # a 'poisson-gaussian' image's stabiliser
+    flat: bool = False  # one value per channel (every sample alike): nothing to remove
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.kind == "patchset"
+
+
+@dataclass
+class GlobalGroup:
+    """The items one global kernel PCA serves (samples of one dimension) and how
+    their training patches are cut."""
+
+    key: tuple  # ("patchset", sample size) or ("image", channels): SetResult.models' keys
+    items: list[PreparedItem]
+    patch_size: int
+    stride: int
+    ranks: tuple[int, ...]  # the explicit ranks, ascending
+    auto: bool  # patch sets: also the rank from the noise level, stored under None
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.key[0] == "patchset"
+
+    @property
+    def step(self) -> int:
+        """Pixels between candidate training patches."""
+        return max(1, self.stride // 2)
+
+    @property
+    def keys(self) -> tuple:
+        """The result keys of the group's items."""
+        return self.ranks + ((None,) if self.auto else ())
+
+    def candidates(self, item: PreparedItem) -> int:
+        """How many training samples an item offers."""
+        if item.is_patchset:
+            return item.data.shape[0]
+        H, W = item.data.shape[:2]
+        p, step = self.patch_size, self.step
+        return len(patch_positions(H, p, step)) * len(patch_positions(W, p, step))
+
+
+@dataclass
+class GlobalFit:
+    """A group's kernel PCA: fitted here, with the noise level and the number of
+    components it was fitted at, or given back (``fitted_models``), which says both."""
+
+    model: KernelPCA
+    noise_sigma: float | None = None
+    n_components: int | None = None
+
+    def auto_rank(self) -> int:
+        """The rank from the noise level, out of the components fitted."""
+        sigma = self.model.noise_sigma if self.noise_sigma is None else self.noise_sigma
+        k = self.model.alphas_.shape[1] if self.n_components is None else self.n_components
+        return min(self.model.noise_rank(sigma), k)
+
+
+@dataclass
+class _Run:
+    """What the stages of one :func:`denoise_set` call share."""
+
+    params: DenoiseParams
+    clock: _StageClock
+    cancel: Any = None
+    tile_map: Any = None
+    resolved: dict = field(default_factory=dict)
+
+
+# -- the recipe -----------------------------------------------------------------------
 
 
 def denoise_set(
@@ -404,11 +496,57 @@ def denoise_set(
     SetResult.  An item that cannot be processed (too small, bad values) gets
     ``error`` set and the others are still denoised.
     """
+    params = _checked_params(params)
+    images, names, patch_sets = _checked_items(images, names, patch_sets, first_index)
+    if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
+        raise ValueError(
+            f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "
+            "method sets its kernel width per group from the noise level (drop gamma, or use "
+            "method 'global')")
+    run = _Run(params, _StageClock(progress), cancel, tile_map, {"method": params.method})
+    t0 = time.perf_counter()
+    results = [ImageResult(index=first_index + i, name=name) for i, name in enumerate(names)]
+
+    # 1. every item in working form, its noise added and measured
+    items = _prepare_items(run, images, results, patch_sets, first_index)
+    check_cancel(cancel)
+    # 2. global kernel PCA (method 'global', and patch sets under any method):
+    #    one model per group of items whose samples have the same dimension
+    groups = _global_groups(params, items)
+    models = {g.key: _run_global(run, g, prior=model if len(groups) == 1 else None,
+                                 given=(fitted_models or {}).get(g.key), fit_only=fit_only)
+              for g in groups}
+    model = models[groups[0].key] if groups else None
+    eig = model.eigenvalues_.copy() if model is not None else np.zeros(0)
+    ranks = groups[0].keys if groups else None
+    # 3. the grouped method, image by image
+    if params.method == "grouped" and not fit_only:
+        eig_grouped = _run_grouped(run, items)
+        ranks = tuple(params.ranks) if ranks is None else ranks
+        if eig.size == 0:
+            eig = eig_grouped
+    run.clock.close()
+    timings = dict(run.clock.seconds)
+    timings.pop("done", None)
+    timings["total"] = time.perf_counter() - t0
+    if ranks is None:  # nothing was fitted (flat or failed items): the keys they got
+        ranks = result_keys(params, bool(patch_sets) and all(patch_sets))
+    return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
+                     eigenvalues=eig, resolved=run.resolved, timings=timings, model=model,
+                     models=models)
+
+
+def _checked_params(params) -> DenoiseParams:
+    """The parameters, from a DenoiseParams or a dict, validated (None: the defaults)."""
     if isinstance(params, dict):
         params = DenoiseParams.from_dict(params)
     elif params is not None and not isinstance(params, DenoiseParams):
         raise TypeError(f"params must be a DenoiseParams or a dict, got {type(params).__name__}")
-    params = (params or DenoiseParams()).validate()
+    return (params or DenoiseParams()).validate()
+
+
+def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequence, list, list]:
+    """The images, their names and their patch-set flags, one of each per item."""
     if isinstance(images, np.ndarray) and images.ndim in (2, 3) and patch_sets is None:
         raise ValueError(f"images must be a list of arrays, got one array of shape {images.shape}; "
                          "pass [image] (or use denoise_image)")
@@ -424,218 +562,212 @@ def denoise_set(
         if len(seq) != n_items:
             raise ValueError(f"{what} has {len(seq)} entries for {n_items} images; give one per image")
     bad = next((v for v in patch_sets if not isinstance(v, (bool, np.bool_))), None)
-    if bad is not None:  # "no" was true
+    if bad is not None:  # a string such as "no" would count as true
         raise ValueError(f"patch_sets must hold True or False per image, got {bad!r}")
-    if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
-        raise ValueError(
-            f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "
-            "method sets its kernel width per group from the noise level (drop gamma, or use "
-            "method 'global')")
-    clock = _StageClock(progress)
-    t0 = time.perf_counter()
-    results = [ImageResult(index=first_index + i, name=names[i]) for i in range(n_items)]
-    resolved: dict[str, Any] = {"method": params.method}
+    return images, names, patch_sets
 
-    # 1. read each item into working form, add noise, estimate sigma
-    works: list = [None] * n_items
-    report(clock, "noise", 0, n_items)
+
+# -- 1. items in working form -----------------------------------------------------------
+
+
+def _prepare_items(run: _Run, images: Sequence, results: list[ImageResult],
+                   patch_sets: list, first_index: int) -> list[PreparedItem]:
+    """The items with noise to remove; the others get their error, or their input back
+    with a note."""
+    n_items = len(results)
+    items = []
+    report(run.clock, "noise", 0, n_items)
     for i, img in enumerate(images):
-        res = results[i]
-        try:
-            a = _check_image(img, names[i])
-            if patch_sets[i]:
-                if a.ndim != 3:
-                    raise ValueError(f"{names[i]}: a patch set must have shape (N, h, w), got {a.shape}")
-                noisy = a.astype(np.float64)
-            else:
-                noisy = a
-                side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
-                                             else GROUPED_PATCH_SIZE)
-                if a.ndim not in (2, 3):
-                    raise ValueError(f"{names[i]}: expected a grayscale (H, W) or colour (H, W, 3|4) "
-                                     f"image, got shape {a.shape}")
-                if min(a.shape[:2]) < side:
-                    raise ValueError(
-                        f"{names[i]}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
-                        f"{side}x{side} patch; use a smaller patch size"
-                    )
-            if params.add_noise:
-                # the noisy input is what the source type can hold (rounded and
-                # clipped for integer images): the file a user would have, and
-                # the one written next to the results
-                noisy = noisy_like(a, params.add_noise, params.seed + first_index + i)
-            res.noisy = _cast_like(noisy, a)
-            vst, flat = None, False
-            if patch_sets[i]:
-                S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
-                # samples are not stabilised: a given sigma is the Gaussian model's only
-                given = params.noise_sigma if params.noise_model == "gaussian" else None
-                flat = bool(S.min() == S.max())  # one value: nothing to remove
-                sigma = 0.0 if flat else given if given is not None else estimate_sigma_pca(S)
-                works[i] = ("patchset", S, a)
-            else:
-                # pixels stay in the input's dtype: tiles are converted one at a time
-                flat = _flat(res.noisy)
-                if flat:
-                    sigma = 0.0  # one value per channel: nothing to stabilise or remove
-                elif params.noise_model == "gaussian":
-                    sigma = (params.noise_sigma if params.noise_sigma is not None
-                             else estimate_sigma_image(luminance(res.noisy),
-                                                       bounds=luminance_bounds(res.noisy)))
-                else:
-                    vst = _stabiliser(res.noisy, params)
-                    _check_counts(res.noisy, vst)
-                    _check_given_noise(res.noisy, vst, params)
-                    sigma = 1.0  # after the variance-stabilising transform
-                works[i] = ("image", res.noisy, (channels(res.noisy), vst))
-                if vst is not None:
-                    res.stats["noise_model"] = dict(
-                        model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
-                        sigma=np.ravel(vst.sigma).tolist())
-            res.noise_sigma = float(sigma)
-            res.noise_estimated = params.noise_sigma is None or (
-                patch_sets[i] and params.noise_model != "gaussian")
-            lo, hi = _sigma_range(a)
-            if vst is not None:
-                # the test below is where the denoiser works: in the stabilised domain,
-                # whose noise std is 1 and whose span is the transformed value range
-                lo = _stabilised_span(a, vst) * NO_NOISE_FRACTION
-            # a given sigma is the noise's own only under the Gaussian model (the
-            # stabilised path checks its gain and sigma above)
-            given = params.noise_model == "gaussian" and params.noise_sigma is not None
-            if given and not flat and not (lo <= sigma <= hi):
-                raise ValueError(
-                    f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
-                    f"for this {a.dtype} image; give the noise std in the image's own units "
-                    "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
-            if not (sigma > 0 and sigma >= lo):
-                # a flat (or noise-free) image: nothing to remove, returned as it is
-                works[i] = None
-                for key in result_keys(params, patch_sets[i]):
-                    res.outputs[key] = res.noisy.copy()
-                if flat:
-                    note = ("every sample holds the same value" if patch_sets[i] else
-                            "the image is flat (one value per channel)")
-                elif vst is None:
-                    note = f"no noise measured (sigma {sigma:.3g})"
-                else:
-                    model = noise_model_text(res.stats["noise_model"], ascii=True)
-                    note = (f"the noise ({model}) is under {NO_NOISE_FRACTION:g} of the value "
-                            "range after the variance-stabilising transform")
-                res.stats["note"] = f"{names[i]}: {note}; returned unchanged"
-        except (ValueError, TypeError) as exc:
-            msg = str(exc)
-            res.error = msg if msg.startswith(names[i]) else f"{names[i]}: {msg}"
-        report(clock, "noise", i + 1, n_items)
-    check_cancel(cancel)
+        item = _prepare_item(run.params, img, results[i], patch_sets[i],
+                             seed=run.params.seed + first_index + i)
+        if item is not None:
+            items.append(item)
+        report(run.clock, "noise", i + 1, n_items)
+    return items
 
-    # 2. global kernel PCA (method 'global', and patch sets under any method):
-    #    one model per group of items whose samples have the same dimension
-    groups: dict = {}
-    for i, w in enumerate(works):
-        if w is None or results[i].error:
-            continue
-        if w[0] == "patchset":
-            groups.setdefault(("patchset", w[1].shape[1]), []).append(i)
+
+def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
+                  is_patchset: bool, seed: int) -> PreparedItem | None:
+    """One item read into working form, noise added (``params.add_noise``, from ``seed``)
+    and measured; None when it failed (``res.error``) or has no noise to remove."""
+    try:
+        a = _check_image(image, res.name)
+        _check_item_shape(a, res.name, is_patchset, params)
+        if params.add_noise:
+            # the noisy input is what the source type can hold (rounded and clipped
+            # for integer images): the file a user would have, and the one written
+            # next to the results
+            noisy = noisy_like(a, params.add_noise, seed)
+        else:
+            noisy = a.astype(np.float64) if is_patchset else a
+        res.noisy = _cast_like(noisy, a)
+        item = _measure_patchset(params, a, noisy, res) if is_patchset else \
+            _measure_image(params, res)
+        res.noise_estimated = params.noise_sigma is None or (
+            is_patchset and params.noise_model != "gaussian")
+        return _with_noise(params, a, item)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        res.error = msg if msg.startswith(res.name) else f"{res.name}: {msg}"
+        return None
+
+
+def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
+                      params: DenoiseParams) -> None:
+    """Refuse a patch set that is not (N, h, w), an image that is not (H, W[, C]) or
+    is smaller than one patch."""
+    if is_patchset:
+        if a.ndim != 3:
+            raise ValueError(f"{name}: a patch set must have shape (N, h, w), got {a.shape}")
+        return
+    side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
+                                 else GROUPED_PATCH_SIZE)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected a grayscale (H, W) or colour (H, W, 3|4) "
+                         f"image, got shape {a.shape}")
+    if min(a.shape[:2]) < side:
+        raise ValueError(
+            f"{name}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
+            f"{side}x{side} patch; use a smaller patch size"
+        )
+
+
+def _measure_patchset(params: DenoiseParams, a: np.ndarray, noisy: np.ndarray,
+                      res: ImageResult) -> PreparedItem:
+    """A patch set's samples as rows and their noise level (``res.noise_sigma``)."""
+    S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
+    # samples are not stabilised: a given sigma is the Gaussian model's only
+    given = params.noise_sigma if params.noise_model == "gaussian" else None
+    flat = bool(S.min() == S.max())  # one value: nothing to remove
+    sigma = 0.0 if flat else given if given is not None else estimate_sigma_pca(S)
+    res.noise_sigma = float(sigma)
+    return PreparedItem("patchset", S, res, source=a, flat=flat)
+
+
+def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
+    """An image's noise level (``res.noise_sigma``; 1 after the stabiliser of the
+    Poisson-Gaussian model, whose gain and sigma go to ``res.stats``)."""
+    x = res.noisy  # pixels stay in the input's dtype: tiles are converted one at a time
+    vst = None
+    flat = _flat(x)
+    if flat:
+        sigma = 0.0  # one value per channel: nothing to stabilise or remove
+    elif params.noise_model == "gaussian":
+        sigma = (params.noise_sigma if params.noise_sigma is not None
+                 else estimate_sigma_image(luminance(x), bounds=luminance_bounds(x)))
+    else:
+        vst = _stabiliser(x, params)
+        _check_counts(x, vst)
+        _check_given_noise(x, vst, params)
+        sigma = 1.0  # after the variance-stabilising transform
+        res.stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
+                                        sigma=np.ravel(vst.sigma).tolist())
+    res.noise_sigma = float(sigma)
+    return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
+
+
+def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> PreparedItem | None:
+    """The item if it has noise to remove; else None, its input kept as every output."""
+    res, sigma = item.result, item.result.noise_sigma
+    lo, hi = _sigma_range(a)
+    if item.vst is not None:
+        # the test below is where the denoiser works: in the stabilised domain,
+        # whose noise std is 1 and whose span is the transformed value range
+        lo = _stabilised_span(a, item.vst) * NO_NOISE_FRACTION
+    # a given sigma is the noise's own only under the Gaussian model (the
+    # stabilised path checks its gain and sigma when it is built)
+    given = params.noise_model == "gaussian" and params.noise_sigma is not None
+    if given and not item.flat and not (lo <= sigma <= hi):
+        raise ValueError(
+            f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+            f"for this {a.dtype} image; give the noise std in the image's own units "
+            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
+    if sigma > 0 and sigma >= lo:
+        return item
+    # a flat (or noise-free) image: nothing to remove, returned as it is
+    for key in result_keys(params, item.is_patchset):
+        res.outputs[key] = res.noisy.copy()
+    if item.flat:
+        note = ("every sample holds the same value" if item.is_patchset else
+                "the image is flat (one value per channel)")
+    elif item.vst is None:
+        note = f"no noise measured (sigma {sigma:.3g})"
+    else:
+        noise = noise_model_text(res.stats["noise_model"], ascii=True)
+        note = (f"the noise ({noise}) is under {NO_NOISE_FRACTION:g} of the value "
+                "range after the variance-stabilising transform")
+    res.stats["note"] = f"{res.name}: {note}; returned unchanged"
+    return None
+
+
+# -- 2. global kernel PCA ---------------------------------------------------------------
+
+
+def _global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[GlobalGroup]:
+    """The items a global kernel PCA serves, by the dimension of their samples, the
+    largest group first."""
+    members: dict = {}
+    for item in items:
+        if item.is_patchset:
+            members.setdefault(("patchset", item.data.shape[1]), []).append(item)
         elif params.method == "global":
-            groups.setdefault(("image", w[2][0]), []).append(i)
-    prior_model = model
-    eig, model, ranks, models = np.zeros(0), None, None, {}
-    for key in sorted(groups, key=lambda k: -len(groups[k])):
-        e, m, rk = _run_global(works, results, groups[key], params, resolved, clock, cancel,
-                               prior_model if len(groups) == 1 else None,
-                               fixed=(fitted_models or {}).get(key), fit_only=fit_only,
-                               tile_map=tile_map)
-        if m is not None:
-            models[key] = m
-        if model is None:
-            eig, model, ranks = e, m, rk
-    if params.method == "grouped" and not fit_only:
-        ranks_g, eig_g = _run_grouped(works, results, params, resolved, clock, cancel, tile_map)
-        ranks = ranks_g if ranks is None else ranks
-        if eig.size == 0:
-            eig = eig_g
-    clock.close()
-    timings = dict(clock.seconds)
-    timings.pop("done", None)
-    timings["total"] = time.perf_counter() - t0
-    if ranks is None:  # nothing was fitted (flat or failed items): the keys they got
-        ranks = result_keys(params, bool(patch_sets) and all(patch_sets))
-    return SetResult(params=params, ranks=tuple(ranks or ()), images=results,
-                     eigenvalues=eig, resolved=resolved, timings=timings, model=model,
-                     models=models)
-
-
-def _run_global(works, results, members, params, resolved, clock, cancel, fitted=None,
-                fixed=None, fit_only=False, tile_map=None):
+            members.setdefault(("image", item.channels), []).append(item)
     p = params.patch_size or GLOBAL_PATCH_SIZE
     stride = params.stride or max(1, p // 2)
-    is_patchset = works[members[0]][0] == "patchset"
-    # patch sets: None = the rank from the noise level, chosen after the fit
-    auto = is_patchset and None in params.ranks
-    ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
-             else _global_ranks(params, 16))
-    # training samples from every usable item, in proportion to their patch counts
-    pools = []  # (item, number of candidate training samples)
-    step = max(1, stride // 2)
-    for i in members:
-        w = works[i]
-        if w[0] == "patchset":
-            pools.append((i, w[1].shape[0]))
-        else:
-            H, W = w[1].shape[:2]
-            if min(H, W) < p:
-                results[i].error = (
-                    f"{results[i].name}: image {W}x{H} is smaller than "
-                    f"the {p}x{p} patch; use a smaller patch size"
-                )
-                continue
-            pools.append((i, len(patch_positions(H, p, step)) * len(patch_positions(W, p, step))))
-    if not pools:  # every item too small: their errors say so
-        return np.zeros(0), None, ranks
-    if fixed is not None:
-        model, sigma, fit_k = fixed.set_params(progress=clock, cancel=cancel), None, None
+    groups = []
+    for key in sorted(members, key=lambda k: -len(members[k])):
+        # patch sets: None = the rank from the noise level, chosen after the fit
+        auto = members[key][0].is_patchset and None in params.ranks
+        ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
+                 else _global_ranks(params))
+        groups.append(GlobalGroup(key, members[key], p, stride, ranks, auto))
+    return groups
+
+
+def _run_global(run: _Run, group: GlobalGroup, *, prior: KernelPCA | None = None,
+                given: KernelPCA | None = None, fit_only: bool = False) -> KernelPCA:
+    """Fit the group's kernel PCA (reusing ``prior`` when it can, or taking ``given``,
+    fitted on the whole set) and, unless ``fit_only``, denoise its items with it."""
+    if given is not None:
+        fit = GlobalFit(given.set_params(progress=run.clock, cancel=run.cancel))
     else:
-        model, sigma, fit_k = _fit_global(works, results, pools, params, resolved, clock, cancel,
-                                          fitted, ranks, auto, is_patchset, p, stride)
+        fit = _fit_global(run, group, prior)
     auto_rank = None
-    if auto:
-        sigma = model.noise_sigma if sigma is None else sigma
-        fit_k = model.alphas_.shape[1] if fit_k is None else fit_k
+    if group.auto:
         # the automatic result is keyed None ("auto"), as the grouped method's is
-        auto_rank = min(model.noise_rank(sigma), fit_k)
-        if fixed is None:
-            resolved["models"][-1]["auto_rank"] = auto_rank
-    if fixed is None and "gamma" not in resolved:
-        resolved.update(resolved["models"][-1])
-    if fit_only:
-        return model.eigenvalues_.copy(), model, ranks + ((None,) if auto else ())
-    eig, model, _ = _denoise_items(model, pools, works, results, ranks, params, clock, cancel,
-                                   auto_rank, tile_map)
-    return eig, model, ranks + ((None,) if auto else ())
+        auto_rank = fit.auto_rank()
+        if given is None:
+            run.resolved["models"][-1]["auto_rank"] = auto_rank
+    if given is None and "gamma" not in run.resolved:
+        run.resolved.update(run.resolved["models"][-1])
+    if not fit_only:
+        _denoise_group(run, group, fit.model, auto_rank)
+    return fit.model
 
 
-def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, ranks, auto,
-                is_patchset, p, stride):
-    """The kernel PCA of a group's training patches: (model, noise sigma, components)."""
+def _fit_global(run: _Run, group: GlobalGroup, prior: KernelPCA | None) -> GlobalFit:
+    """The kernel PCA of a group's training patches, sampled from every item in
+    proportion to the samples it offers; described in ``run.resolved['models']``."""
+    params = run.params
     rng = np.random.default_rng(params.seed)
-    step = max(1, stride // 2)
-    total = sum(n for _, n in pools)
+    counts = [group.candidates(item) for item in group.items]
+    total = sum(counts)
     n_train = min(params.n_train, total)
-    take = [max(1, round(n_train * n / total)) for _, n in pools]
+    take = [max(1, round(n_train * n / total)) for n in counts]
     # only the sampled patches are built (bounded memory whatever the image size)
     train = np.concatenate([
-        works[i][1][idx] if works[i][0] == "patchset"
-        else training_patches(works[i][1], p, step, idx, works[i][2][1])
-        for (i, n), t in zip(pools, take)
+        item.data[idx] if item.is_patchset
+        else training_patches(item.data, group.patch_size, group.step, idx, item.vst)
+        for item, n, t in zip(group.items, counts, take)
         for idx in (rng.choice(n, min(t, n), replace=False),)])
+    ranks = group.ranks
     if ranks and max(ranks) > train.shape[0]:
         raise ValueError(
             f"rank {max(ranks)} is more than the {train.shape[0]} training samples; "
             "ask for smaller ranks or more training patches"
         )
     # the automatic rank is chosen among at most half the training samples
-    fit_k = max(ranks + ((max(1, train.shape[0] // 2),) if auto else ()))
+    fit_k = max(ranks + ((max(1, train.shape[0] // 2),) if group.auto else ()))
     n_landmarks = params.n_landmarks
     if n_landmarks is not None:
         # a set smaller than asked for: every training patch is a landmark (exact)
@@ -645,38 +777,38 @@ def _fit_global(works, results, pools, params, resolved, clock, cancel, fitted, 
                 f"n_landmarks={params.n_landmarks} is fewer than rank {max(ranks)}; ask for "
                 f"at least {max(ranks)} landmarks or smaller ranks")
         fit_k = min(fit_k, n_landmarks)
-    sigma = float(np.median([results[i].noise_sigma for i, _ in pools]))
+    sigma = float(np.median([item.result.noise_sigma for item in group.items]))
     if params.gamma is not None:
         _check_gamma(params.gamma, train)
-    reuse = (fitted is not None and getattr(fitted, "alphas_", None) is not None
-             and fitted.alphas_.shape[1] >= fit_k and fitted.X_fit_.shape == train.shape
-             and fitted.kernel == params.kernel
-             and getattr(fitted, "n_landmarks_", None) == n_landmarks)
+    reuse = (prior is not None and getattr(prior, "alphas_", None) is not None
+             and prior.alphas_.shape[1] >= fit_k and prior.X_fit_.shape == train.shape
+             and prior.kernel == params.kernel
+             and getattr(prior, "n_landmarks_", None) == n_landmarks)
     if reuse:
         # one eigendecomposition serves every smaller rank: no refit
-        model = fitted.set_params(progress=clock, cancel=cancel)
-        report(clock, "eigensolver", 1, 1, eigenvalues=model.eigenvalues_,
+        model = prior.set_params(progress=run.clock, cancel=run.cancel)
+        report(run.clock, "eigensolver", 1, 1, eigenvalues=model.eigenvalues_,
                message="reused the fitted model")
     else:
         model = KernelPCA(
             n_components=fit_k, kernel=params.kernel,
             gamma="noise" if params.gamma is None and params.kernel == "rbf" else params.gamma,
             noise_sigma=sigma, tol=1e-4, gram_dtype="float32",
-            width_scale=WIDTH_SCALE_SAMPLES if is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
+            width_scale=WIDTH_SCALE_SAMPLES if group.is_patchset else WIDTH_SCALE_IMAGE_PATCHES,
             eigen_solver=params.eigen_solver, preimage_tol=params.preimage_tol,
             preimage_max_iter=params.preimage_iterations or GLOBAL_PREIMAGE_ITERATIONS,
             random_state=params.seed,
-            progress=clock, cancel=cancel, n_landmarks=n_landmarks,
+            progress=run.clock, cancel=run.cancel, n_landmarks=n_landmarks,
         )
         model.fit(train)
-    resolved.setdefault("models", []).append(dict(
-        items=[results[i].name for i, _ in pools],
-        gamma=getattr(model, "gamma_", None), patch_size=p, stride=stride,
+    run.resolved.setdefault("models", []).append(dict(
+        items=[item.result.name for item in group.items],
+        gamma=getattr(model, "gamma_", None), patch_size=group.patch_size, stride=group.stride,
         n_train=int(train.shape[0]), n_landmarks=n_landmarks,
         solver="reused" if reuse else model.solver_,
         noise_sigma=sigma, eigensolver_iterations=0 if reuse else model.n_iter_,
     ))
-    return model, sigma, fit_k
+    return GlobalFit(model, sigma, fit_k)
 
 
 def _check_gamma(gamma: float, X: np.ndarray) -> None:
@@ -701,52 +833,57 @@ def _check_gamma(gamma: float, X: np.ndarray) -> None:
             "for the automatic width")
 
 
-def _denoise_items(model, pools, works, results, ranks, params, clock, cancel, auto_rank=None,
-                   tile_map=None):
-    """Outputs per rank for every item; the ``auto_rank`` result is stored under ``None``."""
+def _denoise_group(run: _Run, group: GlobalGroup, model: KernelPCA,
+                   auto_rank: int | None = None) -> None:
+    """Outputs per rank for every item of the group; the ``auto_rank`` result is stored
+    under ``None``."""
+    ranks = group.ranks
     keys = {r: [r] for r in ranks}
     if auto_rank is not None:
         keys.setdefault(auto_rank, []).append(None)
         ranks = tuple(sorted(keys))
-    for k, (i, _) in enumerate(pools):
-        check_cancel(cancel)
-        res = results[i]
+    for k, item in enumerate(group.items):
+        check_cancel(run.cancel)
+        res = item.result
         t = time.perf_counter()
-        kind, data, extra = works[i]
-        if kind == "patchset":
-            outs, stats = denoise_with_model(model, data, ranks, cancel)
-            outs = {r: _cast_like(O.reshape(extra.shape), extra) for r, O in outs.items()}
+        if item.is_patchset:
+            outs, stats = denoise_with_model(model, item.data, ranks, run.cancel)
+            outs = {r: _cast_like(O.reshape(item.source.shape), item.source)
+                    for r, O in outs.items()}
         else:
-            outs, stats = denoise_tiled(data, res.noise_sigma, params, model=model, ranks=ranks,
-                                        vst=extra[1], progress=clock, cancel=cancel,
-                                        tile_map=tile_map)
-            report(clock, "reassembly", 1, 1)
+            outs, stats = denoise_tiled(item.data, res.noise_sigma, run.params, model=model,
+                                        ranks=ranks, vst=item.vst, progress=run.clock,
+                                        cancel=run.cancel, tile_map=run.tile_map)
+            report(run.clock, "reassembly", 1, 1)
         for r, O in outs.items():
             for j, key in enumerate(keys[r]):
                 res.outputs[key] = O if j == 0 else O.copy()
         res.stats["preimage"] = {key: v for r, v in stats.items() for key in keys[r]}
         res.seconds = time.perf_counter() - t
-        report(clock, "image", k + 1, len(pools))
-    return model.eigenvalues_.copy(), model, ranks
+        report(run.clock, "image", k + 1, len(group.items))
 
 
-def _run_grouped(works, results, params, resolved, clock, cancel, tile_map=None):
-    ranks = tuple(params.ranks)
+# -- 3. the grouped method --------------------------------------------------------------
+
+
+def _run_grouped(run: _Run, items: list[PreparedItem]) -> np.ndarray:
+    """Denoise every image with the grouped method; returns the mean spectrum of its
+    groups (a failed image gets its error, and the others go on)."""
     spectra = []
-    todo = [i for i, w in enumerate(works) if w is not None and w[0] == "image" and not results[i].error]
-    for k, i in enumerate(todo):
-        res = results[i]
+    todo = [item for item in items if not item.is_patchset]
+    for k, item in enumerate(todo):
+        res = item.result
         t = time.perf_counter()
         try:
-            outs, stats_all = denoise_tiled(works[i][1], res.noise_sigma, params,
-                                            vst=works[i][2][1], progress=clock, cancel=cancel,
-                                            tile_map=tile_map)
+            outs, stats_all = denoise_tiled(item.data, res.noise_sigma, run.params,
+                                            vst=item.vst, progress=run.clock, cancel=run.cancel,
+                                            tile_map=run.tile_map)
             spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
-            report(clock, "reassembly", 1, 1)
+            report(run.clock, "reassembly", 1, 1)
             res.outputs.update(outs)
             res.stats["grouped"] = stats_all
-            resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
-                                            if k2 not in ("seconds", "spectrum", "tiles")})
+            run.resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()
+                                                if k2 not in ("seconds", "spectrum", "tiles")})
         except Cancelled:
             raise
         except ValueError as exc:
@@ -754,13 +891,11 @@ def _run_grouped(works, results, params, resolved, clock, cancel, tile_map=None)
         res.seconds = time.perf_counter() - t
         # the image is through either way; a failed one says so (its error is reported
         # with the results)
-        report(clock, "image", k + 1, len(todo), message="failed" if res.error else "")
-    if spectra:
-        L = min(s.size for s in spectra)
-        eig = np.mean([s[:L] for s in spectra], axis=0)
-    else:
-        eig = np.zeros(0)
-    return ranks, eig
+        report(run.clock, "image", k + 1, len(todo), message="failed" if res.error else "")
+    if not spectra:
+        return np.zeros(0)
+    L = min(s.size for s in spectra)
+    return np.mean([s[:L] for s in spectra], axis=0)
 
 
 def denoise_image(
@@ -819,7 +954,7 @@ def denoise_image(
     """
     params = DenoiseParams(
         method=method, ranks=(n_components,) if (n_components is not None or method == "grouped")
-        else (16,), patch_size=patch_size, stride=stride, n_train=n_train,
+        else (GLOBAL_DEFAULT_RANK,), patch_size=patch_size, stride=stride, n_train=n_train,
         n_landmarks=n_landmarks, gamma=gamma,
         noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
         seed=random_state, noise_model=noise_model, poisson_gain=poisson_gain,

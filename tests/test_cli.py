@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from kpca_denoise.cli import main
+from kpca_denoise.cli import build_parser, load_params_file, main
+from kpca_denoise.params import DenoiseParams, ParamError, parse_ranks
 from helpers import fake_tiles
 
 
@@ -238,6 +240,85 @@ def test_bad_ranks_syntax(tmp_path, capsys):
         main(["denoise", "x.png", "-o", "o", "--ranks", "a,b"])
     assert exc.value.code == 2
     assert "ranks must be integers separated by commas" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,ranks", [
+    ("4,8,auto", (4, 8, None)), ("all,8", (None, 8)), ("4 8, 16", (4, 8, 16)),
+    (["all", 8], (None, 8)), ([None, 4], (None, 4)), ((16,), (16,)), (8, (8,)),
+    ("none", (None,)), (None, (None,)),
+])
+def test_ranks_read_alike_by_every_front_end(tmp_path, value, ranks):
+    # the command line took "all,8" while a parameter file with ["all", 8] was refused
+    assert parse_ranks(value) == ranks
+    assert DenoiseParams(ranks=value).validate().ranks == ranks
+    assert DenoiseParams.from_dict({"ranks": value}).ranks == ranks
+    (tmp_path / "p.json").write_text(json.dumps({"ranks": value}))
+    assert load_params_file(tmp_path / "p.json").ranks == ranks
+    if isinstance(value, str):
+        assert build_parser().parse_args(["denoise", "x", "-o", "o", "--ranks", value]).ranks == ranks
+
+
+@pytest.mark.parametrize("value,msg", [
+    ("4,4", "ranks lists 4 twice; give each rank once"),
+    ([8, 4, 8], "ranks lists 8 twice; give each rank once"),
+    (["all", "auto"], "ranks lists auto twice; give each rank once"),
+    ([4, 0], "ranks must be integers >= 1 or 'auto', got 0"),
+    ("-2", "ranks must be integers >= 1 or 'auto', got -2"),
+    ([2.5], "ranks must be integers >= 1 or 'auto', got 2.5"),
+    ([True], "ranks must be integers >= 1 or 'auto', got True"),
+    ("4,x", "ranks must be integers separated by commas (e.g. 4,8,16) or 'auto', got '4,x'"),
+    ([], "ranks must be a non-empty list such as [4, 8, 16] or ['auto']"),
+    ({"a": 1}, "ranks must be a list such as [4, 8, 16]"),
+])
+def test_bad_ranks_are_one_line_naming_ranks(value, msg):
+    for parse in (parse_ranks, lambda v: DenoiseParams(ranks=v).validate(),
+                  lambda v: DenoiseParams.from_dict({"ranks": v})):
+        with pytest.raises(ParamError, match=re.escape(msg)) as exc:
+            parse(value)
+        assert exc.value.name == "ranks" and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("how", ["option", "file"])
+def test_a_rank_given_twice_is_named_before_any_compute(tmp_path, rng, capsys, monkeypatch, how):
+    # "--ranks 4,4" said "in/x.png and in/x.png would both be written here; rename one"
+    import kpca_denoise.cli as cli
+
+    monkeypatch.setattr(cli, "denoise_set", None)  # not reached
+    _img(tmp_path / "x.png", rng)
+    (tmp_path / "p.json").write_text(json.dumps({"params": {"ranks": [4, 4]}}))
+    ranks = ["--ranks", "4,4"] if how == "option" else ["--params", str(tmp_path / "p.json")]
+    rc, err = _run_err(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *ranks],
+                       capsys)
+    where = "--ranks" if how == "option" else f"{tmp_path / 'p.json'}: ranks"
+    assert rc == 2 and err == [f"error: {where} lists 4 twice; give each rank once"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_written_as_the_run_is_stopped_is_in_its_sidecar(tmp_path, rng, capsys,
+                                                                monkeypatch):
+    # a signal landing between a file's rename and its record left it out of the sidecar
+    import os
+    import signal
+
+    import kpca_denoise.cli as cli
+
+    for k in range(3):
+        _img(tmp_path / f"x{k}.png", rng)
+    write = cli.write_item
+
+    def write_then_stop(*args, **kwargs):
+        written = write(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # the run's handler: as Ctrl-C
+        return written
+
+    monkeypatch.setattr(cli, "write_item", write_then_stop)
+    rc, err = _run_err(["denoise", *(str(tmp_path / f"x{k}.png") for k in range(3)), "-o",
+                        str(tmp_path / "o"), "--method", "global", "--ranks", "4",
+                        "--train-patches", "200", "-q"], capsys)
+    assert rc == 143 and err[-1].startswith("error: interrupted"), err
+    side = json.loads(sidecar_of(tmp_path / "o").read_text())
+    assert side["interrupted"] is True and side["files"] == ["x0_kpca_r4.png"]
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["x0_kpca_r4.png"]
 
 
 def test_python_dash_m_entry_point():

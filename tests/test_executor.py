@@ -246,3 +246,62 @@ def test_ctrl_c_cancels_the_futures_and_leaves_only_complete_files(tmp_path):
     reference = denoise_set([imgs[k] for k in ks], GROUPED)  # per image: the written ones only
     for name, res in zip(written, reference.images):
         assert_same_result(np.asarray(Image.open(out / name)), res.outputs[None])
+
+
+@pytest.fixture
+def clusters(monkeypatch):
+    """Every LocalCluster the executor starts (its workers threads of this process:
+    cheaper, and counted the same)."""
+    import dask.distributed
+
+    started = []
+
+    class Counted(dask.distributed.LocalCluster):
+        def __init__(self, *args, **kwargs):
+            kwargs.update(processes=False, protocol="tcp://")
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", Counted)
+    return started
+
+
+@pytest.mark.parametrize("end,code", [("done", 0), ("sigterm", 143), ("error", 2)])
+def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeypatch, clusters,
+                                                       end, code):
+    """The command entered its executor twice: '--workers 2' started a second cluster
+    and left the first one running.  One is started, and closed however the run ends
+    (SIGTERM stops it as Ctrl-C does, once the input being written is: the files
+    written are listed, exit 143)."""
+    from distributed.core import Status
+
+    import kpca_denoise.cli as cli
+
+    src = _cli_set(tmp_path)
+    out = tmp_path / "out"
+    finish = cli._finish_item
+    calls = []
+
+    def ended_after_one(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2 and end == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        if len(calls) == 2 and end == "error":
+            raise OSError("the disk was unplugged")
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_finish_item", ended_after_one)
+    handler = signal.getsignal(signal.SIGTERM)
+    rc = cli.main(["denoise", str(src), "-o", str(out), "--noise-sigma", "15", "--workers", "2",
+                   "-q"])
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert len(clusters) == 1 and clusters[0].status == Status.closed
+    assert signal.getsignal(signal.SIGTERM) == handler  # the command's own handler is gone
+    written = sorted(p.name for p in out.glob("*_kpca.png"))
+    assert len(written) == {"done": 3, "sigterm": 2, "error": 1}[end]
+    if end == "sigterm":
+        assert err.strip().splitlines()[-1] == ("error: interrupted; files already written are "
+                                                "complete, nothing partial was left")
+        side = json.loads(next(out.glob("kpca-denoise-*.json")).read_text())
+        assert side["interrupted"] is True and side["files"] == written
