@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
 from .core.kpca import WIDTH_SCALE_IMAGE_PATCHES, WIDTH_SCALE_SAMPLES
 from .core.metrics import data_range_for, psnr, ssim
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
@@ -40,8 +41,6 @@ __all__ = [
     "PATCH_SET_DEFAULT_RANK",
 ]
 
-#: the grouped method's patch side when ``patch_size`` is None (core.grouped)
-GROUPED_PATCH_SIZE = 5
 #: the global method's rank for images when the ranks say None
 GLOBAL_DEFAULT_RANK = 16
 #: the global method's pre-image iteration cap when ``preimage_iterations`` is None

@@ -54,7 +54,7 @@ def test_noise_estimate_is_close_on_a_photo(camera):
 def test_noise_estimate_is_not_fooled_by_texture():
     # grass is texture everywhere: the weak-texture fraction alone read 11.8 / 18.3
     # for 5 / 15; the iterated noise-consistency selection reads 6.1 / 15.3
-    # (python benchmarks/noise_estimate.py)
+    # (python -m benchmarks.noise_estimate)
     from skimage import data
 
     grass = data.grass().astype(np.float64)
@@ -229,7 +229,7 @@ def test_landmarks_approach_exact_kernel_pca(camera):
     # Nystrom mode among 3000 training patches, against exact kernel PCA on them;
     # measured on this crop: noisy 22.1, exact 26.23, m = 100 / 200 / 500:
     # 25.53 / 25.86 / 26.10 dB (landmarks cut cost, not error: see
-    # benchmarks/results_nystrom.txt)
+    # benchmarks/results/nystrom.txt)
     img = camera[96:224, 96:224]
     noisy = add_noise(img, 20, seed=2)
     base = dict(method="global", n_components=8, noise_sigma=20, n_train=3000)
@@ -247,7 +247,7 @@ def test_landmarks_approach_exact_kernel_pca(camera):
 def test_patch_set_auto_rank_comes_from_the_noise_level():
     # the shipped digits with noise 25 added and clipped (the quick start):
     # noisy 21.91 dB, a fixed 128 components 21.39, the noise rank (898 of
-    # 1797) 22.84 (python benchmarks/noise_rank.py)
+    # 1797) 22.84 (python -m benchmarks.noise_rank)
     import os
 
     with np.load(os.path.join(os.path.dirname(__file__), "..", "sample_images", "digits.npz")) as z:
