@@ -7,8 +7,6 @@ method chose next to the "auto" box, so the user can copy it to manual.
 
 from __future__ import annotations
 
-import math
-
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
@@ -30,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from ..params import DenoiseParams
 from .model import DEFAULT_RANKS, default_ranks
+from .texts import format_ranks, parse_ranks
 
 __all__ = ["ParamsPanel", "parse_ranks", "format_ranks", "DEFAULT_LANDMARKS"]
 
@@ -42,31 +41,6 @@ _METHOD_TEXT = {
     "grouped": "grouped (non-local, default)",
     "global": "global (Mika et al. 1998)",
 }
-
-
-def parse_ranks(text: str) -> tuple:
-    """'4, 8 16' -> (4, 8, 16); 'auto' means no cap (None).  Raises ValueError."""
-    out: list = []
-    for part in text.replace(",", " ").split():
-        p = part.strip().lower()
-        if p in ("auto", "none", "all"):
-            val = None
-        else:
-            try:
-                val = int(p)
-            except ValueError:
-                raise ValueError(f"ranks: '{part}' is not a whole number; write e.g. 4, 8, 16, 32") from None
-            if val < 1:
-                raise ValueError(f"ranks: {val} must be at least 1")
-        if val not in out:
-            out.append(val)
-    if not out:
-        raise ValueError("ranks: give at least one rank, e.g. 4, 8, 16, 32")
-    return tuple(sorted(out, key=lambda r: math.inf if r is None else r))
-
-
-def format_ranks(ranks) -> str:
-    return ", ".join("auto" if r is None else str(r) for r in ranks)
 
 
 def _auto_spin(minimum: int, maximum: int, tip: str, auto_text: str = "auto") -> QSpinBox:
