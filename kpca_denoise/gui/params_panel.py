@@ -147,8 +147,31 @@ class ParamsPanel(QScrollArea):
         self.setWidget(body)
         outer = QVBoxLayout(body)
         outer.setContentsMargins(6, 6, 6, 6)
+        outer.addWidget(self._method_group(body))
+        outer.addWidget(self._patch_group(body))
+        outer.addWidget(self._noise_group(body))
+        outer.addWidget(self._reference_group(body))
+        self.error = QLabel("", body)
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #b71c1c;")
+        outer.addWidget(self.error)
+        outer.addStretch(1)
+        self._connect_fields()
+        self._blocked = False
+        self._on_method()
+        # the mouse wheel scrolls the form: a list or number field under the pointer
+        # changes only once clicked (focused), never while the form scrolls past it
+        self._wheel_guard = _WheelGuard(self)
+        for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
+            w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            w.installEventFilter(self._wheel_guard)
+        # never narrower than the form: with no horizontal scrolling a control cut at the
+        # right edge could not be reached
+        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
-        # -- method --------------------------------------------------------
+    def _method_group(self, body: QWidget) -> QGroupBox:
+        """The method and the ranks to compare."""
         g_method = QGroupBox("Method", body)
         f = _form(g_method)
         self.method = QComboBox(g_method)
@@ -170,9 +193,10 @@ class ParamsPanel(QScrollArea):
                                 "(measured by benchmarks/ranks.py), 'auto' included")
         self.suggest.clicked.connect(self.suggestRequested)
         f.addRow("", self.suggest)
-        outer.addWidget(g_method)
+        return g_method
 
-        # -- patches and kernel ----------------------------------------------
+    def _patch_group(self, body: QWidget) -> QGroupBox:
+        """Patch size, stride, training patches, landmarks, γ, iterations, seed."""
         g_patch = QGroupBox("Patches and kernel", body)
         f = _form(g_patch)
         self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
@@ -227,9 +251,10 @@ class ParamsPanel(QScrollArea):
         self.seed.setKeyboardTracking(False)
         self.seed.setToolTip("random seed: training-patch sampling, eigensolver start, added noise")
         f.addRow("seed", self.seed)
-        outer.addWidget(g_patch)
+        return g_patch
 
-        # -- noise -------------------------------------------------------------
+    def _noise_group(self, body: QWidget) -> QGroupBox:
+        """The noise level and model, and the noise added to try the method."""
         g_noise = QGroupBox("Noise", body)
         f = _form(g_noise)
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
@@ -258,9 +283,10 @@ class ParamsPanel(QScrollArea):
         h.addWidget(self.add_noise_on)
         h.addWidget(self.add_noise, 1)
         f.addRow("Gaussian noise σ", row)
-        outer.addWidget(g_noise)
+        return g_noise
 
-        # -- reference ---------------------------------------------------------------
+    def _reference_group(self, body: QWidget) -> QGroupBox:
+        """The clean reference of the current image."""
         g_ref = QGroupBox("Clean reference (current image)", body)
         v = QVBoxLayout(g_ref)
         self.reference_label = QLabel("none — metrics show the remaining noise", g_ref)
@@ -276,15 +302,10 @@ class ParamsPanel(QScrollArea):
         h.addWidget(c)
         h.addStretch(1)
         v.addLayout(h)
-        outer.addWidget(g_ref)
+        return g_ref
 
-        self.error = QLabel("", body)
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #b71c1c;")
-        outer.addWidget(self.error)
-        outer.addStretch(1)
-
-        # every edit re-validates and tells the window (which shows cached ranks)
+    def _connect_fields(self) -> None:
+        """Every edit re-validates and tells the window (which shows cached ranks)."""
         self.method.currentIndexChanged.connect(self._on_method)
         self.ranks.editingFinished.connect(self._emit)
         for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed):
@@ -297,18 +318,6 @@ class ParamsPanel(QScrollArea):
         self.add_noise_on.toggled.connect(self.add_noise.setEnabled)
         self.add_noise_on.toggled.connect(self._emit)
         self.add_noise.valueChanged.connect(self._emit)
-        self._blocked = False
-        self._on_method()
-        # the mouse wheel scrolls the form: a list or number field under the pointer
-        # changes only once clicked (focused), never while the form scrolls past it
-        self._wheel_guard = _WheelGuard(self)
-        for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
-            w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-            w.installEventFilter(self._wheel_guard)
-        # never narrower than the form: with no horizontal scrolling a control cut at the
-        # right edge could not be reached
-        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
-                             + 2 * self.frameWidth())
 
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:
