@@ -693,7 +693,7 @@ def test_export_keeps_format_and_bit_depth_and_never_overwrites(window, images, 
     Image.fromarray(np.zeros((48, 48), np.uint8)).save(victim)
     original = victim.read_bytes()
     window.load_paths([src, victim])
-    window.imageset.set_current(window._entry_row(next(e.key for e in window.entries if e.path == src)))
+    window.imageset.set_current(window.session.row_of(next(e.key for e in window.entries if e.path == src)))
     _run(qtbot, window, FAST.replace(ranks=(4,)))
     assert window.export_current(clash_dir) == []
     assert victim.read_bytes() == original
@@ -1172,7 +1172,7 @@ def test_each_image_keeps_its_results_and_the_viewer_reads_source_values(window,
 
 def test_suggested_ranks_include_auto_and_patch_sets_compare_its_neighbours(window, images, qtbot):
     from kpca_denoise.gui.model import DEFAULT_RANKS, FitRecord, RankRecord, converged_with
-    from kpca_denoise.gui.main_window import rank_metrics_text
+    from kpca_denoise.gui.texts import rank_metrics_text
 
     panel = window.params_panel
     panel.set_params(DenoiseParams())
