@@ -693,7 +693,7 @@ def test_export_keeps_format_and_bit_depth_and_never_overwrites(window, images, 
     Image.fromarray(np.zeros((48, 48), np.uint8)).save(victim)
     original = victim.read_bytes()
     window.load_paths([src, victim])
-    window.imageset.set_current(window._entry_row(next(e.key for e in window.entries if e.path == src)))
+    window.imageset.set_current(window.session.row_of(next(e.key for e in window.entries if e.path == src)))
     _run(qtbot, window, FAST.replace(ranks=(4,)))
     assert window.export_current(clash_dir) == []
     assert victim.read_bytes() == original
@@ -1172,7 +1172,7 @@ def test_each_image_keeps_its_results_and_the_viewer_reads_source_values(window,
 
 def test_suggested_ranks_include_auto_and_patch_sets_compare_its_neighbours(window, images, qtbot):
     from kpca_denoise.gui.model import DEFAULT_RANKS, FitRecord, RankRecord, converged_with
-    from kpca_denoise.gui.main_window import rank_metrics_text
+    from kpca_denoise.gui.texts import rank_metrics_text
 
     panel = window.params_panel
     panel.set_params(DenoiseParams())
@@ -1275,3 +1275,153 @@ def test_load_errors_come_in_the_order_given(window, images, tmp_path):
     text = window.banner.text()
     assert text.startswith("2 inputs could not be read; the other is loaded. First: "
                            f"{broken}"), text
+
+
+# -- the texts and the model, without widgets ------------------------------------------
+
+
+def _entry(tmp_path, name="a.png", shape=(4, 4), is_patchset=False):
+    from kpca_denoise.gui.model import ImageEntry
+    from kpca_denoise.io import LoadedItem
+
+    return ImageEntry(LoadedItem(path=tmp_path / name, array=np.zeros(shape, np.uint8),
+                                 kind="patchset" if is_patchset else "image", format="PNG"))
+
+
+def _fit(params=None, **kw):
+    from kpca_denoise.gui.model import FitRecord
+
+    args = dict(noisy=np.zeros((4, 4)), noise_sigma=25.4, noise_estimated=True, noisy_metrics={},
+                eigenvalues=None, total_variance=None, resolved={}, timings={"total": 7.94},
+                params=params or DenoiseParams(method="global", ranks=(4, None)))
+    args.update(kw)
+    return FitRecord(**args)
+
+
+def test_texts_under_and_over_the_views(tmp_path):
+    from kpca_denoise.gui import texts
+
+    e, pset = _entry(tmp_path), _entry(tmp_path, "p.npz", (10, 8, 8), is_patchset=True)
+    assert pset.is_patchset
+    glob, grouped = _fit(), _fit(DenoiseParams(method="grouped"))
+    # a rank's title: 'auto' says what it stood for, or that nothing capped it
+    assert texts.rank_title(e, glob, 8) == "rank 8"
+    assert texts.rank_title(e, _fit(resolved={"auto_rank": 12}), None) == "auto = 12"
+    assert texts.rank_title(e, grouped, None) == "auto (no cap)"
+    assert texts.rank_title(pset, grouped, None) == texts.rank_title(e, None, None) == "rank auto"
+    assert MainWindow.rank_title(e, grouped, None) == "auto (no cap)"  # the window's name for it
+    assert texts.input_title(None) == "input"
+    assert texts.input_title(glob) == "input (noisy)"
+    assert texts.input_title(_fit(DenoiseParams(add_noise=25.0))) == "noisy (input + σ 25)"
+    assert texts.info_html(e, None) == "<b>a.png</b> · 4×4, uint8, PNG"
+    rec = _fit(resolved={"gamma": 4.1e-7, "n_landmarks": 500, "items": ["a", "b"]},
+               fit_set=("k1", "k2", "k3"))
+    assert texts.info_html(e, rec) == (
+        "<b>a.png</b> · 4×4, uint8, PNG · σ estimated 25.4 · γ 4.1e-07 · "
+        "Nyström, 500 landmarks · one model for 2 of the 3 images · 7.9 s")
+    poisson = _fit(resolved={"noise_model": {"gain": [2.0], "sigma": [3.0]}})
+    assert texts.info_html(e, poisson) == \
+        "<b>a.png</b> · 4×4, uint8, PNG · Poisson-Gaussian gain 2 · σ 3 · 7.9 s"
+    assert texts.shared_model_text({"items": ["a", "b"]}, 2) == "one model for 2 images"
+    assert texts.shared_model_text({}, 3) == "own model (only one of its kind in the set of 3)"
+    # the spectrum's messages
+    assert texts.empty_spectrum_text(None, False) == "run to see the eigen-spectrum"
+    assert texts.empty_spectrum_text(grouped, False).startswith("the grouped method has no single spectrum")
+    assert texts.empty_spectrum_text(grouped, True).startswith("no spectrum: no model was fitted")
+    assert texts.waiting_spectrum_text("global") == "waiting for the eigensolver…"
+    assert "no single spectrum" in texts.waiting_spectrum_text("grouped")
+    # thumbnails, the mismatch marker, the cursor readout
+    assert texts.status_text(1, True) == "✓ 1 rank"
+    assert texts.status_text(3, False) == "✓ 3 ranks · other parameters"
+    shown = _fit(DenoiseParams(method="global", seed=1))
+    assert texts.mismatch_html(shown, DenoiseParams(method="global", seed=2)) == (
+        "⚠ Shown: results computed with other parameters than the panel's (seed: 1 → 2). "
+        "<a href='use'>Use these parameters</a>")
+    set_fit = _fit(shown.params, fit_set=("a", "b"))
+    assert "(the set fit is not shown)" in texts.mismatch_html(set_fit, shown.params)
+    assert "(fitted in a set)" in texts.mismatch_html(shown, shown.params)
+    assert texts.hover_text(3, 5, "rank 4", np.uint16(812)) == "x 3, y 5 · rank 4: 812"
+    assert texts.hover_text(3, 5, "rank 4", 0.5, "input", np.array([1, 2, 3], np.uint8)) == \
+        "x 3, y 5 · rank 4: 0.5 · input: (1, 2, 3)"
+    assert texts.split_hover_text(1, 2, [("noisy", 3.0), ("rank 8", 2.25)]) == \
+        "x 1, y 2 · noisy: 3 · rank 8: 2.25"
+    # numbers under the views
+    assert texts.format_metrics({"psnr": float("inf"), "ssim": 1.0}) == "PSNR ∞ dB · SSIM 1.000"
+    assert texts.format_metrics({"remaining_noise": 3.14159}) == "remaining noise σ ≈ 3.14"
+    assert texts.format_metrics({"error": "boom"}) == "⚠ boom" and texts.format_metrics(None) == ""
+    assert texts.region_stats(np.arange(16.0).reshape(4, 4), 0, 0, 2, 2) == "ROI mean 2.5 ± 2.06"
+    assert texts.region_stats(np.zeros((4, 4)), 5, 5, 9, 9) == "ROI outside the image"
+    assert texts.parse_ranks("16, auto 4,4") == (4, 16, None)
+    assert texts.format_ranks((4, None)) == "4, auto"
+    with pytest.raises(ValueError, match="not a whole number"):
+        texts.parse_ranks("4, x")
+
+
+def test_texts_of_the_log_and_the_messages(tmp_path):
+    from kpca_denoise.gui import texts
+    from kpca_denoise.gui.compute import ItemOutcome
+
+    p = DenoiseParams(method="grouped", ranks=(4, None))
+    out = ItemOutcome(key="k", name="a.png", params_key="pk", params=p, outputs={4: None, None: None},
+                      noise_sigma=25.43, noise_estimated=True, seconds=2.44,
+                      timings={"noise": 0.21, "preimage": 1.96, "total": 2.4, "image": 2.3})
+    assert texts.outcome_log_lines(out, False) == [
+        "a.png: ranks 4, auto; method grouped in 2.4 s (noise 0.2s, preimage 2.0s)",
+        "a.png: estimated noise σ ≈ 25.4"]
+    out.resolved = {"auto_rank": 9, "items": ["a", "b"]}
+    out.fit_set = ("k", "k2")
+    out.noise_estimated = False
+    assert texts.outcome_log_lines(out, True) == [
+        "a.png: ranks 4, auto; method global kernel PCA (patch sets always use it; 'grouped' applies "
+        "to images); auto = 9 components; one model for 2 images, 2.4 s for the set "
+        "(noise 0.2s, preimage 2.0s)"]
+    out.resolved = {"noise_model": {"gain": [2.0], "sigma": [3.0]}}
+    assert texts.outcome_log_lines(out, False)[1] == (
+        "a.png: Poisson-Gaussian noise, gain 2 · σ 3 (denoised at σ 1 after the "
+        "variance-stabilising transform)")
+    out.error = "a.png: no memory"
+    assert texts.outcome_error_text(out) == "Denoising failed for a.png: no memory"
+    assert texts.run_started_text(3, "global", {None, 8, 4}, [2]) == (
+        "run started: 3 images, method global, ranks 4, 8, auto, the set of 2 images fitted together")
+    assert texts.run_started_text(1, "grouped", {4}, []) == "run started: 1 image, method grouped, ranks 4"
+    assert texts.run_end_texts("done", 53.94, done=1) == ("done: 1 image in 53.9 s",) * 2
+    assert texts.run_end_texts("done", 2.0, done=3, failed=1)[1] == "done: 3 images in 2.0 s, 1 failed"
+    assert texts.run_end_texts("cancelled", 1.25) == (
+        "cancelled after 1.2 s — earlier results kept",
+        "Run cancelled after 1.2 s; earlier results are kept.")
+    assert texts.run_end_texts("failed", 1.0, message="boom") == ("failed", "The run failed: boom")
+    # loading
+    assert texts.load_errors_text(["x: broken"], 0) == "x: broken"
+    assert texts.load_errors_text(["x: broken", "y: missing"], 1) == (
+        "2 inputs could not be read; the other is loaded. First: x: broken")
+    assert texts.load_errors_text(["x", "y"], 3) == \
+        "2 inputs could not be read; the other 3 are loaded. First: x"
+    assert texts.load_errors_text(["x", "y"], 0) == "None of the 2 inputs could be read. First: x"
+    skipped = [tmp_path / "a.doc", tmp_path / "b.txt"]
+    assert texts.skipped_log_text(skipped, {".png", ".npz"}) == (
+        f"skipped 2 files of an unsupported type (.npz, .png are read): {skipped[0]}, {skipped[1]}")
+    assert texts.nothing_loaded_text(skipped) == (
+        "Nothing loaded: 2 file(s) of an unsupported type were skipped (a.doc, b.txt); the log lists them.")
+    assert texts.loaded_status_text(1, 0) == "loaded 1 image"
+    assert texts.loaded_status_text(2, 1) == "loaded 2 images; skipped 1 unsupported (see the log)"
+
+
+def test_session_rows_and_residual_maps(tmp_path):
+    from kpca_denoise.gui.model import Session, residual_map
+
+    s = Session()
+    a, b = _entry(tmp_path, "a.png"), _entry(tmp_path, "b.png")
+    s.add(a)
+    s.add(b)
+    assert s.row_of(b.key) == 1 and s.row_of("gone") == -1
+    s.remove(0)
+    assert s.row_of(b.key) == 0 and s.row_of(a.key) == -1
+    # the residual of a colour image is the mean over R, G, B (alpha left out), in float32
+    noisy = np.zeros((2, 3, 4), np.uint8)
+    noisy[..., :3] = (30, 60, 90)
+    noisy[..., 3] = 255
+    colour = _entry(tmp_path, "c.png", (2, 3, 4))
+    r = residual_map(colour, noisy, np.zeros_like(noisy))
+    assert r.dtype == np.float32 and r.shape == (2, 3) and np.all(r == 60)
+    grey = residual_map(a, np.full((4, 4), 10, np.uint8), np.full((4, 4), 12, np.uint8))
+    assert np.all(grey == -2)

@@ -5,7 +5,10 @@ import ast
 import pathlib
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "kpca_denoise"
-QT = ("PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "superqt")
+QT = ("PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "superqt", "qtpy")
+#: the gui modules that hold the window's state, its computing side and its texts: no Qt,
+#: so they can be used and tested without widgets
+QT_FREE_GUI = ("model.py", "compute.py", "texts.py")
 
 
 def _imports(path):
@@ -40,6 +43,31 @@ def test_only_gui_imports_qt():
             continue
         for mod, _ in _imports(f):
             assert mod not in QT, f"{f.relative_to(PKG)} imports {mod}"
+
+
+def test_the_gui_model_compute_and_texts_import_no_qt():
+    # AST, not sys.modules: importing any gui module runs gui/__init__.py, which loads PySide6;
+    # the gui modules they import (relative imports inside gui/) are checked as well
+    gui = PKG / "gui"
+    todo, seen = list(QT_FREE_GUI), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = ast.parse((gui / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:  # from .x import y
+                todo += [f"{node.module.split('.')[0]}.py"] if node.module else \
+                    [f"{a.name}.py" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert node.module.split(".")[0] not in QT, f"gui/{name} imports {node.module}"
+                assert not node.module.startswith("kpca_denoise.gui"), \
+                    f"gui/{name}: import gui modules relatively ({node.module})"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    assert a.name.split(".")[0] not in QT, f"gui/{name} imports {a.name}"
+    assert seen >= set(QT_FREE_GUI)
 
 
 def test_importing_the_library_does_not_load_qt():

@@ -21,7 +21,7 @@ DEMO_FILES = ("camera.png", "astronaut.png", "digits.npz")
 #: three ranks; n_train 1600 keeps the iterative eigensolver (live spectrum)
 #: while the pre-image, the slowest step, stays short
 DEMO_PARAMS = dict(method="global", ranks=(4, 8, 16), add_noise=25.0, n_train=1600, seed=0)
-#: the window size of screenshots (the issue asks for at least 1200 x 800)
+#: the window size of screenshots (the README's picture; at least 1200 x 800)
 SCREENSHOT_SIZE = (1600, 1000)
 DEMO_TIMEOUT_S = 900
 

@@ -23,7 +23,7 @@ from ..io import InputError, atomic_write, check_not_input, jsonable, output_pat
 from ..params import DenoiseParams
 from .imageset import qimage_from_array, to_uint8
 from .model import FitRecord, ImageEntry, describe_params
-from .views import format_metrics
+from .texts import format_metrics
 from .worker import rank_label, rank_sort_key
 
 __all__ = ["ExportActions"]

@@ -33,6 +33,7 @@ from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 __all__ = [
     "ImageEntry",
     "display_array",
+    "residual_map",
     "patch_mosaic",
     "entries_for",
     "RankRecord",
@@ -83,6 +84,22 @@ def display_array(a: np.ndarray, is_patchset: bool) -> np.ndarray:
         a = a[..., 0]
     return a
 
+
+def residual_map(e: "ImageEntry", noisy: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """What a residual view draws: noisy - output as one float32 map (colour: the mean over
+    R, G, B; alpha untouched), built channel by channel so a 12 Mpx photo needs no float64
+    copies of its planes."""
+    noisy, out = np.asarray(noisy), np.asarray(out)
+    if noisy.ndim == 3 and not e.is_patchset:
+        chans = range(3 if noisy.shape[2] >= 3 else 1)
+        r = np.zeros(noisy.shape[:2], np.float32)
+        for c in chans:
+            r += noisy[..., c].astype(np.float32)
+            r -= out[..., c].astype(np.float32)
+        r /= len(chans)
+    else:
+        r = noisy.astype(np.float32) - out.astype(np.float32)
+    return e.display(r)
 
 
 @dataclass(eq=False)
@@ -297,6 +314,7 @@ class Session:
         return e
 
     def row_of(self, key: str) -> int:
+        """The row of the image with this key, -1 when it is not in the set (any more)."""
         return next((i for i, e in enumerate(self.entries) if e.key == key), -1)
 
     def has_results(self, e: ImageEntry) -> bool:

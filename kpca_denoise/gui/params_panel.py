@@ -7,8 +7,6 @@ method chose next to the "auto" box, so the user can copy it to manual.
 
 from __future__ import annotations
 
-import math
-
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QDoubleValidator
 from PySide6.QtWidgets import (
@@ -30,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from ..params import DenoiseParams
 from .model import DEFAULT_RANKS, default_ranks
+from .texts import format_ranks, parse_ranks
 
 __all__ = ["ParamsPanel", "parse_ranks", "format_ranks", "DEFAULT_LANDMARKS"]
 
@@ -42,31 +41,6 @@ _METHOD_TEXT = {
     "grouped": "grouped (non-local, default)",
     "global": "global (Mika et al. 1998)",
 }
-
-
-def parse_ranks(text: str) -> tuple:
-    """'4, 8 16' -> (4, 8, 16); 'auto' means no cap (None).  Raises ValueError."""
-    out: list = []
-    for part in text.replace(",", " ").split():
-        p = part.strip().lower()
-        if p in ("auto", "none", "all"):
-            val = None
-        else:
-            try:
-                val = int(p)
-            except ValueError:
-                raise ValueError(f"ranks: '{part}' is not a whole number; write e.g. 4, 8, 16, 32") from None
-            if val < 1:
-                raise ValueError(f"ranks: {val} must be at least 1")
-        if val not in out:
-            out.append(val)
-    if not out:
-        raise ValueError("ranks: give at least one rank, e.g. 4, 8, 16, 32")
-    return tuple(sorted(out, key=lambda r: math.inf if r is None else r))
-
-
-def format_ranks(ranks) -> str:
-    return ", ".join("auto" if r is None else str(r) for r in ranks)
 
 
 def _auto_spin(minimum: int, maximum: int, tip: str, auto_text: str = "auto") -> QSpinBox:
@@ -173,8 +147,31 @@ class ParamsPanel(QScrollArea):
         self.setWidget(body)
         outer = QVBoxLayout(body)
         outer.setContentsMargins(6, 6, 6, 6)
+        outer.addWidget(self._method_group(body))
+        outer.addWidget(self._patch_group(body))
+        outer.addWidget(self._noise_group(body))
+        outer.addWidget(self._reference_group(body))
+        self.error = QLabel("", body)
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #b71c1c;")
+        outer.addWidget(self.error)
+        outer.addStretch(1)
+        self._connect_fields()
+        self._blocked = False
+        self._on_method()
+        # the mouse wheel scrolls the form: a list or number field under the pointer
+        # changes only once clicked (focused), never while the form scrolls past it
+        self._wheel_guard = _WheelGuard(self)
+        for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
+            w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            w.installEventFilter(self._wheel_guard)
+        # never narrower than the form: with no horizontal scrolling a control cut at the
+        # right edge could not be reached
+        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                             + 2 * self.frameWidth())
 
-        # -- method --------------------------------------------------------
+    def _method_group(self, body: QWidget) -> QGroupBox:
+        """The method and the ranks to compare."""
         g_method = QGroupBox("Method", body)
         f = _form(g_method)
         self.method = QComboBox(g_method)
@@ -196,9 +193,10 @@ class ParamsPanel(QScrollArea):
                                 "(measured by benchmarks/ranks.py), 'auto' included")
         self.suggest.clicked.connect(self.suggestRequested)
         f.addRow("", self.suggest)
-        outer.addWidget(g_method)
+        return g_method
 
-        # -- patches and kernel ----------------------------------------------
+    def _patch_group(self, body: QWidget) -> QGroupBox:
+        """Patch size, stride, training patches, landmarks, γ, iterations, seed."""
         g_patch = QGroupBox("Patches and kernel", body)
         f = _form(g_patch)
         self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
@@ -253,9 +251,10 @@ class ParamsPanel(QScrollArea):
         self.seed.setKeyboardTracking(False)
         self.seed.setToolTip("random seed: training-patch sampling, eigensolver start, added noise")
         f.addRow("seed", self.seed)
-        outer.addWidget(g_patch)
+        return g_patch
 
-        # -- noise -------------------------------------------------------------
+    def _noise_group(self, body: QWidget) -> QGroupBox:
+        """The noise level and model, and the noise added to try the method."""
         g_noise = QGroupBox("Noise", body)
         f = _form(g_noise)
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
@@ -284,9 +283,10 @@ class ParamsPanel(QScrollArea):
         h.addWidget(self.add_noise_on)
         h.addWidget(self.add_noise, 1)
         f.addRow("Gaussian noise σ", row)
-        outer.addWidget(g_noise)
+        return g_noise
 
-        # -- reference ---------------------------------------------------------------
+    def _reference_group(self, body: QWidget) -> QGroupBox:
+        """The clean reference of the current image."""
         g_ref = QGroupBox("Clean reference (current image)", body)
         v = QVBoxLayout(g_ref)
         self.reference_label = QLabel("none — metrics show the remaining noise", g_ref)
@@ -302,15 +302,10 @@ class ParamsPanel(QScrollArea):
         h.addWidget(c)
         h.addStretch(1)
         v.addLayout(h)
-        outer.addWidget(g_ref)
+        return g_ref
 
-        self.error = QLabel("", body)
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #b71c1c;")
-        outer.addWidget(self.error)
-        outer.addStretch(1)
-
-        # every edit re-validates and tells the window (which shows cached ranks)
+    def _connect_fields(self) -> None:
+        """Every edit re-validates and tells the window (which shows cached ranks)."""
         self.method.currentIndexChanged.connect(self._on_method)
         self.ranks.editingFinished.connect(self._emit)
         for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed):
@@ -323,18 +318,6 @@ class ParamsPanel(QScrollArea):
         self.add_noise_on.toggled.connect(self.add_noise.setEnabled)
         self.add_noise_on.toggled.connect(self._emit)
         self.add_noise.valueChanged.connect(self._emit)
-        self._blocked = False
-        self._on_method()
-        # the mouse wheel scrolls the form: a list or number field under the pointer
-        # changes only once clicked (focused), never while the form scrolls past it
-        self._wheel_guard = _WheelGuard(self)
-        for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
-            w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-            w.installEventFilter(self._wheel_guard)
-        # never narrower than the form: with no horizontal scrolling a control cut at the
-        # right edge could not be reached
-        self.setMinimumWidth(body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
-                             + 2 * self.frameWidth())
 
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:

@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..pipeline import noise_model_text
+# the texts under the views are built without Qt (texts.py); kept importable from here
+from .texts import format_metrics, format_value, region_stats
 
 __all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
            "region_stats", "one_to_one"]
@@ -41,49 +42,6 @@ CELL_WIDTH = 90
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
-
-
-def format_metrics(m: dict | None) -> str:
-    """One line under a view: PSNR/SSIM, or the remaining-noise estimate."""
-    if not m:
-        return ""
-    if "error" in m:
-        return f"⚠ {m['error']}"
-    if "psnr" in m:
-        p = m["psnr"]
-        ptxt = "∞" if not np.isfinite(p) else f"{p:.2f}"
-        return f"PSNR {ptxt} dB · SSIM {m['ssim']:.3f}"
-    if "remaining_noise" in m:
-        return f"remaining noise σ ≈ {m['remaining_noise']:.2f}"
-    if "noise_sigma" in m:
-        return f"noise σ ≈ {m['noise_sigma']:.2f}"
-    if "noise_model" in m:
-        return noise_model_text(m["noise_model"])
-    return ""
-
-
-def format_value(v) -> str:
-    """A pixel value in the source's units: integers as integers (16-bit stays 16-bit)."""
-    v = np.asarray(v)
-    if v.ndim:
-        return "(" + ", ".join(format_value(x) for x in v) + ")"
-    if np.issubdtype(v.dtype, np.integer):
-        return str(int(v))
-    f = float(v)
-    return str(int(f)) if f.is_integer() else f"{f:.4g}"
-
-
-def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> str:
-    """``mean ± std`` of ``a`` (row, column) inside columns x0..x1 and rows y0..y1."""
-    if a is None:
-        return ""
-    h, w = a.shape[:2]
-    x0, x1 = max(0, min(x0, w)), max(0, min(x1, w))
-    y0, y1 = max(0, min(y0, h)), max(0, min(y1, h))
-    if x1 <= x0 or y1 <= y0:
-        return "ROI outside the image"
-    r = np.asarray(a[y0:y1, x0:x1], dtype=np.float64)
-    return f"ROI mean {r.mean():.4g} ± {r.std():.3g}"
 
 
 class _ElidedLabel(QLabel):

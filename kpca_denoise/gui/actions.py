@@ -1,0 +1,142 @@
+"""The window's commands: actions with their keys, the toolbar, the menus, Help and About.
+
+A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  Each action
+calls one method of the window; :meth:`WindowActions._update_actions`
+enables them for the images loaded and whether a run is going on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QToolBar
+
+from .panels import AboutDialog, HelpDialog, help_html
+
+__all__ = ["WindowActions"]
+
+
+class WindowActions:
+    """Actions, toolbar, menus and the Help/About dialogs (mixed into the window)."""
+
+    def _act(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        """An action of the window: its keys work even when the toolbar is hidden."""
+        a = QAction(text, self)
+        if shortcut is not None:
+            seqs = shortcut if isinstance(shortcut, list) else [shortcut]
+            a.setShortcuts([QKeySequence(s) for s in seqs])
+        a.setToolTip(f"{tip or text} ({a.shortcut().toString()})" if shortcut else (tip or text))
+        a.setStatusTip(tip or text)
+        a.triggered.connect(lambda _=False: slot())
+        self.addAction(a)  # shortcuts work even when the toolbar is hidden
+        return a
+
+    def _build_actions(self) -> None:
+        self._create_actions()
+        self._build_toolbar()
+        self._build_menus()
+
+    def _create_actions(self) -> None:
+        self.act_open = self._act("Open…", self.open_files_dialog, QKeySequence.StandardKey.Open,
+                                  "Open image files or patch sets")
+        self.act_folder = self._act("Open folder…", self.open_folder_dialog, "Ctrl+Shift+O",
+                                    "Open every supported file in a folder")
+        self.act_run = self._act("Run", self.run_current, ["Ctrl+R", "F5"],
+                                 "Denoise the current image at the missing ranks")
+        self.act_run_all = self._act("Run all", self.run_all, "Ctrl+Shift+R",
+                                     "Denoise every image of the set, each with its own model")
+        self.act_set_fit = self._act("Set fit", self.run_set_fit, "Ctrl+Alt+R",
+                                     "One 'global' model per kind of image (same channels; patch sets "
+                                     "of one size), as the command line fits a folder; kept beside "
+                                     "each image's own results")
+        self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
+        self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
+                                    "Write the selected rank of the current image to a folder")
+        self.act_export_set = self._act("Export set…", self.export_set, "Ctrl+Shift+E",
+                                        "Write the selected rank of every image to a folder")
+        self.act_sheet = self._act("Comparison sheet…", self.export_sheet, "Ctrl+Shift+S",
+                                   "Save the ranks side by side as a PNG")
+        self.act_next = self._act("Next image", self.next_image, ["PgDown", "]"], "Next image")
+        self.act_prev = self._act("Previous image", self.previous_image, ["PgUp", "["], "Previous image")
+        self.act_remove = self._act("Remove image", lambda: self.remove_image(self.current_index()),
+                                    QKeySequence.StandardKey.Delete, "Remove the image from the set")
+        self.act_split = self._act("Toggle split view", self.toggle_split, "S",
+                                   "Switch between the rank grid and the before/after split")
+        self.act_reset_zoom = self._act("Reset zoom", self.auto_range, "Ctrl+0", "Fit the image")
+        self.act_one_to_one = self._act("Actual pixels (1:1)", self.zoom_one_to_one, "Ctrl+1",
+                                        "One image pixel per screen pixel")
+        self.act_roi = self._act("ROI statistics", self.toggle_roi, "R",
+                                 "A rectangle on the input; mean and std inside it under every view")
+        self.act_roi.setCheckable(True)
+        self.act_help = self._act("Help", self.show_help, QKeySequence.StandardKey.HelpContents,
+                                  "Keys, methods, where the documentation is")
+        self.act_about = self._act("About", self.show_about, None, "Method, references, licence")
+        self.act_quit = self._act("Quit", self.close, QKeySequence.StandardKey.Quit, "Quit")
+        for k in range(1, 10):
+            self._act(f"Select rank {k}", lambda k=k: self.select_rank_index(k - 1), str(k))
+
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Main", self)
+        tb.setObjectName("toolbar_main")
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        for a in (self.act_open, self.act_folder, None, self.act_run, self.act_run_all, self.act_cancel,
+                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_help):
+            if a is None:
+                tb.addSeparator()
+            else:
+                tb.addAction(a)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
+
+    def _build_menus(self) -> None:
+        m = self.menuBar()
+        f = m.addMenu("&File")
+        for a in (self.act_open, self.act_folder, self.act_remove, None, self.act_export,
+                  self.act_export_set, self.act_sheet, None, self.act_quit):
+            f.addSeparator() if a is None else f.addAction(a)
+        r = m.addMenu("&Run")
+        for a in (self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
+            r.addAction(a)
+        vw = m.addMenu("&View")
+        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom, self.act_one_to_one,
+                  self.act_roi):
+            vw.addAction(a)
+        vw.addSeparator()
+        for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
+            vw.addAction(d.toggleViewAction())
+        self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
+        h = m.addMenu("&Help")
+        h.addAction(self.act_help)
+        h.addAction(self.act_about)
+
+    def _update_actions(self) -> None:
+        """Enable what can be done now: something loaded, no run going on."""
+        running = self.runner.is_running()
+        has = bool(self.entries)
+        self.act_run.setEnabled(has and not running)
+        self.act_run_all.setEnabled(has and not running)
+        self.act_set_fit.setEnabled(len(self.entries) > 1 and not running)
+        self.act_cancel.setEnabled(running)
+        self.progress.cancel_button.setEnabled(running)
+        for a in (self.act_export, self.act_export_set, self.act_sheet):
+            a.setEnabled(has and not running)
+
+    def show_help(self) -> HelpDialog:
+        """The help window: every key, the methods, where the documentation is."""
+        if self._help is None:
+            keys = [(a.text(), a.shortcut().toString()) for a in self.actions()
+                    if not a.text().startswith("Select rank")]
+            keys.append(("Select the k-th compared rank", "1 … 9"))
+            readme = Path(__file__).resolve().parents[2] / "README.md"
+            self._help = HelpDialog(help_html(keys, str(readme)), self)
+        self._help.show()
+        self._help.raise_()
+        return self._help
+
+    def show_about(self) -> AboutDialog:
+        if self._about is None:
+            self._about = AboutDialog(self)
+        self._about.show()
+        self._about.raise_()
+        return self._about

@@ -1,0 +1,110 @@
+"""What the window keeps between sessions, and where it goes on the screen.
+
+A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  The settings
+(parameters, last folder, geometry, dock layout, the residuals box) are read
+once when the window is built and written when the parameters change and on
+close.  Without a saved geometry the window takes most of the screen; on a
+short screen the bottom docks share one tabbed area.
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QByteArray, QRect, Qt
+from PySide6.QtGui import QGuiApplication
+
+from ..params import DenoiseParams
+
+__all__ = ["WindowSettings", "SETTINGS_ORG", "SETTINGS_APP"]
+
+SETTINGS_ORG = "kpca-denoise"
+SETTINGS_APP = "kpca-denoise"
+
+
+class WindowSettings:
+    """Restore and save the settings; place the window and its docks (mixed into the window)."""
+
+    def _restore_settings(self) -> None:
+        # read everything first: restoring the parameters saves the settings (params changed),
+        # which would overwrite the saved geometry with this not yet placed window's
+        geo = self.settings.value("geometry")
+        state = self.settings.value("window_state")
+        raw = self.settings.value("params")
+        if raw:
+            try:
+                self.params_panel.set_params(DenoiseParams.from_dict(json.loads(str(raw))))
+            except (ValueError, TypeError) as exc:
+                self.log(f"ignored the saved parameters ({exc})", "warning")
+        self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
+        self._available: QRect | None = None
+        self._placed = False
+        self._state_restored = isinstance(state, QByteArray) and self.restoreState(state)
+        if not self._geometry_restored:  # a restored geometry is applied when shown, then kept on screen
+            self.place_on_screen()
+        self._arrange_docks_for_height()
+        res = self.settings.value("show_residuals")
+        if res is not None:
+            self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
+
+    def save_settings(self) -> None:
+        """Write the parameters, last folder, geometry, dock layout and residuals box."""
+        if not self.persist:
+            return
+        try:
+            self.settings.setValue("params", json.dumps(self.params_panel.params().to_dict()))
+        except ValueError:
+            pass  # keep the last valid parameters
+        self.settings.setValue("last_dir", self.last_dir)
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("show_residuals", self.residuals_box.isChecked())
+        self.settings.sync()
+
+    def place_on_screen(self, available: QRect | None = None) -> None:
+        """Keep the window inside the screen's available area: a saved geometry is kept
+        (moved and shrunk into the area if it no longer fits), else the window takes 96 % of
+        it, centred."""
+        if available is not None:
+            self._available = available  # kept: placed again once shown (the frame is known then)
+            self._arrange_docks_for_height()
+        available = available or self._available
+        if available is None:
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            if screen is None:
+                return
+            available = screen.availableGeometry()
+        frame = self.frameGeometry()
+        extra_w = max(0, frame.width() - self.width())
+        extra_h = max(0, frame.height() - self.height())
+        if self._geometry_restored:
+            w, h = self.width(), self.height()
+        else:  # most of the screen: the images are what the window is for
+            w, h = int(available.width() * 0.96), int(available.height() * 0.96)
+        w = min(w, available.width() - extra_w)
+        h = min(h, available.height() - extra_h)
+        self.resize(w, h)
+        x, y = (self.x(), self.y()) if self._geometry_restored else (
+            available.x() + (available.width() - w - extra_w) // 2,
+            available.y() + (available.height() - h - extra_h) // 2)
+        x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
+        y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
+        self.move(x, y)
+
+    def _arrange_docks_for_height(self) -> None:
+        """On a short screen (no saved layout) the spectrum and progress/log docks share one
+        tabbed area, so the images keep most of the height."""
+        if self._state_restored:
+            return
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        avail = self._available or (screen.availableGeometry() if screen is not None else None)
+        if avail is not None and avail.height() < 900:
+            self.tabifyDockWidget(self.dock_spectrum, self.dock_progress)
+            self.dock_progress.raise_()
+            self.resizeDocks([self.dock_spectrum], [185], Qt.Orientation.Vertical)
+        elif self.tabifiedDockWidgets(self.dock_spectrum):  # a taller screen: side by side again
+            # (splitDockWidget on a tabbed dock would only add another tab)
+            self.removeDockWidget(self.dock_progress)
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock_progress)
+            self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+            self.dock_progress.show()

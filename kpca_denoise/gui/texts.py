@@ -1,0 +1,319 @@
+"""The words the window shows, built with no Qt: lines under the views, log lines, messages.
+
+Every function here takes plain values (records of the model, numbers,
+parameters) and returns a string, so each text can be tested without a
+widget.  The window decides where a text goes (a view's caption, the log,
+the status bar, the banner).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..params import DenoiseParams
+from ..pipeline import noise_model_text
+from .compute import ItemOutcome, rank_label, rank_sort_key
+from .model import FitRecord, ImageEntry, converged_with, param_differences
+
+__all__ = [
+    "format_metrics",
+    "format_value",
+    "region_stats",
+    "parse_ranks",
+    "format_ranks",
+    "rank_metrics_text",
+    "shared_model_text",
+    "rank_title",
+    "input_title",
+    "info_html",
+    "empty_spectrum_text",
+    "waiting_spectrum_text",
+    "status_text",
+    "mismatch_html",
+    "hover_text",
+    "split_hover_text",
+    "outcome_error_text",
+    "outcome_log_lines",
+    "run_started_text",
+    "run_end_texts",
+    "load_errors_text",
+    "skipped_log_text",
+    "nothing_loaded_text",
+    "loaded_status_text",
+]
+
+
+# -- numbers and ranks ---------------------------------------------------------------
+
+
+def format_metrics(m: dict | None) -> str:
+    """One line under a view: PSNR/SSIM, or the remaining-noise estimate."""
+    if not m:
+        return ""
+    if "error" in m:
+        return f"⚠ {m['error']}"
+    if "psnr" in m:
+        p = m["psnr"]
+        ptxt = "∞" if not np.isfinite(p) else f"{p:.2f}"
+        return f"PSNR {ptxt} dB · SSIM {m['ssim']:.3f}"
+    if "remaining_noise" in m:
+        return f"remaining noise σ ≈ {m['remaining_noise']:.2f}"
+    if "noise_sigma" in m:
+        return f"noise σ ≈ {m['noise_sigma']:.2f}"
+    if "noise_model" in m:
+        return noise_model_text(m["noise_model"])
+    return ""
+
+
+def format_value(v) -> str:
+    """A pixel value in the source's units: integers as integers (16-bit stays 16-bit)."""
+    v = np.asarray(v)
+    if v.ndim:
+        return "(" + ", ".join(format_value(x) for x in v) + ")"
+    if np.issubdtype(v.dtype, np.integer):
+        return str(int(v))
+    f = float(v)
+    return str(int(f)) if f.is_integer() else f"{f:.4g}"
+
+
+def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> str:
+    """``mean ± std`` of ``a`` (row, column) inside columns x0..x1 and rows y0..y1."""
+    if a is None:
+        return ""
+    h, w = a.shape[:2]
+    x0, x1 = max(0, min(x0, w)), max(0, min(x1, w))
+    y0, y1 = max(0, min(y0, h)), max(0, min(y1, h))
+    if x1 <= x0 or y1 <= y0:
+        return "ROI outside the image"
+    r = np.asarray(a[y0:y1, x0:x1], dtype=np.float64)
+    return f"ROI mean {r.mean():.4g} ± {r.std():.3g}"
+
+
+def parse_ranks(text: str) -> tuple:
+    """'4, 8 16' -> (4, 8, 16); 'auto' means no cap (None).  Raises ValueError."""
+    out: list = []
+    for part in text.replace(",", " ").split():
+        p = part.strip().lower()
+        if p in ("auto", "none", "all"):
+            val = None
+        else:
+            try:
+                val = int(p)
+            except ValueError:
+                raise ValueError(f"ranks: '{part}' is not a whole number; write e.g. 4, 8, 16, 32") from None
+            if val < 1:
+                raise ValueError(f"ranks: {val} must be at least 1")
+        if val not in out:
+            out.append(val)
+    if not out:
+        raise ValueError("ranks: give at least one rank, e.g. 4, 8, 16, 32")
+    return tuple(sorted(out, key=lambda r: math.inf if r is None else r))
+
+
+def format_ranks(ranks) -> str:
+    """The ranks as the form shows them: '4, 8, auto'."""
+    return ", ".join("auto" if r is None else str(r) for r in ranks)
+
+
+# -- the views -------------------------------------------------------------------------
+
+
+def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
+    """The line under a rank: PSNR/SSIM or remaining noise, the effective rank (grouped:
+    mean kept components per group) and whether it converged with the rank before it."""
+    rr = rec.ranks[rank]
+    parts = [format_metrics(rr.metrics)]
+    eff = rec.effective_rank(rank)
+    if eff is not None:
+        parts.append(f"eff. rank {eff:.1f}")
+    conv = converged_with(prev, rr, sigma)
+    if conv:
+        parts.append(f"≈ previous rank {conv}")
+    return " · ".join(p for p in parts if p)
+
+
+def shared_model_text(resolved: dict, n_set: int) -> str:
+    """Which images of a set fitted together share this image's model.
+
+    The pipeline fits one model per kind of item (grey, colour, patch sets of
+    one size), as the command line does for a folder.
+    """
+    n = len(resolved.get("items") or ())
+    if n > 1:
+        return f"one model for {n} of the {n_set} images" if n < n_set else f"one model for {n} images"
+    return f"own model (only one of its kind in the set of {n_set})"
+
+
+def rank_title(e: ImageEntry, rec: FitRecord | None, r) -> str:
+    """A rank's title in the views and on the sheet; 'auto' is marked with what it
+    stood for, or that nothing capped it."""
+    if r is not None:
+        return f"rank {rank_label(r)}"
+    auto = rec.resolved.get("auto_rank") if rec is not None else None
+    return (f"auto = {auto}" if auto is not None else
+            "auto (no cap)" if rec is not None and rec.params.method == "grouped"
+            and not e.is_patchset else "rank auto")
+
+
+def input_title(rec: FitRecord | None) -> str:
+    """The input view's title: the input, or the noisy image a run denoised."""
+    if rec is not None and rec.params.add_noise:
+        return f"noisy (input + σ {rec.params.add_noise:g})"
+    if rec is not None:
+        return "input (noisy)"
+    return "input"
+
+
+def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
+    """The line over the views: the image, its noise, what 'auto' chose, the run's time."""
+    parts = [f"<b>{e.name}</b>", e.describe()]
+    poisson = rec.resolved.get("noise_model") if rec is not None else None
+    if poisson:
+        parts.append(f"Poisson-Gaussian {noise_model_text(poisson)}")
+    elif rec is not None:
+        parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
+    if rec is not None:
+        if rec.resolved.get("gamma"):
+            parts.append(f"γ {rec.resolved['gamma']:.3g}")
+        if rec.resolved.get("n_landmarks"):
+            parts.append(f"Nyström, {rec.resolved['n_landmarks']} landmarks")
+        if rec.fit_set:
+            parts.append(shared_model_text(rec.resolved, len(rec.fit_set)))
+        parts.append(f"{rec.timings.get('total', 0):.1f} s")
+    return " · ".join(parts)
+
+
+def empty_spectrum_text(rec: FitRecord | None, is_patchset: bool) -> str:
+    """What the spectrum plot says when the result shown has no eigenvalues."""
+    if rec is not None and rec.params.method == "grouped" and not is_patchset:
+        return "the grouped method has no single spectrum\n(choose 'global' to see one)"
+    if rec is not None:  # nothing fitted: no noise found, a flat image
+        return "no spectrum: no model was fitted\nfor this result (see the log)"
+    return "run to see the eigen-spectrum"
+
+
+def waiting_spectrum_text(method: str) -> str:
+    """What the spectrum plot says while a run of ``method`` starts."""
+    if method == "global":
+        return "waiting for the eigensolver…"
+    return "the grouped method fits one small kernel PCA per group;\nno single spectrum to show"
+
+
+def status_text(n_ranks: int, matches: bool) -> str:
+    """A thumbnail's line: how many ranks the image has, marked when they are for other
+    parameters than the panel's."""
+    text = f"✓ {n_ranks} rank{'s' if n_ranks != 1 else ''}"
+    return text if matches else f"{text} · other parameters"
+
+
+def mismatch_html(shown: FitRecord, panel: DenoiseParams) -> str:
+    """The marker over the views when the result shown was computed with other parameters,
+    with the link that puts them in the panel."""
+    diff = param_differences(shown.params, panel)
+    what = "; ".join(diff[:3]) + (" …" if len(diff) > 3 else "") if diff else \
+        ("the set fit is not shown" if shown.fit_set else "fitted in a set")
+    return (f"⚠ Shown: results computed with other parameters than the panel's ({what}). "
+            f"<a href='use'>Use these parameters</a>")
+
+
+def hover_text(col: int, row: int, title: str, value, input_title: str | None = None,
+               input_value=None) -> str:
+    """The cursor readout of a grid view: position, the value there, and the input's value
+    at the same pixel (when given)."""
+    text = f"x {col}, y {row} · {title}: {format_value(value)}"
+    if input_title is not None:
+        text += f" · {input_title}: {format_value(input_value)}"
+    return text
+
+
+def split_hover_text(col: int, row: int, values) -> str:
+    """The cursor readout of the split view: ``(label, value)`` of both sides."""
+    return f"x {col}, y {row} · " + " · ".join(f"{lab}: {format_value(v)}" for lab, v in values)
+
+
+# -- the log and the messages ------------------------------------------------------------
+
+
+def outcome_error_text(out: ItemOutcome) -> str:
+    """The message for an image whose run failed (the pipeline's message names it already)."""
+    msg = out.error.removeprefix(f"{out.name}: ")
+    return f"Denoising failed for {out.name}: {msg}"
+
+
+def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
+    """The log lines for one image's results: ranks, method, timings, then the noise."""
+    ranks = ", ".join(rank_label(r) for r in out.outputs)
+    if is_patchset:
+        # the pipeline fits one global kernel PCA for a patch set whatever the method says
+        used = "global kernel PCA" + (" (patch sets always use it; 'grouped' applies to images)"
+                                      if out.params.method != "global" else "")
+        auto = out.resolved.get("auto_rank")
+        ranks += f"; method {used}" + (f"; auto = {auto} components" if auto is not None else "")
+    else:
+        ranks += f"; method {out.params.method}"
+    timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
+    if out.fit_set:
+        lines = [f"{out.name}: ranks {ranks}; {shared_model_text(out.resolved, len(out.fit_set))}, "
+                 f"{out.seconds:.1f} s for the set ({timing})"]
+    else:
+        lines = [f"{out.name}: ranks {ranks} in {out.seconds:.1f} s ({timing})"]
+    if out.resolved.get("noise_model"):
+        lines.append(f"{out.name}: Poisson-Gaussian noise, {noise_model_text(out.resolved['noise_model'])} "
+                     "(denoised at σ 1 after the variance-stabilising transform)")
+    elif out.noise_estimated:
+        lines.append(f"{out.name}: estimated noise σ ≈ {out.noise_sigma:.3g}")
+    return lines
+
+
+def run_started_text(n_items: int, method: str, ranks, set_sizes) -> str:
+    """The log line of a run that starts: images, method, ranks, the sets fitted together."""
+    ranks = sorted(ranks, key=rank_sort_key)
+    together = "".join(f", the set of {n} images fitted together" for n in set_sizes)
+    return (f"run started: {n_items} image{'s' if n_items != 1 else ''}, method {method}, "
+            f"ranks {', '.join(rank_label(r) for r in ranks)}{together}")
+
+
+def run_end_texts(status: str, seconds: float, done: int = 0, failed: int = 0,
+                  message: str = "") -> tuple[str, str]:
+    """``(progress line, message)`` for a run that ended ('done', 'cancelled' or 'failed')."""
+    if status == "cancelled":
+        return (f"cancelled after {seconds:.1f} s — earlier results kept",
+                f"Run cancelled after {seconds:.1f} s; earlier results are kept.")
+    if status == "failed":
+        return "failed", f"The run failed: {message}"
+    msg = f"done: {done} image{'s' if done != 1 else ''} in {seconds:.1f} s"
+    if failed:
+        msg += f", {failed} failed"
+    return msg, msg
+
+
+def load_errors_text(errors: list[str], n_loaded: int) -> str:
+    """The banner for inputs that could not be read: the only one, or how many and the first."""
+    n = len(errors)
+    if n == 1:
+        return errors[0]
+    if n_loaded:
+        rest = f"the other {n_loaded} are" if n_loaded > 1 else "the other is"
+        return f"{n} inputs could not be read; {rest} loaded. First: {errors[0]}"
+    return f"None of the {n} inputs could be read. First: {errors[0]}"
+
+
+def skipped_log_text(skipped, suffixes) -> str:
+    """The log line for files of a type that is not read."""
+    return (f"skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} of an unsupported "
+            f"type ({', '.join(sorted(suffixes))} are read): "
+            + ", ".join(str(f) for f in skipped))
+
+
+def nothing_loaded_text(skipped) -> str:
+    """The banner when every file given was of an unsupported type."""
+    return (f"Nothing loaded: {len(skipped)} file(s) of an unsupported type were "
+            f"skipped ({', '.join(f.name for f in skipped[:5])}); the log lists them.")
+
+
+def loaded_status_text(n_new: int, n_skipped: int) -> str:
+    """The status bar after loading: how many images, how many files skipped."""
+    extra = f"; skipped {n_skipped} unsupported (see the log)" if n_skipped else ""
+    return f"loaded {n_new} image{'s' if n_new != 1 else ''}{extra}"

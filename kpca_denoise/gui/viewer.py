@@ -1,0 +1,167 @@
+"""Looking at the images: zoom and fit, the grid/split tabs, contrast, the ROI, the cursor readout.
+
+A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  The views fit
+the image until the user zooms or pans; from then on the user's centre and
+scale are kept (across tabs, resizes and new results) until Ctrl+0.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+
+from .imageset import display_levels
+from .model import ImageEntry
+from .texts import hover_text, region_stats, split_hover_text
+from .views import one_to_one
+
+__all__ = ["ImageViewer"]
+
+
+class ImageViewer:
+    """Zoom, tabs, contrast levels, ROI statistics, cursor readout (mixed into the window)."""
+
+    # -- tabs ------------------------------------------------------------------------
+    def toggle_split(self) -> None:
+        self.tabs.setCurrentIndex(1 - self.tabs.currentIndex())
+
+    def _on_tab_changed(self, i: int) -> None:
+        src, dst = (self.grid.master, self.split.vb) if i == 1 else (self.split.vb, self.grid.master)
+        if i == self._tab:
+            return
+        self._tab = i
+        # the views follow each other live (ZoomLink); the view just shown has its
+        # real size only now, so its scale is set again from the one left.  At
+        # once, not deferred: a zoom made right after the switch must not be undone
+        self.zoom_link.copy(src, dst)
+        self.keep_fit()
+
+    # -- cursor readout ------------------------------------------------------------------
+    def _on_hover(self, panel, info) -> None:
+        """Cursor readout: position and value under the mouse, and the input's value there."""
+        if info is None:
+            self.cursor_label.setText("")
+            return
+        c, r, val = info
+        if panel is self.split.panel:  # both sides, the one under the cursor first
+            self.cursor_label.setText(split_hover_text(c, r, self.split.values_at(c, r)))
+            return
+        inp = self.grid.input_panel
+        if panel is not inp and inp.data is not None and inp.data.shape[:2] == panel.data.shape[:2]:
+            text = hover_text(c, r, panel.title.text(), val, inp.title.text(), inp.data[r, c])
+        else:
+            text = hover_text(c, r, panel.title.text(), val)
+        self.cursor_label.setText(text)
+
+    # -- contrast ------------------------------------------------------------------------
+    def _levels_for(self, e: ImageEntry) -> tuple[float, float]:
+        """The black and white points of an image (from its data until the user drags them)."""
+        if e.key not in self._levels:
+            self._levels[e.key] = display_levels(e.array)
+        return self._levels[e.key]
+
+    def _image_panels(self):
+        """The panels showing pixel values (the residuals keep their own symmetric scale)."""
+        return [self.grid.input_panel, self.grid.ref_panel, *self.grid.rank_panels.values(),
+                self.split.panel]
+
+    def _on_levels_changed(self, *_a) -> None:
+        """The histogram's black and white points apply to every view of the image."""
+        if self._syncing_levels:
+            return
+        e = self.current_entry()
+        lo, hi = self.hist.item.getLevels()
+        if e is None or not hi > lo:
+            return
+        self._levels[e.key] = (float(lo), float(hi))
+        for p in self._image_panels():
+            if p.has_image():
+                p.image.setLevels((lo, hi))
+        self.split.levels = (lo, hi)
+
+    def _sync_histogram(self, levels) -> None:
+        self._syncing_levels = True
+        try:
+            self.hist.item.setLevels(*levels)
+        finally:
+            self._syncing_levels = False
+
+    # -- ROI -------------------------------------------------------------------------------
+    def toggle_roi(self) -> None:
+        """Show or remove the ROI on the input view; its statistics appear under every view."""
+        if self.roi is not None:
+            self.grid.input_panel.vb.removeItem(self.roi)
+            self.roi = None
+            for p in self.grid.panels():
+                p.set_roi_text("")
+            self.act_roi.setChecked(False)
+            return
+        data = self.grid.input_panel.data
+        h, w = data.shape[:2] if data is not None else (64, 64)
+        self.roi = pg.RectROI([w / 4, h / 4], [max(2, w // 2), max(2, h // 2)], pen=pg.mkPen("#ffd84a", width=2))
+        self.grid.input_panel.vb.addItem(self.roi)
+        self.roi.sigRegionChanged.connect(self.update_roi_stats)
+        self.act_roi.setChecked(True)
+        self.update_roi_stats()
+
+    def roi_box(self) -> tuple[int, int, int, int] | None:
+        """The ROI as whole pixels ``(x0, y0, x1, y1)``."""
+        if self.roi is None:
+            return None
+        (x, y), (w, h) = self.roi.pos(), self.roi.size()
+        return int(round(x)), int(round(y)), int(round(x + w)), int(round(y + h))
+
+    def update_roi_stats(self) -> None:
+        box = self.roi_box()
+        if box is None:
+            return
+        for p in self.grid.panels():
+            p.set_roi_text(region_stats(p.data, *box) if p.has_image() else "")
+
+    # -- zoom and fit -------------------------------------------------------------------------
+    def _visible_vb(self):
+        return self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master
+
+    def zoom_one_to_one(self) -> None:
+        """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
+        one_to_one(self._visible_vb())
+        self._on_user_zoom()
+
+    def _on_user_zoom(self) -> None:
+        """The user zoomed or panned: keep that centre and scale from now on, until Ctrl+0."""
+        self.fitted = False
+        vb = self._visible_vb()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        upp = max((x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0))
+        self._user_view = ((x0 + x1) / 2, (y0 + y1) / 2, upp)
+
+    def keep_fit(self) -> None:
+        """After whatever changed the views' size or content: fit them again while they are
+        fitted, else put back the user's centre and scale (a re-laid-out, linked view would
+        otherwise show another region); once, at the next event-loop turn (after layout)."""
+        if not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(0, self._fit_now)
+
+    def _fit_now(self) -> None:
+        self._fit_pending = False
+        if self.fitted:
+            self._auto_range()
+        elif self._user_view is not None:
+            cx, cy, upp = self._user_view
+            vb = self._visible_vb()
+            w, h = vb.width(), vb.height()
+            if min(w, h) >= 1:
+                vb.setRange(xRange=(cx - upp * w / 2, cx + upp * w / 2),
+                            yRange=(cy - upp * h / 2, cy + upp * h / 2), padding=0)
+
+    def auto_range(self) -> None:
+        """Fit the image in the visible view (Ctrl+0); the views stay fitted until the user zooms."""
+        self.fitted = True
+        self._auto_range()
+
+    def _auto_range(self) -> None:
+        if self.tabs.currentIndex() == 1:
+            self.split.vb.autoRange(padding=0.0)
+        else:
+            self.grid.auto_range()
