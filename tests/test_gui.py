@@ -1351,9 +1351,12 @@ def test_texts_under_and_over_the_views(tmp_path):
     assert texts.format_metrics({"error": "boom"}) == "⚠ boom" and texts.format_metrics(None) == ""
     assert texts.region_stats(np.arange(16.0).reshape(4, 4), 0, 0, 2, 2) == "ROI mean 2.5 ± 2.06"
     assert texts.region_stats(np.zeros((4, 4)), 5, 5, 9, 9) == "ROI outside the image"
-    assert texts.parse_ranks("16, auto 4,4") == (4, 16, None)
+    # the ranks are read as the command line reads them, shown in ascending order
+    assert texts.parse_ranks("16, auto 4") == (4, 16, None)
     assert texts.format_ranks((4, None)) == "4, auto"
-    with pytest.raises(ValueError, match="not a whole number"):
+    with pytest.raises(ValueError, match="ranks lists 4 twice; give each rank once"):
+        texts.parse_ranks("4, 16, 4")
+    with pytest.raises(ValueError, match="ranks must be integers separated by commas"):
         texts.parse_ranks("4, x")
 
 

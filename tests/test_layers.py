@@ -1,4 +1,4 @@
-"""The layer rule of DESIGN.md: core imports only numpy/scipy/numba (no Qt,
+"""The layer rule (docs/layout.md): core imports only numpy/scipy/numba (no Qt,
 no Pillow, no files); only gui/ imports Qt."""
 
 import ast
@@ -22,7 +22,7 @@ def _imports(path):
 
 
 def test_core_imports_only_numeric_libraries():
-    # llvmlite is numba's own code generator: core/grouped.py registers scipy's LAPACK
+    # llvmlite is numba's own code generator: core/grouped/group_pca.py registers scipy's LAPACK
     # ssyevr under a name with it, so that the numba kernel calling it can be cached
     allowed = {"numpy", "scipy", "numba", "llvmlite", "math", "dataclasses", "typing",
                "__future__", "threading", "inspect", "time", "warnings", "functools",

@@ -440,7 +440,7 @@ def describe_params(p: DenoiseParams) -> str:
 
 
 #: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the
-#: sample images, ``benchmarks/results_ranks.txt``): grouped -- per-group caps 1, 2, 4
+#: sample images, ``benchmarks/results/ranks.txt``): grouped -- per-group caps 1, 2, 4
 #: change the result by 0.35-0.9 dB each; from 8 on the result moves by less (up or down
 #: by the image) and 'auto' (no cap, the shrinkage decides) often converges with 8, which
 #: the views then say; global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB

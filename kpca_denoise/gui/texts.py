@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..params import DenoiseParams
+from ..params import parse_ranks as params_parse_ranks
 from ..pipeline import noise_model_text
 from .compute import ItemOutcome, rank_label, rank_sort_key
 from .model import FitRecord, ImageEntry, converged_with, param_differences
@@ -92,24 +93,10 @@ def region_stats(a: np.ndarray | None, x0: int, y0: int, x1: int, y1: int) -> st
 
 
 def parse_ranks(text: str) -> tuple:
-    """'4, 8 16' -> (4, 8, 16); 'auto' means no cap (None).  Raises ValueError."""
-    out: list = []
-    for part in text.replace(",", " ").split():
-        p = part.strip().lower()
-        if p in ("auto", "none", "all"):
-            val = None
-        else:
-            try:
-                val = int(p)
-            except ValueError:
-                raise ValueError(f"ranks: '{part}' is not a whole number; write e.g. 4, 8, 16, 32") from None
-            if val < 1:
-                raise ValueError(f"ranks: {val} must be at least 1")
-        if val not in out:
-            out.append(val)
-    if not out:
-        raise ValueError("ranks: give at least one rank, e.g. 4, 8, 16, 32")
-    return tuple(sorted(out, key=lambda r: math.inf if r is None else r))
+    """'4, 8 16' -> (4, 8, 16), read by :func:`kpca_denoise.params.parse_ranks` (as
+    the command line and parameter files read ranks) and put in ascending order, 'auto'
+    (no cap, None) last.  Raises ``ValueError`` naming the fix."""
+    return tuple(sorted(params_parse_ranks(text), key=lambda r: math.inf if r is None else r))
 
 
 def format_ranks(ranks) -> str:
