@@ -40,9 +40,6 @@ class CancelToken:
     def is_set(self) -> bool:
         return self._event.is_set()
 
-    def reset(self) -> None:
-        self._event.clear()
-
 
 @dataclass(frozen=True)
 class ProgressEvent:
