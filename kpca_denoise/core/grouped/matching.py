@@ -67,49 +67,10 @@ def _heap_replace_top(hd, ho, size, v, o):
         i = c
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x):
-    """Block matching: the ``n`` patches closest to each reference, by the SSD of
-    their ``m x m`` matching windows (``m >= p``) in ``guide``.
-
-    Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
-    (:func:`search_mask`: every offset in BM3D's 39x39 square and, beyond it, those
-    whose row and column offsets are both even, plus the neighbourhoods of a regular
-    texture's repeats): a wide window reaches the next period of a regular texture
-    for a fraction of the cost of a dense one.
-
-    ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
-    ``m - p - (m - p) // 2`` after on both axes (:func:`_pad_for_matching`), so the
-    window of the patch at ``(y, x)`` starts at ``guide[y, x]`` and is centred on the
-    patch (one pixel more after it when ``m - p`` is odd).  Candidate positions are
-    those of the unpadded image; the search window is clipped at the borders; the
-    reference itself is always a member (members in scan order).  With ``m == p``
-    (no padding) this is the plain patch SSD.
-
-    The distances are computed offset by offset (in parallel over the offsets), for
-    every reference: for the row offset ``dy`` and column offset ``dx``, the column
-    sums of squared differences over the ``m`` window rows of a run of references
-    on one row (a run of equal ``refs_y``, as the reference grid gives) serve all of
-    them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
-    holds integers and every window's SSD is below 2^53, :func:`match`), a run's
-    column sums are those of the previous run with the rows between them dropped and
-    added, and a window's SSD that of the previous reference with the columns
-    between them dropped and added, where that is less work than summing afresh
-    (``m`` more than twice the step): sums of integers below 2^53 are exact in any
-    order, so a window's SSD depends on its own pixels only and a tile gets the
-    distances the whole image gets.  Without it, each column sums its ``m`` rows and
-    each window its ``m`` columns, in order.  The ``n`` closest are selected by a
-    bounded max-heap over the candidates in scan order (ties go to the earlier
-    candidate), which picks and orders the members exactly as a partition of all
-    the distances would.  The running sums pay for wide windows (35x35 about twice
-    as fast on a 512x512 image) and change nothing for 7x7 ones.
-    """
-    C = guide.shape[0]
-    H = guide.shape[1] - (m - p)
-    W = guide.shape[2] - (m - p)
-    Wg = guide.shape[2]
+@njit(cache=True, nogil=True)
+def _row_runs(refs_y):
+    """Starts of the runs of references on one row, and the end: (nseg + 1,)."""
     nref = refs_y.shape[0]
-    # runs of references on the same row
     nseg = 0
     seg = np.empty(nref + 1, np.int64)
     for r in range(nref):
@@ -117,9 +78,14 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x)
             seg[nseg] = r
             nseg += 1
     seg[nseg] = nref
+    return seg[:nseg + 1]
+
+
+@njit(cache=True, nogil=True)
+def _offsets(mask, R):
+    """The searched offsets in scan order (row offset, then column offset) and each
+    offset's index in it (-1: not searched)."""
     S = 2 * R + 1
-    # the searched offsets in scan order (row offset, then column offset) and their
-    # index in it
     noff = 0
     for a in range(S):
         for b in range(S):
@@ -136,7 +102,19 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x)
                 off_x[o] = b - R
                 omap[a, b] = o
                 o += 1
-    oref = omap[R, R]  # the reference's own offset (0, 0), always searched
+    return off_y, off_x, omap
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist):
+    """``dist[oi, r]``: reference ``r``'s SSD at searched offset ``oi`` (``inf`` where
+    the candidate is outside the image); see :func:`match` for the running sums."""
+    C = guide.shape[0]
+    H = guide.shape[1] - (m - p)
+    W = guide.shape[2] - (m - p)
+    Wg = guide.shape[2]
+    nseg = seg.shape[0] - 1
+    S = 2 * R + 1
     # dist[oi, r]: each reference's distance at each searched offset (those in the
     # image are all written, the only ones read), (>= noff, >= nref) scratch
     # the row offsets in an order that spreads the dense middle rows over every
@@ -221,6 +199,15 @@ def _match(guide, refs_y, refs_x, p, m, R, mask, n, running, dist, out_y, out_x)
                     drow[r] = s
                     hv = True
                     px = rx
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, dist, out_y, out_x):
+    """Each reference's ``n`` closest candidates by ``dist``, in scan order (the
+    reference first among equals), into ``out_y, out_x``."""
+    nseg = seg.shape[0] - 1
+    oref = omap[R, R]  # the reference's own offset (0, 0), always searched
+    noff = off_y.shape[0]
     for si in prange(nseg):
         r0 = seg[si]
         r1 = seg[si + 1]
@@ -390,15 +377,48 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     windows' (:func:`quantise_guide` makes a guide fit for it); only a guide of
     integers with exact sums gives the same members with it as without.  ``work``, a
     float64 scratch array of at least (searched offsets, len(ry)), spares the
-    allocation when the calls repeat (a chunk's distances: tens of MB)."""
+    allocation when the calls repeat (a chunk's distances: tens of MB).
+
+        Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
+    (:func:`search_mask`: every offset in BM3D's 39x39 square and, beyond it, those
+    whose row and column offsets are both even, plus the neighbourhoods of a regular
+    texture's repeats): a wide window reaches the next period of a regular texture
+    for a fraction of the cost of a dense one.
+
+    ``guide`` is the image padded by ``(m - p) // 2`` pixels before and
+    ``m - p - (m - p) // 2`` after on both axes (:func:`pad_for_matching`), so the
+    window of the patch at ``(y, x)`` starts at ``guide[y, x]`` and is centred on the
+    patch (one pixel more after it when ``m - p`` is odd).  Candidate positions are
+    those of the unpadded image; the search window is clipped at the borders; the
+    reference itself is always a member (members in scan order).  With ``m == p``
+    (no padding) this is the plain patch SSD.
+
+    The distances are computed offset by offset (in parallel over the offsets), for
+    every reference: for the row offset ``dy`` and column offset ``dx``, the column
+    sums of squared differences over the ``m`` window rows of a run of references
+    on one row (a run of equal ``refs_y``, as the reference grid gives) serve all of
+    them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
+    holds integers and every window's SSD is below 2^53), a run's
+    column sums are those of the previous run with the rows between them dropped and
+    added, and a window's SSD that of the previous reference with the columns
+    between them dropped and added, where that is less work than summing afresh
+    (``m`` more than twice the step): sums of integers below 2^53 are exact in any
+    order, so a window's SSD depends on its own pixels only and a tile gets the
+    distances the whole image gets.  Without it, each column sums its ``m`` rows and
+    each window its ``m`` columns, in order.  The ``n`` closest are selected by a
+    bounded max-heap over the candidates in scan order (ties go to the earlier
+    candidate), which picks and orders the members exactly as a partition of all
+    the distances would.  The running sums pay for wide windows (35x35 about twice
+    as fast on a 512x512 image) and change nothing for 7x7 ones.
+    """
     k = len(ry)
     g = np.ascontiguousarray(guide_padded if guide_padded.ndim == 3 else guide_padded[None],
                              dtype=np.float64)
     if running is None:
         running = exact_sums(g, m)
+    H, W = g.shape[1] - (m - p), g.shape[2] - (m - p)
     if k:
         # every reference needs n positions in its (clipped) window, searched or not
-        H, W = g.shape[1] - (m - p), g.shape[2] - (m - p)
         ny = np.minimum(H - p, ry + R) - np.maximum(0, ry - R) + 1
         nx = np.minimum(W - p, rx + R) - np.maximum(0, rx - R) + 1
         if n > int((ny * nx).min()):
@@ -411,7 +431,10 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     if (work is None or work.dtype != np.float64 or work.ndim != 2 or not work.flags.c_contiguous
             or work.shape[0] < noff or work.shape[1] < k):
         work = np.empty((noff, k))
-    _match(g, ry, rx, p, m, R, mask, n, bool(running), work, gy, gx)
+    seg = _row_runs(ry)
+    off_y, off_x, omap = _offsets(mask, R)
+    _distances(g, ry, rx, seg, p, m, R, omap, bool(running), work)
+    _select(ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x, work, gy, gx)
     return gy, gx
 
 
