@@ -68,7 +68,7 @@ def image_patches():
     scales = (1.0, 2.0, 4.0, 8.0, 16.0)
     print("  sigma " + " ".join(f"{c:>7}" for c in scales))
     saved = kpca.WIDTH_SCALE_IMAGE_PATCHES
-    import kpca_denoise.pipeline as pl
+    import kpca_denoise.global_method as pl  # the module whose fit reads the width scale
 
     for sigma in (15.0, 25.0, 50.0):
         row = []

@@ -265,14 +265,14 @@ def test_patch_set_auto_rank_comes_from_the_noise_level():
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(37, 23), (19, 11, 3), (5, 4, 4)])
 def test_noise_added_in_bands_equals_noise_added_at_once(monkeypatch, dtype, shape):
-    from kpca_denoise import pipeline
+    from kpca_denoise import evaluation
     from kpca_denoise.tiling import _cast_like
 
     rng = np.random.default_rng(0)
     a = (rng.random(shape) * (200 if dtype == np.uint8 else 60000 if dtype == np.uint16 else 1.0)
          ).astype(dtype)
-    once = _cast_like(pipeline.add_noise(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7), a)
-    monkeypatch.setattr(pipeline, "_NOISE_BAND", 20)  # a few rows per band
-    banded = pipeline.noisy_like(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7)
+    once = _cast_like(evaluation.add_noise(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7), a)
+    monkeypatch.setattr(evaluation, "_NOISE_BAND", 20)  # a few rows per band
+    banded = evaluation.noisy_like(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7)
     assert banded.dtype == a.dtype
     np.testing.assert_array_equal(banded, once)

@@ -1,0 +1,321 @@
+"""Every item of a set in working form: its values and shape checked, noise added if
+asked, its noise measured (or its Poisson-Gaussian stabiliser built and checked), and
+an item without noise to remove returned unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
+from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
+from .core.progress import report
+from .core.vst import GeneralizedAnscombe
+from .evaluation import noise_model_text, noisy_like
+from .params import DenoiseParams
+from .results import ImageResult, _Run, result_keys
+from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, colour_part, luminance,
+                     luminance_bounds)
+
+
+#: an estimated noise std below this fraction of the value range means "no noise":
+#: the image is returned unchanged (a flat or synthetic image), with a note
+NO_NOISE_FRACTION = 1e-4
+
+
+@dataclass
+class PreparedItem:
+    """One item of the set in working form, with noise to remove.
+
+    ``data`` is an image's noisy pixels in the input's dtype (tiles are converted one
+    at a time) or a patch set's samples as rows of float64; a patch set's outputs take
+    the shape and dtype of its ``source``, the input as given."""
+
+    kind: str  # "image" or "patchset"
+    data: np.ndarray
+    result: ImageResult
+    source: np.ndarray | None = None
+    channels: int = 0  # an image's colour channels
+    vst: GeneralizedAnscombe | None = None  # a 'poisson-gaussian' image's stabiliser
+    flat: bool = False  # one value per channel (every sample alike): nothing to remove
+
+    @property
+    def is_patchset(self) -> bool:
+        return self.kind == "patchset"
+
+
+def _prepare_items(run: _Run, images: Sequence, results: list[ImageResult],
+                   patch_sets: list, first_index: int) -> list[PreparedItem]:
+    """The items with noise to remove; the others get their error, or their input back
+    with a note."""
+    n_items = len(results)
+    items = []
+    report(run.clock, "noise", 0, n_items)
+    for i, img in enumerate(images):
+        item = _prepare_item(run.params, img, results[i], patch_sets[i],
+                             seed=run.params.seed + first_index + i)
+        if item is not None:
+            items.append(item)
+        report(run.clock, "noise", i + 1, n_items)
+    return items
+
+
+def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
+                  is_patchset: bool, seed: int) -> PreparedItem | None:
+    """One item read into working form, noise added (``params.add_noise``, from ``seed``)
+    and measured; None when it failed (``res.error``) or has no noise to remove."""
+    try:
+        a = _check_image(image, res.name)
+        _check_item_shape(a, res.name, is_patchset, params)
+        if params.add_noise:
+            # the noisy input is what the source type can hold (rounded and clipped
+            # for integer images): the file a user would have, and the one written
+            # next to the results
+            noisy = noisy_like(a, params.add_noise, seed)
+        else:
+            noisy = a.astype(np.float64) if is_patchset else a
+        res.noisy = _cast_like(noisy, a)
+        item = _measure_patchset(params, a, noisy, res) if is_patchset else \
+            _measure_image(params, res)
+        res.noise_estimated = params.noise_sigma is None or (
+            is_patchset and params.noise_model != "gaussian")
+        return _with_noise(params, a, item)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        res.error = msg if msg.startswith(res.name) else f"{res.name}: {msg}"
+        return None
+
+
+def _check_image(image: np.ndarray, name: str) -> np.ndarray:
+    a = np.asarray(image)
+    if a.size == 0:
+        raise ValueError(f"{name}: the image is empty")
+    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer)
+                                   or np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{name}: unsupported pixel type {a.dtype}; use integer or float pixels")
+    if a.ndim == 3 and a.shape[0] in (1, 2, 3, 4) and a.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(
+            f"{name}: shape {a.shape} looks channels-first (C, H, W); pass the image as "
+            "(H, W, C), e.g. np.moveaxis(image, 0, -1)")
+    if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+        raise ValueError(
+            f"{name}: the image contains NaN or Inf pixels; replace them (e.g. np.nan_to_num) first"
+        )
+    return a
+
+
+def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
+                      params: DenoiseParams) -> None:
+    """Refuse a patch set that is not (N, h, w), an image that is not (H, W[, C]) or
+    is smaller than one patch."""
+    if is_patchset:
+        if a.ndim != 3:
+            raise ValueError(f"{name}: a patch set must have shape (N, h, w), got {a.shape}")
+        return
+    side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
+                                 else GROUPED_PATCH_SIZE)
+    if a.ndim not in (2, 3):
+        raise ValueError(f"{name}: expected a grayscale (H, W) or colour (H, W, 3|4) "
+                         f"image, got shape {a.shape}")
+    if min(a.shape[:2]) < side:
+        raise ValueError(
+            f"{name}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
+            f"{side}x{side} patch; use a smaller patch size"
+        )
+
+
+def _measure_patchset(params: DenoiseParams, a: np.ndarray, noisy: np.ndarray,
+                      res: ImageResult) -> PreparedItem:
+    """A patch set's samples as rows and their noise level (``res.noise_sigma``)."""
+    S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
+    # samples are not stabilised: a given sigma is the Gaussian model's only
+    given = params.noise_sigma if params.noise_model == "gaussian" else None
+    flat = bool(S.min() == S.max())  # one value: nothing to remove
+    sigma = 0.0 if flat else given if given is not None else estimate_sigma_pca(S)
+    res.noise_sigma = float(sigma)
+    return PreparedItem("patchset", S, res, source=a, flat=flat)
+
+
+def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
+    """An image's noise level (``res.noise_sigma``; 1 after the stabiliser of the
+    Poisson-Gaussian model, whose gain and sigma go to ``res.stats``)."""
+    x = res.noisy  # pixels stay in the input's dtype: tiles are converted one at a time
+    vst = None
+    flat = _flat(x)
+    if flat:
+        sigma = 0.0  # one value per channel: nothing to stabilise or remove
+    elif params.noise_model == "gaussian":
+        sigma = (params.noise_sigma if params.noise_sigma is not None
+                 else estimate_sigma_image(luminance(x), bounds=luminance_bounds(x)))
+    else:
+        vst = _stabiliser(x, params)
+        _check_counts(x, vst)
+        _check_given_noise(x, vst, params)
+        sigma = 1.0  # after the variance-stabilising transform
+        res.stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
+                                        sigma=np.ravel(vst.sigma).tolist())
+    res.noise_sigma = float(sigma)
+    return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
+
+
+def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> PreparedItem | None:
+    """The item if it has noise to remove; else None, its input kept as every output."""
+    res, sigma = item.result, item.result.noise_sigma
+    lo, hi = _sigma_range(a)
+    if item.vst is not None:
+        # the test below is where the denoiser works: in the stabilised domain,
+        # whose noise std is 1 and whose span is the transformed value range
+        lo = _stabilised_span(a, item.vst) * NO_NOISE_FRACTION
+    # a given sigma is the noise's own only under the Gaussian model (the
+    # stabilised path checks its gain and sigma when it is built)
+    given = params.noise_model == "gaussian" and params.noise_sigma is not None
+    if given and not item.flat and not (lo <= sigma <= hi):
+        raise ValueError(
+            f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+            f"for this {a.dtype} image; give the noise std in the image's own units "
+            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
+    if sigma > 0 and sigma >= lo:
+        return item
+    # a flat (or noise-free) image: nothing to remove, returned as it is
+    for key in result_keys(params, item.is_patchset):
+        res.outputs[key] = res.noisy.copy()
+    if item.flat:
+        note = ("every sample holds the same value" if item.is_patchset else
+                "the image is flat (one value per channel)")
+    elif item.vst is None:
+        note = f"no noise measured (sigma {sigma:.3g})"
+    else:
+        noise = noise_model_text(res.stats["noise_model"], ascii=True)
+        note = (f"the noise ({noise}) is under {NO_NOISE_FRACTION:g} of the value "
+                "range after the variance-stabilising transform")
+    res.stats["note"] = f"{res.name}: {note}; returned unchanged"
+    return None
+
+
+def _stabiliser(image: np.ndarray, params: DenoiseParams):
+    """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
+    Gaussian sigma per colour channel, given or estimated."""
+    x = colour_part(np.asarray(image))  # the estimator converts a band of rows at a time
+    x = x[..., None] if x.ndim == 2 else x
+    est = [estimate_poisson_gaussian(x[..., c], gain=params.poisson_gain,
+                                     sigma=params.noise_sigma) for c in range(x.shape[2])]
+    return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
+
+
+def _flat(a: np.ndarray) -> bool:
+    """Whether every colour channel of an image holds one value (alpha aside)."""
+    x = colour_part(a)
+    axes = (0, 1)
+    return bool(np.all(np.min(x, axis=axes) == np.max(x, axis=axes)))
+
+
+#: below 0, a Poisson-Gaussian image may reach this many times the noise std at a
+#: signal of one photon (``sqrt(gain^2 + sigma^2)``: the estimated sigma alone can be
+#: far too small where the Poisson part dominates) at its 0.1 % quantile (read noise
+#: around a zero black level: -3.1 sigmas) ...
+NEGATIVE_SIGMAS = 4.0
+
+
+#: ... and have at most this fraction of its pixels below 0 (signal >= 0 plus
+#: zero-mean noise leaves at most about half; an offset's sigma, which the fitted line
+#: absorbs, can pass the first test)
+NEGATIVE_SHARE = 0.6
+
+
+def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
+    """Refuse an image whose negative values read noise alone cannot explain: the
+    Poisson-Gaussian model has signal >= 0 (counts), and the inverse transform would
+    clip such data to 0 (a black level subtracted too far, offset data)."""
+    x = colour_part(a)
+    if np.issubdtype(x.dtype, np.unsignedinteger):
+        return
+    x = x[..., None] if x.ndim == 2 else x
+    sig = np.broadcast_to(np.hypot(np.asarray(vst.gain, dtype=np.float64),
+                                   np.asarray(vst.sigma, dtype=np.float64)), (x.shape[2],))
+    for c in range(x.shape[2]):
+        mn = float(np.min(x[..., c]))
+        if mn >= 0:
+            continue
+        # the 0.1 % quantile of about a million pixels (a strided sample: bounded memory)
+        step = max(1, int(np.sqrt(x.shape[0] * x.shape[1] / 1e6)))
+        sample = x[::step, ::step, c]
+        q = float(np.quantile(sample, 0.001))
+        share = np.count_nonzero(sample < 0) / sample.size
+        why = (f"{100 * share:.0f} % of the pixels are below 0 (noise around a zero signal "
+               f"leaves at most about half there)" if share > NEGATIVE_SHARE else
+               f"negative values (down to {mn:.4g}, the lowest 0.1 % below {q:.4g}) that the "
+               f"noise (std {sig[c]:.3g} at one photon's signal) cannot explain"
+               if q < -NEGATIVE_SIGMAS * sig[c] else None)
+        if why:
+            raise ValueError(
+                f"{why}; the Poisson-Gaussian model needs counts >= 0: add the black level "
+                "back, or use the Gaussian noise model")
+
+
+def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseParams) -> None:
+    """A given gain or sigma must not imply noise beyond the image's value range, as a
+    given sigma must not under the Gaussian model (:func:`_sigma_range`); noise too
+    small to remove is the stabilised domain's no-noise test's (:func:`_stabilised_span`)."""
+    if params.poisson_gain is None and params.noise_sigma is None:
+        return
+    lo, hi = _value_bounds(colour_part(a))
+    span = hi - lo
+    std = float(np.max(np.sqrt(np.asarray(vst.gain) * max(hi, 0.0)
+                               + np.square(np.asarray(vst.sigma)))))
+    if std > span:
+        given = [f"{what} {v:g}" for what, v in (
+            ("Poisson gain", params.poisson_gain), ("sigma", params.noise_sigma)) if v is not None]
+        verb = "means" if len(given) == 1 else "mean"
+        unit = ("the gain is in pixel units per photon" if params.poisson_gain is not None
+                else "sigma is the Gaussian part in pixel units")
+        raise ValueError(
+            f"the given {' and '.join(given)} {verb} a noise std of {std:.3g} at the top of this "
+            f"{a.dtype} image's values, more than their whole range {span:.3g}; {unit} (leave "
+            "it out to estimate it)")
+
+
+def _value_bounds(a: np.ndarray) -> tuple[float, float]:
+    """The values an image can hold: its integer type's limits, or its data's for floats."""
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        return float(info.min), float(info.max)
+    return (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
+
+
+def _value_range(a: np.ndarray) -> float:
+    """The span of values an image can hold (:func:`_value_bounds`)."""
+    lo, hi = _value_bounds(a)
+    return hi - lo
+
+
+def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
+    """The span of values an image can hold (:func:`_value_bounds`, without a float
+    image's alpha channel, as the stabiliser) after the variance-stabilising transform
+    ``vst``, the widest over its channels."""
+    ends = np.array(_value_bounds(colour_part(a)))  # a view
+    f = vst.forward(np.repeat(ends[:, None], np.size(vst.gain), axis=1))
+    return float(np.max(f[1] - f[0]))
+
+
+def _held_span(a: np.ndarray) -> float:
+    """The span of the values an image holds, robustly: its 0.1 to 99.9 % quantiles (on
+    at most about a million pixels, evenly strided), so that one hot pixel or fill
+    value does not stand for the data."""
+    x = np.asarray(a).reshape(-1)
+    x = x[::max(1, x.size // 1_000_000)]
+    if x.size == 0:
+        return 0.0
+    lo, hi = np.percentile(x.astype(np.float64), [0.1, 99.9])
+    return float(hi - lo)
+
+
+def _sigma_range(a: np.ndarray) -> tuple[float, float]:
+    """The noise stds an image can carry: from :data:`NO_NOISE_FRACTION` of the span of
+    the values it holds (robustly, :func:`_held_span`: a 12-bit camera image in uint16
+    with noise 4 was "no noise" against 65535, and one pixel of 1e30 in a float image
+    made any noise "none") to the span of the values it can hold."""
+    span = _value_range(a)
+    return min(span, _held_span(a)) * NO_NOISE_FRACTION, span

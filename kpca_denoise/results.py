@@ -1,0 +1,101 @@
+"""What one :func:`~kpca_denoise.pipeline.denoise_set` call produces and shares: the
+results per item and for the set, the keys an item's outputs get, and the context
+(parameters, stage clock, cancel token, resolved values) its stages share.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .core.progress import ProgressCallback, ProgressEvent
+from .estimator import KernelPCA
+from .params import DenoiseParams
+
+
+#: the global method's rank for images when the ranks say None
+GLOBAL_DEFAULT_RANK = 16
+
+
+@dataclass
+class ImageResult:
+    """One item of the set: its outputs per rank, or the error that stopped it."""
+
+    index: int
+    name: str
+    outputs: dict = field(default_factory=dict)  # rank -> array, input's shape and dtype
+    noisy: np.ndarray | None = None  # the input actually denoised (noise added if asked)
+    noise_sigma: float = float("nan")  # pixel units
+    noise_estimated: bool = False
+    seconds: float = 0.0
+    stats: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class SetResult:
+    params: DenoiseParams
+    ranks: tuple
+    images: list
+    eigenvalues: np.ndarray
+    resolved: dict
+    timings: dict
+    model: KernelPCA | None = None
+    #: every fitted global model, by the key of its group of items (what
+    #: ``denoise_set(..., fitted_models=...)`` takes back)
+    models: dict = field(default_factory=dict)
+
+
+class _StageClock:
+    """Wraps a progress callback and attributes wall time to stages."""
+
+    def __init__(self, inner: ProgressCallback | None):
+        self.inner = inner
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+        self._stage: str | None = None
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        now = time.perf_counter()
+        stage = self._stage if self._stage is not None else ev.stage
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + (now - self._last)
+        self._last = now
+        self._stage = ev.stage
+        if self.inner is not None:
+            self.inner(ev)
+
+    def close(self) -> None:
+        self(ProgressEvent("done", 0, 0))
+
+
+@dataclass
+class _Run:
+    """What the stages of one :func:`denoise_set` call share."""
+
+    params: DenoiseParams
+    clock: _StageClock
+    cancel: Any = None
+    tile_map: Any = None
+    resolved: dict = field(default_factory=dict)
+
+
+def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
+    """The result keys an item gets (rank, or None for the method's automatic choice)."""
+    if is_patchset:
+        return tuple(sorted({r for r in params.ranks if r is not None})) + (
+            (None,) if None in params.ranks else ())
+    if params.method == "global":
+        return _global_ranks(params)
+    return tuple(params.ranks)
+
+
+def _global_ranks(params: DenoiseParams) -> tuple[int, ...]:
+    """The global method's ranks for images, ascending; None is :data:`GLOBAL_DEFAULT_RANK`."""
+    return tuple(sorted({GLOBAL_DEFAULT_RANK if r is None else int(r) for r in params.ranks}))
