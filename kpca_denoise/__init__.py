@@ -15,6 +15,8 @@ __all__ = [
     "ProgressEvent",
     "denoise_image",
     "denoise_set",
+    "denoise_dask",
+    "required_halo",
     "DenoiseParams",
     "GroupedOptions",
     "__version__",
@@ -34,4 +36,8 @@ def __getattr__(name):  # lazy: importing the package pulls in neither scikit-le
         from . import pipeline
 
         return getattr(pipeline, name)
+    if name in ("denoise_dask", "required_halo"):  # needs Dask only when called
+        from . import dask_array
+
+        return getattr(dask_array, name)
     raise AttributeError(name)

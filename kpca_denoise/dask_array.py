@@ -1,0 +1,313 @@
+"""Lazy denoising of Dask arrays: :func:`denoise_dask` and :func:`required_halo`.
+
+An image (or a stack of pages) held as a Dask array, of any chunking, is denoised
+into a lazy Dask array of the same shape, dtype and chunks whose pixels are
+:func:`kpca_denoise.denoise_image`'s on the whole image (each page's own, for a
+stack).
+
+How the result stays exact:
+
+1. Whole-image decisions first, once, as the pipeline makes them for that image
+   (:mod:`kpca_denoise.prepare`): the pixel checks, the noise level, the
+   Poisson-Gaussian stabiliser, the global method's kernel PCA, and then the grouped
+   method's calibration on the central crop (:func:`kpca_denoise.tiling.resolve_periodic`).
+   These read the data now, when :func:`denoise_dask` is called.
+2. The output is built from the tiled engine's own plan (:func:`kpca_denoise.tiling.plan`):
+   one task per tile that runs :func:`kpca_denoise.tiling.denoise_tile` on the tile's
+   region (core plus halo, read from the input's chunks) and returns its core.  The
+   cores are aligned with the method's reference strides, which is what makes a
+   tiled result equal the whole-image result, so the tiles follow the plan, not the
+   input's chunks; the assembled cores are then rechunked to the input's chunks.
+
+Memory while deciding (step 1), for the default method (grouped, Gaussian noise):
+bounded whatever the image size: one pass over the data computes each channel's
+minimum and maximum (the flat-image and NaN checks, the value range) and a strided
+sample of at most about two million values (the robust span of the values), the
+noise estimator reads about a million pixels in 256 x 256 blocks
+(:func:`kpca_denoise.core.noise.estimate_sigma_image`), and the calibration the
+central 256 x 256 crop.  The Poisson-Gaussian noise model and the global method
+read each image (page) whole into memory, in its own dtype, for that step only:
+the stabiliser's estimator and the training-patch sampler need the whole image.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import tiling
+from .core.grouped.calibrate import central_crop
+from .core.noise import estimate_sigma_image
+from .global_method import _global_groups, _run_global
+from .params import DenoiseParams
+from .pipeline import _checked_params
+from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
+                      _prepare_item, _value_range)
+from .results import ImageResult, _Run, _StageClock, result_keys
+
+__all__ = ["denoise_dask", "required_halo"]
+
+#: elements per chunk of the row bands the strided value sample is read through
+_SAMPLE_CHUNK = 1 << 24
+
+
+@dataclass
+class _Decision:
+    """What one image's tiles share: decided once, before the tiles are made."""
+
+    sigma: float
+    params: DenoiseParams  # with the grouped method's calibration
+    tiles: list
+    key: Any  # the result key denoise_image returns
+    vst: Any = None
+    model: Any = None  # the global method's kernel PCA (progress and cancel removed)
+    ranks: tuple = ()
+
+
+def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grouped",
+                 patch_size: int | None = None, stride: int | None = None,
+                 n_components: int | None = None, gamma: float | None = None,
+                 n_train: int = 2000, n_landmarks: int | None = None, kernel: str = "rbf",
+                 preimage_iterations: int | None = None, random_state: int = 0,
+                 noise_model: str = "gaussian", poisson_gain: float | None = None,
+                 tile_size: int | None = None, params: DenoiseParams | dict | None = None):
+    """Denoise a Dask array lazily; the computed result equals :func:`denoise_image`'s.
+
+    Parameters
+    ----------
+    array : a ``dask.array.Array`` of any chunking: one image (H, W) or (H, W, C)
+        with C in 1..4 (grey, grey + alpha, RGB, RGBA, as :func:`denoise_image`
+        takes), or a stack of pages (P, H, W) or (P, H, W, C), each page denoised on
+        its own as :func:`denoise_image` would (its own noise level and decisions).
+        A 3-D array whose last axis has at most 4 entries is one image with
+        channels.  Any other array (numpy, zarr, h5py) is wrapped with
+        ``dask.array.asarray`` (dask's automatic chunks).
+    noise_sigma, method, patch_size, stride, n_components, gamma, n_train,
+    n_landmarks, kernel, preimage_iterations, random_state, noise_model,
+    poisson_gain : as for :func:`denoise_image`.
+    tile_size : core side of the tiles (the tasks); ``None``: the method's
+        default (:data:`kpca_denoise.tiling.DEFAULT_TILE`).  The pixels do not
+        depend on it.
+    params : a :class:`DenoiseParams` (or its dict) instead of the keywords above
+        (give one or the other); with several ranks the last is returned, as
+        :func:`denoise_image` does.
+
+    Returns
+    -------
+    A lazy ``dask.array.Array`` of the input's shape, dtype and chunks.  The
+    whole-image decisions (noise level, calibration, the global method's fit) are
+    made now, reading the data (bounded memory, see ``docs/dask.md``); the tiles
+    run when the result is computed, on whatever scheduler is in use.
+
+    Raises
+    ------
+    ValueError naming the problem and the fix (a bad shape, NaN pixels, an image
+    smaller than a patch).
+    """
+    options = {k: v for k, v in locals().items() if k not in ("array", "params")}
+    import dask.array as da
+
+    params = _params(params, options)
+    if params.add_noise:
+        raise ValueError("add_noise is not available for Dask arrays; add the noise to the "
+                         "array first (kpca_denoise.pipeline.add_noise on each block)")
+    a = _as_dask(array)
+    stack = _is_stack(a.shape)
+    pages = [a[i] for i in range(a.shape[0])] if stack else [a]
+    names = [f"page {i}" for i in range(len(pages))] if stack else ["image"]
+    decisions = _decide(pages, names, params)
+    outs = [page if d is None else _assemble(page, d) for page, d in zip(pages, decisions)]
+    out = da.stack(outs) if stack else outs[0]
+    return out if out is a else out.rechunk(a.chunks)
+
+
+def required_halo(params: DenoiseParams | dict | None = None, **options) -> int:
+    """The overlap in pixels each tile reads around its core for these parameters
+    (a :class:`DenoiseParams`, its dict, or :func:`denoise_dask`'s keywords): the
+    tiled engine's halo, a multiple of the method's reference stride.  The grouped
+    method's search widens when it finds a regular texture in the image (decided
+    per image); ``grouped={'periodic': True}`` gives that halo."""
+    params = _params(params, options)
+    if params.method == "grouped":
+        halo, align = tiling._grouped_geometry(params)
+    else:
+        halo, align, _, _ = tiling._global_geometry(params)
+    return -(-halo // align) * align  # as core.tiles.tile_grid rounds it
+
+
+# -- the input ---------------------------------------------------------------------
+
+
+def _params(params, options: dict) -> DenoiseParams:
+    """The parameters from ``params`` or from :func:`denoise_dask`'s keywords (not
+    both), validated."""
+    defaults = {k: p.default for k, p in inspect.signature(denoise_dask).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and k != "params"}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise TypeError(f"unexpected keyword {unknown[0]!r}; the options are "
+                        f"{', '.join(defaults)}, or params=DenoiseParams(...)")
+    given = sorted(k for k, v in options.items() if not (v is defaults[k] or v == defaults[k]))
+    if params is not None:
+        if given:
+            raise ValueError(f"give params or keyword options, not both (got params and "
+                             f"{', '.join(given)}); put the options in the DenoiseParams")
+        return _checked_params(params)
+    o = dict(defaults, **options)
+    return DenoiseParams(
+        method=o["method"], ranks=(o["n_components"],), patch_size=o["patch_size"],
+        stride=o["stride"], n_train=o["n_train"], n_landmarks=o["n_landmarks"],
+        gamma=o["gamma"], noise_sigma=o["noise_sigma"], kernel=o["kernel"],
+        preimage_iterations=o["preimage_iterations"], seed=o["random_state"],
+        noise_model=o["noise_model"], poisson_gain=o["poisson_gain"],
+        tile_size=o["tile_size"]).validate()
+
+
+def _as_dask(array):
+    import dask.array as da
+
+    if isinstance(array, da.Array):
+        return array
+    if not (hasattr(array, "shape") and hasattr(array, "dtype")):
+        raise ValueError(f"expected a Dask array (or a numpy / zarr array), got "
+                         f"{type(array).__name__}; wrap the pixels with dask.array.from_array")
+    return da.asarray(array)
+
+
+def _is_stack(shape: tuple) -> bool:
+    """Whether an array of ``shape`` is a stack of pages (else one image); raises for
+    a shape that is neither."""
+    if len(shape) == 2 or (len(shape) == 3 and 1 <= shape[2] <= 4):
+        return False
+    if len(shape) == 3 or (len(shape) == 4 and 1 <= shape[3] <= 4):
+        return True
+    if len(shape) == 4:
+        raise ValueError(f"a 4-D array must be a stack of images (P, H, W, C) with C = 3 or 4 "
+                         f"colour channels (or 1, 2), got shape {tuple(shape)}; move the channel "
+                         "axis last (dask.array.moveaxis)")
+    raise ValueError(f"expected an image (H, W) or (H, W, C), or a stack (P, H, W) or "
+                     f"(P, H, W, C), got shape {tuple(shape)}")
+
+
+# -- the whole-image decisions ------------------------------------------------------
+
+
+def _decide(pages: list, names: list, params: DenoiseParams) -> list[_Decision | None]:
+    """Per page its decisions, or None when it is returned unchanged (no noise)."""
+    import dask
+
+    for page, name in zip(pages, names):  # what the shape and dtype alone tell
+        if page.size == 0 or not np.issubdtype(page.dtype, np.number):
+            _check_image(np.empty(page.shape if page.size == 0 else (1, 1), page.dtype), name)
+        _check_item_shape(page, name, False, params)
+    key = result_keys(params, False)[-1]
+    if params.method == "grouped" and params.noise_model == "gaussian":
+        summaries = dask.compute(*[_summary(page) for page in pages])  # one pass over the data
+        found = [_measure(page, name, params, *s) for page, name, s in zip(pages, names, summaries)]
+    else:
+        found = [_measure_in_memory(page, name, params) for page, name in zip(pages, names)]
+    return [None if f is None else _calibrated(page, key, params, *f)
+            for page, f in zip(pages, found)]
+
+
+def _summary(page):
+    """Lazy: each channel's minimum and maximum (NaN where a NaN is), and the values
+    ``prepare._held_span`` samples (every ``size // 10**6``-th value of the flat array)."""
+    x = page if page.ndim == 3 else page[..., None]
+    step = max(1, page.size // 1_000_000)
+    row = int(np.prod(page.shape[1:]))
+    # row bands of whole rows: the flat view needs no chunk larger than a band
+    bands = page.rechunk({0: max(1, _SAMPLE_CHUNK // row), **{i: -1 for i in range(1, page.ndim)}})
+    return x.min(axis=(0, 1)), x.max(axis=(0, 1)), bands.reshape(-1)[::step]
+
+
+def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
+    """``(sigma, vst)`` of a page under the Gaussian model, or None (unchanged), as
+    ``prepare._measure_image`` and ``prepare._with_noise`` decide; from the page's
+    per-channel extremes (a (1, 2[, C]) stand-in with the image's minima and maxima,
+    which is all the value checks read) and its strided sample."""
+    stub = np.stack([np.atleast_1d(mins), np.atleast_1d(maxs)])[None].astype(page.dtype)
+    stub = stub[..., 0] if page.ndim == 2 else stub
+    _check_image(stub, name)  # NaN or Inf pixels
+    flat = _flat(stub)
+    if flat:
+        sigma = 0.0
+    elif params.noise_sigma is not None:
+        sigma = float(params.noise_sigma)
+    else:
+        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
+            else tiling.LazyLuminance(page)  # both read only the blocks sampled
+        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
+    # the sample has under two million values, so _held_span reads all of it: the
+    # whole image's quantiles (prepare._sigma_range)
+    span = _value_range(stub)
+    lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
+    if params.noise_sigma is not None and not flat and not lo <= sigma <= hi:
+        raise ValueError(
+            f"{name}: noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+            f"for this {page.dtype} image; give the noise std in the image's own units "
+            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
+    return (float(sigma), None, None) if sigma > 0 and sigma >= lo else None
+
+
+def _measure_in_memory(page, name: str, params: DenoiseParams):
+    """``(sigma, vst, model)`` or None (unchanged) through the pipeline's own
+    preparation (and the global method's fit) on the page read whole."""
+    x = np.asarray(page)
+    res = ImageResult(index=0, name=name)
+    item = _prepare_item(params, x, res, False, seed=params.seed)
+    if res.error:
+        raise ValueError(res.error)
+    if item is None:
+        return None
+    model = None
+    if params.method == "global":
+        run = _Run(params, _StageClock(None), None, None, {"method": params.method})
+        fitted = _run_global(run, _global_groups(params, [item])[0], fit_only=True)
+        model = copy.copy(fitted)
+        model.set_params(progress=None, cancel=None)  # shipped to the workers bare
+    return res.noise_sigma, item.vst, model
+
+
+def _calibrated(page, key, params: DenoiseParams, sigma: float, vst, model) -> _Decision:
+    """The page's tiles and the grouped calibration, as ``tiling.denoise_tiled`` makes
+    them (the calibration on the central crop, read alone)."""
+    tiles = tiling.plan(page.shape, params)
+    if len(tiles) > 1:
+        params = tiling.resolve_periodic(np.asarray(central_crop(page)), sigma, params, vst)
+        tiles = tiling.plan(page.shape, params)
+    ranks = (key,) if params.method == "global" else ()
+    return _Decision(sigma, params, tiles, key, vst, model, ranks)
+
+
+# -- the tiles ----------------------------------------------------------------------
+
+
+def _tile_core(region, tile, sigma, params, model, ranks, vst, key):
+    """The task: one tile's core, denoised (runs on a worker)."""
+    outs, _ = tiling.denoise_tile(np.asarray(region), tile, sigma, params, model=model,
+                                  ranks=ranks, vst=vst)
+    return outs[key]
+
+
+def _assemble(page, d: _Decision):
+    """The page's output: one delayed :func:`_tile_core` per tile of the plan, the
+    cores put together (lazy)."""
+    import dask
+    import dask.array as da
+
+    run = uuid.uuid4().hex
+    model = None if d.model is None else dask.delayed(d.model, name=f"kpca-denoise-model-{run}")
+    task = dask.delayed(_tile_core)
+    rows: dict = {}
+    for t in d.tiles:  # row-major
+        block = task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, d.key,
+                     dask_key_name=f"kpca-denoise-tile-{run}-{t.y0}-{t.x0}")
+        shape = (t.y1 - t.y0, t.x1 - t.x0) + tuple(page.shape[2:])
+        rows.setdefault(t.y0, []).append(da.from_delayed(block, shape, dtype=page.dtype))
+    return da.concatenate([da.concatenate(r, axis=1) for r in rows.values()], axis=0)
