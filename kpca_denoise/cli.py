@@ -324,10 +324,12 @@ def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
         if missing:  # a folder matching no name gave no PSNR, and said nothing
             names = ", ".join(str(it.rel or it.path.name) for it in missing[:3])
             names += ", ..." if len(missing) > 3 else ""
-            which = "none of the inputs" if len(missing) == len(items) else \
-                f"{len(missing)} of {len(items)} inputs"
-            print(f"note: --reference {refpath}: no clean image of the same name for {which} "
-                  f"({names}); PSNR and SSIM are not shown for them", file=sys.stderr)
+            if len(missing) == len(items):
+                what = f"no file there has an input's name ({names}); PSNR and SSIM are not shown"
+            else:
+                what = (f"no file there has the name of {len(missing)} of {len(items)} inputs "
+                        f"({names}); their PSNR and SSIM are not shown")
+            print(f"note: --reference {refpath}: {what}", file=sys.stderr)
         return out
     arr = read_item(refpath, max_pixels=max_pixels).array
     if len(items) != 1:
