@@ -27,12 +27,73 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .core.progress import Cancelled, ProgressEvent
-from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input, collect_inputs,
-                 output_path, rank_tag, read_item, read_items, write_item, write_sidecar)
-from .executor import Executor, ExecutorError
-from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
-from .pipeline import denoise_set, evaluate, noise_model_text, remaining_noise, result_keys
+
+
+def use_writable_numba_cache() -> None:
+    """Give numba a cache folder it can write before it is imported.  The engine's
+    compiled functions are cached (``cache=True``) next to their source or in the
+    user's cache folder; a non-root user of a root-owned install with no writable home
+    has neither, and numba then refused every command, ``--version`` included, with a
+    traceback (``cannot cache function ...: no locator available``).  Then the cache
+    goes to a folder of this user's in the temporary folder, or, if that cannot be
+    trusted, to a new one for this run (said in one line)."""
+    import atexit
+    import shutil
+    import stat
+
+    if os.environ.get("NUMBA_CACHE_DIR") or "numba" in sys.modules:
+        return
+
+    def writable(folder) -> bool:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError:
+            return False
+        return True
+
+    core = Path(__file__).resolve().parent / "core"
+    in_tree = {p.parent / "__pycache__" for p in core.rglob("*.py")}
+    if sys.platform == "darwin":
+        user_wide = Path("~/Library/Caches").expanduser() / "numba"
+    elif os.name == "nt":
+        return  # numba's folder under %LOCALAPPDATA%: not the case this is for
+    else:
+        user_wide = Path(os.environ.get("XDG_CACHE_HOME") or
+                         os.path.expanduser("~/.cache")) / "numba"
+    if all(writable(d) for d in sorted(in_tree)) or writable(user_wide):
+        return
+    try:
+        # the user's own folder (a pickle cache another user could write is not loaded)
+        folder = Path(tempfile.gettempdir()) / f"kpca-denoise-numba-{os.getuid()}"
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+                and not st.st_mode & 0o022 and writable(folder)):
+            os.environ["NUMBA_CACHE_DIR"] = str(folder)
+            return
+    except OSError:
+        pass
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="kpca-denoise-numba-"))
+    except OSError:
+        return  # nowhere to write: numba says why
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    print(f"note: no writable cache folder for numba's compiled code; using {folder} for "
+          "this run (set NUMBA_CACHE_DIR to keep it between runs)", file=sys.stderr)
+
+
+use_writable_numba_cache()  # before anything below imports numba
+
+from .core.progress import Cancelled, ProgressEvent  # noqa: E402
+from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input,  # noqa: E402
+                 collect_inputs, output_path, rank_tag, read_item, read_items,
+                 remove_stale_parts, write_item, write_sidecar)
+from .executor import Executor, ExecutorError  # noqa: E402
+from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
+from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
+                       result_keys)
 
 #: parameter name -> the command-line option that sets it (for error messages)
 OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
@@ -124,8 +185,34 @@ class _Parser(argparse.ArgumentParser):
     """argparse with its errors in one line, as every other error of the command (it
     printed the whole usage first)."""
 
+    #: the arguments of the last parse (a name starting with '-' is explained with them)
+    _args: list = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        _Parser._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):
-        self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
+        self.exit(2, f"error: {message}{self._dash_hint()} (see '{self.prog} -h')\n")
+
+    def _dash_hint(self) -> str:
+        """A file whose name starts with '-' is read as an option ('-dash.png' alone
+        gave "the following arguments are required: INPUT"): say how to name it."""
+        from .io import SUPPORTED_SUFFIXES
+
+        options = {o for p in (self, *self._subparsers_of()) for o in p._option_string_actions}
+        args = _Parser._args[:_Parser._args.index("--")] if "--" in _Parser._args else _Parser._args
+        for a in args:
+            if (a.startswith("-") and a != "-" and a.split("=")[0] not in options
+                    and (Path(a).suffix.lower() in SUPPORTED_SUFFIXES or os.path.exists(a))):
+                return (f"; {a} starts with '-' and was read as an option: write ./{a}, or "
+                        f"put it after --")
+        return ""
+
+    def _subparsers_of(self):
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                yield from action.choices.values()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,6 +320,16 @@ def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
             if cand.is_file():
                 out[id(it)] = read_item(cand, max_pixels=max_pixels).array
                 _check_reference(cand, out[id(it)], it)
+        missing = [it for it in items if id(it) not in out]
+        if missing:  # a folder matching no name gave no PSNR, and said nothing
+            names = ", ".join(str(it.rel or it.path.name) for it in missing[:3])
+            names += ", ..." if len(missing) > 3 else ""
+            if len(missing) == len(items):
+                what = f"no file there has an input's name ({names}); PSNR and SSIM are not shown"
+            else:
+                what = (f"no file there has the name of {len(missing)} of {len(items)} inputs "
+                        f"({names}); their PSNR and SSIM are not shown")
+            print(f"note: --reference {refpath}: {what}", file=sys.stderr)
         return out
     arr = read_item(refpath, max_pixels=max_pixels).array
     if len(items) != 1:
@@ -352,6 +449,16 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
     return plan
 
 
+def _remove_stale_parts(folders) -> None:
+    """The temporary files a killed run (SIGKILL, a power cut) left in the folders this
+    run writes to are removed, with a note; those of a run still writing stay."""
+    removed = [p for folder in sorted(folders) for p in remove_stale_parts(folder)]
+    if removed:
+        where = ", ".join(sorted({str(p.parent) for p in removed}))
+        print(f"note: removed {len(removed)} temporary file(s) an interrupted run left "
+              f"in {where}", file=sys.stderr)
+
+
 def _denoise(args) -> int:
     params = _params_from_args(args)
     if not args.output.strip():
@@ -384,6 +491,7 @@ def _denoise(args) -> int:
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
                                                          else []), args.overwrite)
+    _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
     unnamed = len(items) - len(plan)
     items = [it for it in items if id(it) in plan]
     if not items:
@@ -468,8 +576,18 @@ def _connect(executor: Executor) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM: the run stops as on Ctrl-C (the cluster closed, what was written listed
-    in the sidecar), with exit code 143."""
+    """SIGTERM or SIGHUP (the terminal closed, the session ended): the run stops as on
+    Ctrl-C (the cluster closed, what was written listed in the sidecar), with exit code
+    128 + the signal's number (143, 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+#: the signals that stop a run as Ctrl-C does (SIGHUP does not exist on Windows)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -489,23 +607,23 @@ def _handlers(handler, *signums):
 
 
 def _sigterm_interrupts():
-    """Turn SIGTERM into :class:`Terminated` while the command runs: its default
-    action ends the process with no cleanup (a cluster's workers left running, no
-    sidecar for the files written)."""
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs: their
+    default action ends the process with no cleanup (a cluster's workers left running,
+    no sidecar for the files written)."""
     def stop(signum, frame):
-        raise Terminated()
+        raise Terminated(signum)
 
-    return _handlers(stop, signal.SIGTERM)
+    return _handlers(stop, *STOP_SIGNALS)
 
 
 @contextlib.contextmanager
 def _signals_held():
-    """Hold Ctrl-C and SIGTERM while an input's files are written and recorded, and
-    deliver them after: an interrupted run's sidecar lists every file it wrote."""
+    """Hold Ctrl-C, SIGTERM and SIGHUP while an input's files are written and recorded,
+    and deliver them after: an interrupted run's sidecar lists every file it wrote."""
     held: list = []
     try:
         with _handlers(lambda signum, frame: held.append(signum), signal.SIGINT,
-                       signal.SIGTERM):
+                       *STOP_SIGNALS):
             yield
     finally:
         for s in dict.fromkeys(held):
@@ -513,7 +631,8 @@ def _signals_held():
 
 
 def _interrupted_code(exc: KeyboardInterrupt) -> int:
-    return 143 if isinstance(exc, Terminated) else 130
+    """128 + the signal's number, as a shell reports a process the signal ended."""
+    return 128 + exc.signum if isinstance(exc, Terminated) else 130
 
 
 class _PageSource(Sequence):

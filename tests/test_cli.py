@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import subprocess
 import sys
@@ -421,3 +422,69 @@ def test_a_patch_sets_metrics_are_the_windows(tmp_path, capsys):
     mse = np.mean((out.astype(float) - clean) ** 2)
     assert got["psnr"] == pytest.approx(10 * np.log10(255.0 ** 2 / mse), abs=1e-9)
     assert sample_mosaic(np.ones((5, 2, 2))).shape == (2 * 2, 3 * 2)  # rows of 3
+
+
+@pytest.mark.parametrize("args", [["-dash.png"], ["a.png", "-dash.png"]])
+def test_a_name_starting_with_a_dash_says_how_to_give_it(tmp_path, capsys, monkeypatch, args):
+    # '-dash.png' alone gave "the following arguments are required: INPUT"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-dash.png").write_bytes(b"")
+    with pytest.raises(SystemExit) as exc:
+        main(["denoise", *args, "-o", "out"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1, err
+    assert "-dash.png starts with '-' and was read as an option: write ./-dash.png, or put it " \
+           "after --" in err[0]
+
+
+def test_a_reference_folder_matching_no_name_says_so(tmp_path, rng, capsys, monkeypatch):
+    # the run went on without PSNR and said nothing
+    fake_tiles(monkeypatch)
+    _img(tmp_path / "x.png", rng)
+    (tmp_path / "clean").mkdir()
+    _img(tmp_path / "clean" / "other.png", rng)
+    rc, err = _run_err(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                        "--reference", str(tmp_path / "clean"), "--noise-sigma", "10", "-q"],
+                       capsys)
+    assert rc == 0
+    assert err[0] == (f"note: --reference {tmp_path / 'clean'}: no file there has an input's name "
+                      "(x.png); PSNR and SSIM are not shown")
+
+
+def test_the_command_runs_where_numba_cannot_cache_next_to_its_code(tmp_path):
+    """A non-root user of a root-owned install with no writable home: numba found no
+    cache folder and every command, --version included, ended in a traceback.  Made
+    here (also as root) with an installed copy whose __pycache__ folders cannot be
+    made (a file has the name) and a home that is not a folder."""
+    import shutil
+
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    inst = tmp_path / "site"
+    shutil.copytree(root / "kpca_denoise", inst / "kpca_denoise",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for d in {p.parent for p in (inst / "kpca_denoise").rglob("*.py")}:
+        (d / "__pycache__").write_bytes(b"")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH"))}
+    env.update(HOME="/dev/null/nohome", TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
+    # the failure is real here: numba itself finds no cache folder
+    r = subprocess.run([sys.executable, "-c", "import kpca_denoise.core.kernels"], cwd=inst,
+                       env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "no locator available" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], cwd=inst, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("kpca-denoise "), r.stderr[-800:]
+    assert r.stderr == ""  # the user's own folder in the temporary folder: nothing to say
+    assert (tmp / f"kpca-denoise-numba-{os.getuid()}").is_dir()
+    # that folder taken by someone else (not trusted): a folder for this run, one line
+    shutil.rmtree(tmp / f"kpca-denoise-numba-{os.getuid()}")
+    (tmp / f"kpca-denoise-numba-{os.getuid()}").write_bytes(b"")
+    r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], cwd=inst, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("kpca-denoise "), r.stderr[-800:]
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(
+        "note: no writable cache folder for numba's compiled code; using "), r.stderr

@@ -1428,3 +1428,49 @@ def test_session_rows_and_residual_maps(tmp_path):
     assert r.dtype == np.float32 and r.shape == (2, 3) and np.all(r == 60)
     grey = residual_map(a, np.full((4, 4), 10, np.uint8), np.full((4, 4), 12, np.uint8))
     assert np.all(grey == -2)
+
+
+def test_a_missing_x11_library_is_one_line_naming_the_package(monkeypatch):
+    """Without libxcb-cursor0 (missing on many Debian and Ubuntu installs) Qt printed a
+    screenful and aborted with a core dump; the plugin is loaded first, and the library
+    the loader names is said with its package."""
+    import ctypes
+
+    display = {"DISPLAY": ":0"}
+    assert gui_app.platform_problem(display) is None  # everything is here
+    # checked only where Qt will use the X11 plugin
+    assert gui_app.platform_problem({}) is None
+    assert gui_app.platform_problem({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}) is None
+    assert gui_app.platform_problem({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}) is None
+
+    def missing(*args, **kwargs):
+        raise OSError("libxcb-cursor.so.0: cannot open shared object file: No such file or "
+                      "directory")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    msg = gui_app.platform_problem(display)
+    assert "\n" not in msg and msg.startswith(
+        "the window cannot open: Qt's X11 plugin needs libxcb-cursor.so.0, which is not "
+        "installed; on Debian/Ubuntu: sudo apt install libxcb-cursor0 (all it needs: ")
+    assert gui_app.platform_problem({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb"}) == msg
+
+    def broken(*args, **kwargs):
+        raise OSError("libqxcb.so: invalid ELF header")
+
+    monkeypatch.setattr(ctypes, "CDLL", broken)
+    msg = gui_app.platform_problem(display)
+    assert "\n" not in msg and "does not load (libqxcb.so: invalid ELF header)" in msg
+    assert "libxcb-cursor0" in msg
+
+
+def test_the_window_says_it_and_stops_before_qt_aborts(monkeypatch, capsys):
+    monkeypatch.setattr(gui_app, "platform_problem", lambda environ=None: "the window cannot open")
+    assert gui_app.main([]) == 2
+    assert capsys.readouterr().err == "error: the window cannot open\n"
+
+
+def test_the_debian_package_of_a_library():
+    names = {"libxcb-cursor.so.0": "libxcb-cursor0", "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+             "libEGL.so.1": "libegl1", "libdbus-1.so.3": "libdbus-1-3",
+             "libxcb-render-util.so.0": "libxcb-render-util0"}
+    assert {k: gui_app._debian_package(k) for k in names} == names

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
-__all__ = ["main", "sample_images_dir", "DEMO_PARAMS", "DEMO_FILES"]
+__all__ = ["main", "sample_images_dir", "platform_problem", "DEMO_PARAMS", "DEMO_FILES"]
 
 DEMO_FILES = ("camera.png", "astronaut.png", "digits.npz")
 #: the demo: plain kernel PCA (its spectrum is the interesting one to show),
@@ -70,6 +71,15 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
         # a screenshot needs no screen: render offscreen rather than fail
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+    problem = platform_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+
+    from ..cli import use_writable_numba_cache
+
+    use_writable_numba_cache()  # before the pipeline (numba) is imported; the compute process inherits it
+
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -79,7 +89,12 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("kpca-denoise")
     app.setOrganizationName("kpca-denoise")
+    status = {"code": 0}
+    windows: list = []
+    # before the window starts its compute process: a signal from then on closes both
+    handlers = _close_on_signals(app, windows, status)
     win = MainWindow(persist=not screenshot)
+    windows.append(win)
     if screenshot:  # the README's picture has a fixed size; otherwise the window places itself
         from PySide6.QtCore import QRect
 
@@ -87,7 +102,6 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
         win.resize(*SCREENSHOT_SIZE)
     if files:
         win.load_paths(files)
-    status = {"code": 0}
 
     if demo:
         win.load_paths([str(p) for p in demo_paths])
@@ -137,8 +151,139 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
                 if screenshot:
                     app.quit()
         QTimer.singleShot(100, start)
-    rc = app.exec()
+    try:
+        rc = app.exec()
+    finally:
+        handlers.restore()
     return status["code"] or int(rc)
+
+
+#: the signals that close the window as its Quit does (Ctrl-C in the terminal that
+#: started it, ``kill``, the session or the terminal ending)
+CLOSE_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
+                      if hasattr(signal, n))
+
+
+class _SignalHandlers:
+    """Python runs a signal handler only between bytecodes, and Qt's event loop runs in
+    C++: the signal's byte on a socket (``signal.set_wakeup_fd``) wakes the loop, which
+    then lets Python run the handler."""
+
+    def __init__(self, app, handler) -> None:
+        import socket
+
+        from PySide6.QtCore import QSocketNotifier
+
+        self.previous: dict = {}
+        self.wakeup = None
+        self._socks = socket.socketpair()
+        for sock in self._socks:
+            sock.setblocking(False)
+        try:
+            self.wakeup = signal.set_wakeup_fd(self._socks[1].fileno())
+            self.previous = {s: signal.signal(s, handler) for s in CLOSE_SIGNALS}
+        except ValueError:  # not the main thread: the signals are not ours
+            self.restore()
+            return
+        self.notifier = QSocketNotifier(self._socks[0].fileno(), QSocketNotifier.Type.Read, app)
+        self.notifier.activated.connect(self._drain)
+
+    def _drain(self, *args) -> None:
+        try:
+            while self._socks[0].recv(64):
+                pass
+        except OSError:
+            pass
+
+    def restore(self) -> None:
+        for s, old in self.previous.items():
+            signal.signal(s, signal.SIG_DFL if old is None else old)
+        self.previous = {}
+        if self.wakeup is not None:
+            try:
+                signal.set_wakeup_fd(self.wakeup)
+            except ValueError:
+                pass
+            self.wakeup = None
+        if getattr(self, "notifier", None) is not None:
+            self.notifier.setEnabled(False)
+
+
+def _close_on_signals(app, windows: list, status) -> _SignalHandlers:
+    """SIGTERM, SIGHUP and Ctrl-C close the window as Quit does, without asking (nobody
+    is there to answer): the run is cancelled, the compute process stopped, the
+    settings kept; the exit code is 128 + the signal's number.  The signal's default
+    action ended the window with its compute process still running."""
+    from PySide6.QtCore import QTimer
+
+    def close() -> None:
+        for win in windows:
+            win.shutdown(5000)  # cancel a run first: closing then does not ask
+            win.close()
+        app.quit()
+
+    def handler(signum, frame) -> None:
+        if not status.get("signal"):
+            status["signal"] = signum
+            status["code"] = 128 + signum
+            QTimer.singleShot(0, close)  # in the event loop, also before it has started
+
+    return _SignalHandlers(app, handler)
+
+
+#: Debian/Ubuntu packages of the X11 (xcb) plugin's libraries that a desktop often lacks
+XCB_PACKAGES = ("libxcb-cursor0", "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1",
+                "libxcb-render-util0", "libxcb-shape0", "libxcb-xkb1", "libxkbcommon-x11-0")
+
+
+def _debian_package(soname: str) -> str:
+    """The Debian package of a library, by Debian's naming rule: libxcb-cursor.so.0 ->
+    libxcb-cursor0, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0."""
+    name, _, version = soname.partition(".so.")
+    name = name.lower()
+    version = version.split(".")[0]
+    return f"{name}-{version}" if name[-1:].isdigit() else f"{name}{version}"
+
+
+def _xcb_plugin() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    plugin = Path(list(spec.submodule_search_locations)[0]) / "Qt/plugins/platforms/libqxcb.so"
+    return plugin if plugin.is_file() else None
+
+
+def platform_problem(environ=None) -> str | None:
+    """Why Qt's X11 plugin cannot start, in one line, or None.  Without a library it
+    needs (``libxcb-cursor0`` is missing from many Debian and Ubuntu installs) Qt
+    printed a screenful about plugins and aborted with a core dump.  Checked only where
+    Qt will use that plugin: Linux, an X display, no Wayland, no other platform asked
+    for.  The plugin is loaded as Qt would load it, so the loader names what is missing."""
+    import ctypes
+
+    env = os.environ if environ is None else environ
+    platform = env.get("QT_QPA_PLATFORM", "")
+    if (not sys.platform.startswith("linux") or not env.get("DISPLAY")
+            or (platform and not platform.startswith("xcb"))
+            or (not platform and env.get("WAYLAND_DISPLAY"))):
+        return None
+    plugin = _xcb_plugin()
+    if plugin is None:
+        return None
+    try:
+        ctypes.CDLL(str(plugin), mode=getattr(os, "RTLD_LAZY", 1) | getattr(ctypes, "RTLD_LOCAL", 0))
+    except OSError as exc:
+        text = str(exc)
+        missing = text.split(":")[0].strip() if "cannot open shared object" in text else ""
+        if missing and Path(missing).name != plugin.name:
+            return (f"the window cannot open: Qt's X11 plugin needs {missing}, which is not "
+                    f"installed; on Debian/Ubuntu: sudo apt install {_debian_package(missing)} "
+                    f"(all it needs: {' '.join(XCB_PACKAGES)})")
+        return (f"the window cannot open: Qt's X11 plugin does not load ({text}); on "
+                f"Debian/Ubuntu: sudo apt install {' '.join(XCB_PACKAGES)}")
+    return None
 
 
 if __name__ == "__main__":

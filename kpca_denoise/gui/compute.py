@@ -456,8 +456,29 @@ def _warm_up() -> None:
             traceback.print_exc()
 
 
+def _exit_with_parent() -> None:
+    """End this process when the window's process ends, however it ends: a SIGKILL of
+    the window left the compute process (and multiprocessing's resource tracker, which
+    waits for it) running for good.  The parent's sentinel, a pipe only the parent
+    holds open, reaches end-of-file when the parent is gone: no polling."""
+    import multiprocessing
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is None:  # not started by multiprocessing (a test calling serve directly)
+        return
+
+    def watch() -> None:
+        parent.join()
+        os._exit(0)  # the window is gone: nobody reads a result
+
+    threading.Thread(target=watch, name="kpca-denoise parent watch", daemon=True).start()
+
+
 def serve(jobs, events, cancel) -> None:
-    """Main loop of the compute process: run jobs from ``jobs`` until ``None`` arrives."""
+    """Main loop of the compute process: run jobs from ``jobs`` until ``None`` arrives;
+    ends with the window's process (:func:`_exit_with_parent`)."""
+    _exit_with_parent()
     # background work: below the GUI's priority, so drawing never waits for a core
     # (on 2 cores numba's and BLAS's threads otherwise take both)
     try:

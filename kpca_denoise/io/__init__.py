@@ -14,7 +14,7 @@ from .inputs import (IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, Inpu
                      collect_inputs, expand_inputs)
 from .reading import MAX_PIXELS, LoadedItem, display_oriented, read_item, read_items
 from .writing import (atomic_write, check_not_input, jsonable, output_path, rank_tag,
-                      write_item, write_sidecar)
+                      remove_stale_parts, write_item, write_sidecar)
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -34,6 +34,7 @@ __all__ = [
     "check_not_input",
     "atomic_write",
     "write_sidecar",
+    "remove_stale_parts",
     "jsonable",
     "rank_tag",
     "display_oriented",

@@ -8,6 +8,8 @@ under the umask, never replace an input, and with ``replace=False`` no existing 
 from __future__ import annotations
 
 import os
+import re
+import socket
 import struct
 import tempfile
 import threading
@@ -66,8 +68,8 @@ def atomic_write(target, write, *, replace: bool = True) -> Path:
         raise OutputExistsError(f"{target}: the file already exists (another run may have "
                                 "written it meanwhile) and was left as it is; choose another "
                                 "output folder or allow replacing it (--overwrite)")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix + ".part",
-                               dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.{_part_tag()}",
+                               suffix=target.suffix + ".part", dir=target.parent)
     os.close(fd)
     try:
         write(Path(tmp))
@@ -94,6 +96,57 @@ def atomic_write(target, write, *, replace: bool = True) -> Path:
             pass
         raise
     return target
+
+
+def _host_tag() -> str:
+    """A short tag of this machine: a process number means something only on its own
+    machine (a folder on a network share is written from several)."""
+    return format(zlib.crc32(socket.gethostname().encode("utf-8", "replace")), "08x")
+
+
+def _part_tag() -> str:
+    """What a temporary file's name says of its writer: ``kpca-<host>-<pid>-``."""
+    return f"kpca-{_host_tag()}-{os.getpid()}-"
+
+
+#: a temporary file of :func:`atomic_write`: ``.<stem>.kpca-<host>-<pid>-<random><suffix>.part``
+_PART_NAME = re.compile(r"^\..*\.kpca-(?P<host>[0-9a-f]{8})-(?P<pid>\d+)-[^.]*(\.[^.]*)?\.part$")
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a process number: never guess
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process
+        return True
+    return True
+
+
+def remove_stale_parts(folder) -> list[Path]:
+    """Remove the temporary files that writers killed mid-write (SIGKILL, a power cut)
+    left in ``folder``: only names :func:`atomic_write` gives, made on this machine by a
+    process that is gone; another run's files being written stay.  Returns the paths
+    removed; a file that cannot be removed is left (never an error)."""
+    removed = []
+    host = _host_tag()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _PART_NAME.match(entry.name)
+        if m is None or m["host"] != host or _process_alive(int(m["pid"])):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            pass
+    return removed
 
 
 def write_sidecar(folder, data: dict, *, stem: str = "kpca-denoise") -> Path:
