@@ -99,6 +99,12 @@ def denoise_set(
     """
     params = _checked_params(params)
     images, names, patch_sets = _checked_items(images, names, patch_sets, first_index)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function taking a ProgressEvent, or None; "
+                        f"got {progress!r}")
+    if cancel is not None and not (callable(cancel) or hasattr(cancel, "is_set")):
+        raise TypeError(f"cancel must be a CancelToken, a function returning True to stop, "
+                        f"or None; got {cancel!r}")
     if params.method == "grouped" and params.gamma is not None and not all(patch_sets):
         raise ValueError(
             f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "

@@ -117,7 +117,7 @@ def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
         return
     side = params.patch_size or (GLOBAL_PATCH_SIZE if params.method == "global"
                                  else GROUPED_PATCH_SIZE)
-    if a.ndim not in (2, 3):
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (1, 2, 3, 4)):
         raise ValueError(f"{name}: expected a grayscale (H, W) or colour (H, W, 3|4) "
                          f"image, got shape {a.shape}")
     if min(a.shape[:2]) < side:

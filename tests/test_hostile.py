@@ -752,3 +752,18 @@ def test_library_calls_name_their_bad_arguments():
     # a generator of images is a set like any other
     res = denoise_set((im for im in [img, img]), DenoiseParams(noise_sigma=5.0))
     assert len(res.images) == 2 and all(r.ok for r in res.images)
+
+
+def test_library_misuse_is_named_in_one_line():
+    # an image with 5 channels is named with its own shape, not a sample's; a progress
+    # or cancel that cannot be called is named before any work
+    from kpca_denoise import denoise_image
+
+    img = np.random.default_rng(0).random((48, 48, 5)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"colour \(H, W, 3\|4\) image, got shape \(48, 48, 5\)"):
+        denoise_image(img, noise_sigma=0.1)
+    grey = img[..., 0]
+    with pytest.raises(TypeError, match="progress must be a function taking a ProgressEvent"):
+        denoise_image(grey, noise_sigma=0.1, progress=5)
+    with pytest.raises(TypeError, match="cancel must be a CancelToken"):
+        denoise_image(grey, noise_sigma=0.1, cancel="stop")
