@@ -89,7 +89,7 @@ def test_denoise_steps_yields_progress_returns_the_result_and_cancels(monkeypatc
 
 
 def test_the_function_is_denoise_image_and_takes_stacks():
-    from kpca_denoise.napari._function import denoise_layer
+    from kpca_denoise.napari import denoise_layer
 
     img = _noisy()
     np.testing.assert_array_equal(denoise_layer(img, noise_sigma=20.0),

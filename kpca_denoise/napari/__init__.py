@@ -10,3 +10,13 @@ imports them only when the plugin is used.
 * :mod:`._function`: ``denoise_layer(ImageData) -> ImageData`` for scripts and workflows;
 * :mod:`._sample_data`: the shipped sample images with Gaussian noise of std 25.
 """
+
+__all__ = ["denoise_layer"]
+
+
+def __getattr__(name):  # lazy: ``denoise_layer``'s module imports napari's types when present
+    if name == "denoise_layer":
+        from ._function import denoise_layer
+
+        return denoise_layer
+    raise AttributeError(name)
