@@ -1,5 +1,6 @@
 """The layer rule (docs/layout.md): core imports only numpy/scipy/numba (no Qt,
-no Pillow, no files); only gui/ imports Qt."""
+no Pillow, no files); only gui/ imports Qt, and only the napari plugin (napari/) imports
+napari, through qtpy rather than a fixed binding."""
 
 import ast
 import pathlib
@@ -9,6 +10,14 @@ QT = ("PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6", "superqt", "qtpy")
 #: the gui modules that hold the window's state, its computing side and its texts: no Qt,
 #: so they can be used and tested without widgets
 QT_FREE_GUI = ("model.py", "compute.py", "texts.py")
+#: napari and its GUI toolkit; only the plugin package imports them
+NAPARI = ("napari", "magicgui", "npe2", "app_model", "vispy")
+#: what the plugin may import of these: napari's binding-neutral Qt (a plugin runs on
+#: whatever binding napari runs on, so never PySide6 or PyQt directly, nor pyqtgraph)
+PLUGIN_QT = ("qtpy", "superqt") + NAPARI
+#: the plugin modules that import neither napari nor Qt (the package's __init__, the
+#: layer helpers and the sample data): usable and testable without napari
+NAPARI_FREE_PLUGIN = ("__init__.py", "_layers.py", "_sample_data.py")
 
 
 def _imports(path):
@@ -37,12 +46,24 @@ def test_core_imports_only_numeric_libraries():
         assert "open(" not in src and "np.load" not in src and "np.save" not in src, f.name
 
 
-def test_only_gui_imports_qt():
+def test_only_gui_imports_qt_and_only_the_napari_plugin_imports_napari():
     for f in PKG.rglob("*.py"):
-        if "gui" in f.relative_to(PKG).parts:
+        part = f.relative_to(PKG).parts[0]
+        if part == "gui":
             continue
+        plugin_may = PLUGIN_QT if part == "napari" and f.name not in NAPARI_FREE_PLUGIN else ()
         for mod, _ in _imports(f):
-            assert mod not in QT, f"{f.relative_to(PKG)} imports {mod}"
+            if mod in plugin_may:
+                continue
+            assert mod not in QT + NAPARI, f"{f.relative_to(PKG)} imports {mod}"
+        if part == "napari":  # the plugin stays out of the desktop application (PySide6)
+            for node in ast.walk(ast.parse(f.read_text())):
+                if isinstance(node, ast.ImportFrom):
+                    name = ("kpca_denoise." if node.level else "") + (node.module or "")
+                    assert not name.startswith("kpca_denoise.gui"), f"{f.name} imports {name}"
+    for f in (PKG / "gui").rglob("*.py"):
+        for mod, _ in _imports(f):
+            assert mod not in NAPARI, f"{f.relative_to(PKG)} imports {mod}"
 
 
 def test_the_gui_model_compute_and_texts_import_no_qt():
