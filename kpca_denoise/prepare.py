@@ -89,6 +89,11 @@ def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
         return None
 
 
+#: the largest pixel magnitude taken: its square and the sums of squares of a
+#: patch stay finite in float64
+MAX_MAGNITUDE = 1e150
+
+
 def _check_image(image: np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(image)
     if a.size == 0:
@@ -104,6 +109,12 @@ def _check_image(image: np.ndarray, name: str) -> np.ndarray:
         raise ValueError(
             f"{name}: the image contains NaN or Inf pixels; replace them (e.g. np.nan_to_num) first"
         )
+    if np.issubdtype(a.dtype, np.floating):
+        big = float(np.max(np.abs(a)))
+        if big > MAX_MAGNITUDE:  # squared distances and variances would overflow float64
+            raise ValueError(
+                f"{name}: pixel values up to {big:.3g} are too large to square in float64; "
+                f"scale the image into a range such as 0..1 or 0..255 first")
     return a
 
 

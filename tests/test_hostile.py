@@ -767,3 +767,16 @@ def test_library_misuse_is_named_in_one_line():
         denoise_image(grey, noise_sigma=0.1, progress=5)
     with pytest.raises(TypeError, match="cancel must be a CancelToken"):
         denoise_image(grey, noise_sigma=0.1, cancel="stop")
+
+
+def test_pixel_values_too_large_to_square_are_named():
+    # a patch set of values near 1e300 ended in LAPACK's "Eigenvalues did not converge"
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    huge = np.random.default_rng(0).random((50, 8, 8)) * 1e300
+    res = denoise_set([huge], DenoiseParams(), patch_sets=[True]).images[0]
+    big = float(np.abs(huge).max())
+    assert res.error == (f"image 0: pixel values up to {big:.3g} are too large to square in "
+                         "float64; scale the image into a range such as 0..1 or 0..255 first")
+    ok = denoise_set([huge * 1e-160], DenoiseParams(), patch_sets=[True]).images[0]
+    assert ok.error is None
