@@ -1474,3 +1474,29 @@ def test_the_debian_package_of_a_library():
              "libEGL.so.1": "libegl1", "libdbus-1.so.3": "libdbus-1-3",
              "libxcb-render-util.so.0": "libxcb-render-util0"}
     assert {k: gui_app._debian_package(k) for k in names} == names
+
+
+def test_a_saved_geometry_is_never_smaller_than_the_layout_needs(qtbot, tmp_path):
+    # a window that was never shown saved Qt's 640x480 placeholder; restored, it opened
+    # with the comparison grid in slivers
+    from PySide6.QtCore import QRect
+
+    path = str(tmp_path / "g.ini")
+    w = MainWindow(settings=QSettings(path, QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.save_settings()  # not shown yet: no geometry is written
+    assert QSettings(path, QSettings.Format.IniFormat).value("geometry") is None
+    avail = QRect(0, 0, 1366, 768)
+    w.place_on_screen(avail)
+    w.show()
+    qtbot.waitExposed(w)
+    w.resize(500, 300)  # what an abnormal exit could leave behind
+    w.save_settings()
+    assert QSettings(path, QSettings.Format.IniFormat).value("geometry") is not None
+    w.close()
+    w2 = MainWindow(settings=QSettings(path, QSettings.Format.IniFormat))
+    qtbot.addWidget(w2)
+    w2.place_on_screen(avail)
+    min_w, min_h = w2.minimum_window_size(avail)
+    assert w2.width() >= min_w >= int(0.75 * 1366) and w2.height() >= min_h >= int(0.75 * 768)
+    assert avail.contains(w2.frameGeometry()), w2.frameGeometry()

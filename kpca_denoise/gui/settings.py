@@ -3,8 +3,10 @@
 A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  The settings
 (parameters, last folder, geometry, dock layout, the residuals box) are read
 once when the window is built and written when the parameters change and on
-close.  Without a saved geometry the window takes most of the screen; on a
-short screen the bottom docks share one tabbed area.
+close (the geometry only from a shown window).  Without a saved geometry the window
+takes most of the screen, and a saved one is never restored smaller than
+:meth:`WindowSettings.minimum_window_size` or off-screen; on a short screen the
+bottom docks share one tabbed area.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from ..params import DenoiseParams
 
 __all__ = ["WindowSettings", "SETTINGS_ORG", "SETTINGS_APP"]
 
+#: a restored window takes at least this share of the screen's width and height
+MIN_SCREEN_SHARE = 0.75
 SETTINGS_ORG = "kpca-denoise"
 SETTINGS_APP = "kpca-denoise"
 
@@ -56,8 +60,9 @@ class WindowSettings:
         except ValueError:
             pass  # keep the last valid parameters
         self.settings.setValue("last_dir", self.last_dir)
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
+        if self.isVisible():  # a window not yet shown has Qt's placeholder size (640x480)
+            self.settings.setValue("geometry", self.saveGeometry())
+            self.settings.setValue("window_state", self.saveState())
         self.settings.setValue("show_residuals", self.residuals_box.isChecked())
         self.settings.sync()
 
@@ -77,8 +82,9 @@ class WindowSettings:
         frame = self.frameGeometry()
         extra_w = max(0, frame.width() - self.width())
         extra_h = max(0, frame.height() - self.height())
-        if self._geometry_restored:
-            w, h = self.width(), self.height()
+        if self._geometry_restored:  # never smaller than the layout needs
+            min_w, min_h = self.minimum_window_size(available)
+            w, h = max(self.width(), min_w), max(self.height(), min_h)
         else:  # most of the screen: the images are what the window is for
             w, h = int(available.width() * 0.96), int(available.height() * 0.96)
         w = min(w, available.width() - extra_w)
@@ -90,6 +96,14 @@ class WindowSettings:
         x = min(max(x, available.x()), available.right() + 1 - w - extra_w)
         y = min(max(y, available.y()), available.bottom() + 1 - h - extra_h)
         self.move(x, y)
+
+    def minimum_window_size(self, available: QRect) -> tuple[int, int]:
+        """The smallest size a saved geometry is restored at: what the layout needs and
+        :data:`MIN_SCREEN_SHARE` of the screen, whichever is larger (a window saved small
+        after an abnormal exit opened with its comparison grid in slivers)."""
+        hint = self.minimumSizeHint()
+        return (max(hint.width(), int(available.width() * MIN_SCREEN_SHARE)),
+                max(hint.height(), int(available.height() * MIN_SCREEN_SHARE)))
 
     def _arrange_docks_for_height(self) -> None:
         """On a short screen (no saved layout) the spectrum and progress/log docks share one
