@@ -1500,3 +1500,16 @@ def test_a_saved_geometry_is_never_smaller_than_the_layout_needs(qtbot, tmp_path
     min_w, min_h = w2.minimum_window_size(avail)
     assert w2.width() >= min_w >= int(0.75 * 1366) and w2.height() >= min_h >= int(0.75 * 768)
     assert avail.contains(w2.frameGeometry()), w2.frameGeometry()
+
+
+def test_an_image_without_noise_says_so_in_the_log():
+    # a clean or flat image came back as five identical copies with no word
+    from kpca_denoise.gui import texts
+    from kpca_denoise.gui.compute import JobItem, _run_ranks, _Throttle
+
+    flat = np.full((40, 40), 77, np.uint8)
+    item = JobItem(key="k", name="flat.png", array=flat, is_patchset=False, ranks=(4, None))
+    quiet = _Throttle(lambda *a: None)
+    out = _run_ranks(item, DenoiseParams(ranks=(4, None)), (4, None), quiet, quiet, None)
+    assert out.error is None and out.note and "returned unchanged" in out.note
+    assert texts.outcome_log_lines(out, False)[-1] == out.note

@@ -139,6 +139,7 @@ class ItemOutcome:
     error: str | None = None
     fit_set: tuple = ()  # keys of the images the model was fitted on together; () = this one alone
     partial: bool = False  # more ranks of this image follow in later outcomes
+    note: str | None = None  # the pipeline's word on this image (e.g. no noise: unchanged)
 
 
 def _total_variance(model: Any) -> float | None:
@@ -375,6 +376,7 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     out.noisy = img.noisy
     out.noise_sigma = img.noise_sigma
     out.noise_estimated = img.noise_estimated
+    out.note = img.stats.get("note")
     if img.stats.get("noise_model"):
         # Poisson-Gaussian: sigma is the stabilised domain's 1; the gain and the
         # Gaussian part are what describe the noise

@@ -251,6 +251,8 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
                      "(denoised at σ 1 after the variance-stabilising transform)")
     elif out.noise_estimated:
         lines.append(f"{out.name}: estimated noise σ ≈ {out.noise_sigma:.3g}")
+    if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
+        lines.append(out.note)
     return lines
 
 
