@@ -1513,3 +1513,18 @@ def test_an_image_without_noise_says_so_in_the_log():
     out = _run_ranks(item, DenoiseParams(ranks=(4, None)), (4, None), quiet, quiet, None)
     assert out.error is None and out.note and "returned unchanged" in out.note
     assert texts.outcome_log_lines(out, False)[-1] == out.note
+
+
+def test_an_roi_of_a_larger_image_moves_inside_the_next_one(window, images):
+    # a leftover ROI beyond the new image made Fit zoom out to it (a sliver of an image)
+    window.load_paths([images["big"], images["u8"]])
+    window.imageset.set_current(0)
+    window.toggle_roi()
+    window.roi.setPos([60, 60])
+    window.roi.setSize([30, 30])
+    window.imageset.set_current(1)  # 48x48: the ROI at 60..90 lies outside it
+    x0, y0, x1, y1 = window.roi_box()
+    assert 0 <= x0 < x1 <= 48 and 0 <= y0 < y1 <= 48
+    window.auto_range()
+    (vx0, vx1), (vy0, vy1) = window.grid.master.viewRange()
+    assert vx1 - vx0 < 60 and vy1 - vy0 < 60  # fitted to the 48 px image, not to the ROI

@@ -104,6 +104,18 @@ class ImageViewer:
         self.act_roi.setChecked(True)
         self.update_roi_stats()
 
+    def keep_roi_inside(self, shape: tuple | None) -> None:
+        """An ROI that does not lie inside an image of ``shape`` (H, W, ...) moves to that
+        image's centre half: a leftover ROI of a larger image made Fit zoom out to it
+        and shrink the new image to a sliver."""
+        if self.roi is None or shape is None:
+            return
+        h, w = shape[:2]
+        x0, y0, x1, y1 = self.roi_box()
+        if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+            self.roi.setPos([w / 4, h / 4], update=False)
+            self.roi.setSize([max(2, w // 2), max(2, h // 2)])
+
     def roi_box(self) -> tuple[int, int, int, int] | None:
         """The ROI as whole pixels ``(x0, y0, x1, y1)``."""
         if self.roi is None:
