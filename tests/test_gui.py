@@ -1528,3 +1528,29 @@ def test_an_roi_of_a_larger_image_moves_inside_the_next_one(window, images):
     window.auto_range()
     (vx0, vx1), (vy0, vy1) = window.grid.master.viewRange()
     assert vx1 - vx0 < 60 and vy1 - vy0 < 60  # fitted to the 48 px image, not to the ROI
+
+
+def test_a_run_of_several_images_estimates_the_whole_run(qtbot, monkeypatch):
+    # the estimate covered only the current stage ("about 20 s left" at 21 s of 102 s)
+    import kpca_denoise.gui.panels as panels
+
+    now = [100.0]
+    monkeypatch.setattr(panels.time, "monotonic", lambda: now[0])
+    p = panels.ProgressPanel()
+    qtbot.addWidget(p)
+    p.start("grouped", 4)
+    p.item_started(0, 4, "a.png")
+    assert p.run_left() is None  # nothing done yet: no rate
+    now[0] += 20.0
+    p.item_started(1, 4, "b.png")  # one image took 20 s: three more of about 20 s
+    assert p.run_left() == pytest.approx(60.0)
+    now[0] += 5.0
+    assert p.run_left() == pytest.approx(55.0)
+    p._render()
+    assert "the run about 55 s" in p.overall.text()
+    single = panels.ProgressPanel()
+    qtbot.addWidget(single)
+    single.start("grouped", 1)
+    single.item_started(0, 1, "only.png")
+    now[0] += 30.0
+    assert single.run_left() is None  # one image: the stage's estimate says it

@@ -92,6 +92,8 @@ class ProgressPanel(QWidget):
         self._detail = ""
         self._stage_t0 = 0.0
         self._eta: float | None = None
+        self._items = (0, 0)  # (images begun, images in the run): the whole run's estimate
+        self._item_t0 = 0.0
         self.first_run = True  # the first run of a session loads (or compiles) the numeric code
         # the elapsed time ticks every second, not only when the pipeline reports
         self.clock = QTimer(self)
@@ -119,6 +121,7 @@ class ProgressPanel(QWidget):
         self.last_stage = None
         self._running = True
         self._eta = None
+        self._items = (0, n_items)
         self._item = f"starting ({n_items} image{'s' if n_items != 1 else ''})…"
         self._detail = ""
         self.clock.start()
@@ -142,7 +145,21 @@ class ProgressPanel(QWidget):
         text = " — ".join(parts) + f" · {el:.0f} s"
         if self._eta is not None and self._eta >= 1:
             text += f" · about {_duration(self._eta)} left"
+        run_left = self.run_left()
+        if run_left is not None and run_left >= 1:
+            text += f" · the run about {_duration(run_left)}"
         self.overall.setText(text)
+
+    def run_left(self) -> float | None:
+        """Seconds left for the whole run of several images: the images done so far set the
+        time per image (None before the first is done, or for one image)."""
+        begun, count = self._items
+        done = begun - 1
+        if count < 2 or done < 1:
+            return None
+        per_image = (self._item_t0 - self._t0) / done
+        current = max(per_image - (time.monotonic() - self._item_t0), self._eta or 0.0)
+        return current + per_image * (count - begun)
 
     def item_started(self, index: int, count: int, name: str) -> None:
         for _, bar in self.rows.values():
@@ -151,6 +168,9 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         # index -1: a set fitted together, ``name`` says what it is
         self._item = name if index < 0 else f"image {index + 1}/{count}: {name}"
+        if index >= 0:
+            self._items = (index + 1, count)
+            self._item_t0 = time.monotonic()
         self._detail = ""
         self._eta = None
         self._render()
