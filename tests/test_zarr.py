@@ -179,3 +179,18 @@ def test_a_killed_writers_part_folder_is_removed_by_the_next_run(tmp_path, rng, 
     (stale / "0").mkdir(parents=True)
     assert main(["denoise", str(src), "-o", str(out), "-q"]) == 0
     assert not stale.exists() and "removed 1 temporary" in capsys.readouterr().err
+
+
+def test_the_window_names_the_command_line_for_an_ome_zarr(qtbot, tmp_path, rng):
+    from PySide6.QtCore import QSettings
+
+    from kpca_denoise.gui.main_window import MainWindow
+
+    src = write_ome(tmp_path / "img.zarr", noisy(rng, (24, 24)), "yx", [1.0, 1.0])
+    w = MainWindow(settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    try:
+        assert w.load_paths([src]) == 0
+        assert "command line" in w.statusBar().currentMessage()
+    finally:
+        w.shutdown()
