@@ -718,8 +718,8 @@ def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, verbose):
             write_zarr(it, lazy, target, inputs=inputs, replace=overwrite)
         except (InputError, ValueError) as exc:
             msg = str(exc)
-            print(f"error: {msg if msg.startswith(str(it.path)) or msg.startswith(str(target)) else f'{it.path}: {msg}'}",
-                  file=sys.stderr)
+            named = msg.startswith((str(it.path), str(target)))
+            print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
             ok = False
             continue
         except OSError as exc:

@@ -194,3 +194,16 @@ def test_the_window_names_the_command_line_for_an_ome_zarr(qtbot, tmp_path, rng)
         assert "command line" in w.statusBar().currentMessage()
     finally:
         w.shutdown()
+
+
+def test_several_page_axes_are_pages_in_order_and_written_back_in_place(tmp_path, rng):
+    data = noisy(rng, (2, 1, 2, 24, 28))  # t, c, z, y, x
+    src = write_ome(tmp_path / "tczyx.zarr", data, "tczyx", [1.0, 1.0, 2.0, 0.5, 0.5],
+                    chunks=(1, 1, 1, 24, 28), levels=1)
+    out = tmp_path / "o"
+    assert main(["denoise", str(src), "-o", str(out), "-q"]) == 0
+    got = zarr.open_group(str(out / "tczyx_kpca.zarr"), mode="r")["0"][...]
+    assert got.shape == data.shape
+    for t in range(2):
+        for z in range(2):
+            np.testing.assert_array_equal(got[t, 0, z], denoise_image(data[t, 0, z]))

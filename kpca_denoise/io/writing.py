@@ -436,6 +436,7 @@ def write_zarr(item: LoadedItem, image, target, *, inputs=(), replace: bool = Tr
     layout = item.meta["zarr"]
     if tuple(image.shape) != tuple(layout.image_shape):
         raise InputError(f"{target}: the array {tuple(image.shape)} is not the shape of "
-                         f"{item.path.name} {tuple(layout.image_shape)}; write the item's own result")
+                         f"{item.path.name} {tuple(layout.image_shape)}; write the item's own "
+                         "result")
     return atomic_write_dir(target, lambda tmp: write_ome_zarr(tmp, layout, image),
                             replace=replace)
