@@ -18,9 +18,9 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .errors import InputError
+from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, _unsupported
 from .zarr_io import FORMAT as ZARR_FORMAT
 from .zarr_io import ZARR_SUFFIX, read_layout
-from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, _unsupported
 
 #: default limit on the pixels of one image (per page), Pillow's own default
 #: (about 9459 x 9459): above it a header is taken for a decompression bomb.
