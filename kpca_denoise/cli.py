@@ -89,7 +89,7 @@ use_writable_numba_cache()  # before anything below imports numba
 from .core.progress import Cancelled, ProgressEvent  # noqa: E402
 from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input,  # noqa: E402
                  collect_inputs, output_path, rank_tag, read_item, read_items,
-                 remove_stale_parts, write_item, write_sidecar)
+                 remove_stale_parts, write_item, write_sidecar, write_zarr)
 from .executor import Executor, ExecutorError  # noqa: E402
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
@@ -380,6 +380,8 @@ def _check_memory(items, params: DenoiseParams) -> None:
     if avail is None:
         return
     for it in items:
+        if it.is_lazy:  # read and written chunk by chunk: the tiled engine's bound
+            continue
         copies = 2 + len(result_keys(params, it.is_patchset)) + bool(params.add_noise)
         need = int(np.prod(it.shape)) * it.dtype.itemsize * copies + ENGINE_MEMORY
         if need > avail:
@@ -435,7 +437,7 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
                 raise UsageError(f"{target}: {it.path} and {other} would both be written here; "
                                  "rename one of them")
             taken[target] = it.path
-            if target.is_dir():
+            if target.is_dir() and not it.is_lazy:  # an OME-Zarr output is a folder
                 raise UsageError(f"{target}: a folder has the output's name; rename it or choose "
                                  "another folder with -o")
             if target.exists() and not overwrite:
@@ -486,7 +488,15 @@ def _denoise(args) -> int:
     if not items:
         print("error: none of the inputs could be read", file=sys.stderr)
         return 2
-    refs = _load_reference(args.reference, items, args.max_pixels)
+    lazy = [it for it in items if it.is_lazy]
+    if lazy and params.add_noise:
+        raise UsageError(f"{lazy[0].path}: --add-noise is not available for OME-Zarr inputs "
+                         "(they are read chunk by chunk); add the noise to the image first")
+    if lazy and args.reference:
+        print(f"note: --reference: PSNR and SSIM are not computed for OME-Zarr inputs "
+              f"({lazy[0].path.name})", file=sys.stderr)
+    refs = _load_reference(args.reference, [it for it in items if not it.is_lazy],
+                           args.max_pixels)
     _check_memory(items, params)
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
@@ -496,6 +506,9 @@ def _denoise(args) -> int:
     items = [it for it in items if id(it) in plan]
     if not items:
         return 2
+    position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
+    lazy = [it for it in items if it.is_lazy]  # OME-Zarr: denoise_dask, chunk by chunk
+    items = [it for it in items if not it.is_lazy]
     # stacks: each page is an image of the set; pages are gathered again to be written
     images = _PageSource(items)
     names, patch_sets, owner = [], [], []
@@ -504,7 +517,6 @@ def _denoise(args) -> int:
             names.append(name)
             patch_sets.append(it.is_patchset)
             owner.append(it)
-    position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
     bar = ProgressBar(enabled=not args.quiet)
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
@@ -516,9 +528,14 @@ def _denoise(args) -> int:
     interrupted: KeyboardInterrupt | None = None
     try:
         _connect(executor)
+        for it in lazy:  # on the executor's cluster, if one was asked for
+            ok, entry, item_rows = _write_lazy_item(it, plan[id(it)], params, inputs,
+                                                    args.overwrite, outdir, bar.enabled)
+            failed += not ok
+            finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
         for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                progress=bar, denoise=denoise_set):
+                                progress=bar, denoise=denoise_set) if len(images) else ():
             it = owner[res.index]
             got = done.setdefault(id(it), {})
             got[res.index] = res
@@ -679,6 +696,44 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
                  if len(pages) > 1 else "")
               + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
+
+
+def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, verbose):
+    """Denoise an OME-Zarr input lazily (:func:`~kpca_denoise.denoise_dask` on its full
+    resolution) and write each rank's output chunk by chunk; returns (ok, entry, rows)."""
+    from .dask_array import denoise_dask
+    from .io.zarr_io import open_lazy
+
+    entry = {"input": str(it.path), "noise_sigma": None,
+             "noise_estimated": params.noise_sigma is None, "seconds": 0.0,
+             "outputs": {}, "files": []}
+    rows, ok = [], True
+    for key, target in targets.items():
+        t0 = time.monotonic()
+        if verbose:
+            print(f"{it.name}: denoising chunk by chunk into {target.name} ...", file=sys.stderr)
+        try:
+            lazy = denoise_dask(open_lazy(it.path, it.meta["zarr"]),
+                                params=params.replace(ranks=(key,)))
+            write_zarr(it, lazy, target, inputs=inputs, replace=overwrite)
+        except (InputError, ValueError) as exc:
+            msg = str(exc)
+            named = msg.startswith((str(it.path), str(target)))
+            print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
+            ok = False
+            continue
+        except OSError as exc:
+            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+            ok = False
+            continue
+        seconds = time.monotonic() - t0
+        entry["seconds"] += seconds
+        entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
+                              else str(target))
+        entry["outputs"][str(key)] = {"file": entry["files"][-1]}
+        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), "-", None,
+                     None, None, seconds, target))
+    return ok, entry, rows
 
 
 def _stacked(pages, key):

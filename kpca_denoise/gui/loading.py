@@ -58,6 +58,11 @@ class ImageLoading:
             items, bad = read_items(fresh)
         finally:
             QApplication.restoreOverrideCursor()
+        # an OME-Zarr image is read chunk by chunk, never whole: the command line's
+        bad += [(it.path, f"{it.path}: an OME-Zarr image is denoised by the command line "
+                          f"(kpca-denoise denoise {it.path.name} -o OUTDIR), not in the window")
+                for it in items if it.is_lazy]
+        items = [it for it in items if not it.is_lazy]
         errors.extend((given_at(p), msg) for p, msg in bad)
         # in the order given, so that "First:" names the first input that failed
         errors = [msg for _, msg in sorted(errors, key=lambda e: e[0])]

@@ -6,20 +6,23 @@ metadata (EXIF, ICC profile, DPI, TIFF and ImageJ tags).  One module a job:
 * :mod:`.inputs`: the supported suffixes and the files named on the command line;
 * :mod:`.reading`: the readers (Pillow, tifffile, NumPy), :class:`LoadedItem`;
 * :mod:`.writing`: atomic writes, output names and the per-format writers;
+* :mod:`.zarr_io`: OME-Zarr image folders, read lazily and written chunk by chunk
+  (through :func:`.writing.write_zarr`);
 * :mod:`.errors`: :class:`InputError` and :class:`OutputExistsError`.
 """
 
 from .errors import InputError, OutputExistsError
-from .inputs import (IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile,
-                     collect_inputs, expand_inputs)
+from .inputs import (FOLDER_SUFFIXES, IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES,
+                     InputFile, collect_inputs, expand_inputs)
 from .reading import MAX_PIXELS, LoadedItem, display_oriented, read_item, read_items
-from .writing import (atomic_write, check_not_input, jsonable, output_path, rank_tag,
-                      remove_stale_parts, write_item, write_sidecar)
+from .writing import (atomic_write, atomic_write_dir, check_not_input, jsonable, output_path,
+                      rank_tag, remove_stale_parts, write_item, write_sidecar, write_zarr)
 
 __all__ = [
     "IMAGE_SUFFIXES",
     "PATCHSET_SUFFIXES",
     "SUPPORTED_SUFFIXES",
+    "FOLDER_SUFFIXES",
     "MAX_PIXELS",
     "InputError",
     "OutputExistsError",
@@ -30,6 +33,8 @@ __all__ = [
     "read_item",
     "read_items",
     "write_item",
+    "write_zarr",
+    "atomic_write_dir",
     "output_path",
     "check_not_input",
     "atomic_write",

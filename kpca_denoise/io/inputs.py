@@ -13,6 +13,8 @@ IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG"
                   ".jpeg": "JPEG", ".bmp": "BMP"}
 PATCHSET_SUFFIXES = {".npy": "NPY", ".npz": "NPZ"}
 SUPPORTED_SUFFIXES = {**IMAGE_SUFFIXES, **PATCHSET_SUFFIXES}
+#: folders read as one input: OME-Zarr images (kpca-denoise[zarr], io/zarr_io.py)
+FOLDER_SUFFIXES = {".zarr": "OME-Zarr"}
 
 
 @dataclass
@@ -70,11 +72,17 @@ def collect_inputs(paths, *, exclude=None):
                               "the results would mix with the inputs; use an -o outside it, "
                               f"e.g. -o {p.resolve().name}_denoised"))
             continue
+        if p.is_dir() and p.suffix.lower() in FOLDER_SUFFIXES:
+            add(p, Path(p.name))
+            continue
         if p.is_dir():
             found = []
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")
                                  and not _within(Path(root) / d, exclude))
+                # an image folder (OME-Zarr) is one input, not walked into
+                found += [Path(root) / d for d in dirs if Path(d).suffix.lower() in FOLDER_SUFFIXES]
+                dirs[:] = [d for d in dirs if Path(d).suffix.lower() not in FOLDER_SUFFIXES]
                 for n in sorted(names):
                     f = Path(root) / n
                     if n.startswith(".") or not f.is_file():

@@ -19,6 +19,8 @@ from PIL import Image, UnidentifiedImageError
 
 from .errors import InputError
 from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, _unsupported
+from .zarr_io import FORMAT as ZARR_FORMAT
+from .zarr_io import ZARR_SUFFIX, read_layout
 
 #: default limit on the pixels of one image (per page), Pillow's own default
 #: (about 9459 x 9459): above it a header is taken for a decompression bomb.
@@ -78,12 +80,20 @@ class LoadedItem:
         Raises InputError if the file no longer reads as it did."""
         if self.array is not None:
             return self.array
+        if self.is_lazy:
+            raise InputError(f"{self.path}: an OME-Zarr image is read lazily, chunk by chunk "
+                             "(kpca_denoise.io.zarr_io.open_lazy), never whole")
         a = read_item(self.path, max_pixels=self.max_pixels).array
         if a.shape != self._shape or a.dtype != self._dtype:
             raise InputError(f"{self.path}: the file changed while the run was going "
                              f"(now {a.dtype} {a.shape}, was {self._dtype} {self._shape}); "
                              "run again")
         return a
+
+    @property
+    def is_lazy(self) -> bool:
+        """An OME-Zarr image: its pixels are read chunk by chunk, never held whole."""
+        return self.format == ZARR_FORMAT
 
     @property
     def is_patchset(self) -> bool:
@@ -354,6 +364,8 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
     path = Path(path)
     limit = MAX_PIXELS if max_pixels is None else int(max_pixels)
     suffix = path.suffix.lower()
+    if suffix == ZARR_SUFFIX and (path.is_dir() or not path.exists()):
+        return _read_zarr(path, max_pixels)
     if suffix not in SUPPORTED_SUFFIXES:
         raise InputError(_unsupported(path))
     if not path.is_file():
@@ -388,6 +400,19 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
     a = _check_pixels(path, a)
     return LoadedItem(path, a, "stack" if stack else "image", fmt, meta=meta,
                       max_pixels=max_pixels)
+
+
+def _read_zarr(path: Path, max_pixels) -> LoadedItem:
+    """An OME-Zarr image: its layout only, the pixels stay in the folder (read lazily,
+    :func:`kpca_denoise.io.zarr_io.open_lazy`).  No pixel limit: nothing is decoded
+    whole."""
+    if not path.exists():
+        raise InputError(f"{path}: no such folder")
+    layout = read_layout(path)
+    item = LoadedItem(path, None, "stack" if layout.is_stack else "image", ZARR_FORMAT,
+                      meta={"zarr": layout}, max_pixels=max_pixels)
+    item._shape, item._dtype = layout.image_shape, layout.dtype
+    return item
 
 
 def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True):

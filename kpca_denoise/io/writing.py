@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import struct
 import tempfile
@@ -46,12 +47,16 @@ def check_not_input(target: Path, inputs) -> None:
             )
 
 
-def _file_mode() -> int:
-    """What ``open(path, 'w')`` would give: 0666 less the umask."""
+def _umask() -> int:
     with _UMASK_LOCK:
         mask = os.umask(0o022)
         os.umask(mask)
-    return 0o666 & ~mask
+    return mask
+
+
+def _file_mode() -> int:
+    """What ``open(path, 'w')`` would give: 0666 less the umask."""
+    return 0o666 & ~_umask()
 
 
 def atomic_write(target, write, *, replace: bool = True) -> Path:
@@ -144,9 +149,71 @@ def remove_stale_parts(folder) -> list[Path]:
             if entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False):  # an OME-Zarr folder (atomic_write_dir)
+                shutil.rmtree(entry.path)
+                removed.append(Path(entry.path))
         except OSError:
             pass
     return removed
+
+
+def _is_zarr_folder(p: Path) -> bool:
+    return p.is_dir() and not p.is_symlink() and any(
+        (p / n).is_file() for n in ("zarr.json", ".zgroup", ".zattrs"))
+
+
+def _check_replaceable(target: Path, replace: bool, what: str) -> bool:
+    """Whether ``target`` exists; OutputExistsError where it may not be replaced (not
+    asked for, or not a Zarr folder)."""
+    if not os.path.lexists(target):
+        return False
+    if not replace:
+        raise OutputExistsError(f"{target}: the output {what} and was left as it is; choose "
+                                "another output folder or allow replacing it (--overwrite)")
+    if not _is_zarr_folder(target):
+        raise OutputExistsError(f"{target}: a file or folder that is not a Zarr image has the "
+                                "output's name and was left as it is; rename it or choose "
+                                "another output folder")
+    return True
+
+
+def atomic_write_dir(target, write, *, replace: bool = True) -> Path:
+    """:func:`atomic_write` for a folder (an OME-Zarr image): ``write(tmp)`` fills a
+    temporary folder ``.<stem>.kpca-<host>-<pid>-<random><suffix>.part`` beside the
+    target, which is then renamed; on failure (or Ctrl-C) it is removed, so no half
+    folder is left.  With ``replace`` an existing Zarr folder is replaced (moved aside,
+    then removed); any other existing file or folder is never replaced."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _check_replaceable(target, replace, "already exists (another run may have written it "
+                                        "meanwhile)")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.stem}.{_part_tag()}",
+                                suffix=target.suffix + ".part", dir=target.parent))
+    aside = None
+    try:
+        os.chmod(tmp, _dir_mode())  # mkdtemp's 0700: a normal folder's permissions
+        write(tmp)
+        if _check_replaceable(target, replace, "appeared while this run was writing "
+                                               "(another run may have written it)"):
+            aside = Path(tempfile.mkdtemp(prefix=f".{target.stem}.{_part_tag()}",
+                                          suffix=target.suffix + ".part", dir=target.parent))
+            os.rename(target, aside / "old")
+        os.rename(tmp, target)  # fails on a folder made meanwhile that is not empty
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if aside is not None and (aside / "old").exists() and not os.path.lexists(target):
+            os.rename(aside / "old", target)  # the old output back
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+    return target
+
+
+def _dir_mode() -> int:
+    """What ``os.mkdir`` would give: 0777 less the umask."""
+    return 0o777 & ~_umask()
 
 
 def write_sidecar(folder, data: dict, *, stem: str = "kpca-denoise") -> Path:
@@ -355,3 +422,21 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
     else:
         write = _image_writer(item, np.asarray(array))  # raises before any file is created
     return atomic_write(target, write, replace=replace)
+
+
+def write_zarr(item: LoadedItem, image, target, *, inputs=(), replace: bool = True) -> Path:
+    """Write ``image`` (lazy Dask, or numpy; the item's shape) as an OME-Zarr image with
+    the input's axes, scale, chunks, dtype and OME metadata, chunk by chunk, through
+    :func:`atomic_write_dir`.  ``inputs`` are never overwritten, and with
+    ``replace=False`` no existing output is."""
+    from .zarr_io import write_ome_zarr
+
+    target = Path(target)
+    check_not_input(target, list(inputs) + [item.path])
+    layout = item.meta["zarr"]
+    if tuple(image.shape) != tuple(layout.image_shape):
+        raise InputError(f"{target}: the array {tuple(image.shape)} is not the shape of "
+                         f"{item.path.name} {tuple(layout.image_shape)}; write the item's own "
+                         "result")
+    return atomic_write_dir(target, lambda tmp: write_ome_zarr(tmp, layout, image),
+                            replace=replace)
