@@ -14,10 +14,8 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -27,73 +25,19 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-
-
-def use_writable_numba_cache() -> None:
-    """Give numba a cache folder it can write before it is imported.  The engine's
-    compiled functions are cached (``cache=True``) next to their source or in the
-    user's cache folder; a non-root user of a root-owned install with no writable home
-    has neither, and numba then refused every command, ``--version`` included, with a
-    traceback (``cannot cache function ...: no locator available``).  Then the cache
-    goes to a folder of this user's in the temporary folder, or, if that cannot be
-    trusted, to a new one for this run (said in one line)."""
-    import atexit
-    import shutil
-    import stat
-
-    if os.environ.get("NUMBA_CACHE_DIR") or "numba" in sys.modules:
-        return
-
-    def writable(folder) -> bool:
-        try:
-            os.makedirs(folder, exist_ok=True)
-            tempfile.TemporaryFile(dir=folder).close()
-        except OSError:
-            return False
-        return True
-
-    core = Path(__file__).resolve().parent / "core"
-    in_tree = {p.parent / "__pycache__" for p in core.rglob("*.py")}
-    if sys.platform == "darwin":
-        user_wide = Path("~/Library/Caches").expanduser() / "numba"
-    elif os.name == "nt":
-        return  # numba's folder under %LOCALAPPDATA%: not the case this is for
-    else:
-        user_wide = Path(os.environ.get("XDG_CACHE_HOME") or
-                         os.path.expanduser("~/.cache")) / "numba"
-    if all(writable(d) for d in sorted(in_tree)) or writable(user_wide):
-        return
-    try:
-        # the user's own folder (a pickle cache another user could write is not loaded)
-        folder = Path(tempfile.gettempdir()) / f"kpca-denoise-numba-{os.getuid()}"
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-                and not st.st_mode & 0o022 and writable(folder)):
-            os.environ["NUMBA_CACHE_DIR"] = str(folder)
-            return
-    except OSError:
-        pass
-    try:
-        folder = Path(tempfile.mkdtemp(prefix="kpca-denoise-numba-"))
-    except OSError:
-        return  # nowhere to write: numba says why
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    print(f"note: no writable cache folder for numba's compiled code; using {folder} for "
-          "this run (set NUMBA_CACHE_DIR to keep it between runs)", file=sys.stderr)
-
+from .numba_cache import use_writable_numba_cache  # (imports no numba)
 
 use_writable_numba_cache()  # before anything below imports numba
 
 from .core.progress import Cancelled, ProgressEvent  # noqa: E402
-from .io import (MAX_PIXELS, InputError, OutputExistsError, check_not_input,  # noqa: E402
+from .io import (MAX_PIXELS, InputError, check_not_input,  # noqa: E402
                  collect_inputs, output_path, rank_tag, read_item, read_items,
                  remove_stale_parts, write_item, write_sidecar, write_zarr)
 from .executor import Executor, ExecutorError  # noqa: E402
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
                        result_keys)
+from .signals import interrupted_code, signals_held, stop_signals_interrupt  # noqa: E402
 
 #: parameter name -> the command-line option that sets it (for error messages)
 OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
@@ -542,7 +486,7 @@ def _denoise(args) -> int:
             if len(got) < it.n_pages:
                 continue
             pages = [got[k] for k in sorted(done.pop(id(it)))]
-            with _signals_held():
+            with signals_held():
                 ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
                                                     params, inputs, args.overwrite, outdir)
                 failed += not ok
@@ -577,7 +521,7 @@ def _denoise(args) -> int:
             print(f"parameters and results in {side.name}", file=sys.stderr)
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return _interrupted_code(interrupted)
+        return interrupted_code(interrupted)
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
@@ -590,66 +534,6 @@ def _connect(executor: Executor) -> None:
         executor.__enter__()
     except ExecutorError as exc:
         raise UsageError(str(exc)) from None
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (the terminal closed, the session ended): the run stops as on
-    Ctrl-C (the cluster closed, what was written listed in the sidecar), with exit code
-    128 + the signal's number (143, 129)."""
-
-    def __init__(self, signum: int = signal.SIGTERM) -> None:
-        super().__init__(signum)
-        self.signum = int(signum)
-
-
-#: the signals that stop a run as Ctrl-C does (SIGHUP does not exist on Windows)
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                     if hasattr(signal, name))
-
-
-@contextlib.contextmanager
-def _handlers(handler, *signums):
-    """``handler`` for these signals while the block runs, the previous ones after (in
-    the main thread only: elsewhere signals are not ours to handle)."""
-    try:
-        previous = {s: signal.signal(s, handler) for s in signums}
-    except ValueError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, signal.SIG_DFL if old is None else old)
-
-
-def _sigterm_interrupts():
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs: their
-    default action ends the process with no cleanup (a cluster's workers left running,
-    no sidecar for the files written)."""
-    def stop(signum, frame):
-        raise Terminated(signum)
-
-    return _handlers(stop, *STOP_SIGNALS)
-
-
-@contextlib.contextmanager
-def _signals_held():
-    """Hold Ctrl-C, SIGTERM and SIGHUP while an input's files are written and recorded,
-    and deliver them after: an interrupted run's sidecar lists every file it wrote."""
-    held: list = []
-    try:
-        with _handlers(lambda signum, frame: held.append(signum), signal.SIGINT,
-                       *STOP_SIGNALS):
-            yield
-    finally:
-        for s in dict.fromkeys(held):
-            signal.raise_signal(s)
-
-
-def _interrupted_code(exc: KeyboardInterrupt) -> int:
-    """128 + the signal's number, as a shell reports a process the signal ended."""
-    return 128 + exc.signum if isinstance(exc, Terminated) else 130
 
 
 class _PageSource(Sequence):
@@ -828,7 +712,7 @@ def main(argv=None) -> int:
 
         return gui_main(args.files, demo=args.demo, screenshot=args.screenshot)
     try:
-        with _sigterm_interrupts():
+        with stop_signals_interrupt():
             return _denoise(args)
     except (UsageError, InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -846,7 +730,7 @@ def main(argv=None) -> int:
         return 130
     except KeyboardInterrupt as exc:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return _interrupted_code(exc)
+        return interrupted_code(exc)
 
 
 if __name__ == "__main__":

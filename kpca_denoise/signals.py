@@ -1,0 +1,71 @@
+"""SIGTERM and SIGHUP stop a command-line run as Ctrl-C does: the handlers that turn
+them into :class:`Terminated`, the block that holds them while an input's files are
+written and recorded, and the exit code of an interrupted run."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+
+__all__ = ["Terminated", "STOP_SIGNALS", "stop_signals_interrupt", "signals_held",
+           "interrupted_code"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (the terminal closed, the session ended): the run stops as on
+    Ctrl-C (the cluster closed, what was written listed in the sidecar), with exit code
+    128 + the signal's number (143, 129)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+#: the signals that stop a run as Ctrl-C does (SIGHUP does not exist on Windows)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _handlers(handler, *signums):
+    """``handler`` for these signals while the block runs, the previous ones after (in
+    the main thread only: elsewhere signals are not ours to handle)."""
+    try:
+        previous = {s: signal.signal(s, handler) for s in signums}
+    except ValueError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, signal.SIG_DFL if old is None else old)
+
+
+def stop_signals_interrupt():
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs: their
+    default action ends the process with no cleanup (a cluster's workers left running,
+    no sidecar for the files written)."""
+    def stop(signum, frame):
+        raise Terminated(signum)
+
+    return _handlers(stop, *STOP_SIGNALS)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold Ctrl-C, SIGTERM and SIGHUP while an input's files are written and recorded,
+    and deliver them after: an interrupted run's sidecar lists every file it wrote."""
+    held: list = []
+    try:
+        with _handlers(lambda signum, frame: held.append(signum), signal.SIGINT,
+                       *STOP_SIGNALS):
+            yield
+    finally:
+        for s in dict.fromkeys(held):
+            signal.raise_signal(s)
+
+
+def interrupted_code(exc: KeyboardInterrupt) -> int:
+    """128 + the signal's number, as a shell reports a process the signal ended."""
+    return 128 + exc.signum if isinstance(exc, Terminated) else 130
