@@ -418,7 +418,8 @@ def _denoise(args) -> int:
         print(f"error: {msg}", file=sys.stderr)
     if skipped:
         names = ", ".join(str(p) for p in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
-        print(f"note: skipped {len(skipped)} unsupported file(s) in the folders ({names})",
+        print(f"note: skipped {len(skipped)} unsupported file(s), broken link(s) or pipe(s) in "
+              f"the folders ({names})",
               file=sys.stderr)
     if not files:
         if not errors:

@@ -274,3 +274,25 @@ def test_files_are_written_only_by_io_writing():
             assert name not in writers and not (name == "open" and modes and modes[0] != "rb"), \
                 f"{f.name}:{node.lineno} {name}"
     assert all(hasattr(kio, name) for name in kio.__all__)
+
+
+def test_folder_links_are_followed_once_and_odd_entries_are_counted(tmp_path):
+    # a linked sub-folder was skipped silently, as were broken links and pipes
+    import os
+
+    from kpca_denoise.io import collect_inputs
+
+    src = tmp_path / "elsewhere"
+    src.mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(src / "far.png")
+    top = tmp_path / "in"
+    top.mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(top / "near.png")
+    (top / "linked").symlink_to(src, target_is_directory=True)
+    (top / "loop").symlink_to(top, target_is_directory=True)  # a link back up: no loop
+    (top / "broken.png").symlink_to(tmp_path / "missing.png")
+    os.mkfifo(top / "pipe.png")
+    files, errors, skipped = collect_inputs([top])
+    assert sorted(str(f.rel) for f in files) == ["linked/far.png", "near.png"]
+    assert not errors
+    assert sorted(p.name for p in skipped) == ["broken.png", "pipe.png"]

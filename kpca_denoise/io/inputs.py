@@ -44,10 +44,12 @@ def collect_inputs(paths, *, exclude=None):
     """Files and folder trees -> ``(files, errors, skipped)``.
 
     ``files``: :class:`InputFile` in the order given, folders walked sorted (hidden
-    entries and ``exclude``, the output folder, left out), each file once; ``rel`` keeps
+    entries and ``exclude``, the output folder, left out; linked folders followed, each
+    real folder once), each file once; ``rel`` keeps
     the sub-folder, and names that would collide are taken from their nearest common
     folder so no two outputs share a name.  ``errors``: ``(path, message)`` for unusable
-    inputs; ``skipped``: the unsupported files met inside folders.
+    inputs; ``skipped``: the unsupported files, broken links, pipes and sockets met
+    inside folders.
     """
     exclude = Path(exclude) if exclude is not None else None
     files: list[InputFile] = []
@@ -77,15 +79,21 @@ def collect_inputs(paths, *, exclude=None):
             continue
         if p.is_dir():
             found = []
-            for root, dirs, names in os.walk(p):
+            walked: set = set()  # real folders already walked: a link back up is no loop
+            for root, dirs, names in os.walk(p, followlinks=True):
+                walked.add(os.path.realpath(root))
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                                 and not _within(Path(root) / d, exclude))
+                                 and not _within(Path(root) / d, exclude)
+                                 and os.path.realpath(Path(root) / d) not in walked)
                 # an image folder (OME-Zarr) is one input, not walked into
                 found += [Path(root) / d for d in dirs if Path(d).suffix.lower() in FOLDER_SUFFIXES]
                 dirs[:] = [d for d in dirs if Path(d).suffix.lower() not in FOLDER_SUFFIXES]
                 for n in sorted(names):
                     f = Path(root) / n
-                    if n.startswith(".") or not f.is_file():
+                    if n.startswith("."):
+                        continue
+                    if not f.is_file():  # a broken link, a pipe or a socket: counted, not read
+                        skipped.append(f)
                         continue
                     if f.suffix.lower() in SUPPORTED_SUFFIXES:
                         found.append(f)
