@@ -558,7 +558,7 @@ def test_image_loader_fuzz_bit_flipped_headers(tmp_path, ext, flips):
         assert item.array.size > 0
 
 
-# -- stop 30: a hostile sweep's findings ----------------------------------------------
+# -- a hostile sweep's findings --------------------------------------------------------
 
 
 def test_an_output_folder_that_is_or_holds_an_input_folder_is_refused(tmp_path, capsys, no_compute):
