@@ -47,7 +47,7 @@ from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
 from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
-                      _prepare_item, _value_range)
+                      _prepare_item, _value_range, noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
 __all__ = ["denoise_dask", "required_halo"]
@@ -247,12 +247,12 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     # whole image's quantiles (prepare._sigma_range)
     span = _value_range(stub)
     lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
-    if params.noise_sigma is not None and not flat and not lo <= sigma <= hi:
-        raise ValueError(
-            f"{name}: noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
-            f"for this {page.dtype} image; give the noise std in the image's own units "
-            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
-    return (float(sigma), None, None) if sigma > 0 and sigma >= lo else None
+    try:
+        there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
+                                flat=flat)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return (float(sigma), None, None) if there else None
 
 
 def _measure_in_memory(page, name: str, params: DenoiseParams):

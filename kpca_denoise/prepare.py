@@ -172,6 +172,20 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
     return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
 
 
+def noise_to_remove(sigma: float, lo: float, hi: float, dtype, *, given: bool,
+                    flat: bool) -> bool:
+    """Whether noise of std ``sigma`` is there to remove (at least ``lo``, the
+    no-noise level); a ``given`` sigma outside ``lo .. hi`` (the accepted range of the
+    image's values) is refused, naming the fix.  Shared by the in-memory and the Dask
+    paths."""
+    if given and not flat and not (lo <= sigma <= hi):
+        raise ValueError(
+            f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
+            f"for this {np.dtype(dtype)} image; give the noise std in the image's own units "
+            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
+    return sigma > 0 and sigma >= lo
+
+
 def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> PreparedItem | None:
     """The item if it has noise to remove; else None, its input kept as every output."""
     res, sigma = item.result, item.result.noise_sigma
@@ -183,12 +197,7 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
     # a given sigma is the noise's own only under the Gaussian model (the
     # stabilised path checks its gain and sigma when it is built)
     given = params.noise_model == "gaussian" and params.noise_sigma is not None
-    if given and not item.flat and not (lo <= sigma <= hi):
-        raise ValueError(
-            f"noise sigma {sigma:g} is outside the accepted range {lo:.3g} .. {hi:.3g} "
-            f"for this {a.dtype} image; give the noise std in the image's own units "
-            "(e.g. 25 for 8-bit data, 0.1 for 0..1 floats), or omit it to estimate")
-    if sigma > 0 and sigma >= lo:
+    if noise_to_remove(sigma, lo, hi, a.dtype, given=given, flat=item.flat):
         return item
     # a flat (or noise-free) image: nothing to remove, returned as it is
     for key in result_keys(params, item.is_patchset):
