@@ -198,6 +198,8 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
     # stabilised path checks its gain and sigma when it is built)
     given = params.noise_model == "gaussian" and params.noise_sigma is not None
     if noise_to_remove(sigma, lo, hi, a.dtype, given=given, flat=item.flat):
+        # the level the denoiser is given: the measured (or given) one times the strength
+        res.noise_sigma = float(sigma) * params.strength
         return item
     # a flat (or noise-free) image: nothing to remove, returned as it is
     for key in result_keys(params, item.is_patchset):
