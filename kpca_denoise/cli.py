@@ -575,6 +575,9 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    hinted = next((r for r in pages if r.stats.get("hint")), None)
+    if hinted is not None:
+        print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
     models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
               if r.stats.get("noise_model")]
     if models:
