@@ -198,6 +198,9 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
     for _ in range(2):
         if not R[0] > 0:
             break
+        if bounds is not None:  # 2 whole stds from the bounds: the noise is not clipped there
+            s = float(np.sqrt(R[0]))
+            ok = (st.mu >= bounds[0] + 2.0 * s) & (st.mu <= bounds[1] - 2.0 * s)
         sel = np.flatnonzero(ok & (st.own <= d.own_threshold(R, confidence)))
         if sel.size < min_keep:
             break
