@@ -114,3 +114,18 @@ def test_cli_hints_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys
                "--method", "global", "--ranks", "4", "--train-patches", "300",
                "--noise-model", "poisson-gaussian"])
     assert rc == 0 and "grows with the signal" not in capsys.readouterr().err
+
+
+def test_cli_hints_the_gaussian_model_for_noise_that_does_not_grow(tmp_path, capsys):
+    from PIL import Image
+
+    rng = np.random.default_rng(6)
+    noisy = np.clip(np.rint(_smooth_scene(192) + rng.normal(0, 8, (192, 192))), 0, 255)
+    Image.fromarray(noisy.astype(np.uint8)).save(tmp_path / "flat_noise.png")
+    rc = main(["denoise", str(tmp_path / "flat_noise.png"), "-o", str(tmp_path / "o"), "-q",
+               "--method", "global", "--ranks", "4", "--train-patches", "300",
+               "--noise-model", "poisson-gaussian"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert ("note: flat_noise.png: the noise does not grow with the signal: the Gaussian "
+            "model (the default, --noise-model gaussian) fits better") in err
