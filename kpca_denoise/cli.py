@@ -37,6 +37,7 @@ from .executor import Executor, ExecutorError  # noqa: E402
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
                        result_keys)
+from .core.nlf import NoiseModel  # noqa: E402
 from .signals import interrupted_code, signals_held, stop_signals_interrupt  # noqa: E402
 
 #: parameter name -> the command-line option that sets it (for error messages)
@@ -575,6 +576,11 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
+                    None)
+    if measured is not None:  # more than the finest scale shows: say what was removed
+        model = NoiseModel.from_dict(measured.stats["noise"])
+        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
     hinted = next((r for r in pages if r.stats.get("hint")), None)
     if hinted is not None:
         print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
