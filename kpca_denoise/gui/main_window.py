@@ -40,6 +40,7 @@ from .loading import ImageLoading
 from .messages import Messages
 from .model import ImageEntry, ResultCache, Session
 from .panels import AboutDialog, HelpDialog
+from .preview import PreviewControl
 from .ranks import RankSelection
 from .running import RunControl
 from .settings import SETTINGS_APP, SETTINGS_ORG, WindowSettings
@@ -50,7 +51,7 @@ __all__ = ["MainWindow", "SETTINGS_ORG", "SETTINGS_APP", "rank_tag", "jsonable"]
 
 
 class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoading, RunControl,
-                 RankSelection, ViewDrawing, ImageViewer, ExportActions, QMainWindow):
+                 PreviewControl, RankSelection, ViewDrawing, ImageViewer, ExportActions, QMainWindow):
     """The kpca-denoise desktop window."""
 
     viewsRefreshed = Signal()
@@ -77,6 +78,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
+        self._init_preview()
         self._build_actions()
         self._connect()
         self._restore_settings()

@@ -35,6 +35,7 @@ __all__ = [
     "display_array",
     "residual_map",
     "patch_mosaic",
+    "pasted",
     "entries_for",
     "RankRecord",
     "FitRecord",
@@ -100,6 +101,14 @@ def residual_map(e: "ImageEntry", noisy: np.ndarray, out: np.ndarray) -> np.ndar
     else:
         r = noisy.astype(np.float32) - out.astype(np.float32)
     return e.display(r)
+
+
+def pasted(base: np.ndarray, box: tuple, part: np.ndarray) -> np.ndarray:
+    """A copy of ``base`` with ``part`` in ``box`` (y0, y1, x0, x1): a preview in place."""
+    out = np.array(base, copy=True)
+    y0, y1, x0, x1 = box
+    out[y0:y1, x0:x1] = part
+    return out
 
 
 @dataclass(eq=False)
@@ -170,6 +179,7 @@ class RankRecord:
     output: np.ndarray
     metrics: dict
     residual_std: float
+    fit_ranks: tuple = ()  # the ranks of a run that reproduces ``output`` (the sidecar's)
 
 
 @dataclass
@@ -231,7 +241,8 @@ class ResultCache:
         if "auto_rank" in out.resolved:  # the run that computed 'auto' knows what it chose
             rec.resolved["auto_rank"] = out.resolved["auto_rank"]
         for r, arr in out.outputs.items():
-            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
+            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")),
+                                      out.fit_ranks.get(r, ()))
         return rec
 
     def records_for(self, key: str) -> list[FitRecord]:
@@ -300,6 +311,8 @@ class Session:
         self._set_fits: dict[tuple[str, str], tuple] = {}
         # image key -> params key of its latest result (shown when the panel has no result)
         self._latest: dict[str, str] = {}
+        # image key -> its latest preview (a region at every rank, compute.PreviewOutcome)
+        self.previews: dict = {}
 
     # -- images ------------------------------------------------------------------
     def add(self, e: ImageEntry) -> None:
@@ -311,7 +324,18 @@ class Session:
         for k in [k for k in self._set_fits if k[0] == e.key]:
             del self._set_fits[k]
         self._latest.pop(e.key, None)
+        self.previews.pop(e.key, None)
         return e
+
+    def add_preview(self, pv) -> None:
+        self.previews[pv.key] = pv
+
+    def preview(self, e: ImageEntry | None, params: DenoiseParams | None):
+        """The image's preview made with ``params`` (any ranks), or None."""
+        pv = self.previews.get(e.key) if e is not None else None
+        if pv is None or params is None or pv.params_key != params_key(params):
+            return None
+        return pv
 
     def row_of(self, key: str) -> int:
         """The row of the image with this key, -1 when it is not in the set (any more)."""

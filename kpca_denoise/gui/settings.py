@@ -16,6 +16,7 @@ import json
 from PySide6.QtCore import QByteArray, QRect, Qt
 from PySide6.QtGui import QGuiApplication
 
+from ..io import OUTPUT_FORMATS
 from ..params import DenoiseParams
 
 __all__ = ["WindowSettings", "SETTINGS_ORG", "SETTINGS_APP"]
@@ -47,6 +48,8 @@ class WindowSettings:
         if not self._geometry_restored:  # a restored geometry is applied when shown, then kept on screen
             self.place_on_screen()
         self._arrange_docks_for_height()
+        fmt = str(self.settings.value("export_format") or "")
+        self.set_export_format(fmt if fmt in OUTPUT_FORMATS else None)
         res = self.settings.value("show_residuals")
         if res is not None:
             self.residuals_box.setChecked(str(res).lower() in ("true", "1"))
