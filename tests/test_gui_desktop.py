@@ -146,3 +146,35 @@ def test_exports_in_a_chosen_format_and_one_line_refusals(window, images, tmp_pa
     assert ("gray16.png: cannot be written as JPEG: JPEG cannot store 16-bit images; choose png "
             "or tiff") in window.banner.text()
     assert not (tmp_path / "jpeg" / "gray16_kpca_r4.jpg").exists()
+
+
+# -- ranks under the default method --------------------------------------------------------
+
+
+def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_keep(
+        window, tmp_path, qtbot):
+    """Ranks 1, 2, 4, 8 and auto looked the same in the window under the grouped method
+    (the shrinkage kept fewer components than the cap)."""
+    path, _ = _camera(96, tmp_path)
+    window.load_paths([path])
+    params = DenoiseParams(ranks=(1, 2, 4, None), add_noise=25.0)
+    _run(qtbot, window, params)
+    rec = window.session.record(window.current_entry(), params)
+    psnr = {r: rec.ranks[r].metrics["psnr"] for r in params.ranks}
+    explicit = [psnr[r] for r in (1, 2, 4)]
+    assert min(abs(a - b) for a, b in zip(explicit, explicit[1:])) >= 0.2, psnr
+    assert psnr[None] >= max(explicit) - 0.1, psnr
+    for r in (1, 2, 4):  # the line under each rank: what it kept
+        assert f"eff. rank {r:.1f}" in window.grid.rank_panels[r].metrics.text()
+    # the spectrum: the groups' own kernel PCA, every compared rank marked, the selected
+    # one's share of the variance said
+    sp = window.spectrum
+    assert sp.group_text.startswith("mean spectrum of the groups' own kernel PCA")
+    assert sp.eigenvalues.size > 4 and np.all(np.diff(sp.eigenvalues) <= 1e-9 * sp.eigenvalues[0])
+    assert {key for key, _ in sp.ranks} == {1, 2, 4, None}
+    auto_at = dict(sp.ranks)[None]
+    assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
+    window.select_rank(2)
+    cum = sp.cum_curve.yData
+    assert sp.status.textItem.toPlainText().endswith(
+        f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")

@@ -12,7 +12,7 @@ import numpy as np
 from PySide6.QtCore import QTimer
 
 from .layout import WELCOME_TEXT
-from .model import FitRecord, ImageEntry, pasted, residual_map
+from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
 from .texts import empty_spectrum_text, format_metrics, info_html, input_title, rank_metrics_text
 from .worker import rank_label
 
@@ -85,9 +85,14 @@ class ViewDrawing:
             self.rank_combo.setCurrentIndex(ranks.index(self.selected_rank))
         self.rank_combo.blockSignals(False)
         self.grid.set_selected(self.selected_rank)
-        # the rank the fit chose for 'auto' (patch sets) is marked on the spectrum
-        self.spectrum.set_ranks(ranks, self.selected_rank,
-                                rec.resolved.get("auto_rank") if rec is not None else None)
+        # the rank the fit chose for 'auto' (patch sets), or the components the grouped
+        # method's shrinkage kept per group, is marked on the spectrum
+        auto = None
+        if rec is not None:
+            auto = rec.resolved.get("auto_rank")
+            if auto is None and rec.params.method == "grouped":
+                auto = rec.effective_rank(None)
+        self.spectrum.set_ranks(ranks, self.selected_rank, auto)
 
     def _draw_nothing(self) -> None:
         """No image loaded: empty views and the welcome line."""
@@ -163,8 +168,15 @@ class ViewDrawing:
         rpanel.set_metrics("preview residual")
 
     def _draw_spectrum(self, e: ImageEntry, rec: FitRecord | None) -> None:
-        """The fitted eigen-spectrum of the result shown, or why there is none."""
-        if rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
+        """The fitted eigen-spectrum of the result shown (the grouped method: its groups'
+        mean spectrum, what a rank cuts), or why there is none."""
+        pv = self.session.preview(e, self.current_params()) if rec is None else None
+        spec, what = group_spectrum(rec, pv) if not e.is_patchset else (None, "")
+        if spec is not None:
+            self.spectrum.set_group_spectrum(spec, what)
+        elif pv is not None and pv.spectrum is not None:
+            self.spectrum.set_eigenvalues(pv.spectrum, final=True)
+        elif rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
             self.spectrum.set_eigenvalues(rec.eigenvalues, final=True, total_variance=rec.total_variance)
         else:
             self.spectrum.clear_spectrum(empty_spectrum_text(rec, e.is_patchset))

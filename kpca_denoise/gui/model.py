@@ -36,6 +36,7 @@ __all__ = [
     "residual_map",
     "patch_mosaic",
     "pasted",
+    "group_spectrum",
     "entries_for",
     "RankRecord",
     "FitRecord",
@@ -109,6 +110,30 @@ def pasted(base: np.ndarray, box: tuple, part: np.ndarray) -> np.ndarray:
     y0, y1, x0, x1 = box
     out[y0:y1, x0:x1] = part
     return out
+
+
+def group_spectrum(rec: "FitRecord | None", preview=None) -> tuple[np.ndarray | None, str]:
+    """The grouped method's spectrum to show for a result (or a preview): the mean
+    spectrum of its noisy groups' own kernel PCA, whose leading components an explicit
+    rank keeps whole (``stats['grouped'][..]['rank_spectrum']``), else the final stage's
+    groups' (only 'auto' was asked); ``(None, '')`` for another method."""
+    if rec is not None:
+        if rec.params.method != "grouped":
+            return None, ""
+        stats = rec.resolved.get("grouped") or {}
+        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
+        final = rec.eigenvalues if rec.eigenvalues is not None else np.zeros(0)
+    elif preview is not None and preview.group_spectra:
+        stats = preview.group_spectra[0]
+        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
+        final = np.asarray(stats.get("spectrum", ()), dtype=np.float64)
+    else:
+        return None, ""
+    if own.size:
+        return own, "mean spectrum of the groups' own kernel PCA (what a rank keeps)"
+    if np.size(final):
+        return np.asarray(final, dtype=np.float64), "mean spectrum of the final groups (auto: the shrinkage)"
+    return None, ""
 
 
 @dataclass(eq=False)
@@ -463,11 +488,11 @@ def describe_params(p: DenoiseParams) -> str:
     return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "grouped" or v)
 
 
-#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the
-#: sample images, ``benchmarks/results/ranks.txt``): grouped -- per-group caps 1, 2, 4
-#: change the result by 0.35-0.9 dB each; from 8 on the result moves by less (up or down
-#: by the image) and 'auto' (no cap, the shrinkage decides) often converges with 8, which
-#: the views then say; global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
+#: rank sets worth comparing: grouped -- a rank keeps that many of each group's kernel
+#: components whole, so 1, 2, 4, 8 go from smooth to noisy (0.8-2.5 dB apart on the σ 25
+#: camera) around 'auto', the shrinkage, the best of them (docs/method.md#ranks);
+#: global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
+#: (``benchmarks/results/ranks.txt``)
 DEFAULT_RANKS = {
     "grouped": (1, 2, 4, 8, None),
     "global": (4, 8, None, 32),

@@ -355,7 +355,8 @@ def help_html(shortcuts: list[tuple[str, str]], readme: str) -> str:
 a rank; drag the histogram's black and white points to change the contrast of every view.</p>
 <h3>Method</h3>
 <p><b>grouped</b> (default): kernel PCA on groups of similar patches with shrinkage, two
-stages. A rank caps the components kept per group; <i>auto</i> = no cap (the shrinkage decides).
+stages. A rank keeps that many of each group's kernel components whole (low ranks smooth, high
+ranks keep noise); <i>auto</i> is the shrinkage, usually the best.
 The effective rank under a view is the mean number of components kept per group.<br>
 <b>global</b>: one kernel PCA on patches sampled from the image (Mika et al. 1998), with a live
 eigen-spectrum; <i>auto</i> is 16 for images and the rank from the noise level for patch sets
