@@ -1312,7 +1312,7 @@ def test_texts_under_and_over_the_views(tmp_path):
     assert MainWindow.rank_title(e, grouped, None) == "auto (shrinkage)"  # the window's name for it
     assert texts.input_title(None) == "input"
     assert texts.input_title(glob) == "input (noisy)"
-    assert texts.input_title(_fit(DenoiseParams(add_noise=25.0))) == "noisy (input + σ 25)"
+    assert texts.input_title(_fit(DenoiseParams(add_noise=25.0))) == "noisy (σ 25 added)"
     assert texts.info_html(e, None) == "<b>a.png</b> · 4×4, uint8, PNG"
     rec = _fit(resolved={"gamma": 4.1e-7, "n_landmarks": 500, "items": ["a", "b"]},
                fit_set=("k1", "k2", "k3"))

@@ -178,3 +178,125 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     cum = sp.cum_curve.yData
     assert sp.status.textItem.toPlainText().endswith(
         f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+
+
+# -- the window at 1366 x 768, enlarged panels, keys, a second window ----------------------
+
+
+def _window_on(qtbot, tmp_path, avail, name="w.ini"):
+    from PySide6.QtCore import QSettings
+
+    from kpca_denoise.gui.main_window import MainWindow
+
+    w = MainWindow(settings=QSettings(str(tmp_path / name), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.place_on_screen(avail)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path):
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QApplication
+
+    w = _window_on(qtbot, tmp_path, QRect(0, 0, 1366, 768))
+    w.params_panel.set_params(DenoiseParams(ranks=(1, 2, 4)))
+    QApplication.processEvents()
+    assert not w.tabifiedDockWidgets(w.dock_spectrum)  # not two tabs of one dock
+    spec, prog = w.dock_spectrum, w.dock_progress
+    assert spec.isVisible() and prog.isVisible()
+    assert not spec.geometry().intersects(prog.geometry())
+    assert not w.spectrum.viewport().visibleRegion().isEmpty() and w.spectrum.height() >= 140
+    assert not w.progress.visibleRegion().isEmpty()
+    # the stages in two columns: every shown stage's bar is in view
+    assert w.progress.columns == 2
+    for stage in w.progress.shown:
+        assert not w.progress.rows[stage][1].visibleRegion().isEmpty(), stage
+    # the bottom docks leave the images most of the height
+    assert spec.height() <= 0.3 * w.height()
+    # titles fit their panels (not "noisy (i… + σ 25)")
+    for panel in w.grid.panels():
+        if panel.isVisible() and panel.title.text():
+            fm = panel.title.fontMetrics()
+            assert fm.horizontalAdvance(panel.title.text()) <= panel.title.contentsRect().width(), \
+                panel.title.text()
+
+
+def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):
+    window.load_paths([images["big"]])
+    _run(qtbot, window, DenoiseParams(method="global", ranks=(2, 4), n_train=300,
+                                      preimage_iterations=30))
+    panel = window.grid.rank_panels[4]
+    small = panel.view.width()
+    centre = panel.view.viewport().rect().center()
+    _double_click(qtbot, panel.view.viewport(), centre)
+    qtbot.waitUntil(lambda: window.grid.large is panel, timeout=2000)
+    qtbot.waitUntil(lambda: panel.view.width() > 1.8 * small, timeout=2000)
+    assert not window.grid.rank_panels[2].isVisible() and not window.grid.input_panel.isVisible()
+    # the large view shows the whole image (fitted)
+    qtbot.waitUntil(lambda: _covers(panel.vb, 96, 96), timeout=2000)
+    _double_click(qtbot, panel.view.viewport(), panel.view.viewport().rect().center())
+    qtbot.waitUntil(lambda: window.grid.large is None, timeout=2000)
+    assert window.grid.rank_panels[2].isVisible() and window.grid.input_panel.isVisible()
+    qtbot.waitUntil(lambda: abs(panel.view.width() - small) <= 2, timeout=2000)
+
+
+def _double_click(qtbot, widget, pos) -> None:
+    """What a mouse sends: press, release, then a double-click and its release."""
+    from PySide6.QtCore import Qt
+
+    qtbot.mouseClick(widget, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseDClick(widget, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _covers(vb, h, w) -> bool:
+    (x0, x1), (y0, y1) = vb.viewRange()
+    return x0 <= 0.5 and x1 >= w - 0.5 and y0 <= 0.5 and y1 >= h - 0.5
+
+
+def test_the_first_esc_after_a_menu_cancels_the_run(window, tmp_path, qtbot):
+    """A menu closed with Esc left the menu bar holding the keyboard: the next Esc only
+    let go of it and the run went on."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    path, _ = _camera(128, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(method="global", ranks=(4, 8), n_train=1500))
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_current()
+        QTest.keyClick(window.menuBar(), Qt.Key.Key_Escape)  # where that Esc goes
+    assert blocker.args[0].status == "cancelled"
+
+
+def test_a_second_window_cascades_instead_of_stacking_exactly(qtbot, tmp_path):
+    import os
+
+    from PySide6.QtCore import QRect, QSettings
+
+    from kpca_denoise.gui.settings import CASCADE
+
+    avail = QRect(0, 0, 1920, 1080)
+    a = _window_on(qtbot, tmp_path, avail, "shared.ini")
+    b = _window_on(qtbot, tmp_path, avail, "shared.ini")  # would open exactly on top of a
+    assert (b.x(), b.y()) != (a.x(), a.y())
+    a.close()
+    b.close()
+    # a window of another process (its position in the settings) counts as well
+    s = QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat)
+    s.setValue(f"open_windows/{os.getppid()}", "0,0")
+    s.setValue("open_windows/999999999", "40,40")  # a process that has ended: forgotten
+    s.sync()
+    from kpca_denoise.gui.main_window import MainWindow
+
+    c = MainWindow(settings=QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(c)
+    c.resize(1000, 700)
+    c._geometry_restored = True
+    c.move(0, 0)
+    c.place_on_screen(avail)
+    assert (c.x(), c.y()) == (CASCADE, CASCADE)
+    assert QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat).value(
+        "open_windows/999999999") is None

@@ -9,13 +9,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
 from .panels import AboutDialog, HelpDialog, help_html
 
 __all__ = ["WindowActions"]
+
+
+class _EscAfterMenu(QObject):
+    """A menu closed with Esc leaves the menu bar holding the keyboard (its titles
+    navigable), so the next Esc only let go of it and the run went on: that Esc
+    cancels too, as it does everywhere else in the window."""
+
+    def __init__(self, cancel: QAction, parent: QObject) -> None:
+        super().__init__(parent)
+        self.cancel = cancel
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if (event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape
+                and self.cancel.isEnabled()):
+            QTimer.singleShot(0, self.cancel.trigger)
+        return False  # the menu bar lets go of the keyboard as usual
 
 
 class WindowActions:
@@ -117,6 +133,8 @@ class WindowActions:
         h = m.addMenu("&Help")
         h.addAction(self.act_help)
         h.addAction(self.act_about)
+        self._menu_esc = _EscAfterMenu(self.act_cancel, m)
+        m.installEventFilter(self._menu_esc)
 
     def _build_format_menu(self, menu) -> None:
         """The format exports are written in: the source's, or one for every image."""

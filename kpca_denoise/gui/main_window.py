@@ -125,6 +125,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
         self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
         self.grid.userZoomed.connect(self._on_user_zoom)
+        self.grid.layoutChanged.connect(self.keep_fit)
         self.grid.hovered.connect(self._on_hover)
         self.split.panel.hovered.connect(lambda info: self._on_hover(self.split.panel, info))
         self.hist.item.sigLevelsChanged.connect(self._on_levels_changed)
@@ -166,6 +167,8 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
             self._placed = True
             self._geometry_restored = True  # the size chosen before showing is kept
             self.place_on_screen()
+            self.register_open_window()
+            QTimer.singleShot(0, self._arrange_docks_for_height)  # docks take sizes once laid out
         self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
@@ -191,6 +194,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
             return
         self.shutdown()
         self.save_settings()
+        self.register_open_window(False)
         for d in (self._about, self._help):
             if d is not None:
                 d.close()

@@ -147,7 +147,7 @@ def rank_title(e: ImageEntry, rec: FitRecord | None, r) -> str:
 def input_title(rec: FitRecord | None) -> str:
     """The input view's title: the input, or the noisy image a run denoised."""
     if rec is not None and rec.params.add_noise:
-        return f"noisy (input + σ {rec.params.add_noise:g})"
+        return f"noisy (σ {rec.params.add_noise:g} added)"
     if rec is not None:
         return "input (noisy)"
     return "input"
