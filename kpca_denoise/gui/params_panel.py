@@ -184,7 +184,8 @@ class ParamsPanel(QScrollArea):
         f.addRow("method", self.method)
         self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
-                              "grouped: components per group; 'auto' = no cap (the shrinkage decides).\n"
+                              "grouped: components each group keeps whole (low: smooth, high: noisy); "
+                              "'auto' = the shrinkage.\n"
                               "global: 'auto' = the rank from the noise level for patch sets, 16 for "
                               "images.\nAlready computed ranks show instantly.")
         f.addRow("ranks to compare", self.ranks)

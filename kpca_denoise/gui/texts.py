@@ -135,19 +135,19 @@ def shared_model_text(resolved: dict, n_set: int) -> str:
 
 def rank_title(e: ImageEntry, rec: FitRecord | None, r) -> str:
     """A rank's title in the views and on the sheet; 'auto' is marked with what it
-    stood for, or that nothing capped it."""
+    stood for, or that the grouped method's shrinkage chose."""
     if r is not None:
         return f"rank {rank_label(r)}"
     auto = rec.resolved.get("auto_rank") if rec is not None else None
     return (f"auto = {auto}" if auto is not None else
-            "auto (no cap)" if rec is not None and rec.params.method == "grouped"
+            "auto (shrinkage)" if rec is not None and rec.params.method == "grouped"
             and not e.is_patchset else "rank auto")
 
 
 def input_title(rec: FitRecord | None) -> str:
     """The input view's title: the input, or the noisy image a run denoised."""
     if rec is not None and rec.params.add_noise:
-        return f"noisy (input + σ {rec.params.add_noise:g})"
+        return f"noisy (σ {rec.params.add_noise:g} added)"
     if rec is not None:
         return "input (noisy)"
     return "input"
@@ -175,7 +175,7 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
 def empty_spectrum_text(rec: FitRecord | None, is_patchset: bool) -> str:
     """What the spectrum plot says when the result shown has no eigenvalues."""
     if rec is not None and rec.params.method == "grouped" and not is_patchset:
-        return "the grouped method has no single spectrum\n(choose 'global' to see one)"
+        return "no group spectrum for this result\n(see the log)"
     if rec is not None:  # nothing fitted: no noise found, a flat image
         return "no spectrum: no model was fitted\nfor this result (see the log)"
     return "run to see the eigen-spectrum"
@@ -185,7 +185,8 @@ def waiting_spectrum_text(method: str) -> str:
     """What the spectrum plot says while a run of ``method`` starts."""
     if method == "global":
         return "waiting for the eigensolver…"
-    return "the grouped method fits one small kernel PCA per group;\nno single spectrum to show"
+    return ("the grouped method fits one small kernel PCA per group;\nthe groups' mean spectrum "
+            "appears when the image is done")
 
 
 def status_text(n_ranks: int, matches: bool) -> str:
