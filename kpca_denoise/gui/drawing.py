@@ -92,6 +92,10 @@ class ViewDrawing:
             auto = rec.resolved.get("auto_rank")
             if auto is None and rec.params.method == "grouped":
                 auto = rec.effective_rank(None)
+        elif self.preview_roi is not None:
+            pv = self.session.preview(self.current_entry(), self.current_params())
+            if pv is not None and pv.group_spectra:
+                auto = (pv.group_spectra[0].get("effective_rank") or {}).get(None)
         self.spectrum.set_ranks(ranks, self.selected_rank, auto)
 
     def _draw_nothing(self) -> None:
@@ -142,6 +146,7 @@ class ViewDrawing:
             if rr is None and pv is not None and r in pv.outputs:
                 self._draw_preview(e, rec, pv, r, panel, rpanel, levels)
             elif rr is not None:
+                panel.set_frame(None)
                 panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
                 prev = rr
@@ -150,7 +155,8 @@ class ViewDrawing:
                 rpanel.set_image(res, (-span, span))
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
             else:
-                msg = "computing…" if running else "not computed\nRun (Ctrl+R)"
+                msg = "computing…" if running else "not computed\nRun (Ctrl+R) or preview (P)"
+                panel.set_frame(None)
                 panel.set_image(None, placeholder=msg)
                 panel.set_metrics("")
                 rpanel.set_image(None, placeholder="")
@@ -161,6 +167,9 @@ class ViewDrawing:
         base = pv.noisy if pv.noisy is not None else (rec.noisy if rec is not None else e.array)
         out = pasted(base, pv.box, pv.outputs[r])
         panel.set_image(e.display(out), levels)
+        # the region computed (the rectangle may have moved on since)
+        upright = e.item.meta.get("orientation") in (None, 1)
+        panel.set_frame(pv.box if upright else self.preview_box())
         panel.set_metrics("preview · " + format_metrics(pv.metrics.get(r)))
         res = residual_map(e, base, out)
         sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
