@@ -41,7 +41,8 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
-           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size"}
+           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
+           "strength": "--strength"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -181,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--noise-sigma is then its Gaussian part)")
     d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
                    help="Poisson gain in pixel units per photon (default: estimated)")
+    d.add_argument("--strength", type=float, metavar="FACTOR",
+                   help="factor on the noise level the denoiser is given (default 1; below 1 "
+                        "keeps more detail, above 1 smooths more)")
     d.add_argument("--seed", type=int, help="random seed (>= 0)")
     d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
     d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
@@ -575,6 +579,9 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    hinted = next((r for r in pages if r.stats.get("hint")), None)
+    if hinted is not None:
+        print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
     models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
               if r.stats.get("noise_model")]
     if models:
