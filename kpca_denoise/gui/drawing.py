@@ -13,7 +13,8 @@ from PySide6.QtCore import QTimer
 
 from .layout import WELCOME_TEXT
 from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
-from .texts import empty_spectrum_text, format_metrics, info_html, input_title, rank_metrics_text
+from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
+                    rank_metrics_text)
 from .worker import rank_label
 
 __all__ = ["ViewDrawing"]
@@ -63,7 +64,12 @@ class ViewDrawing:
         if not running:  # a run draws its live spectrum itself
             self._draw_spectrum(e, rec)
         self._show_resolved(rec)
-        self.info.setText(info_html(e, rec))
+        info = info_html(e, rec)
+        pv = self.session.preview(e, p) if rec is None and self.preview_roi is not None else None
+        if pv is not None and not pv.noise_model:  # the noise the preview was made for
+            info += " · preview: noise " + noise_text(pv.noise_sigma, pv.noise_estimated,
+                                                      pv.params.strength, pv.noise)
+        self.info.setText(info)
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         self.update_roi_stats()
         if reset_zoom:
@@ -197,5 +203,5 @@ class ViewDrawing:
             return
         poisson = rec.resolved.get("noise_model")
         self.params_panel.show_resolved(rec.resolved.get("gamma"),
-                                        None if poisson else rec.noise_sigma,
+                                        None if poisson else rec.noise_sigma / rec.params.strength,
                                         rec.noise_estimated)
