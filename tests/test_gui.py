@@ -1370,7 +1370,7 @@ def test_texts_of_the_log_and_the_messages(tmp_path):
                       timings={"noise": 0.21, "preimage": 1.96, "total": 2.4, "image": 2.3})
     assert texts.outcome_log_lines(out, False) == [
         "a.png: ranks 4, auto; method grouped in 2.4 s (noise 0.2s, preimage 2.0s)",
-        "a.png: estimated noise σ ≈ 25.4"]
+        "a.png: noise σ estimated 25.4"]
     out.resolved = {"auto_rank": 9, "items": ["a", "b"]}
     out.fit_set = ("k", "k2")
     out.noise_estimated = False

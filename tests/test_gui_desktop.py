@@ -300,3 +300,34 @@ def test_a_second_window_cascades_instead_of_stacking_exactly(qtbot, tmp_path):
     assert (c.x(), c.y()) == (CASCADE, CASCADE)
     assert QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat).value(
         "open_windows/999999999") is None
+
+
+def test_the_strength_next_to_the_noise_level_updates_the_preview(window, tmp_path, qtbot):
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    first = _preview(qtbot, window)
+    assert first.params.strength == 1.0 and first.noise_estimated
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.strength.setValue(2.0)  # the spin box beside the noise level
+    _settle(qtbot, window)
+    second = window.session.preview(window.current_entry(), window.current_params())
+    assert second is not None and second.params.strength == 2.0
+    assert second.noise_sigma == pytest.approx(2 * first.noise_sigma)
+    smoother = np.abs(np.diff(second.outputs[None].astype(float), axis=1)).mean()
+    assert smoother < np.abs(np.diff(first.outputs[None].astype(float), axis=1)).mean()
+    # the line over the views says the noise measured and the strength applied
+    measured = first.noise_sigma
+    assert (f"preview: noise σ estimated {measured:.3g}" in window.info.text()
+            and f"× strength 2 = {2 * measured:.3g} removed" in window.info.text())
+
+
+def test_the_noise_in_words():
+    from kpca_denoise.gui.texts import noise_text
+
+    assert noise_text(25.0, False) == "σ 25"
+    assert noise_text(20.0, True, 1.0, {"kind": "white"}) == "σ estimated 20 (white)"
+    assert noise_text(30.0, True, 1.5, {"kind": "correlated", "correlation": 1.42,
+                                        "neighbour": 0.31}) == (
+        "σ estimated 20 (correlated noise: 1.4× the finest scale, neighbours 0.31) "
+        "× strength 1.5 = 30 removed")

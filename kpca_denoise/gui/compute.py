@@ -136,6 +136,7 @@ class PreviewOutcome:
     noise_sigma: float = float("nan")
     noise_estimated: bool = False
     noise_model: dict | None = None
+    noise: dict | None = None  # the measured noise (white or correlated; stats['noise'])
     spectrum: np.ndarray | None = None  # the global model's eigenvalues
     group_spectra: list = field(default_factory=list)  # grouped: stats per channel
     seconds: float = 0.0
@@ -411,6 +412,9 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
         # Poisson-Gaussian: sigma is the stabilised domain's 1; the gain and the
         # Gaussian part are what describe the noise
         resolved["noise_model"] = img.stats["noise_model"]
+    for k in ("noise", "hint"):  # the measured noise (white or correlated), a word on it
+        if img.stats.get(k):
+            resolved[k] = img.stats[k]
     if eigenvalues is not None:
         out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         out.total_variance = total_variance
@@ -509,6 +513,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
         return out
     out.noise_sigma, out.noise_estimated = img.noise_sigma, img.noise_estimated
     out.noise_model = img.stats.get("noise_model")
+    out.noise = img.stats.get("noise")
     out.note = img.stats.get("note")
     if params.add_noise:
         out.noisy = noisy

@@ -13,7 +13,8 @@ from PySide6.QtCore import QTimer
 
 from .layout import WELCOME_TEXT
 from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
-from .texts import empty_spectrum_text, format_metrics, info_html, input_title, rank_metrics_text
+from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
+                    rank_metrics_text)
 from .worker import rank_label
 
 __all__ = ["ViewDrawing"]
@@ -63,7 +64,12 @@ class ViewDrawing:
         if not running:  # a run draws its live spectrum itself
             self._draw_spectrum(e, rec)
         self._show_resolved(rec)
-        self.info.setText(info_html(e, rec))
+        info = info_html(e, rec)
+        pv = self.session.preview(e, p) if rec is None and self.preview_roi is not None else None
+        if pv is not None and not pv.noise_model:  # the noise the preview was made for
+            info += " · preview: noise " + noise_text(pv.noise_sigma, pv.noise_estimated,
+                                                      pv.params.strength, pv.noise)
+        self.info.setText(info)
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         self.update_roi_stats()
         if reset_zoom:
@@ -92,6 +98,10 @@ class ViewDrawing:
             auto = rec.resolved.get("auto_rank")
             if auto is None and rec.params.method == "grouped":
                 auto = rec.effective_rank(None)
+        elif self.preview_roi is not None:
+            pv = self.session.preview(self.current_entry(), self.current_params())
+            if pv is not None and pv.group_spectra:
+                auto = (pv.group_spectra[0].get("effective_rank") or {}).get(None)
         self.spectrum.set_ranks(ranks, self.selected_rank, auto)
 
     def _draw_nothing(self) -> None:
@@ -142,6 +152,7 @@ class ViewDrawing:
             if rr is None and pv is not None and r in pv.outputs:
                 self._draw_preview(e, rec, pv, r, panel, rpanel, levels)
             elif rr is not None:
+                panel.set_frame(None)
                 panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
                 prev = rr
@@ -150,7 +161,8 @@ class ViewDrawing:
                 rpanel.set_image(res, (-span, span))
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
             else:
-                msg = "computing…" if running else "not computed\nRun (Ctrl+R)"
+                msg = "computing…" if running else "not computed\nRun (Ctrl+R) or preview (P)"
+                panel.set_frame(None)
                 panel.set_image(None, placeholder=msg)
                 panel.set_metrics("")
                 rpanel.set_image(None, placeholder="")
@@ -161,6 +173,9 @@ class ViewDrawing:
         base = pv.noisy if pv.noisy is not None else (rec.noisy if rec is not None else e.array)
         out = pasted(base, pv.box, pv.outputs[r])
         panel.set_image(e.display(out), levels)
+        # the region computed (the rectangle may have moved on since)
+        upright = e.item.meta.get("orientation") in (None, 1)
+        panel.set_frame(pv.box if upright else self.preview_box())
         panel.set_metrics("preview · " + format_metrics(pv.metrics.get(r)))
         res = residual_map(e, base, out)
         sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
@@ -188,5 +203,5 @@ class ViewDrawing:
             return
         poisson = rec.resolved.get("noise_model")
         self.params_panel.show_resolved(rec.resolved.get("gamma"),
-                                        None if poisson else rec.noise_sigma,
+                                        None if poisson else rec.noise_sigma / rec.params.strength,
                                         rec.noise_estimated)

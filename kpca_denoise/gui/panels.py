@@ -7,7 +7,7 @@ import re
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QTextCursor
+from PySide6.QtGui import QFont, QPainter, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -70,7 +70,7 @@ class ProgressPanel(QWidget):
             bar.setFixedHeight(15)
             bar.setFont(small)
             self.rows[stage] = (name, bar)
-        self.overall = QLabel("idle", self)
+        self.overall = _RightElided("idle", self)
         # fixed height and no word wrap: a new text must not re-layout the dock on every update
         self.overall.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.cancel_button = QPushButton("Cancel", self)
@@ -163,13 +163,16 @@ class ProgressPanel(QWidget):
         elif self.last_stage is None and el >= 3:
             parts.append("loading the numeric code (numba compiles it on the first run after "
                          "an install: about a minute)" if self.first_run else "preparing")
-        text = " — ".join(parts) + f" · {el:.0f} s"
+        # the times first: a narrow dock cuts the end of the line, not the estimate
+        text = f"{el:.0f} s"
         if self._eta is not None and self._eta >= 1:
             text += f" · about {_duration(self._eta)} left"
         run_left = self.run_left()
         if run_left is not None and run_left >= 1:
             text += f" · the run about {_duration(run_left)}"
+        text += " · " + " — ".join(parts)
         self.overall.setText(text)
+        self.overall.setToolTip(text)
 
     def run_left(self) -> float | None:
         """Seconds left for the whole run of several images: the images done so far set the
@@ -241,6 +244,20 @@ class ProgressPanel(QWidget):
         self._eta = None
         self.overall.setText(text)
         self.cancel_button.setEnabled(False)
+
+
+class _RightElided(QLabel):
+    """One line drawn with "…" at its end when it is wider than the label."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        r, fm = self.contentsRect(), self.fontMetrics()
+        if fm.horizontalAdvance(self.text()) <= r.width():
+            super().paintEvent(event)
+            return
+        p = QPainter(self)
+        p.drawText(r, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                   fm.elidedText(self.text(), Qt.TextElideMode.ElideRight, r.width()))
+        p.end()
 
 
 def _rank_of(message: str) -> tuple[int, int]:

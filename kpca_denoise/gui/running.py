@@ -54,6 +54,8 @@ class RunControl:
         self.save_settings()
         self.refresh_views()
         e = self.current_entry()
+        if not self.runner.is_running():
+            self.progress.set_method(p.method)  # the stages this method will go through
         if self.preview_wanted():
             self._preview_timer.start()
         if e is not None and not self.runner.is_running():

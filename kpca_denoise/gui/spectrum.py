@@ -153,7 +153,10 @@ class SpectrumPlot(pg.PlotWidget):
         groups): the components an explicit rank keeps whole are its first ones, and the
         cumulative curve says the share of a group's variance that rank keeps."""
         ev = np.clip(np.asarray(spectrum, dtype=np.float64).ravel(), 0.0, None)
-        self.set_eigenvalues(ev, final=True, total_variance=float(ev.sum()) or None)
+        total = float(ev.sum()) or None
+        if ev.size and ev[0] > 0:  # the centring's null component: no room on a log axis
+            ev = ev[: max(1, int(np.count_nonzero(ev > 1e-6 * ev[0])))]
+        self.set_eigenvalues(ev, final=True, total_variance=total)
         self.getPlotItem().setLabel("left", "mean eigenvalue per group")
         self.group_text = what
         self._status_for_rank()

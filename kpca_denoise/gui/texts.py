@@ -29,6 +29,7 @@ __all__ = [
     "rank_title",
     "input_title",
     "info_html",
+    "noise_text",
     "empty_spectrum_text",
     "waiting_spectrum_text",
     "status_text",
@@ -153,6 +154,23 @@ def input_title(rec: FitRecord | None) -> str:
     return "input"
 
 
+def noise_text(sigma: float, estimated: bool, strength: float = 1.0,
+               measured: dict | None = None) -> str:
+    """The noise of a result in words: the level the denoiser was given (``sigma``,
+    strength included), whether it was estimated, the measured noise's model (white or
+    correlated: ``stats['noise']`` of the pipeline) and the strength applied."""
+    level = sigma / strength if strength else sigma
+    text = f"σ {'estimated ' if estimated else ''}{level:.3g}"
+    if measured and measured.get("kind") == "correlated":
+        text += (f" (correlated noise: {measured.get('correlation', 1):.2g}× the finest scale, "
+                 f"neighbours {measured.get('neighbour', 0):.2f})")
+    elif measured and estimated:
+        text += " (white)"
+    if strength != 1.0:
+        text += f" × strength {strength:g} = {sigma:.3g} removed"
+    return text
+
+
 def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
     """The line over the views: the image, its noise, what 'auto' chose, the run's time."""
     parts = [f"<b>{e.name}</b>", e.describe()]
@@ -160,7 +178,8 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
     if poisson:
         parts.append(f"Poisson-Gaussian {noise_model_text(poisson)}")
     elif rec is not None:
-        parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
+        parts.append(noise_text(rec.noise_sigma, rec.noise_estimated, rec.params.strength,
+                                rec.resolved.get("noise")))
     if rec is not None:
         if rec.resolved.get("gamma"):
             parts.append(f"γ {rec.resolved['gamma']:.3g}")
@@ -250,8 +269,11 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
     if out.resolved.get("noise_model"):
         lines.append(f"{out.name}: Poisson-Gaussian noise, {noise_model_text(out.resolved['noise_model'])} "
                      "(denoised at σ 1 after the variance-stabilising transform)")
-    elif out.noise_estimated:
-        lines.append(f"{out.name}: estimated noise σ ≈ {out.noise_sigma:.3g}")
+    elif out.noise_estimated or out.params.strength != 1.0:
+        lines.append(f"{out.name}: noise " + noise_text(out.noise_sigma, out.noise_estimated,
+                                                        out.params.strength, out.resolved.get("noise")))
+    if out.resolved.get("hint"):  # e.g. the noise grows with the signal
+        lines.append(f"{out.name}: {out.resolved['hint']}")
     if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
         lines.append(out.note)
     return lines

@@ -183,6 +183,7 @@ class ImagePanel(QFrame):
         self.roi_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.roi_text.hide()
         self.data: np.ndarray | None = None
+        self.frame = None  # the preview's region, when the panel shows a preview
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(1)
@@ -239,6 +240,23 @@ class ImagePanel(QFrame):
         if obj is self.view and event.type() == QEvent.Type.Resize:
             self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
         return False
+
+    def set_frame(self, box: tuple | None) -> None:
+        """A dashed frame around ``box`` (y0, y1, x0, x1; the preview's region), or none."""
+        if box is None:
+            if self.frame is not None:
+                self.frame.hide()
+            return
+        if self.frame is None:
+            from PySide6.QtWidgets import QGraphicsRectItem
+
+            self.frame = QGraphicsRectItem()
+            self.frame.setPen(pg.mkPen("#39c5e0", width=2, style=Qt.PenStyle.DashLine, cosmetic=True))
+            self.frame.setZValue(10)
+            self.vb.addItem(self.frame, ignoreBounds=True)
+        y0, y1, x0, x1 = box
+        self.frame.setRect(x0, y0, x1 - x0, y1 - y0)
+        self.frame.show()
 
     def set_title(self, text: str) -> None:
         self.title.setText(text)
