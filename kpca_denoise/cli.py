@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
+from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
@@ -33,7 +34,6 @@ from .executor import Executor, ExecutorError
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,
                        result_keys)
-from .core.nlf import NoiseModel
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 #: parameter name -> the command-line option that sets it (for error messages)
