@@ -142,7 +142,8 @@ class NoiseModel:
         there (the finest-scale reading per level of the luminance; when correlated,
         scaled so that its root mean square over the levels is ``sigma``).
     signal_dependent : the variance grows with the brightness (by
-        :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest).
+        :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest, leaving
+        out the levels within two noise stds of the clipping bounds).
     """
 
     kind: str
@@ -282,8 +283,12 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     rms = float(np.sqrt(np.mean(stds ** 2))) if stds.size else 0.0
     if correlated and rms > 0:
         stds = stds * (sigma / rms)  # the shape per level, the whole level overall
-    dependent = bool(stds.size >= 2 and stds[0] > 0 and stds[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
-                     * stds[0] ** 2 and np.all(np.diff(stds) > -0.1 * stds[-1]))
+    # clipped noise is lower near the bounds: those levels say nothing of the growth
+    free = np.ones(stds.size, bool) if bounds is None else (
+        (levels >= bounds[0] + 2.0 * stds) & (levels <= bounds[1] - 2.0 * stds))
+    st = stds[free]
+    dependent = bool(st.size >= 2 and st[0] > 0 and st[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
+                     * st[0] ** 2 and np.all(np.diff(st) > -0.1 * st[-1]))
     return NoiseModel(kind="correlated" if correlated else "white", sigma=sigma,
                       white_sigma=white, correlation=ratio if correlated else 1.0,
                       neighbour=neighbour, levels=tuple(float(v) for v in levels),
