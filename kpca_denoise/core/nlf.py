@@ -3,23 +3,24 @@
 Demosaicing, JPEG and any filtering in a camera spread each sensor pixel's noise over its
 neighbours: the noise is no longer white, and the finest-scale estimators
 (:func:`~kpca_denoise.core.noise.estimate_sigma_image`, the smallest eigenvalues of the
-covariance of small patches) see only its high frequencies, about half of it.  Here the
-whole noise covariance of weakly textured patches is fitted instead:
+covariance of small patches) see only its high frequencies (a third of it on the camera
+pipeline of ``benchmarks/camera_noise.py``).  Here the whole noise covariance of weakly
+textured patches is fitted instead:
 
-* the patches (``p`` x ``p``) are chosen as weakly textured as the white-noise estimator
-  chooses them (gradient energy of the image smoothed by a Gaussian of std 2 px), then
-  refined: a patch is kept when its own gradient energy is what noise of the current
-  covariance would give with probability ``confidence`` (its mean and variance under
-  the fitted covariance, a gamma quantile);
-* their covariance, with the constant and the two linear ramps projected out (the signal
-  of a weakly textured patch), is fitted by least squares with a stationary noise
-  autocovariance ``R(dy, dx)`` of lags up to ``lag`` (the projection applied to the model
-  as to the data), so that ``R(0, 0)`` is the whole per-pixel variance and the other
-  lags say how correlated the noise is.
+* the patches (7 x 7) are those the white-noise estimator keeps (weakly textured, their
+  own gradient energy what white noise of its estimate gives), then re-chosen twice: a
+  patch is kept when its own gradient energy is what noise of the fitted covariance
+  would give with probability ``confidence`` (a gamma quantile of its mean and variance
+  under that covariance), away from the clipping bounds;
+* their covariance, with the quadratic surfaces projected out (the signal of a weakly
+  textured patch), is fitted by least squares with a stationary noise autocovariance
+  ``R(dy, dx)`` of lags up to 3 px (the projection applied to the model as to the data),
+  so that ``R(0, 0)`` is the whole per-pixel variance and the other lags say how
+  correlated the noise is.
 
-Per brightness level (equal-count bins of the patch means) this gives the noise-level
-function: the per-pixel std against brightness (:class:`NoiseModel`).  ``docs/noise.md``
-has the measurements.
+The noise-level function (the std against brightness, :class:`NoiseModel`) is read per
+brightness level by the finest-scale estimator and scaled to the whole level when the
+noise is correlated.  ``docs/noise.md`` has the measurements.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def _lags(L: int) -> list[tuple[int, int]]:
 
 
 class _Design:
-    """For ``p`` x ``p`` patches: the projection off the constant and the two ramps, the
-    projected basis matrix of each lag (the design of the least-squares fit), and the
-    quadratic form of a patch's own gradient energy."""
+    """For ``p`` x ``p`` patches: the projection off the polynomial surfaces of degree up
+    to ``degree`` (``P``), the projected basis matrix of each lag (``X``, the design of the
+    least-squares fit), and the quadratic form of a patch's own gradient energy (``A``)."""
 
     def __init__(self, p: int, L: int, degree: int = 2):
         self.p, self.lags = p, _lags(L)
