@@ -240,6 +240,8 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     array-like (sliced lazily) the level function is read from, for colour (default:
     the first channel)."""
     x = np.asarray(image)
+    if min(x.shape[:2]) < 2 * patch_size:  # too small for a patch statistic: as measured
+        return NoiseModel(kind="white", sigma=float(white_sigma), white_sigma=float(white_sigma))
     chans = [x] if x.ndim == 2 else [x[..., c] for c in range(x.shape[2])]
     kw = dict(max_patches=max_patches, max_pixels=max_pixels, block_size=block_size,
               seed=random_state)
