@@ -27,6 +27,8 @@ NOISE_MODELS = ("gaussian", "poisson-gaussian")
 SEQUENCE_CHOICES = ("auto", "yes", "no")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
 MAX_SIGMA = 1e6
+#: the largest ``strength`` accepted: ten times the measured noise smooths nearly everything
+MAX_STRENGTH = 10.0
 
 
 class ParamError(ValueError):
@@ -134,6 +136,10 @@ class DenoiseParams:
         inverse; ``noise_sigma`` is then the Gaussian part).
     poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
         ``None`` estimates it per image and channel (as ``noise_sigma``).
+    strength : how much noise to remove, as a factor on the noise level the denoiser is
+        given (estimated or ``noise_sigma``; under 'poisson-gaussian' the stabilised
+        level 1): below 1 keeps more detail and noise, above 1 smooths more
+        (``docs/noise.md``).  Default 1.
     sequence : 'auto' (default), 'yes' or 'no': whether the images of a set of one
         size are the pages of a sequence (a stack, a time-lapse, a burst) whose groups
         also take patches from the neighbouring pages; 'auto' decides from the data
@@ -163,6 +169,7 @@ class DenoiseParams:
     grouped: GroupedOptions = field(default_factory=GroupedOptions)
     noise_model: str = "gaussian"
     poisson_gain: float | None = None
+    strength: float = 1.0
     sequence: str = "auto"
 
     def __post_init__(self) -> None:
@@ -245,6 +252,9 @@ class DenoiseParams:
                 not is_num(self.poisson_gain) or not 0 < self.poisson_gain <= MAX_SIGMA):
             bad("poisson_gain", f"must be a number > 0 and at most {MAX_SIGMA:g} (pixel units "
                                 f"per photon; omit it to estimate), got {self.poisson_gain!r}")
+        if not is_num(self.strength) or not (0 < self.strength <= MAX_STRENGTH):
+            bad("strength", f"must be a number > 0 and at most {MAX_STRENGTH:g} (a factor on the "
+                            f"noise level; 1 removes the noise measured), got {self.strength!r}")
         if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
             bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
         if self.method == "grouped" and self.patch_size is not None and self.patch_size > 64:

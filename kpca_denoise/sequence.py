@@ -115,8 +115,8 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             continue
         # decided on each page's own noise measure (stabilised: std 1), then one
         # noise level for the pages of a sequence
-        dec = decide(_decision_pages(seq),
-                     float(np.median([it.result.noise_sigma for it in seq])), params.sequence)
+        dec = decide(_decision_pages(seq), float(np.median(
+            [it.result.noise_sigma for it in seq])) / params.strength, params.sequence)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
         for k, it in enumerate(seq):
@@ -144,7 +144,7 @@ def _decision_pages(seq: list[PreparedItem]) -> list:
 
 def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
     """One noise level for the pages (they share a sensor): the median of the pages'
-    estimates, or for the Poisson-Gaussian model one stabiliser measured on up to 8
+    levels (times ``params.strength`` already), or for the Poisson-Gaussian model one stabiliser measured on up to 8
     pages side by side, given to every page."""
     if seq[0].vst is None:
         sigma = float(np.median([it.result.noise_sigma for it in seq]))
@@ -156,7 +156,7 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
             it.result.stats["noise_model"] = dict(model=params.noise_model,
                                                   gain=np.ravel(vst.gain).tolist(),
                                                   sigma=np.ravel(vst.sigma).tolist())
-        sigma = 1.0
+        sigma = params.strength  # after the stabiliser, times the strength
     for it in seq:
         it.result.noise_sigma = sigma
     return sigma
