@@ -36,6 +36,10 @@ CUT_THRESHOLD = 0.45
 #: at most this many pages are compared for 'auto' before the stack's pairs are
 #: scored one by one (the decision's cost stays a small part of a page's)
 MAX_DECISION_PAGES = 64
+#: the largest working set (bytes) of the stack path, which holds the whole stack
+#: in float64; a larger stack runs page by page, in tiles of bounded memory, with a
+#: note (the stack path has no tiles yet)
+MAX_STACK_BYTES = 1 << 30
 
 
 @dataclass
@@ -119,6 +123,12 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             [it.result.noise_sigma for it in seq])) / params.strength, params.sequence)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
+        need = _stack_bytes(seq, len(params.ranks))
+        if dec.decision == "sequence" and need > MAX_STACK_BYTES:
+            dec.decision = "pages"
+            dec.reason = (f"{len(seq)} pages need about {need / 2**30:.1f} GB together, more "
+                          f"than {MAX_STACK_BYTES / 2**30:g} GB: denoised page by page")
+            run.resolved["sequence"][-1].update(decision=dec.decision, reason=dec.reason)
         for k, it in enumerate(seq):
             it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
                                                reason=dec.reason, page=k, pages=len(seq))
@@ -128,6 +138,13 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         spectra += _run_stack(run, seq, _shared_noise(params, seq), dec)
     order = {id(it): k for k, it in enumerate(items)}
     return sorted(alone, key=lambda it: order[id(it)]), spectra
+
+
+def _stack_bytes(seq: list[PreparedItem], n_ranks: int) -> int:
+    """About the bytes the stack path holds for ``seq``: per working channel the
+    stack, its pilot and guides, and two accumulators per rank, in float64."""
+    px = sum(int(np.prod(it.data.shape[:2])) for it in seq) * max(it.channels for it in seq)
+    return px * 8 * (4 + 2 * max(n_ranks, 1))
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:

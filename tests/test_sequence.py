@@ -127,3 +127,15 @@ def test_a_three_page_stack_through_the_command_line(tmp_path, capsys):
     pages = side["items"][0]["stats"]["pages"]
     assert [p["sequence"]["page"] for p in pages] == [0, 1, 2]
     assert psnr(clean * 200, got, 65535) > psnr(clean * 200, noisy, 65535) + 3
+
+
+def test_a_stack_too_large_for_memory_runs_page_by_page(monkeypatch):
+    import kpca_denoise.sequence as sequence
+
+    noisy = _noisy(_pan(3, 48))
+    monkeypatch.setattr(sequence, "MAX_STACK_BYTES", 100_000)
+    out, stats = denoise_stack(noisy, noise_sigma=25.0, sequence="yes", return_stats=True)
+    assert stats["sequence"]["decision"] == "pages"
+    assert stats["sequence"]["reason"] == ("3 pages need about 0.0 GB together, more than "
+                                           "9.31323e-05 GB: denoised page by page")
+    np.testing.assert_array_equal(out, denoise_stack(noisy, noise_sigma=25.0, sequence="no"))
