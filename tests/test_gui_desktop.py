@@ -331,3 +331,21 @@ def test_the_noise_in_words():
                                         "neighbour": 0.31}) == (
         "σ estimated 20 (correlated noise: 1.4× the finest scale, neighbours 0.31) "
         "× strength 1.5 = 30 removed")
+
+
+def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    params = DenoiseParams(ranks=(2, None), noise_sigma=15.0)
+    window.params_panel.set_params(params)
+    window.toggle_preview()
+    assert window.runner.purpose() == "preview"
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "run"):
+        assert window.run_current()  # not refused: the preview gives way
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        pass
+    _settle(qtbot, window)
+    rec = window.session.record(window.current_entry(), params)
+    assert rec is not None and set(rec.ranks) == {2, None}
+    assert window.grid.rank_panels[2].metrics.text().startswith("remaining noise")
