@@ -137,10 +137,10 @@ class NoiseModel:
     white_sigma : the finest-scale (white-noise) estimate, what 'white' uses.
     correlation : the whole per-pixel std over the finest-scale one (1 for white noise).
     neighbour : the correlation of neighbouring pixels' noise (0 for white noise).
-    levels, level_sigmas : the noise-level function: mean brightness of each level (pixel
-        units; for colour, of the opponent luminance, (R + G + B) / sqrt(3)) and the
-        noise std there (the finest-scale reading per level times ``correlation`` when
-        correlated), for plotting.
+    levels, level_sigmas : the noise-level function, for plotting: the mean brightness of
+        each level (pixel units; for colour, the mean of the channels) and the noise std
+        there (the finest-scale reading per level of the luminance; when correlated,
+        scaled so that its root mean square over the levels is ``sigma``).
     signal_dependent : the variance grows with the brightness (by
         :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest).
     """
@@ -198,6 +198,9 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
     for _ in range(2):
         if not R[0] > 0:
             break
+        if bounds is not None:  # 2 whole stds from the bounds: the noise is not clipped there
+            s = float(np.sqrt(R[0]))
+            ok = (st.mu >= bounds[0] + 2.0 * s) & (st.mu <= bounds[1] - 2.0 * s)
         sel = np.flatnonzero(ok & (st.own <= d.own_threshold(R, confidence)))
         if sel.size < min_keep:
             break
@@ -254,11 +257,14 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     ratio = float(np.sqrt(r0)) / white if white > 0 and r0 > 0 else 1.0
     correlated = ratio >= CORRELATED_RATIO and neighbour - 2.0 * far >= CORRELATED_SHORT
     sigma = float(np.sqrt(r0)) if correlated else white
-    factor = ratio if correlated else 1.0
     # the level function, of the luminance (one pass whatever the channels)
     levels, stds = _level_function(chans[0] if luminance is None else luminance, patch_size,
                                    **kw)
-    stds = factor * stds
+    if luminance is not None and len(chans) > 1:
+        levels = levels / np.sqrt(len(chans))  # the channels' mean
+    rms = float(np.sqrt(np.mean(stds ** 2))) if stds.size else 0.0
+    if correlated and rms > 0:
+        stds = stds * (sigma / rms)  # the shape per level, the whole level overall
     dependent = bool(stds.size >= 2 and stds[0] > 0 and stds[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
                      * stds[0] ** 2 and np.all(np.diff(stds) > -0.1 * stds[-1]))
     return NoiseModel(kind="correlated" if correlated else "white", sigma=sigma,
