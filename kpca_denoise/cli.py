@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
+from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
@@ -607,6 +608,11 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
+                    None)
+    if measured is not None:  # more than the finest scale shows: say what was removed
+        model = NoiseModel.from_dict(measured.stats["noise"])
+        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
     hinted = next((r for r in pages if r.stats.get("hint")), None)
     if hinted is not None:
         print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
