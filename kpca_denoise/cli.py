@@ -32,7 +32,8 @@ use_writable_numba_cache()  # before anything below imports numba
 from .core.progress import Cancelled, ProgressEvent  # noqa: E402
 from .io import (MAX_PIXELS, InputError, check_not_input,  # noqa: E402
                  collect_inputs, output_path, rank_tag, read_item, read_items,
-                 remove_stale_parts, write_item, write_sidecar, write_zarr)
+                 remove_stale_parts, write_item, write_lazy, write_sidecar)
+from .io.lazy_tiff import memory_budget  # noqa: E402
 from .executor import Executor, ExecutorError  # noqa: E402
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
@@ -68,6 +69,21 @@ class ProgressBar:
         self._seen: set = set()
         self._last_draw = 0.0
         self._t0 = time.monotonic()
+        self._stage_t0: dict = {}  # stage -> (when its count last restarted, count then)
+        self._last_tiles = 0.0
+
+    def time_left(self, ev: ProgressEvent) -> str:
+        """``, about N s left`` in this stage from its rate so far (blank until known)."""
+        now = time.monotonic()
+        t0, d0 = self._stage_t0.get(ev.stage, (now, ev.done))
+        if ev.done < d0 or ev.stage not in self._stage_t0:
+            self._stage_t0[ev.stage] = (now, ev.done)
+            return ""
+        if ev.done <= d0 or now - t0 < 2 or not ev.total:
+            return ""
+        left = (now - t0) / (ev.done - d0) * max(ev.total - ev.done, 0)
+        text = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        return f", about {text} left" if ev.done < ev.total else ""
 
     def __call__(self, ev: ProgressEvent) -> None:
         if not self.enabled or ev.stage == "done":
@@ -84,7 +100,7 @@ class ProgressBar:
         frac = ev.done / ev.total if ev.total else 0.0
         width = 30
         bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
-        text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}"
+        text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}{self.time_left(ev)}"
         self.stream.write("\r" + text.ljust(70))
         if finished:
             self.stream.write("\n")
@@ -99,8 +115,16 @@ class ProgressBar:
                                   f"({time.monotonic() - self._t0:.1f} s)\n")
         elif ev.stage not in self._seen:
             self._seen.add(ev.stage)
+            self.time_left(ev)
             self.stream.write(f"{ev.stage} ...\n")
+        elif ev.stage == "tiles" and ev.total and (
+                ev.done >= ev.total or time.monotonic() - self._last_tiles >= 5):
+            # a large image's tiles: a line at most every 5 s, with the time left
+            self._last_tiles = time.monotonic()
+            self.stream.write(f"tiles {ev.done}/{ev.total} ({self._last_tiles - self._t0:.0f} s"
+                              f"{self.time_left(ev)})\n")
         else:
+            self.time_left(ev)
             return
         self.stream.flush()
 
@@ -304,16 +328,17 @@ ENGINE_MEMORY = 450 * 2**20
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux MemAvailable), or None
-    where that is not known."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    """Bytes of memory available to a new allocation (Linux MemAvailable, the process's
+    limits and its memory cgroup's), or None where that is not known."""
+    return memory_budget()
+
+
+def lazy_bytes() -> int:
+    """Decoded size above which a TIFF is read lazily: where the image and three copies
+    (its outputs, the writer's) would not fit beside the engine; 4 GB where the memory
+    available is not known."""
+    avail = available_memory()
+    return 4 << 30 if avail is None else max(avail - ENGINE_MEMORY, 0) // 4
 
 
 def _check_memory(items, params: DenoiseParams) -> None:
@@ -427,7 +452,8 @@ def _denoise(args) -> int:
         return 2
     # every file is read (a bad one is reported before any compute), then its pixels
     # are let go: they are read again when their turn comes (_PageSource)
-    items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False)
+    items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False,
+                                    lazy_bytes=lazy_bytes())
     for _, msg in read_errors:
         print(f"error: {msg}", file=sys.stderr)
     if not items:
@@ -435,10 +461,11 @@ def _denoise(args) -> int:
         return 2
     lazy = [it for it in items if it.is_lazy]
     if lazy and params.add_noise:
-        raise UsageError(f"{lazy[0].path}: --add-noise is not available for OME-Zarr inputs "
-                         "(they are read chunk by chunk); add the noise to the image first")
+        raise UsageError(f"{lazy[0].path}: --add-noise is not available for inputs read "
+                         "lazily (OME-Zarr, TIFFs too large to hold; read chunk by chunk); add "
+                         "the noise to the image first")
     if lazy and args.reference:
-        print(f"note: --reference: PSNR and SSIM are not computed for OME-Zarr inputs "
+        print(f"note: --reference: PSNR and SSIM are not computed for inputs read lazily "
               f"({lazy[0].path.name})", file=sys.stderr)
     refs = _load_reference(args.reference, [it for it in items if not it.is_lazy],
                            args.max_pixels)
@@ -452,7 +479,7 @@ def _denoise(args) -> int:
     if not items:
         return 2
     position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
-    lazy = [it for it in items if it.is_lazy]  # OME-Zarr: denoise_dask, chunk by chunk
+    lazy = [it for it in items if it.is_lazy]  # OME-Zarr, large TIFFs: chunk by chunk
     items = [it for it in items if not it.is_lazy]
     # stacks: each page is an image of the set; pages are gathered again to be written
     images = _PageSource(items)
@@ -475,7 +502,7 @@ def _denoise(args) -> int:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
             ok, entry, item_rows = _write_lazy_item(it, plan[id(it)], params, inputs,
-                                                    args.overwrite, outdir, bar.enabled)
+                                                    args.overwrite, outdir, bar)
             failed += not ok
             finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
@@ -583,42 +610,55 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 
-def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, verbose):
-    """Denoise an OME-Zarr input lazily (:func:`~kpca_denoise.denoise_dask` on its full
-    resolution) and write each rank's output chunk by chunk; returns (ok, entry, rows)."""
-    from .dask_array import denoise_dask
-    from .io.zarr_io import open_lazy
+def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
+    """Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
+    pass (:func:`~kpca_denoise.dask_array.lazy_denoise`) and write the outputs band by
+    band (:func:`~kpca_denoise.io.write_lazy`); Ctrl-C stops the tiles and leaves no
+    output of this input.  Returns (ok, entry, rows)."""
+    from .dask_array import lazy_denoise
 
-    entry = {"input": str(it.path), "noise_sigma": None,
-             "noise_estimated": params.noise_sigma is None, "seconds": 0.0,
-             "outputs": {}, "files": []}
-    rows, ok = [], True
-    for key, target in targets.items():
-        t0 = time.monotonic()
-        if verbose:
-            print(f"{it.name}: denoising chunk by chunk into {target.name} ...", file=sys.stderr)
-        try:
-            lazy = denoise_dask(open_lazy(it.path, it.meta["zarr"]),
-                                params=params.replace(ranks=(key,)))
-            write_zarr(it, lazy, target, inputs=inputs, replace=overwrite)
-        except (InputError, ValueError) as exc:
-            msg = str(exc)
-            named = msg.startswith((str(it.path), str(target)))
-            print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
-            ok = False
-            continue
-        except OSError as exc:
-            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
-            ok = False
-            continue
-        seconds = time.monotonic() - t0
-        entry["seconds"] += seconds
-        entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
-                              else str(target))
-        entry["outputs"][str(key)] = {"file": entry["files"][-1]}
-        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), "-", None,
-                     None, None, seconds, target))
-    return ok, entry, rows
+    t0 = time.monotonic()
+    if bar.enabled:
+        size = int(np.prod(it.shape)) * it.dtype.itemsize
+        print(f"{it.name}: {size / 2**30:.2f} GB, read lazily and denoised tile by tile into "
+              f"{', '.join(t.name for t in targets.values())}", file=sys.stderr)
+    run = None
+    try:
+        run = lazy_denoise(it.open_lazy(), params, progress=bar)
+        write_lazy(it, {targets[k]: run.outputs[k] for k in run.keys}, inputs=inputs,
+                   replace=overwrite)
+    except KeyboardInterrupt:
+        if run is not None:
+            run.cancel()  # the tiles still running here stop at their next check
+        raise
+    except (InputError, ValueError) as exc:
+        msg = str(exc)
+        named = msg.startswith((str(it.path), *(str(t) for t in targets.values())))
+        print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
+        return False, None, []
+    except OSError as exc:
+        where = exc.filename or next(iter(targets.values()))
+        print(f"error: {where}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return False, None, []
+    finally:
+        if run is not None:
+            run.close()
+    seconds = time.monotonic() - t0
+    measured = [s for s in run.noise_sigma if s is not None]
+    sigma = float(np.median(measured)) if measured else None
+    files = [str(t.relative_to(outdir)) if t.is_relative_to(outdir) else str(t)
+             for t in targets.values()]
+    entry = {"input": str(it.path), "read_lazily": True, "noise_sigma": sigma,
+             "noise_estimated": params.noise_sigma is None, "seconds": seconds,
+             "outputs": {str(k): {"file": f} for k, f in zip(targets, files)}, "files": files}
+    if it.is_stack:  # each page's own (None: no noise to remove, returned as it was)
+        entry["stats"] = {"pages": [{"noise_sigma": s} for s in run.noise_sigma]}
+    if sigma is None:
+        print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
+    shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
+    rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,
+             seconds, t) for k, t in targets.items()]
+    return True, entry, rows
 
 
 def _stacked(pages, key):

@@ -1,0 +1,208 @@
+"""Large TIFFs read lazily, chunk by chunk, through the OME-Zarr inputs' path.
+
+A TIFF whose decoded pixels would exceed a memory budget (the caller's ``lazy_bytes``,
+see :func:`memory_budget`) is not decoded: its first series is opened as a Dask array
+(tifffile's Zarr view of its tiles or strips, ``TiffFile.aszarr``; an uncompressed image
+stored in one piece is read by bands of rows straight from the file), so the tiled
+engine reads only the tiles it needs.  The header is read as for any TIFF
+(``reading._tiff_header``): the same axes, pages and metadata, written back by
+:func:`kpca_denoise.io.writing.write_lazy`.  Needs ``zarr`` and ``dask`` (the extra
+``kpca-denoise[zarr]``).  See ``docs/large-images.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+#: values per chunk of an uncompressed image read by bands of rows
+_BAND_VALUES = 1 << 23
+_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
+
+
+def memory_budget() -> int | None:
+    """Bytes this process can still allocate, the least of what is known: Linux's
+    MemAvailable, the address-space and data limits (``ulimit -v``, ``prlimit``) less
+    what is already mapped, and the memory cgroup's limit less its usage; None where
+    none is known."""
+    known = []
+    status = _proc_kib("/proc/self/status", ("VmSize", "VmData"))
+    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY and used in status:
+            known.append(soft - status[used])
+    mem = _proc_kib("/proc/meminfo", ("MemAvailable",))
+    if "MemAvailable" in mem:
+        known.append(mem["MemAvailable"])
+    cg = _cgroup_headroom()
+    if cg is not None:
+        known.append(cg)
+    return max(0, min(known)) if known else None
+
+
+def _proc_kib(path: str, keys: tuple) -> dict:
+    """``{key: bytes}`` of the ``key: N kB`` lines of a /proc file (empty if unreadable)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in keys:
+                    out[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def _cgroup_headroom() -> int | None:
+    """The memory cgroup's limit less its usage (cgroup v2, else v1), or None."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = [ln.strip().split(":", 2) for ln in f if ln.count(":") >= 2]
+    except OSError:
+        return None
+    for _, ctrl, rel in lines:
+        if ctrl == "":
+            base, files = Path("/sys/fs/cgroup") / rel.lstrip("/"), ("memory.max", "memory.current")
+        elif "memory" in ctrl.split(","):
+            base = Path("/sys/fs/cgroup/memory") / rel.lstrip("/")
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        try:
+            limit, usage = ((base / f).read_text().strip() for f in files)
+            if limit != "max" and int(limit) < 1 << 60:
+                return int(limit) - int(usage)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _needs_zarr(path: Path, nbytes: int) -> InputError:
+    return InputError(f"{path}: the image ({nbytes / 2**30:.1f} GB decoded) is too large to "
+                      "read whole here and reading it in parts needs zarr and dask; install "
+                      "kpca-denoise[zarr]")
+
+
+def read_lazy_tiff(path, lazy_bytes: int, max_pixels: int | None = None):
+    """The TIFF at ``path`` as a lazy :class:`~kpca_denoise.io.reading.LoadedItem` when its
+    decoded pixels exceed ``lazy_bytes``, else None (read it whole).  Nothing is
+    decoded; InputError for what cannot be read (in parts)."""
+    import tifffile
+
+    from .reading import LoadedItem, _tiff_header, _tiff_pages
+
+    path = Path(path)
+    with tifffile.TiffFile(path) as tf:
+        series, axes, shape, meta = _tiff_header(tf, path)
+        dtype = np.dtype(series[0].dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if nbytes <= lazy_bytes or not any(dtype.newbyteorder("=") == d for d in _DTYPES):
+            return None  # small, or a pixel type the whole-file reader converts
+        try:
+            import dask.array  # noqa: F401
+            import zarr  # noqa: F401
+        except ImportError:
+            raise _needs_zarr(path, nbytes) from None
+        a = _lazy_series(tf, series, path, max(lazy_bytes // 4, 1 << 26))
+        a, meta, stack = _tiff_pages(path, a, axes, meta)
+    meta["lazy"] = True
+    item = LoadedItem(path, None, "stack" if stack else "image", "TIFF", meta=meta,
+                      max_pixels=max_pixels)
+    item._shape, item._dtype = tuple(a.shape), np.dtype(dtype.newbyteorder("="))
+    return item
+
+
+def open_lazy_tiff(item):
+    """A lazy TIFF item's pixels as a Dask array of its shape (pages first, samples last);
+    nothing is read yet.  The file stays open while the array is used."""
+    import tifffile
+
+    from .reading import _tiff_header, _tiff_pages
+
+    tf = tifffile.TiffFile(item.path)
+    series, axes, _, meta = _tiff_header(tf, item.path)
+    a = _lazy_series(tf, series, item.path, None)
+    a, _, _ = _tiff_pages(item.path, a, axes, dict(meta))
+    if tuple(a.shape) != tuple(item.shape) or a.dtype.newbyteorder("=") != item.dtype:
+        raise InputError(f"{item.path}: the file changed while the run was going; run again")
+    return a.astype(item.dtype) if a.dtype != item.dtype else a
+
+
+def _lazy_series(tf, series, path: Path, max_chunk: int | None):
+    """The series (one, or several alike stacked) as one Dask array in tifffile's axes;
+    InputError when a stored piece exceeds ``max_chunk`` bytes (None: not checked)."""
+    import dask.array as da
+
+    parts = [_lazy_one(tf, s, path, max_chunk) for s in series]
+    return parts[0] if len(parts) == 1 else da.stack(parts)
+
+
+def _lazy_one(tf, s, path: Path, max_chunk: int | None):
+    import dask.array as da
+    import zarr
+
+    page = s.pages[0] if s.pages else tf.pages[0]
+    if s.dataoffset is not None and int(page.compression) == 1:
+        # uncompressed in one piece: any band of rows is read at its offset
+        return _contiguous(path, s, tf.byteorder)
+    z = zarr.open(s.aszarr(), mode="r")
+    if max_chunk is not None:
+        chunk = int(np.prod(z.chunks)) * np.dtype(z.dtype).itemsize
+        if chunk > max_chunk:
+            raise InputError(
+                f"{path}: the image is stored compressed in pieces of {chunk / 2**20:.0f} MB "
+                "that cannot be read in parts; save it tiled (e.g. tifffile.imwrite(..., "
+                "tile=(256, 256), compression='zlib')) or as OME-Zarr")
+    return da.from_array(z, chunks=z.chunks, lock=True, asarray=True)
+
+
+def _contiguous(path: Path, s, byteorder: str):
+    """An uncompressed series stored contiguously, as a Dask array of bands of rows."""
+    import dask.array as da
+
+    dtype = np.dtype(s.dtype).newbyteorder(byteorder)
+    reader = _Rows(path, int(s.dataoffset), tuple(s.shape), s.axes.index("Y"), dtype)
+    row = int(np.prod(s.shape[reader.ly + 1:]))
+    chunks = (1,) * reader.ly + (max(1, _BAND_VALUES // max(row, 1)),) + s.shape[reader.ly + 1:]
+    return da.from_array(reader, chunks=chunks, lock=False, asarray=True, fancy=False,
+                         name=f"kpca-tiff-{os.path.abspath(path)}-{s.dataoffset}")
+
+
+class _Rows:
+    """Read-only array view of an uncompressed image in a file: ``[lead..., y0:y1, ...]``
+    reads those rows at their offset (one read per leading index)."""
+
+    def __init__(self, path: Path, offset: int, shape: tuple, ly: int, dtype: np.dtype):
+        self.path, self.offset, self.shape, self.ly, self.dtype = path, offset, shape, ly, dtype
+        self.ndim = len(shape)
+        self.row = int(np.prod(shape[ly + 1:]))
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        key = key + (slice(None),) * (self.ndim - len(key))
+        lead = [range(*k.indices(n)) if isinstance(k, slice) else [int(k)]
+                for k, n in zip(key[:self.ly], self.shape[:self.ly])]
+        ys = range(*key[self.ly].indices(self.shape[self.ly]))
+        y0, y1 = (ys.start, ys.stop) if ys.step == 1 else (0, self.shape[self.ly])
+        tail = self.shape[self.ly + 1:]
+        out = []
+        with open(self.path, "rb") as f:
+            for idx in np.ndindex(*[len(r) for r in lead]):
+                page = int(np.ravel_multi_index([r[i] for r, i in zip(lead, idx)],
+                                                self.shape[:self.ly])) if self.ly else 0
+                start = (page * self.shape[self.ly] + y0) * self.row
+                f.seek(self.offset + start * self.dtype.itemsize)
+                n = max(y1 - y0, 0) * self.row
+                band = np.fromfile(f, self.dtype, n).reshape((max(y1 - y0, 0),) + tail)
+                out.append(band if ys.step == 1 else band[key[self.ly]])
+        block = np.stack(out).reshape(tuple(len(r) for r in lead) + out[0].shape)
+        squeeze = tuple(i for i, k in enumerate(key[:self.ly]) if not isinstance(k, slice))
+        block = block.squeeze(axis=squeeze) if squeeze else block
+        return block[(Ellipsis,) + key[self.ly + 1:]] if any(
+            k != slice(None) for k in key[self.ly + 1:]) else block
