@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs kpca-denoise[distributed])")
     d.add_argument("--scheduler", metavar="ADDRESS",
                    help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
+    d.add_argument("--to-zarr", action="store_true",
+                   help="write the outputs of TIFFs read lazily (too large to hold) as OME-Zarr "
+                        "folders NAME_kpca.zarr (needs kpca-denoise[zarr]; default: tiled TIFF)")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = sub.add_parser("gui", help="open the desktop application")
     g.add_argument("files", nargs="*")
@@ -381,7 +384,8 @@ def _check_writable(folder: Path) -> None:
                          "choose another folder with -o") from None
 
 
-def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool) -> dict:
+def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool,
+                  to_zarr: bool = False) -> dict:
     """Every output file of the run, checked before anything is computed:
     ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``; an
     item whose outputs cannot be named (a name too long for the file system) is left
@@ -395,6 +399,8 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
         targets = {}
         for k in keys:
             target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
+            if to_zarr and it.is_lazy:  # a large TIFF's outputs as OME-Zarr, when asked
+                target = target.with_suffix(".zarr")
             try:
                 check_not_input(target, inputs)
             except OSError as exc:
@@ -464,6 +470,9 @@ def _denoise(args) -> int:
         raise UsageError(f"{lazy[0].path}: --add-noise is not available for inputs read "
                          "lazily (OME-Zarr, TIFFs too large to hold; read chunk by chunk); add "
                          "the noise to the image first")
+    if args.to_zarr and not any(it.format == "TIFF" for it in lazy):
+        print("note: --to-zarr: no TIFF is read lazily here; the outputs keep their inputs' "
+              "formats", file=sys.stderr)
     if lazy and args.reference:
         print(f"note: --reference: PSNR and SSIM are not computed for inputs read lazily "
               f"({lazy[0].path.name})", file=sys.stderr)
@@ -472,7 +481,7 @@ def _denoise(args) -> int:
     _check_memory(items, params)
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
-                                                         else []), args.overwrite)
+                                                         else []), args.overwrite, args.to_zarr)
     _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
     unnamed = len(items) - len(plan)
     items = [it for it in items if id(it) in plan]

@@ -165,3 +165,27 @@ def test_the_memory_budget_obeys_the_address_space_limit(monkeypatch):
     with open("/proc/self/status") as f:
         vm = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmSize:"))
     assert 0 <= budget <= max(limit - vm, 0) + (64 << 20)  # VmSize moves a little
+
+
+def test_to_zarr_writes_an_ome_zarr_with_the_tiffs_pages_and_scale(tmp_path, lazily):
+    import zarr
+
+    from kpca_denoise.io.zarr_io import read_layout
+
+    img = np.stack([_noisy((70, 90), seed=k, dtype=np.uint8) for k in range(2)])
+    src = tmp_path / "z.tif"
+    tifffile.imwrite(src, img, photometric="minisblack", metadata={"axes": "ZYX"},
+                     resolution=(2.0, 4.0), resolutionunit=3)  # px per cm
+    out = tmp_path / "o"
+    assert cli.main(["denoise", str(src), "-o", str(out), "-q", "--to-zarr",
+                     "--tile-size", str(TILE)]) == 0
+    res = out / "z_kpca.zarr"
+    layout = read_layout(res)  # our own reader takes it back
+    assert [a["name"] for a in layout.axes] == ["z", "y", "x"] and layout.shape == img.shape
+    scale = layout.attrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"]
+    assert scale == [1.0, 2500.0, 5000.0]  # micrometres per pixel: 10^4 / (4, 2) px per cm
+    got = zarr.open_group(str(res), mode="r")["0"][...]
+    ref = denoise_set(list(img), DenoiseParams(tile_size=TILE))
+    for k in range(2):
+        assert_same_result(got[k], ref.images[k].outputs[None])
+    assert _sidecar(out)["files"] == ["z_kpca.zarr"]

@@ -206,3 +206,53 @@ class _Rows:
         block = block.squeeze(axis=squeeze) if squeeze else block
         return block[(Ellipsis,) + key[self.ly + 1:]] if any(
             k != slice(None) for k in key[self.ly + 1:]) else block
+
+
+#: TIFF page axes that are OME-NGFF axes of the same name, in the order NGFF wants
+_OME_ORDER = "TCZ"
+#: micrometres per TIFF ResolutionUnit (2 inch, 3 centimetre)
+_UM_PER_UNIT = {2: 25400.0, 3: 10000.0}
+
+
+def zarr_layout(item, chunk: int = 512):
+    """The OME-Zarr layout (OME-NGFF 0.4) a lazily read TIFF's outputs are written in
+    when asked for: its page axes T, C, Z as ``t``, ``c``, ``z`` in NGFF's order (any
+    other page axes, or a C beside colour samples, flattened into one ``z``), colour
+    samples as a ``c`` axis of 3 or 4, ``y`` and ``x`` with the TIFF's resolution as
+    their scale in micrometres; chunks of ``chunk`` pixels a side, one page deep."""
+    from .zarr_io import ZarrLayout
+
+    meta, shape = item.meta, tuple(item.shape)
+    colour = shape[-1] if item.shape[-1] in (3, 4) and meta.get("axes", "").endswith("S") \
+        else None
+    stored = tuple(meta.get("shape") or shape)
+    lead = meta.get("axes", "YX").index("Y")
+    letters, sizes = meta.get("axes", "")[:lead], stored[:lead]
+    if item.is_stack and not (set(letters) <= set(_OME_ORDER) and len(set(letters)) == len(letters)
+                              and not (colour and "C" in letters)):
+        letters, sizes = "Z", (item.n_pages,)
+    if not item.is_stack:
+        letters, sizes = "", ()
+    names = sorted(letters, key=_OME_ORDER.index) + (["C"] if colour else [])
+    names = sorted(names, key=_OME_ORDER.index) + ["Y", "X"]
+    h, w = shape[1:3] if item.is_stack else shape[:2]
+    size = {**dict(zip(letters, sizes)), "Y": h, "X": w, **({"C": colour} if colour else {})}
+    level_shape = tuple(size[n] for n in names)
+    perm = tuple(names.index(n) for n in letters) + (names.index("Y"), names.index("X")) + (
+        (names.index("C"),) if colour else ())
+    res, unit = meta.get("resolution"), meta.get("resolutionunit")
+    um = _UM_PER_UNIT.get(unit)
+    scale = {n: 1.0 for n in names}
+    if res and um:
+        scale["X"], scale["Y"] = (um / (v[0] / v[1]) if isinstance(v, tuple) else um / v
+                                  for v in res)
+    kinds = {"T": "time", "C": "channel", "Z": "space", "Y": "space", "X": "space"}
+    axes = [{"name": n.lower(), "type": kinds[n],
+             **({"unit": "micrometer"} if um and n in "YX" else {})} for n in names]
+    chunks = tuple(min(chunk, size[n]) if n in "YX" else (size[n] if n == "C" and colour else 1)
+                   for n in names)
+    attrs = {"multiscales": [{"version": "0.4", "name": item.path.stem, "axes": axes,
+                              "datasets": [{"path": "0", "coordinateTransformations": [
+                                  {"type": "scale", "scale": [scale[n] for n in names]}]}]}]}
+    return ZarrLayout("0", 2, level_shape, chunks, np.dtype(item.dtype), axes, perm,
+                      tuple(size[n] for n in letters), colour, attrs)

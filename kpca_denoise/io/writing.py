@@ -457,7 +457,8 @@ def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = Tr
     band of rows by band of rows: each band is computed once for all targets (one
     ``dask.compute``, so tiles the outputs share run once) and written into each, so
     memory holds a band, not the image.  A ``.zarr`` target is an OME-Zarr image of
-    ``layout`` (default: the item's own, an OME-Zarr input's); any other a tiled,
+    ``layout`` (default: an OME-Zarr input's own, a TIFF's
+    :func:`~kpca_denoise.io.lazy_tiff.zarr_layout`); any other a tiled,
     zlib-compressed TIFF (BigTIFF above 2 GB) with the metadata :func:`write_item`
     keeps, samples interleaved (``docs/large-images.md``).  The targets appear together
     at the end, each atomically; on an error or Ctrl-C none is left.  Returns them."""
@@ -467,19 +468,24 @@ def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = Tr
     for t in targets:
         check_not_input(t, list(inputs) + [item.path])
     arrays = [da.asarray(a) for a in outputs.values()]
+    layout = layout or item.meta.get("zarr")
+    if layout is None and item.format == "TIFF" and any(t.suffix.lower() == ".zarr"
+                                                        for t in targets):
+        from .lazy_tiff import zarr_layout
+
+        layout = zarr_layout(item)
     for t, a in zip(targets, arrays):
         if tuple(a.shape) != tuple(item.shape):
             raise InputError(f"{t}: the array {tuple(a.shape)} is not the shape of "
                              f"{item.path.name} {tuple(item.shape)}; write the item's own result")
-        if t.suffix.lower() == ".zarr" and (layout or item.meta.get("zarr")) is None:
+        if t.suffix.lower() == ".zarr" and layout is None:
             raise InputError(f"{t}: no OME-Zarr layout for {item.path.name}; give one")
     arrays = [a.astype(item.dtype) for a in arrays]
     tmps: dict = {}
 
     def nested(k: int) -> None:
         if k == len(targets):
-            _write_bands(item, arrays, [tmps[t] for t in targets], targets,
-                         layout or item.meta.get("zarr"))
+            _write_bands(item, arrays, [tmps[t] for t in targets], targets, layout)
             return
         t = targets[k]
         write = atomic_write_dir if t.suffix.lower() == ".zarr" else atomic_write
@@ -565,7 +571,8 @@ class _TiffSink:
         nbytes = int(np.prod(shape)) * np.dtype(item.dtype).itemsize
         args = dict(shape=tuple(stored) if stored is not None and int(np.prod(stored))
                     == int(np.prod(shape)) else shape, dtype=item.dtype,
-                    tile=(LAZY_TIFF_TILE, LAZY_TIFF_TILE), bigtiff=nbytes > 2**31, **kw)
+                    tile=(LAZY_TIFF_TILE, LAZY_TIFF_TILE), bigtiff=nbytes > 2**31,
+                    maxworkers=1, **kw)  # tiles compressed as they come (no read-ahead)
         self.thread = threading.Thread(target=self._write, args=(tmp, args), daemon=True,
                                        name=f"kpca-denoise-tiff-{tmp.name}")
         self.thread.start()
@@ -597,7 +604,7 @@ class _TiffSink:
             for r in range(0, n, t):
                 for c in range(0, held.shape[1], t):
                     yield np.ascontiguousarray(held[r:r + t, c:c + t])
-            held = None if end else held[n:]
+            held = None if end or n == held.shape[0] else held[n:]
 
     def put(self, page: int, y0: int, band: np.ndarray) -> None:
         while self.thread.is_alive():
