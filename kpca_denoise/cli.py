@@ -629,7 +629,8 @@ def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
     t0 = time.monotonic()
     if bar.enabled:
         size = int(np.prod(it.shape)) * it.dtype.itemsize
-        print(f"{it.name}: {size / 2**30:.2f} GB, read lazily and denoised tile by tile into "
+        size = f"{size / 2**30:.2f} GB" if size >= 2**30 else f"{size / 2**20:.1f} MB"
+        print(f"{it.name}: {size}, read lazily and denoised tile by tile into "
               f"{', '.join(t.name for t in targets.values())}", file=sys.stderr)
     run = None
     try:

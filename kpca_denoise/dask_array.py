@@ -112,10 +112,9 @@ def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grou
     smaller than a patch).
     """
     options = {k: v for k, v in locals().items() if k not in ("array", "params")}
-    import dask.array as da
-
     a = _as_dask(array)
     run = lazy_denoise(a, _params(params, options))
+    run.close()  # no progress or cancel to look up: the tiles run as plain tasks
     out = run.outputs[run.keys[-1]]
     return out if out is a else out.rechunk(a.chunks)
 
@@ -131,6 +130,7 @@ class LazyRun:
     tiles: int  # tile tasks that compute them
     run_id: str = ""
     _token: CancelToken = field(default_factory=CancelToken, repr=False)
+    _client: Any = field(default=None, repr=False)  # the distributed client reporting tiles
 
     def cancel(self) -> None:
         """Stop the tiles of this pass that run in this process (threads, sync): each
@@ -140,6 +140,9 @@ class LazyRun:
     def close(self) -> None:
         """Forget this pass's progress callback and cancel token."""
         _RUNS.pop(self.run_id, None)
+        if self._client is not None:
+            self._client.unsubscribe_topic(_topic(self.run_id))
+            self._client = None
 
 
 #: run id -> [progress callback, cancel token, tiles done, tiles] of the lazy passes;
@@ -171,6 +174,10 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions],
                   sum(len(d.tiles) for d in decisions if d is not None), uuid.uuid4().hex)
     _RUNS[run.run_id] = [progress, run._token, 0, run.tiles]
+    client = _distributed_client() if progress is not None else None
+    if client is not None:  # tiles on other processes report through the scheduler
+        client.subscribe_topic(_topic(run.run_id), lambda event: _tile_done(run.run_id))
+        run._client = client
     built = [None if d is None else _assemble(page, d, run) for page, d in zip(pages, decisions)]
     for key in keys:
         outs = [page if b is None else b[key] for page, b in zip(pages, built)]
@@ -342,17 +349,48 @@ def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model) -> 
 
 def _tile_cores(region, tile, sigma, params, model, ranks, vst, run_id):
     """The task: one tile's core for every rank, ``{key: core}`` (runs on a worker).
-    In this process it obeys its run's cancel token and reports its end."""
+    In this process it obeys its run's cancel token and reports its end; on a
+    dask.distributed worker elsewhere it reports through the scheduler's events."""
     entry = _RUNS.get(run_id)
     cancel = entry[1] if entry else None
     check_cancel(cancel)
     outs, _ = tiling.denoise_tile(np.asarray(region), tile, sigma, params, model=model,
                                   ranks=ranks, vst=vst, cancel=cancel)
-    if entry is not None and entry[0] is not None:
-        with _RUNS_LOCK:  # one report at a time: the callback need not be thread-safe
-            entry[2] += 1
-            report(entry[0], "tiles", entry[2], entry[3])
+    if entry is not None:
+        _tile_done(run_id)
+    else:
+        try:
+            from distributed import get_worker
+
+            get_worker().log_event(_topic(run_id), 1)
+        except (ImportError, ValueError):  # not on a distributed worker
+            pass
     return outs
+
+
+def _topic(run_id: str) -> str:
+    return f"kpca-denoise-tiles-{run_id}"
+
+
+def _tile_done(run_id: str) -> None:
+    """Count a finished tile of the run and report it (one report at a time: the
+    callback need not be thread-safe)."""
+    entry = _RUNS.get(run_id)
+    if entry is None or entry[0] is None:
+        return
+    with _RUNS_LOCK:
+        entry[2] += 1
+        report(entry[0], "tiles", entry[2], entry[3])
+
+
+def _distributed_client():
+    """The dask.distributed client in use, or None."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 def _assemble(page, d: _Decision, run: LazyRun) -> dict:

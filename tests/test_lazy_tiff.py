@@ -3,6 +3,7 @@ bands of rows of an uncompressed file), every rank from one lazy pass, written b
 by tile, the noise level reported, Ctrl-C leaving only complete outputs."""
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -113,6 +114,9 @@ def test_a_large_tiff_is_read_lazily_without_decoding(tmp_path):
     a = lazy.open_lazy()
     assert a.chunksize == (32, 32)
     np.testing.assert_array_equal(a[40:90, 7:150].compute(), img[40:90, 7:150])
+    # what a Dask worker process gets: the file's name, opened again there
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a))[40:90, 7:150].compute(),
+                                  img[40:90, 7:150])
 
 
 def test_a_tiff_compressed_in_one_huge_piece_is_refused_in_one_line(tmp_path, lazily, capsys):
@@ -189,3 +193,31 @@ def test_to_zarr_writes_an_ome_zarr_with_the_tiffs_pages_and_scale(tmp_path, laz
     for k in range(2):
         assert_same_result(got[k], ref.images[k].outputs[None])
     assert _sidecar(out)["files"] == ["z_kpca.zarr"]
+
+
+def test_sigint_during_the_tiles_stops_the_run_cleanly(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(cli.__file__).resolve().parents[1]
+    tifffile.imwrite(tmp_path / "big.tif", _noisy((200, 210)), compression="zlib")
+    out = tmp_path / "o"
+    code = ("import sys, kpca_denoise.cli as cli; cli.lazy_bytes = lambda: 1000; "
+            "sys.exit(cli.main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, "denoise", str(tmp_path / "big.tif"),
+                             "-o", str(out), "--tile-size", str(TILE)], cwd=root,
+                            env=dict(os.environ, PYTHONPATH=str(root)), text=True,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    lines = []
+    for line in proc.stderr:  # the first tile done: the others are running or queued
+        lines.append(line)
+        if line.startswith("tiles"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130, "".join(lines) + rest
+    assert "interrupted" in rest and "Traceback" not in rest
+    assert list(out.iterdir()) == []  # no output, no temporary file, nothing to list

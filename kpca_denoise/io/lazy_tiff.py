@@ -13,7 +13,6 @@ engine reads only the tiles it needs.  The header is read as for any TIFF
 from __future__ import annotations
 
 import os
-import resource
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +29,15 @@ def memory_budget() -> int | None:
     MemAvailable, the address-space and data limits (``ulimit -v``, ``prlimit``) less
     what is already mapped, and the memory cgroup's limit less its usage; None where
     none is known."""
+    try:
+        import resource  # not on Windows
+    except ImportError:
+        resource = None
     known = []
     status = _proc_kib("/proc/self/status", ("VmSize", "VmData"))
-    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
-        soft = resource.getrlimit(limit)[0]
-        if soft != resource.RLIM_INFINITY and used in status:
+    for limit, used in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        soft = resource.getrlimit(getattr(resource, limit))[0] if resource else -1
+        if soft not in (-1, getattr(resource, "RLIM_INFINITY", -1)) and used in status:
             known.append(soft - status[used])
     mem = _proc_kib("/proc/meminfo", ("MemAvailable",))
     if "MemAvailable" in mem:
@@ -145,13 +148,14 @@ def _lazy_series(tf, series, path: Path, max_chunk: int | None):
 
 def _lazy_one(tf, s, path: Path, max_chunk: int | None):
     import dask.array as da
-    import zarr
 
     page = s.pages[0] if s.pages else tf.pages[0]
     if s.dataoffset is not None and int(page.compression) == 1:
         # uncompressed in one piece: any band of rows is read at its offset
         return _contiguous(path, s, tf.byteorder)
-    z = zarr.open(s.aszarr(), mode="r")
+    index = next(k for k, x in enumerate(tf.series) if x is s)
+    view = _SeriesView(path, index)
+    z = view.array()
     if max_chunk is not None:
         chunk = int(np.prod(z.chunks)) * np.dtype(z.dtype).itemsize
         if chunk > max_chunk:
@@ -159,7 +163,34 @@ def _lazy_one(tf, s, path: Path, max_chunk: int | None):
                 f"{path}: the image is stored compressed in pieces of {chunk / 2**20:.0f} MB "
                 "that cannot be read in parts; save it tiled (e.g. tifffile.imwrite(..., "
                 "tile=(256, 256), compression='zlib')) or as OME-Zarr")
-    return da.from_array(z, chunks=z.chunks, lock=True, asarray=True)
+    return da.from_array(view, chunks=z.chunks, lock=True, asarray=True,
+                         name=f"kpca-tiff-{os.path.abspath(path)}-{index}")
+
+
+class _SeriesView:
+    """tifffile's Zarr view of one series (``TiffFile.aszarr``), opened in each process
+    that reads it: the open file is never sent to a Dask worker."""
+
+    def __init__(self, path: Path, index: int):
+        self.path, self.index = path, index
+        self._z = None
+        z = self.array()
+        self.shape, self.dtype, self.ndim = tuple(z.shape), np.dtype(z.dtype), len(z.shape)
+
+    def array(self):
+        if self._z is None:
+            import tifffile
+            import zarr
+
+            self._z = zarr.open(tifffile.TiffFile(self.path).series[self.index].aszarr(),
+                                mode="r")
+        return self._z
+
+    def __getitem__(self, key):
+        return self.array()[key]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_z": None}
 
 
 def _contiguous(path: Path, s, byteorder: str):
