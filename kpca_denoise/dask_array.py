@@ -43,13 +43,14 @@ import numpy as np
 
 from . import tiling
 from .core.grouped.calibrate import central_crop
+from .core.nlf import estimate_noise_model
 from .core.noise import estimate_sigma_image
 from .core.progress import CancelToken, check_cancel, report
 from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
 from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
-                      _prepare_item, _value_range, noise_to_remove)
+                      _prepare_item, _value_bounds, _value_range, noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
 __all__ = ["denoise_dask", "required_halo", "lazy_denoise", "LazyRun"]
@@ -294,24 +295,29 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     stub = stub[..., 0] if page.ndim == 2 else stub
     _check_image(stub, name)  # NaN or Inf pixels
     flat = _flat(stub)
-    if flat:
-        sigma = 0.0
-    elif params.noise_sigma is not None:
-        sigma = float(params.noise_sigma)
-    else:
-        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
-            else tiling.LazyLuminance(page)  # both read only the blocks sampled
-        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
     # the sample has under two million values, so _held_span reads all of it: the
     # whole image's quantiles (prepare._sigma_range)
     span = _value_range(stub)
     lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
+    if flat:
+        sigma = 0.0
+    elif params.noise_sigma is not None:
+        sigma = float(params.noise_sigma)
+    else:  # as prepare._estimated_sigma, reading only the blocks sampled
+        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
+            else tiling.LazyLuminance(page)
+        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
+        if sigma >= lo:  # below: no noise, returned unchanged
+            bounds = _value_bounds(stub) if np.issubdtype(page.dtype, np.integer) else None
+            colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
+            sigma = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds).sigma
     try:
         there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
                                 flat=flat)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-    return (float(sigma), None, None) if there else None
+    # the level the denoiser is given: the measured (or given) one times the strength
+    return (float(sigma) * params.strength, None, None) if there else None
 
 
 def _measure_in_memory(page, name: str, params: DenoiseParams):

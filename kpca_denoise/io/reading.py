@@ -276,7 +276,8 @@ def _tiff_header(tf, path: Path) -> tuple[list, str, tuple, dict]:
         raise InputError(
             f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
             "as greyscale or RGB")
-    meta: dict = {"photometric": photometric}
+    # shaped: tifffile recorded the array it was given (_tiff_pages reads its axes then)
+    meta: dict = {"photometric": photometric, "shaped": bool(tf.is_shaped)}
     if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
         meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
     # the user's description and software, not a layout tifffile or ImageJ wrote
@@ -318,6 +319,10 @@ def _tiff_pages(path: Path, a, axes: str, meta: dict):
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
         meta["planar"] = True  # written back planar
+    if axes[-2:] != "YX" and axes[-3:] != "YXS" and meta.get("shaped"):
+        # tifffile's own record of the array it was given (a 5-page 1x1 stack came back
+        # as 'YQX'): pages first, as the array was
+        axes = _array_axes(a.shape, meta["photometric"])
     if axes[-2:] != "YX" and axes[-3:] != "YXS":
         raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
     lead = axes.index("Y")
@@ -330,6 +335,13 @@ def _tiff_pages(path: Path, a, axes: str, meta: dict):
     if pages == 1:
         return a[0], meta, False
     return a, meta, True
+
+
+def _array_axes(shape: tuple, photometric: int) -> str:
+    """The axes of an array written by tifffile with its shape recorded: (pages...,) rows,
+    columns, and the samples last for RGB(A)."""
+    rgb = photometric == 2 and len(shape) >= 3 and shape[-1] in (3, 4)
+    return "Q" * (len(shape) - 2 - rgb) + "YX" + "S" * rgb
 
 
 def _check_patchset(path: Path, a: np.ndarray, what: str) -> np.ndarray:
