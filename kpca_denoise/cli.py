@@ -28,8 +28,9 @@ from . import __version__  # (its import chooses numba's cache folder: numba_cac
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
-                 remove_stale_parts, write_item, write_lazy, write_sidecar)
+                 remove_stale_parts, write_item, write_sidecar)
 from .io.lazy_tiff import memory_budget
+from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,
@@ -518,8 +519,8 @@ def _denoise(args) -> int:
     try:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
-            ok, entry, item_rows = _write_lazy_item(it, plan[id(it)], params, inputs,
-                                                    args.overwrite, outdir, bar)
+            ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
+                                                   args.overwrite, outdir, bar)
             failed += not ok
             finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
@@ -628,58 +629,6 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
                  if len(pages) > 1 else "")
               + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
-
-
-def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
-    """Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
-    pass (:func:`~kpca_denoise.dask_array.lazy_denoise`) and write the outputs band by
-    band (:func:`~kpca_denoise.io.write_lazy`); Ctrl-C stops the tiles and leaves no
-    output of this input.  Returns (ok, entry, rows)."""
-    from .dask_array import lazy_denoise
-
-    t0 = time.monotonic()
-    if bar.enabled:
-        size = int(np.prod(it.shape)) * it.dtype.itemsize
-        size = f"{size / 2**30:.2f} GB" if size >= 2**30 else f"{size / 2**20:.1f} MB"
-        print(f"{it.name}: {size}, read lazily and denoised tile by tile into "
-              f"{', '.join(t.name for t in targets.values())}", file=sys.stderr)
-    run = None
-    try:
-        run = lazy_denoise(it.open_lazy(), params, progress=bar)
-        write_lazy(it, {targets[k]: run.outputs[k] for k in run.keys}, inputs=inputs,
-                   replace=overwrite)
-    except KeyboardInterrupt:
-        if run is not None:
-            run.cancel()  # the tiles still running here stop at their next check
-        raise
-    except (InputError, ValueError) as exc:
-        msg = str(exc)
-        named = msg.startswith((str(it.path), *(str(t) for t in targets.values())))
-        print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
-        return False, None, []
-    except OSError as exc:
-        where = exc.filename or next(iter(targets.values()))
-        print(f"error: {where}: cannot write ({exc.strerror or exc})", file=sys.stderr)
-        return False, None, []
-    finally:
-        if run is not None:
-            run.close()
-    seconds = time.monotonic() - t0
-    measured = [s for s in run.noise_sigma if s is not None]
-    sigma = float(np.median(measured)) if measured else None
-    files = [str(t.relative_to(outdir)) if t.is_relative_to(outdir) else str(t)
-             for t in targets.values()]
-    entry = {"input": str(it.path), "read_lazily": True, "noise_sigma": sigma,
-             "noise_estimated": params.noise_sigma is None, "seconds": seconds,
-             "outputs": {str(k): {"file": f} for k, f in zip(targets, files)}, "files": files}
-    if it.is_stack:  # each page's own (None: no noise to remove, returned as it was)
-        entry["stats"] = {"pages": [{"noise_sigma": s} for s in run.noise_sigma]}
-    if sigma is None:
-        print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
-    shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
-    rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,
-             seconds, t) for k, t in targets.items()]
-    return True, entry, rows
 
 
 def _stacked(pages, key):
