@@ -8,6 +8,7 @@ under the umask, never replace an input, and with ``replace=False`` no existing 
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import socket
@@ -600,8 +601,6 @@ class _TiffSink:
     _END = object()
 
     def __init__(self, item: LoadedItem, tmp: Path):
-        import queue
-
         self.queue: queue.Queue = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
         shape = tuple(item.shape)
@@ -648,21 +647,28 @@ class _TiffSink:
                     yield np.ascontiguousarray(held[r:r + t, c:c + t])
             held = None if end or n == held.shape[0] else held[n:]
 
-    def put(self, page: int, y0: int, band: np.ndarray) -> None:
+    def _offer(self, got) -> bool:
+        """Hand ``got`` to the writer thread; False if it has ended."""
         while self.thread.is_alive():
             try:
-                self.queue.put((y0, band), timeout=0.1)
-                return
-            except Exception:  # queue.Full: the writer is busy
+                self.queue.put(got, timeout=0.1)
+                return True
+            except queue.Full:  # the writer is busy with the previous band
                 continue
-        raise self.error or InputError("the TIFF writer stopped")
+        return False
+
+    def put(self, page: int, y0: int, band: np.ndarray) -> None:
+        if not self._offer((y0, band)):
+            raise self.error or InputError("the TIFF writer stopped")
 
     def close(self, ok: bool) -> None:
-        if self.thread.is_alive():
+        """Let the writer finish (``ok``) or stop it (the band it waits for is dropped)."""
+        if not ok:
             try:
-                self.queue.put(self._END if ok else None, timeout=60)
-            except Exception:
+                self.queue.get_nowait()
+            except queue.Empty:
                 pass
-            self.thread.join()
+        self._offer(self._END if ok else None)
+        self.thread.join()
         if ok and self.error is not None:
             raise self.error
