@@ -221,3 +221,26 @@ def test_sigint_during_the_tiles_stops_the_run_cleanly(tmp_path):
     assert proc.wait(timeout=120) == 130, "".join(lines) + rest
     assert "interrupted" in rest and "Traceback" not in rest
     assert list(out.iterdir()) == []  # no output, no temporary file, nothing to list
+
+
+def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):
+    import io
+
+    from kpca_denoise.core.progress import ProgressEvent
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    now = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+    buf = Tty()
+    bar = cli.ProgressBar(stream=buf)
+    for done, t in ((1, 100.0), (2, 110.0), (4, 130.0)):
+        now[0] = t
+        bar(ProgressEvent("tiles", done, 10))
+    last = buf.getvalue().split("\r")[-1]
+    assert "4/10, about 60 s left" in last  # 10 s a tile since the first, 6 to go
+    now[0] = 200.0
+    bar(ProgressEvent("tiles", 10, 10))
+    assert "left" not in buf.getvalue().split("\r")[-1]

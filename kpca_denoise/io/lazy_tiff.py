@@ -248,14 +248,14 @@ _UM_PER_UNIT = {2: 25400.0, 3: 10000.0}
 def zarr_layout(item, chunk: int = 512):
     """The OME-Zarr layout (OME-NGFF 0.4) a lazily read TIFF's outputs are written in
     when asked for: its page axes T, C, Z as ``t``, ``c``, ``z`` in NGFF's order (any
-    other page axes, or a C beside colour samples, flattened into one ``z``), colour
-    samples as a ``c`` axis of 3 or 4, ``y`` and ``x`` with the TIFF's resolution as
+    other page axes, or a C beside colour samples, flattened into one ``z``), the
+    samples (RGB, RGBA, grey + alpha) as a ``c`` axis, ``y`` and ``x`` with the TIFF's resolution as
     their scale in micrometres; chunks of ``chunk`` pixels a side, one page deep."""
     from .zarr_io import ZarrLayout
 
     meta, shape = item.meta, tuple(item.shape)
-    colour = shape[-1] if item.shape[-1] in (3, 4) and meta.get("axes", "").endswith("S") \
-        else None
+    samples = meta.get("axes", "").endswith("S") and len(shape) == 3 + item.is_stack
+    colour = shape[-1] if samples else None  # RGB(A), or grey + alpha: a c axis
     stored = tuple(meta.get("shape") or shape)
     lead = meta.get("axes", "YX").index("Y")
     letters, sizes = meta.get("axes", "")[:lead], stored[:lead]
