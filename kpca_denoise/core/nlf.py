@@ -258,7 +258,10 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     channel was clipped to (patches near them are left out).  ``luminance``: a 2-D
     array-like (sliced lazily) the level function is read from, for colour (default:
     the first channel)."""
-    x = np.asarray(image)
+    # an array-like with slicing (a Dask array) is read only where sampled
+    x = image if hasattr(image, "ndim") and hasattr(image, "__getitem__") else np.asarray(image)
+    if min(x.shape[:2]) < 2 * patch_size:  # too small for a patch statistic: as measured
+        return NoiseModel(kind="white", sigma=float(white_sigma), white_sigma=float(white_sigma))
     chans = [x] if x.ndim == 2 else [x[..., c] for c in range(x.shape[2])]
     kw = dict(max_patches=max_patches, max_pixels=max_pixels, block_size=block_size,
               seed=random_state)
