@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
+from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
@@ -32,7 +33,8 @@ from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_for
 from .io.lazy_tiff import memory_budget
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
-from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks
+from .params import (METHODS, NOISE_MODELS, SEQUENCE_CHOICES, DenoiseParams, ParamError,
+                     parse_ranks)
 from .evaluation import noise_model_note
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
@@ -44,7 +46,7 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
            "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
-           "strength": "--strength"}
+           "strength": "--strength", "sequence": "--sequence"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -205,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--noise-model", choices=NOISE_MODELS,
                    help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
                         "--noise-sigma is then its Gaussian part)")
+    d.add_argument("--sequence", choices=SEQUENCE_CHOICES,
+                   help="denoise a stack's pages with their neighbours: 'auto' (default: when "
+                        "they show one scene), 'yes', 'no'; 'yes' also takes the separate "
+                        "images given as one ordered sequence (docs/stacks.md)")
     d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
                    help="Poisson gain in pixel units per photon (default: estimated)")
     d.add_argument("--strength", type=float, metavar="FACTOR",
@@ -507,6 +513,7 @@ def _denoise(args) -> int:
             names.append(name)
             patch_sets.append(it.is_patchset)
             owner.append(it)
+    sequences = _sequences(items, params)
     bar = ProgressBar(enabled=not args.quiet)
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
@@ -525,7 +532,8 @@ def _denoise(args) -> int:
             finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
         for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                progress=bar, denoise=denoise_set) if len(images) else ():
+                                progress=bar, denoise=denoise_set,
+                                sequences=sequences) if len(images) else ():
             it = owner[res.index]
             got = done.setdefault(id(it), {})
             got[res.index] = res
@@ -573,6 +581,27 @@ def _denoise(args) -> int:
     return 1 if failed else 0
 
 
+def _sequences(items, params: DenoiseParams) -> list[tuple[int, int]]:
+    """The ranges of pages denoised together (``params.sequence``, ``docs/stacks.md``):
+    each stack's pages; with 'yes', also the separate images in the order given (one
+    range: the pipeline refuses images of different sizes)."""
+    if params.sequence == "no" or params.method != "grouped":
+        return []
+    out, start, singles = [], 0, []
+    for it in items:
+        if it.is_stack:
+            out.append((start, start + it.n_pages))
+        elif not it.is_patchset:
+            singles.append(start)
+        start += it.n_pages
+    if params.sequence == "yes" and len(singles) > 1:
+        if singles != list(range(singles[0], singles[0] + len(singles))):
+            raise UsageError("--sequence yes: give the images of a sequence without stacks or "
+                             "patch sets between them (or one multi-page TIFF)")
+        out.append((singles[0], singles[-1] + 1))
+    return sorted(out)
+
+
 def _connect(executor: Executor) -> None:
     """Connect the executor, once (for --workers, its one cluster started; the caller
     closes it); a cluster that cannot be used is a usage error, before any compute."""
@@ -616,9 +645,19 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
+                    None)
+    if measured is not None:  # more than the finest scale shows: say what was removed
+        model = NoiseModel.from_dict(measured.stats["noise"])
+        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
     hinted = next((r for r in pages if r.stats.get("hint")), None)
     if hinted is not None:
         print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
+    seq = pages[0].stats.get("sequence")
+    if seq and it.is_stack:
+        how = "with its neighbouring pages" if seq["decision"] == "sequence" else "page by page"
+        print(f"note: {it.name}: denoised {how} (sequence {seq['choice']}: {seq['reason']})",
+              file=sys.stderr)
     note = noise_model_note(it.name, [r.stats.get("noise_model") for r in pages])
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -640,6 +679,9 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
              "noise_estimated": pages[0].noise_estimated, "seconds": seconds,
              "stats": pages[0].stats if not stack else {"pages": [r.stats for r in pages]},
              "outputs": {}, "files": []}
+    if pages[0].stats.get("sequence"):
+        entry["sequence"] = {k: v for k, v in pages[0].stats["sequence"].items()
+                             if k not in ("page", "neighbours_used")}
     if clean is None and params.add_noise:
         try:
             clean = it.reread()  # the input itself is the reference
