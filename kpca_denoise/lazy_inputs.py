@@ -64,6 +64,10 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
         entry["stats"] = {"noise_model": pages[0]["noise_model"]}
     if sigma is None:
         print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
+    if it.is_stack and params.method == "grouped" and params.sequence != "no":
+        # the sequence path holds the whole stack in memory: a lazy stack runs page by page
+        print(f"note: {it.name}: read lazily, denoised page by page (sequence "
+              f"{params.sequence} needs the whole stack in memory)", file=sys.stderr)
     note = noise_model_note(it.name, run.noise_models)
     if note:
         print(f"note: {note}", file=sys.stderr)
