@@ -14,6 +14,7 @@ actions      actions, keys, toolbar, menus, Help and About
 messages     the log, the banner, the status bar, questions
 loading      opening images and references; the current image
 running      starting and cancelling runs, taking in their results
+preview      the preview: a region denoised at every rank before the long run
 drawing      drawing the views from the session
 viewer       zoom and fit, contrast, ROI, cursor readout
 ranks        the ranks compared and selected; results of other parameters
