@@ -27,7 +27,8 @@ import numpy as np
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
 from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
-from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
+from .io import (MAX_PIXELS, OUTPUT_FORMATS, SUPPORTED_SUFFIXES, InputError, check_not_input,
+                 in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
                  remove_stale_parts, write_item, write_sidecar)
 from .io.lazy_tiff import memory_budget
@@ -447,6 +448,20 @@ def _remove_stale_parts(folders) -> None:
               f"in {where}", file=sys.stderr)
 
 
+def _note_output_folder_left_out(inputs, outdir: Path) -> None:
+    """A note when an input folder's walk left out the output folder inside it and
+    images there were not read (collect_inputs takes them for earlier results)."""
+    if not outdir.is_dir():
+        return
+    held = [p for p in map(Path, inputs) if p.is_dir() and outdir.resolve() != p.resolve()
+            and outdir.resolve().is_relative_to(p.resolve())]
+    n = sum(1 for f in outdir.rglob("*") if f.suffix.lower() in SUPPORTED_SUFFIXES)
+    if held and n:
+        print(f"note: {n} file(s) in the output folder {outdir} (inside the input folder "
+              f"{held[0]}) were not read, as results of an earlier run would not be; to denoise "
+              "them, choose an -o outside the input folder", file=sys.stderr)
+
+
 def _denoise(args) -> int:
     params = _params_from_args(args)
     if not args.output.strip():
@@ -463,6 +478,7 @@ def _denoise(args) -> int:
         print(f"note: skipped {len(skipped)} unsupported file(s), broken link(s) or pipe(s) in "
               f"the folders ({names})",
               file=sys.stderr)
+    _note_output_folder_left_out(args.inputs, outdir)
     if not files:
         if not errors:
             print("error: no inputs given", file=sys.stderr)

@@ -202,6 +202,22 @@ def test_empty_folder(tmp_path, capsys):
     assert rc == 2 and "the folder has no supported files" in err[-1]
 
 
+def test_images_in_an_output_folder_inside_the_input_folder_are_named(tmp_path, rng, capsys):
+    # the walk leaves the output folder out; images already there are said not read
+    (tmp_path / "in" / "out").mkdir(parents=True)
+    _img(tmp_path / "in" / "a.png", rng)
+    _img(tmp_path / "in" / "out" / "b.png", rng)
+    rc, err = _run_err(["denoise", str(tmp_path / "in"), "-o", str(tmp_path / "in" / "out"),
+                        *FAST], capsys)
+    assert rc == 0
+    assert err[0] == (f"note: 1 file(s) in the output folder {tmp_path / 'in' / 'out'} (inside "
+                      f"the input folder {tmp_path / 'in'}) were not read, as results of an "
+                      "earlier run would not be; to denoise them, choose an -o outside the "
+                      "input folder")
+    assert (tmp_path / "in" / "out" / "a_kpca_r8.png").is_file()
+    assert not (tmp_path / "in" / "out" / "out").exists()
+
+
 def test_output_that_would_overwrite_an_input(tmp_path, rng, capsys):
     _img(tmp_path / "x.png", rng)
     # an input named like an output in the output folder itself
