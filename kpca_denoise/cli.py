@@ -762,7 +762,8 @@ def _print_table(rows) -> None:
     print("-" * len(head))
     for name, rank, sigma, pn, p, s, sec, target in rows:
         name = name if len(name) <= 24 else "..." + name[-21:]
-        sigma = sigma if isinstance(sigma, str) else format(sigma, ".3g")  # 'vst': stabilised
+        if not isinstance(sigma, str):  # a str: 'vst', the stabilised domain's
+            sigma = format(sigma, ".3g") if sigma < 1000 else f"{sigma:.0f}"  # 16-bit: 4930
         print(f"{name:<24} {rank:>5} {sigma:>7} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 

@@ -68,7 +68,9 @@ def test_sixteen_bit_tiff_with_reference(tmp_path, rng, capsys):
     assert rc == 0
     a = np.asarray(Image.open(tmp_path / "o" / "noisy_kpca_r8.tif"))
     assert a.dtype == np.uint16
-    assert "-" not in capsys.readouterr().out.splitlines()[2].split()[4]  # a PSNR value is shown
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert "-" not in row[4]  # a PSNR value is shown
+    assert 2500 <= int(row[2]) <= 3500  # the noise level in whole 16-bit units, no exponent
 
 
 def test_poisson_model_says_what_it_estimated(tmp_path, capsys):
