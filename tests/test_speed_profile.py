@@ -1,0 +1,37 @@
+"""The time per stage: the run's stage clock charges each interval to the stage that
+did the work, and agrees with the grouped core's own measurement."""
+
+import numpy as np
+
+from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.core.progress import ProgressEvent
+from kpca_denoise.pipeline import add_noise
+from kpca_denoise.results import _StageClock
+
+
+def test_stage_clock_charges_each_interval_to_the_stage_that_reports_it():
+    now = [0.0]
+    clock = _StageClock(None, clock=lambda: now[0])
+    # the grouped core reports each stage when it is finished, a global step marks its
+    # start with done == 0 and its progress with done > 0
+    for stage, done, spent in [("grouping", 1, 3.0), ("eigensolver", 1, 5.0),
+                               ("projection", 1, 0.5), ("preimage", 1, 2.0),
+                               ("reassembly", 1, 0.25), ("gram", 0, 0.125),
+                               ("gram", 1, 4.0), ("image", 1, 0.0625)]:
+        now[0] += spent
+        clock(ProgressEvent(stage, done, 1))
+    now[0] += 1.0  # after the last event, until the run closes: the last stage
+    clock.close()
+    assert clock.seconds == {"grouping": 3.0, "eigensolver": 5.0, "projection": 0.5,
+                             "preimage": 2.0, "reassembly": 0.25 + 0.125, "gram": 4.0,
+                             "image": 0.0625 + 1.0}
+
+
+def test_grouped_timings_match_the_cores_own_stage_times(camera):
+    img = np.clip(add_noise(camera[100:196, 100:196].astype(float), 25, seed=3), 0, 255)
+    res = denoise_set([img.astype(np.uint8)], DenoiseParams(noise_sigma=25.0))
+    own = res.images[0].stats["grouped"][0]["seconds"]
+    # the same intervals, measured by the core and by the clock around its events
+    for stage in ("eigensolver", "projection", "preimage"):
+        assert abs(res.timings[stage] - own[stage]) <= 0.05 * own[stage] + 0.005, (
+            stage, res.timings, own)
