@@ -39,6 +39,9 @@ STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
+#: the final pass decomposes every this many-th group fully for the spectrum it reports;
+#: the others get only the components the shrinkage uses
+SPECTRUM_EVERY = 8
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
@@ -80,6 +83,7 @@ class _ChannelStats:
     iterations: int = 0
     groups: int = 0
     spectrum: np.ndarray | None = None
+    spectrum_groups: int = 0  # the final pass's groups decomposed fully
     final_groups: int = 0
     kept: Any = 0
 
@@ -257,11 +261,12 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     for out, st in zip(outs, stats):
         results.append({rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)})
         ng = max(st.final_groups, 1)
+        ns = max(st.spectrum_groups, 1)
         all_stats.append(dict(
             preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
             groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
             # mean eigenvalues of the final stage's centred group Gram matrices, descending
-            spectrum=st.spectrum / ng if st.spectrum is not None else np.zeros(0),
+            spectrum=st.spectrum / ns if st.spectrum is not None else np.zeros(0),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
@@ -372,24 +377,29 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     t1 = time.perf_counter()
     sec["grouping"] += t1 - t0 + t_match
     report(progress, "grouping", done, total, message=msg)
-    # stage 1 computes only the components above its threshold; the final pass
-    # reports the whole spectrum
-    fit = fit_groups(P, rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
-                     gram=rbf)
+    # only the components the shrinkage keeps: above the stage-1 threshold, or above
+    # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
+    # an explicit rank may keep components below them: all
+    fl_ch = fl if ch == 0 else ps.floors_rest
+    floor = (0.0 if (ranks >= 0).any() else fl.tau1 if ps.stage == 1
+             else STAGE2_CUT * ps.n * fl_ch.tau2)
+    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0,
+                     certify=ps.stage == 1)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
     if ps.final:  # the mean spectrum, sent as it grows so a plot can follow the run
-        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        sampled = lam[::SPECTRUM_EVERY]
+        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
-           eigenvalues=st.spectrum / st.final_groups if ps.final else None)
+           eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
     if ps.stage == 1:
         Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
     else:
-        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X,
-                                       fl if ch == 0 else ps.floors_rest, rbf, ranks)
+        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks)
     if ps.final:
         st.kept = kept.sum(axis=0) + st.kept
     t3 = time.perf_counter()
