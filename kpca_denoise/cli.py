@@ -34,7 +34,7 @@ from .io import (MAX_PIXELS, InputError, check_not_input,  # noqa: E402
                  collect_inputs, output_path, rank_tag, read_item, read_items,
                  remove_stale_parts, write_item, write_sidecar, write_zarr)
 from .executor import Executor, ExecutorError  # noqa: E402
-from .params import METHODS, NOISE_MODELS, DenoiseParams, ParamError, parse_ranks  # noqa: E402
+from .params import METHODS, NOISE_MODELS, PROFILES, DenoiseParams, ParamError, parse_ranks  # noqa: E402
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
                        result_keys)
 from .signals import interrupted_code, signals_held, stop_signals_interrupt  # noqa: E402
@@ -45,7 +45,8 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
-           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size"}
+           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
+           "profile": "--profile"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -57,7 +58,9 @@ class UsageError(ValueError):
 
 class ProgressBar:
     """A one-line progress bar on stderr; when stderr is not a terminal (a log file,
-    a pipe), one line per stage the first time it starts and one per finished image."""
+    a pipe), one line per stage the first time it starts, one per finished tile of a
+    large image (with the time that image still needs at the pace so far) and one per
+    finished image."""
 
     def __init__(self, stream=None, enabled=True, names=None):
         self.stream = stream or sys.stderr
@@ -68,6 +71,7 @@ class ProgressBar:
         self._seen: set = set()
         self._last_draw = 0.0
         self._t0 = time.monotonic()
+        self._image_t0 = self._t0  # when the current image began
 
     def __call__(self, ev: ProgressEvent) -> None:
         if not self.enabled or ev.stage == "done":
@@ -92,11 +96,18 @@ class ProgressBar:
         self._last_stage = ev.stage
 
     def _plain(self, ev: ProgressEvent) -> None:
+        now = time.monotonic()
         if ev.stage == "image":
+            self._image_t0 = now
             if ev.done:
                 what = "failed" if ev.message == "failed" else "done"
                 self.stream.write(f"image {ev.done}/{ev.total} {what} "
-                                  f"({time.monotonic() - self._t0:.1f} s)\n")
+                                  f"({now - self._t0:.1f} s)\n")
+        elif ev.stage == "tiles" and ev.done:
+            spent = now - self._image_t0
+            left = spent * (ev.total - ev.done) / ev.done
+            self.stream.write(f"tile {ev.done}/{ev.total} ({spent:.1f} s, about {left:.0f} s "
+                              "left for this image)\n")
         elif ev.stage not in self._seen:
             self._seen.add(ev.stage)
             self.stream.write(f"{ev.stage} ...\n")
@@ -169,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="folder for the results (sub-folders of the inputs are kept)")
     d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
+    d.add_argument("--profile", choices=tuple(PROFILES),
+                   help="; ".join(f"'{k}': {v}" for k, v in PROFILES.items()))
     d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
     d.add_argument("--patch-size", type=int, help="patch side in pixels")
     d.add_argument("--stride", type=int, help="step between patches ('global')")
@@ -177,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
                    help="Nystrom approximation with M landmarks ('global'; default: exact)")
     d.add_argument("--iterations", type=int, dest="preimage_iterations",
-                   help="pre-image iteration cap (default: 100 for 'global', 2 per group for 'grouped')")
+                   help="pre-image iteration cap (default: 100 for 'global', 1 per group for 'grouped')")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
     d.add_argument("--noise-model", choices=NOISE_MODELS,

@@ -35,3 +35,49 @@ def test_grouped_timings_match_the_cores_own_stage_times(camera):
     for stage in ("eigensolver", "projection", "preimage"):
         assert abs(res.timings[stage] - own[stage]) <= 0.05 * own[stage] + 0.005, (
             stage, res.timings, own)
+
+
+def test_a_log_gets_a_line_per_finished_tile_with_the_time_left(tmp_path, capsys):
+    from PIL import Image
+
+    from kpca_denoise.cli import main
+
+    rng = np.random.default_rng(5)
+    Image.fromarray(rng.integers(0, 256, (150, 140), dtype=np.uint8)).save(tmp_path / "a.png")
+    rc = main(["denoise", str(tmp_path / "a.png"), "-o", str(tmp_path / "out"), "--noise-sigma",
+               "20", "--tile-size", "64", "--profile", "fast"])
+    assert rc == 0
+    err = capsys.readouterr().err  # captured: not a terminal
+    lines = [ln for ln in err.splitlines() if ln.startswith("tile ")]
+    assert [ln.split()[1] for ln in lines] == [f"{k}/4" for k in range(1, 5)], err
+    assert lines[-1].endswith("about 0 s left for this image)")
+
+
+def test_the_fast_profile_is_the_fast_preset_under_the_knobs_given():
+    from kpca_denoise.core.grouped import GroupedOptions
+    from kpca_denoise.params import PROFILES, ParamError
+
+    assert set(PROFILES) == {"default", "fast"}
+    fast = DenoiseParams(profile="fast")
+    assert fast.grouped == GroupedOptions.preset("fast") != DenoiseParams().grouped
+    mine = DenoiseParams(profile="fast", grouped={"search_radius": 7})
+    assert mine.grouped == GroupedOptions.preset("fast").replace(search_radius=7)
+    assert DenoiseParams.from_dict(mine.to_dict()) == mine  # a sidecar reads back the same
+    try:
+        DenoiseParams(profile="fastest").validate()
+    except ParamError as exc:
+        assert str(exc) == "profile must be one of default, fast, got 'fastest'"
+    else:
+        raise AssertionError("an unknown profile was accepted")
+
+
+def test_the_fast_profile_is_deterministic_and_beats_the_noise(camera):
+    clean = camera[64:192, 96:224].astype(float)
+    noisy = add_noise(clean, 25, seed=4)
+    p = DenoiseParams(noise_sigma=25.0, profile="fast")
+    a = denoise_set([noisy], p).images[0].outputs[None]
+    b = denoise_set([noisy], p).images[0].outputs[None]
+    assert np.array_equal(a, b)
+    from kpca_denoise.core.metrics import psnr
+
+    assert psnr(clean, a, 255) > psnr(clean, noisy, 255) + 7.0

@@ -35,7 +35,8 @@ __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "tr
 
 #: the stages a pass reports progress and time for, in order
 STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
-#: patches per group in stage 1 (stage 2: ``GroupedOptions.group_size``)
+#: patches per group in stage 1 when ``GroupedOptions.group_size1`` is None (stage 2:
+#: ``GroupedOptions.group_size``)
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
@@ -195,10 +196,11 @@ def _resolve(imgs: list, sigma: float, cal: Calibration) -> _Run:
     k2 = float(o.kappa2) if o.kappa2 is not None else (1.0 if o.periodic else 0.7)
     beta = o.window_beta
     win = np.outer(np.kaiser(p, beta), np.kaiser(p, beta)) if beta > 0 else np.ones((p, p))
+    n1 = max(2, min(GROUP_SIZE1 if o.group_size1 is None else int(o.group_size1),
+                    fewest(g.search_radius1)))
     return _Run(
-        options=o, geometry=g, sigma=sigma,
-        n1=max(2, min(GROUP_SIZE1, fewest(g.search_radius1))),
-        n2=max(2, min(int(o.group_size), fewest(g.search_radius))),
+        options=o, geometry=g, sigma=sigma, n1=n1,
+        n2=max(2, min(int(o.group_size), fewest(g.search_radius))) if o.regroup else n1,
         kappa1=float(o.kappa1) if o.kappa1 is not None else (4.5 if rbf else 3.0),
         kappa2=k2,
         kappa2_chroma=float(o.kappa2_chroma) if o.kappa2_chroma is not None else 1.5 * k2,
@@ -248,10 +250,13 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     stats = [_ChannelStats() for _ in imgs]
     floors: dict = {}
     if run.options.two_stage:
+        # without regroup, stage 1 keeps its groups (all references) for stage 2
+        groups: dict | None = None if run.options.regroup else {}
         pilot = [o[0] for o in _run_pass(imgs, imgs, 1, np.asarray([-1], np.int64), run,
-                                         stats, floors, False, progress, cancel)]
+                                         stats, floors, False, progress, cancel, groups)]
         check_cancel(cancel)
-        outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel)
+        outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel,
+                         groups)
     else:
         outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel)
     params = _report(run, cal, floors)
@@ -308,13 +313,15 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
 
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
               stats: list, floors_report: dict, final: bool,
-              progress: ProgressCallback | None, cancel: Any) -> list:
+              progress: ProgressCallback | None, cancel: Any, groups: dict | None = None) -> list:
     """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
 
     ``guides`` are the pilots (stage 2; in stage 1 the channels themselves).  The
     groups are found once, on all the guides, and shared by every channel; each
     channel has its own kernel PCA per group.  ``stats`` (one per channel) collect
-    times, counters, the final pass's spectrum and kept ranks.
+    times, counters, the final pass's spectrum and kept ranks.  ``groups``, unless
+    None, receives every reference's members (``"gy"``, ``"gx"``) when empty and
+    provides them, instead of a new matching, when not.
     """
     H, W = imgs[0].shape
     C = len(imgs)
@@ -331,26 +338,38 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     nums = [np.zeros((nr, H, W)) for _ in range(C)]
     dens = [np.zeros((nr, H, W)) for _ in range(C)]
     t0 = time.perf_counter()
-    # the matching distance: the SSD summed over every channel, in integer units of the
-    # noise / 1024 (the original sigma, the same in every pass and tile), so that the
-    # matching keeps exact running sums
-    guide_m = quantise_guide(np.stack([pad_for_matching(gd, p, ps.match_size)
-                                       for gd in guides]), run.sigma)
-    running = exact_sums(guide_m, ps.match_size)
-    lags = run.options.lags
-    # the chunks' matching distances, one scratch array for all (tens of MB)
-    work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
-                     min(rows_per_chunk, len(ys)) * len(xs)))
+    reuse = groups is not None and "gy" in groups
+    if groups is not None and not reuse:
+        groups["gy"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
+        groups["gx"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
+    if not reuse:
+        # the matching distance: the SSD summed over every channel, in integer units of
+        # the noise / 1024 (the original sigma, the same in every pass and tile), so that
+        # the matching keeps exact running sums
+        guide_m = quantise_guide(np.stack([pad_for_matching(gd, p, ps.match_size)
+                                           for gd in guides]), run.sigma)
+        running = exact_sums(guide_m, ps.match_size)
+        lags = run.options.lags
+        # the chunks' matching distances, one scratch array for all (tens of MB)
+        work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
+                         min(rows_per_chunk, len(ys)) * len(xs)))
     for st in stats:
         st.seconds["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
         check_cancel(cancel)
         yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
-        ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
-        rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+        first = ci * rows_per_chunk * len(xs)
+        refs = slice(first, first + len(yy) * len(xs))
         t0 = time.perf_counter()
-        gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
-                       g.dense_radius, lags, running, work)
+        if reuse:
+            gy, gx = groups["gy"][refs], groups["gx"][refs]
+        else:
+            ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
+            rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+            gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
+                           g.dense_radius, lags, running, work)
+            if groups is not None:
+                groups["gy"][refs], groups["gx"][refs] = gy, gx
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,

@@ -385,7 +385,7 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     allocation when the calls repeat (a chunk's distances: tens of MB).
 
         Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
-    (:func:`search_mask`: every offset in BM3D's 39x39 square and, beyond it, those
+    (:func:`search_mask`: every offset in the dense central square and, beyond it, those
     whose row and column offsets are both even, plus the neighbourhoods of a regular
     texture's repeats): a wide window reaches the next period of a regular texture
     for a fraction of the cost of a dense one.
