@@ -3,7 +3,13 @@
 >>> from kpca_denoise import KernelPCA, denoise_image
 """
 
-from .core.progress import Cancelled, CancelToken, ProgressEvent
+from .numba_cache import use_writable_numba_cache
+
+# before anything imports numba: a library import on a read-only install with no
+# writable home otherwise ended in numba's "cannot cache function ... no locator available"
+use_writable_numba_cache()
+
+from .core.progress import Cancelled, CancelToken, ProgressEvent  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -24,20 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .numba_cache import use_writable_numba_cache  # (imports no numba)
-
-use_writable_numba_cache()  # before anything below imports numba
-
-from .core.progress import Cancelled, ProgressEvent  # noqa: E402
-from .io import (MAX_PIXELS, InputError, check_not_input,  # noqa: E402
+from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
+from .core.progress import Cancelled, ProgressEvent
+from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
                  remove_stale_parts, write_item, write_sidecar, write_zarr)
-from .executor import Executor, ExecutorError  # noqa: E402
-from .params import METHODS, NOISE_MODELS, PROFILES, DenoiseParams, ParamError, parse_ranks  # noqa: E402
-from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,  # noqa: E402
+from .executor import Executor, ExecutorError
+from .params import METHODS, NOISE_MODELS, PROFILES, DenoiseParams, ParamError, parse_ranks
+from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,
                        result_keys)
-from .signals import interrupted_code, signals_held, stop_signals_interrupt  # noqa: E402
+from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 #: parameter name -> the command-line option that sets it (for error messages)
 OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
@@ -46,7 +42,7 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
            "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
-           "profile": "--profile"}
+           "strength": "--strength", "profile": "--profile"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -198,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--noise-sigma is then its Gaussian part)")
     d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
                    help="Poisson gain in pixel units per photon (default: estimated)")
+    d.add_argument("--strength", type=float, metavar="FACTOR",
+                   help="factor on the noise level the denoiser is given (default 1; below 1 "
+                        "keeps more detail, above 1 smooths more)")
     d.add_argument("--seed", type=int, help="random seed (>= 0)")
     d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
     d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
@@ -215,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs kpca-denoise[distributed])")
     d.add_argument("--scheduler", metavar="ADDRESS",
                    help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
+    d.add_argument("--format", choices=(*OUTPUT_FORMATS, "tif", "jpg"), type=str.lower,
+                   metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
+                   help="write the images in this format (default: each input's own; png or "
+                        "tiff are lossless)")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = sub.add_parser("gui", help="open the desktop application")
     g.add_argument("files", nargs="*")
@@ -446,6 +449,10 @@ def _denoise(args) -> int:
     if not items:
         print("error: none of the inputs could be read", file=sys.stderr)
         return 2
+    try:  # a format that cannot hold an input is refused before any compute
+        items = [in_format(it, args.format) for it in items]
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     lazy = [it for it in items if it.is_lazy]
     if lazy and params.add_noise:
         raise UsageError(f"{lazy[0].path}: --add-noise is not available for OME-Zarr inputs "
@@ -584,6 +591,9 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    hinted = next((r for r in pages if r.stats.get("hint")), None)
+    if hinted is not None:
+        print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
     models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
               if r.stats.get("noise_model")]
     if models:

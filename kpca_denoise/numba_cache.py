@@ -1,5 +1,6 @@
 """Where numba caches the engine's compiled functions, decided before numba is imported
-(the command line and the window call it first).  Nothing here imports numba."""
+(the package's ``__init__`` calls it, so the library, the command line and the window
+all get it).  Nothing here imports numba."""
 
 from __future__ import annotations
 

@@ -31,6 +31,8 @@ EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 NOISE_MODELS = ("gaussian", "poisson-gaussian")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
 MAX_SIGMA = 1e6
+#: the largest ``strength`` accepted: ten times the measured noise smooths nearly everything
+MAX_STRENGTH = 10.0
 
 
 class ParamError(ValueError):
@@ -138,6 +140,10 @@ class DenoiseParams:
         inverse; ``noise_sigma`` is then the Gaussian part).
     poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
         ``None`` estimates it per image and channel (as ``noise_sigma``).
+    strength : how much noise to remove, as a factor on the noise level the denoiser is
+        given (estimated or ``noise_sigma``; under 'poisson-gaussian' the stabilised
+        level 1): below 1 keeps more detail and noise, above 1 smooths more
+        (``docs/noise.md``).  Default 1.
     grouped : the grouped method's knobs, a
         :class:`~kpca_denoise.core.grouped.GroupedOptions` (or a preset name or a
         mapping of knob names); ``kernel``, ``patch_size`` and the pre-image
@@ -164,6 +170,7 @@ class DenoiseParams:
     grouped: GroupedOptions = field(default_factory=GroupedOptions)
     noise_model: str = "gaussian"
     poisson_gain: float | None = None
+    strength: float = 1.0
     profile: str = "default"
 
     def __post_init__(self) -> None:
@@ -177,7 +184,7 @@ class DenoiseParams:
                 object.__setattr__(self, "grouped", GroupedOptions.coerce(self.grouped))
             except (TypeError, ValueError) as e:
                 raise ParamError("grouped", f"grouped {e}") from None
-        if isinstance(self.profile, str) and self.profile in PROFILES and self.profile != "default":
+        if isinstance(self.profile, str) and self.profile != "default" and self.profile in PROFILES:
             # the profile's preset under the knobs given (again: the same result)
             preset = GroupedOptions.preset(self.profile).changed()
             object.__setattr__(self, "grouped", GroupedOptions.from_dict(
@@ -253,6 +260,9 @@ class DenoiseParams:
                 not is_num(self.poisson_gain) or not 0 < self.poisson_gain <= MAX_SIGMA):
             bad("poisson_gain", f"must be a number > 0 and at most {MAX_SIGMA:g} (pixel units "
                                 f"per photon; omit it to estimate), got {self.poisson_gain!r}")
+        if not is_num(self.strength) or not (0 < self.strength <= MAX_STRENGTH):
+            bad("strength", f"must be a number > 0 and at most {MAX_STRENGTH:g} (a factor on the "
+                            f"noise level; 1 removes the noise measured), got {self.strength!r}")
         if self.poisson_gain is not None and self.noise_model != "poisson-gaussian":
             bad("poisson_gain", "applies to noise_model 'poisson-gaussian' only")
         if self.method == "grouped" and self.patch_size is not None and self.patch_size > 64:

@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
+from .core.nlf import estimate_noise_model
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.progress import report
 from .core.vst import GeneralizedAnscombe
@@ -160,7 +161,7 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
         sigma = 0.0  # one value per channel: nothing to stabilise or remove
     elif params.noise_model == "gaussian":
         sigma = (params.noise_sigma if params.noise_sigma is not None
-                 else estimate_sigma_image(luminance(x), bounds=luminance_bounds(x)))
+                 else _estimated_sigma(x, res))
     else:
         vst = _stabiliser(x, params)
         _check_counts(x, vst)
@@ -170,6 +171,30 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
                                         sigma=np.ravel(vst.sigma).tolist())
     res.noise_sigma = float(sigma)
     return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
+
+
+#: what a run says when the Gaussian model's noise grows with the signal
+SIGNAL_DEPENDENT_HINT = ("the noise grows with the signal: try --noise-model poisson-gaussian "
+                         "(noise_model='poisson-gaussian')")
+
+
+def _estimated_sigma(x: np.ndarray, res: ImageResult) -> float:
+    """The noise std of an image under the Gaussian model, measured: the finest-scale
+    estimate, or the whole per-pixel std of correlated (camera) noise
+    (:func:`~kpca_denoise.core.nlf.estimate_noise_model`; the model goes to
+    ``res.stats['noise']``, and a hint to ``res.stats['hint']`` when the noise grows
+    with the signal)."""
+    lum = luminance(x)
+    white = estimate_sigma_image(lum, bounds=luminance_bounds(x))
+    if white < _sigma_range(x)[0]:
+        return white  # no noise: the image comes back unchanged
+    c = colour_part(np.asarray(x))
+    bounds = _value_bounds(c) if np.issubdtype(c.dtype, np.integer) else None
+    model = estimate_noise_model(c, white, luminance=lum, bounds=bounds)
+    res.stats["noise"] = model.to_dict()
+    if model.signal_dependent:
+        res.stats["hint"] = SIGNAL_DEPENDENT_HINT
+    return model.sigma
 
 
 def noise_to_remove(sigma: float, lo: float, hi: float, dtype, *, given: bool,
@@ -198,6 +223,8 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
     # stabilised path checks its gain and sigma when it is built)
     given = params.noise_model == "gaussian" and params.noise_sigma is not None
     if noise_to_remove(sigma, lo, hi, a.dtype, given=given, flat=item.flat):
+        # the level the denoiser is given: the measured (or given) one times the strength
+        res.noise_sigma = float(sigma) * params.strength
         return item
     # a flat (or noise-free) image: nothing to remove, returned as it is
     for key in result_keys(params, item.is_patchset):

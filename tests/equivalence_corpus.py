@@ -5,9 +5,10 @@ Each case is a call of the public pipeline (:func:`kpca_denoise.denoise_set`) on
 the shipped sample images or on a synthetic image built here, covering every path
 a user reaches: grey and colour, sigma 15 / 25 / 50, the noise estimate, a stack,
 a patch set, the global method, the Poisson-Gaussian path, a tiled image, a
-regular texture, the rank caps and the linear kernel.  Record the outputs with
+regular texture, explicit ranks and the linear kernel.  Record the outputs, from
+the repository's root (so that this checkout's package is the one imported), with
 
-    python tests/equivalence_corpus.py
+    python -m tests.equivalence_corpus
 
 which rewrites ``tests/data/equivalence.npz``; do so only when a change of the
 pixels is intended, and say why in the commit.

@@ -471,10 +471,19 @@ def test_the_command_runs_where_numba_cannot_cache_next_to_its_code(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH"))}
     env.update(HOME="/dev/null/nohome", TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
-    # the failure is real here: numba itself finds no cache folder
-    r = subprocess.run([sys.executable, "-c", "import kpca_denoise.core.kernels"], cwd=inst,
+    # the failure is real here: numba itself finds no cache folder for a module there
+    (inst / "probe.py").write_text("import numba\n@numba.njit(cache=True)\ndef f():\n    return 1\n")
+    (inst / "__pycache__").write_bytes(b"")
+    r = subprocess.run([sys.executable, "-c", "import probe"], cwd=inst,
                        env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "no locator available" in r.stderr
+    # the library imported and used (not only the command line): no traceback, no word
+    r = subprocess.run([sys.executable, "-c", "import numpy as np; import kpca_denoise.core.kernels; "
+                        "from kpca_denoise import denoise_image; "
+                        "print(denoise_image(np.full((24, 24), 9, np.uint8), noise_sigma=5).shape)"],
+                       cwd=inst, env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "(24, 24)" and r.stderr == "", r.stderr[-800:]
+    shutil.rmtree(tmp / f"kpca-denoise-numba-{os.getuid()}")
     r = subprocess.run([sys.executable, "-m", "kpca_denoise", "--version"], cwd=inst, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("kpca-denoise "), r.stderr[-800:]

@@ -22,7 +22,7 @@ CASES = corpus.cases()
 def test_pixels_as_recorded(name):
     got = corpus.run(name, CASES[name])
     want = {k[len(name) + 1:]: RECORDED[k] for k in RECORDED.files if k.startswith(name + "/")}
-    assert want, f"case {name} has no recorded outputs; run python tests/equivalence_corpus.py"
+    assert want, f"case {name} has no recorded outputs; run python -m tests.equivalence_corpus"
     assert sorted(got) == sorted(want)
     for key in want:
         a, d = got[key], want[key]

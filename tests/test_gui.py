@@ -1307,12 +1307,12 @@ def test_texts_under_and_over_the_views(tmp_path):
     # a rank's title: 'auto' says what it stood for, or that nothing capped it
     assert texts.rank_title(e, glob, 8) == "rank 8"
     assert texts.rank_title(e, _fit(resolved={"auto_rank": 12}), None) == "auto = 12"
-    assert texts.rank_title(e, grouped, None) == "auto (no cap)"
+    assert texts.rank_title(e, grouped, None) == "auto (shrinkage)"
     assert texts.rank_title(pset, grouped, None) == texts.rank_title(e, None, None) == "rank auto"
-    assert MainWindow.rank_title(e, grouped, None) == "auto (no cap)"  # the window's name for it
+    assert MainWindow.rank_title(e, grouped, None) == "auto (shrinkage)"  # the window's name for it
     assert texts.input_title(None) == "input"
     assert texts.input_title(glob) == "input (noisy)"
-    assert texts.input_title(_fit(DenoiseParams(add_noise=25.0))) == "noisy (input + σ 25)"
+    assert texts.input_title(_fit(DenoiseParams(add_noise=25.0))) == "noisy (σ 25 added)"
     assert texts.info_html(e, None) == "<b>a.png</b> · 4×4, uint8, PNG"
     rec = _fit(resolved={"gamma": 4.1e-7, "n_landmarks": 500, "items": ["a", "b"]},
                fit_set=("k1", "k2", "k3"))
@@ -1326,10 +1326,10 @@ def test_texts_under_and_over_the_views(tmp_path):
     assert texts.shared_model_text({}, 3) == "own model (only one of its kind in the set of 3)"
     # the spectrum's messages
     assert texts.empty_spectrum_text(None, False) == "run to see the eigen-spectrum"
-    assert texts.empty_spectrum_text(grouped, False).startswith("the grouped method has no single spectrum")
+    assert texts.empty_spectrum_text(grouped, False).startswith("no group spectrum for this result")
     assert texts.empty_spectrum_text(grouped, True).startswith("no spectrum: no model was fitted")
     assert texts.waiting_spectrum_text("global") == "waiting for the eigensolver…"
-    assert "no single spectrum" in texts.waiting_spectrum_text("grouped")
+    assert "the groups' mean spectrum appears" in texts.waiting_spectrum_text("grouped")
     # thumbnails, the mismatch marker, the cursor readout
     assert texts.status_text(1, True) == "✓ 1 rank"
     assert texts.status_text(3, False) == "✓ 3 ranks · other parameters"
@@ -1370,7 +1370,7 @@ def test_texts_of_the_log_and_the_messages(tmp_path):
                       timings={"noise": 0.21, "preimage": 1.96, "total": 2.4, "image": 2.3})
     assert texts.outcome_log_lines(out, False) == [
         "a.png: ranks 4, auto; method grouped in 2.4 s (noise 0.2s, preimage 2.0s)",
-        "a.png: estimated noise σ ≈ 25.4"]
+        "a.png: noise σ estimated 25.4"]
     out.resolved = {"auto_rank": 9, "items": ["a", "b"]}
     out.fit_set = ("k", "k2")
     out.noise_estimated = False

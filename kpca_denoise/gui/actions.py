@@ -9,13 +9,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
 from .panels import AboutDialog, HelpDialog, help_html
 
 __all__ = ["WindowActions"]
+
+
+class _EscAfterMenu(QObject):
+    """A menu closed with Esc leaves the menu bar holding the keyboard (its titles
+    navigable), so the next Esc only let go of it and the run went on: that Esc
+    cancels too, as it does everywhere else in the window."""
+
+    def __init__(self, cancel: QAction, parent: QObject) -> None:
+        super().__init__(parent)
+        self.cancel = cancel
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if (event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape
+                and self.cancel.isEnabled()):
+            QTimer.singleShot(0, self.cancel.trigger)
+        return False  # the menu bar lets go of the keyboard as usual
 
 
 class WindowActions:
@@ -52,6 +68,10 @@ class WindowActions:
                                      "of one size), as the command line fits a folder; kept beside "
                                      "each image's own results")
         self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
+        self.act_preview = self._act("Preview", self.toggle_preview, "P",
+                                     "Denoise a region (the rectangle on the input, first the part "
+                                     "in view) at every rank: the full run's pixels there, in seconds")
+        self.act_preview.setCheckable(True)
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")
         self.act_export_set = self._act("Export set…", self.export_set, "Ctrl+Shift+E",
@@ -81,7 +101,8 @@ class WindowActions:
         tb = QToolBar("Main", self)
         tb.setObjectName("toolbar_main")
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for a in (self.act_open, self.act_folder, None, self.act_run, self.act_run_all, self.act_cancel,
+        for a in (self.act_open, self.act_folder, None, self.act_preview, self.act_run, self.act_run_all,
+                  self.act_cancel,
                   None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_help):
             if a is None:
                 tb.addSeparator()
@@ -93,10 +114,13 @@ class WindowActions:
         m = self.menuBar()
         f = m.addMenu("&File")
         for a in (self.act_open, self.act_folder, self.act_remove, None, self.act_export,
-                  self.act_export_set, self.act_sheet, None, self.act_quit):
+                  self.act_export_set, self.act_sheet):
             f.addSeparator() if a is None else f.addAction(a)
+        self._build_format_menu(f.addMenu("Export &format"))
+        f.addSeparator()
+        f.addAction(self.act_quit)
         r = m.addMenu("&Run")
-        for a in (self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
+        for a in (self.act_preview, self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)
         vw = m.addMenu("&View")
         for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom, self.act_one_to_one,
@@ -109,6 +133,24 @@ class WindowActions:
         h = m.addMenu("&Help")
         h.addAction(self.act_help)
         h.addAction(self.act_about)
+        self._menu_esc = _EscAfterMenu(self.act_cancel, m)
+        m.installEventFilter(self._menu_esc)
+
+    def _build_format_menu(self, menu) -> None:
+        """The format exports are written in: the source's, or one for every image."""
+        group = QActionGroup(self)
+        self.export_format_actions = []
+        for key, text in (("", "As the source (JPEG stays JPEG)"), ("png", "PNG (lossless)"),
+                          ("tiff", "TIFF (lossless; 16-bit, float, stacks)"), ("jpeg", "JPEG (quality 95)"),
+                          ("bmp", "BMP")):
+            a = QAction(text, self)
+            a.setCheckable(True)
+            a.setData(key)
+            a.setChecked(key == "")
+            a.triggered.connect(lambda _=False, key=key: self.set_export_format(key or None))
+            group.addAction(a)
+            menu.addAction(a)
+            self.export_format_actions.append(a)
 
     def _update_actions(self) -> None:
         """Enable what can be done now: something loaded, no run going on."""

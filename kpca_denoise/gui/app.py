@@ -76,10 +76,6 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
         print(f"error: {problem}", file=sys.stderr)
         return 2
 
-    from ..numba_cache import use_writable_numba_cache
-
-    use_writable_numba_cache()  # before the pipeline (numba) is imported; the compute process inherits it
-
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 

@@ -34,6 +34,9 @@ __all__ = [
     "JobItem",
     "Job",
     "ItemOutcome",
+    "PreviewOutcome",
+    "run_preview",
+    "preview_tile",
     "compute_metrics",
     "params_key",
     "rank_sort_key",
@@ -108,12 +111,37 @@ class JobItem:
 class Job:
     items: list
     params: DenoiseParams
-    purpose: str = "run"  # 'run' or 'export' (what the window does when it finishes)
+    purpose: str = "run"  # 'run', 'export' (what the window does when it finishes) or 'preview'
+    box: tuple = ()  # a preview's region (y0, y1, x0, x1) of its one item
     job_id: int = 0
     #: tuples of indices into ``items`` denoised together by one ``denoise_set``
     #: call, i.e. one global kernel PCA for the group (one per kind of image),
     #: as the command line fits them for a folder; every other item is fitted alone
     sets: list = field(default_factory=list)
+
+
+@dataclass
+class PreviewOutcome:
+    """A region of one image denoised at every rank (sent to the GUI): ``box`` (y0, y1,
+    x0, x1) is the core computed, exactly the full run's pixels there."""
+
+    key: str
+    params_key: str
+    params: DenoiseParams
+    box: tuple = ()
+    outputs: dict = field(default_factory=dict)  # rank -> the box's pixels
+    metrics: dict = field(default_factory=dict)  # rank -> metrics in the box
+    noisy_metrics: dict = field(default_factory=dict)
+    noisy: np.ndarray | None = None  # the whole noisy image when noise was added
+    noise_sigma: float = float("nan")
+    noise_estimated: bool = False
+    noise_model: dict | None = None
+    noise: dict | None = None  # the measured noise (white or correlated; stats['noise'])
+    spectrum: np.ndarray | None = None  # the global model's eigenvalues
+    group_spectra: list = field(default_factory=list)  # grouped: stats per channel
+    seconds: float = 0.0
+    error: str | None = None
+    note: str | None = None
 
 
 @dataclass
@@ -140,6 +168,9 @@ class ItemOutcome:
     fit_set: tuple = ()  # keys of the images the model was fitted on together; () = this one alone
     partial: bool = False  # more ranks of this image follow in later outcomes
     note: str | None = None  # the pipeline's word on this image (e.g. no noise: unchanged)
+    #: rank -> the ranks a command-line run needs to give exactly this output (the global
+    #: kernel PCA is fitted for the largest rank of a run: a smaller rank depends on it)
+    fit_ranks: dict = field(default_factory=dict)
 
 
 def _total_variance(model: Any) -> float | None:
@@ -381,6 +412,9 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
         # Poisson-Gaussian: sigma is the stabilised domain's 1; the gain and the
         # Gaussian part are what describe the noise
         resolved["noise_model"] = img.stats["noise_model"]
+    for k in ("noise", "hint"):  # the measured noise (white or correlated), a word on it
+        if img.stats.get(k):
+            resolved[k] = img.stats[k]
     if eigenvalues is not None:
         out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         out.total_variance = total_variance
@@ -393,12 +427,135 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     elif not item.is_patchset:
         out.noisy_metrics = ({"noise_model": img.stats["noise_model"]} if img.stats.get("noise_model")
                              else {"noise_sigma": img.noise_sigma})
+    fitted = eigenvalues.size if eigenvalues is not None and not item.is_patchset else None
     for k, (r, arr) in enumerate(outputs.items()):
         out.outputs[r] = arr
+        out.fit_ranks[r] = reproducing_ranks(params, r, fitted)
         out.metrics[r] = compute_metrics(arr, clean, dtype, item.is_patchset)
         out.residual_std[r] = residual_std(img.noisy, arr)  # in bands: no float64 image copies
         progress.emit("progress", ("metrics", k + 1, len(outputs), ""))
     return out
+
+
+#: whole-image decisions of previews in this (worker) process, by (image key, parameters
+#: without ranks): moving the region re-uses them, only the region is denoised again
+_DECISIONS: dict = {}
+
+
+def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
+    """``(noisy, sigma, vst, calibrated params, model, result)`` of the whole image, made
+    as the full run makes them (``denoise_set`` up to the fit, then the grouped method's
+    calibration on the whole image, :func:`kpca_denoise.tiling.resolve_periodic`)."""
+    from ..core.vst import GeneralizedAnscombe
+    from ..tiling import resolve_periodic
+
+    pkey = params_key(params)
+    model_key = (item.key, pkey)
+    found = _DECISIONS.get(model_key)
+    model = _MODELS.get(model_key)
+    top = max(result_keys(params, False), key=rank_sort_key)
+    if found is not None and (params.method != "global" or (
+            model is not None and model.eigenvalues_.size >= top)):
+        return found[:4] + (model,) + found[5:]
+    res = denoise_set([item.array], params, names=[item.name], progress=progress, cancel=cancel,
+                      model=model, fit_only=True)
+    _keep_model(model_key, res.model)
+    img = res.images[0]
+    nm = img.stats.get("noise_model")
+    vst = GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
+    calibrated = params
+    if not img.error and not img.outputs and params.method == "grouped":
+        calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst)
+    found = (img.noisy, img.noise_sigma, vst, calibrated, res.model, img)
+    _DECISIONS.pop(model_key, None)
+    _DECISIONS[model_key] = found
+    while len(_DECISIONS) > 4:  # each holds an image
+        _DECISIONS.pop(next(iter(_DECISIONS)))
+    return found
+
+
+def preview_tile(shape: tuple, params: DenoiseParams, box: tuple):
+    """The tile whose core covers ``box`` (y0, y1, x0, x1), grown to the method's
+    reference grid, with the halo the tiled engine gives a tile (so its core is the
+    whole image's result there)."""
+    from ..core.tiles import Tile
+    from ..tiling import _global_geometry, _grouped_geometry
+
+    halo, align = (_grouped_geometry(params) if params.method == "grouped"
+                   else _global_geometry(params)[:2])
+    halo = -(-halo // align) * align
+    h, w = shape[:2]
+    y0, y1, x0, x1 = (int(v) for v in box)
+    y0, x0 = max(0, y0 // align * align), max(0, x0 // align * align)
+    y1, x1 = min(h, -(-y1 // align) * align), min(w, -(-x1 // align) * align)
+    if y1 <= y0 or x1 <= x0:
+        raise ValueError("the preview region lies outside the image; move it onto the image")
+    return Tile(y0, y1, x0, x1, max(0, y0 - halo), min(h, y1 + halo), max(0, x0 - halo),
+                min(w, x1 + halo))
+
+
+def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, cancel) -> PreviewOutcome:
+    """Denoise the region ``box`` of one image at every rank of ``params``: the whole
+    image's decisions (noise level, stabiliser, the global fit, the grouped calibration)
+    once, then one tile of the tiled engine (:func:`kpca_denoise.tiling.denoise_tile`)
+    whose core is the region: the full run's pixels there, in a fraction of its time."""
+    from ..tiling import denoise_tile
+
+    t = time.perf_counter()
+    out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params)
+    try:
+        noisy, sigma, vst, calibrated, model, img = _decisions(item, params, progress, cancel)
+    except _FIT_ERRORS as exc:
+        out.error = f"{item.name}: {exc}"
+        return out
+    if img.error:
+        out.error = img.error
+        return out
+    out.noise_sigma, out.noise_estimated = img.noise_sigma, img.noise_estimated
+    out.noise_model = img.stats.get("noise_model")
+    out.noise = img.stats.get("noise")
+    out.note = img.stats.get("note")
+    if params.add_noise:
+        out.noisy = noisy
+    try:
+        tile = preview_tile(noisy.shape, calibrated, box)
+    except ValueError as exc:
+        out.error = str(exc)
+        return out
+    out.box = (tile.y0, tile.y1, tile.x0, tile.x1)
+    keys = result_keys(params, False)
+    if img.outputs:  # no noise to remove: every rank is the input
+        outs = {r: noisy[tile.core] for r in img.outputs}
+    else:
+        outs, stats = denoise_tile(noisy[tile.region], tile, sigma, calibrated, model=model,
+                                   ranks=keys if params.method == "global" else (), vst=vst,
+                                   progress=progress, cancel=cancel)
+        if params.method == "grouped":
+            out.group_spectra = stats
+    if params.method == "global" and model is not None:
+        out.spectrum = np.asarray(model.eigenvalues_, dtype=np.float64)
+        if None in params.ranks:  # shown as 'auto', as the full run shows it
+            outs[None] = outs[result_keys(params.replace(ranks=(None,)), False)[0]]
+        outs = {r: outs[r] for r in params.ranks}
+    clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
+    crop = clean[tile.core] if clean is not None and np.shape(clean) == noisy.shape else None
+    out.noisy_metrics = compute_metrics(noisy[tile.core], crop, noisy.dtype, False) if crop is not None \
+        else {"noise_sigma": out.noise_sigma}
+    for r, arr in outs.items():
+        out.outputs[r] = arr
+        out.metrics[r] = compute_metrics(arr, crop, noisy.dtype, False)
+    out.seconds = time.perf_counter() - t
+    return out
+
+
+def reproducing_ranks(params: DenoiseParams, rank, fitted: int | None) -> tuple:
+    """The ranks of a run that gives ``rank``'s output exactly: the rank itself, and the
+    model's size when the model it came from was fitted for a larger rank (the global
+    method fits once for a run's largest rank; a smaller rank's pixels depend on it)."""
+    key = result_keys(params.replace(ranks=(rank,)), False)[0]
+    if params.method != "global" or fitted is None or key is None or fitted <= key:
+        return (rank,)
+    return (rank, int(fitted))
 
 
 def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
@@ -416,6 +573,13 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     group_of = {i: tuple(g) for g in job.sets if len(g) > 1 for i in g}
     try:
         started: set = set()
+        if job.purpose == "preview":
+            item = job.items[0]
+            emit("item_started", (-1, 1, f"preview of {item.name}"))
+            outcome = run_preview(item, job.params, job.box, throttle, cancel)
+            summary["failed" if outcome.error else "done"] += 1
+            emit("preview", outcome)
+            job = replace(job, items=[])
         for i, item in enumerate(job.items):
             if cancel.is_set():
                 raise Cancelled("cancelled by the user")

@@ -12,8 +12,9 @@ import numpy as np
 from PySide6.QtCore import QTimer
 
 from .layout import WELCOME_TEXT
-from .model import FitRecord, ImageEntry, residual_map
-from .texts import empty_spectrum_text, format_metrics, info_html, input_title, rank_metrics_text
+from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
+from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
+                    rank_metrics_text)
 from .worker import rank_label
 
 __all__ = ["ViewDrawing"]
@@ -63,7 +64,12 @@ class ViewDrawing:
         if not running:  # a run draws its live spectrum itself
             self._draw_spectrum(e, rec)
         self._show_resolved(rec)
-        self.info.setText(info_html(e, rec))
+        info = info_html(e, rec)
+        pv = self.session.preview(e, p) if rec is None and self.preview_roi is not None else None
+        if pv is not None and not pv.noise_model:  # the noise the preview was made for
+            info += " · preview: noise " + noise_text(pv.noise_sigma, pv.noise_estimated,
+                                                      pv.params.strength, pv.noise)
+        self.info.setText(info)
         self.info.setToolTip(self.info.text().replace("<b>", "").replace("</b>", ""))
         self.update_roi_stats()
         if reset_zoom:
@@ -85,9 +91,18 @@ class ViewDrawing:
             self.rank_combo.setCurrentIndex(ranks.index(self.selected_rank))
         self.rank_combo.blockSignals(False)
         self.grid.set_selected(self.selected_rank)
-        # the rank the fit chose for 'auto' (patch sets) is marked on the spectrum
-        self.spectrum.set_ranks(ranks, self.selected_rank,
-                                rec.resolved.get("auto_rank") if rec is not None else None)
+        # the rank the fit chose for 'auto' (patch sets), or the components the grouped
+        # method's shrinkage kept per group, is marked on the spectrum
+        auto = None
+        if rec is not None:
+            auto = rec.resolved.get("auto_rank")
+            if auto is None and rec.params.method == "grouped":
+                auto = rec.effective_rank(None)
+        elif self.preview_roi is not None:
+            pv = self.session.preview(self.current_entry(), self.current_params())
+            if pv is not None and pv.group_spectra:
+                auto = (pv.group_spectra[0].get("effective_rank") or {}).get(None)
+        self.spectrum.set_ranks(ranks, self.selected_rank, auto)
 
     def _draw_nothing(self) -> None:
         """No image loaded: empty views and the welcome line."""
@@ -124,15 +139,20 @@ class ViewDrawing:
 
     def _draw_ranks(self, e: ImageEntry, rec: FitRecord | None, ranks: tuple, levels,
                     running: bool) -> None:
-        """Each rank's view and its residual, or what is missing ('computing…', 'not computed')."""
+        """Each rank's view and its residual, or what is missing ('computing…', 'not computed');
+        a rank not computed shows the preview of its region, when there is one."""
         sigma = rec.noise_sigma if rec is not None and np.isfinite(rec.noise_sigma) else None
         prev = None
+        pv = self.session.preview(e, self.current_params()) if self.preview_roi is not None else None
         for r in ranks:
             panel, rpanel = self.grid.rank_panels[r], self.grid.resid_panels[r]
             rr = rec.ranks.get(r) if rec is not None else None
             if r is None:
                 panel.set_title(self.rank_title(e, rec, r))
-            if rr is not None:
+            if rr is None and pv is not None and r in pv.outputs:
+                self._draw_preview(e, rec, pv, r, panel, rpanel, levels)
+            elif rr is not None:
+                panel.set_frame(None)
                 panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
                 prev = rr
@@ -141,15 +161,37 @@ class ViewDrawing:
                 rpanel.set_image(res, (-span, span))
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
             else:
-                msg = "computing…" if running else "not computed\nRun (Ctrl+R)"
+                msg = "computing…" if running else "not computed\nRun (Ctrl+R) or preview (P)"
+                panel.set_frame(None)
                 panel.set_image(None, placeholder=msg)
                 panel.set_metrics("")
                 rpanel.set_image(None, placeholder="")
                 rpanel.set_metrics("")
 
+    def _draw_preview(self, e: ImageEntry, rec: FitRecord | None, pv, r, panel, rpanel, levels) -> None:
+        """A rank's preview in place: the region denoised, the rest as the input, framed."""
+        base = pv.noisy if pv.noisy is not None else (rec.noisy if rec is not None else e.array)
+        out = pasted(base, pv.box, pv.outputs[r])
+        panel.set_image(e.display(out), levels)
+        # the region computed (the rectangle may have moved on since)
+        upright = e.item.meta.get("orientation") in (None, 1)
+        panel.set_frame(pv.box if upright else self.preview_box())
+        panel.set_metrics("preview · " + format_metrics(pv.metrics.get(r)))
+        res = residual_map(e, base, out)
+        sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
+        rpanel.set_image(res, (-3.0 * sigma, 3.0 * sigma))
+        rpanel.set_metrics("preview residual")
+
     def _draw_spectrum(self, e: ImageEntry, rec: FitRecord | None) -> None:
-        """The fitted eigen-spectrum of the result shown, or why there is none."""
-        if rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
+        """The fitted eigen-spectrum of the result shown (the grouped method: its groups'
+        mean spectrum, what a rank cuts), or why there is none."""
+        pv = self.session.preview(e, self.current_params()) if rec is None else None
+        spec, what = group_spectrum(rec, pv) if not e.is_patchset else (None, "")
+        if spec is not None:
+            self.spectrum.set_group_spectrum(spec, what)
+        elif pv is not None and pv.spectrum is not None:
+            self.spectrum.set_eigenvalues(pv.spectrum, final=True)
+        elif rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:
             self.spectrum.set_eigenvalues(rec.eigenvalues, final=True, total_variance=rec.total_variance)
         else:
             self.spectrum.clear_spectrum(empty_spectrum_text(rec, e.is_patchset))
@@ -161,5 +203,5 @@ class ViewDrawing:
             return
         poisson = rec.resolved.get("noise_model")
         self.params_panel.show_resolved(rec.resolved.get("gamma"),
-                                        None if poisson else rec.noise_sigma,
+                                        None if poisson else rec.noise_sigma / rec.params.strength,
                                         rec.noise_estimated)

@@ -19,8 +19,10 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter
 from PySide6.QtWidgets import QFileDialog
 
 from .. import __version__
-from ..io import InputError, atomic_write, check_not_input, jsonable, output_path, rank_tag, write_item
+from ..io import (InputError, atomic_write, check_not_input, in_format, jsonable, output_path,
+                  rank_tag, write_item)
 from ..params import DenoiseParams
+from ..pipeline import result_keys
 from .imageset import qimage_from_array, to_uint8
 from .model import FitRecord, ImageEntry, describe_params
 from .texts import format_metrics
@@ -31,6 +33,18 @@ __all__ = ["ExportActions"]
 
 class ExportActions:
     """Export, export set, comparison sheet (mixed into the main window)."""
+
+    #: the format exports are written in; None: each image's own (``kpca-denoise --format``)
+    export_format: str | None = None
+
+    def set_export_format(self, fmt: str | None) -> None:
+        """Write later exports as ``fmt`` (a key of :data:`kpca_denoise.io.OUTPUT_FORMATS`)
+        or, with None, in each image's own format; remembered."""
+        self.export_format = fmt
+        for a in self.export_format_actions:
+            a.setChecked(a.data() == (fmt or ""))
+        if self.persist:
+            self.settings.setValue("export_format", fmt or "")
 
     def _input_paths(self) -> list[Path]:
         paths = [e.path for e in self.entries]
@@ -128,8 +142,13 @@ class ExportActions:
         units = []  # (item written, its array, the noisy input, entry and record for the sidecar)
         stacks_done: set[int] = set()
         for e, rec in pairs:
+            try:
+                written_as = in_format(e.item if e.stack is None else e.stack, self.export_format)
+            except InputError as exc:
+                errors.append(str(exc))
+                continue
             if e.stack is None:
-                units.append((e.item, rec.ranks[rank].output, rec.noisy, e, rec))
+                units.append((written_as, rec.ranks[rank].output, rec.noisy, e, rec))
                 continue
             if id(e.stack) in stacks_done:
                 continue
@@ -139,11 +158,11 @@ class ExportActions:
                 errors.append(f"{e.path.name}: a stack is written whole; {len(pages)} of its "
                               f"{e.stack.array.shape[0]} pages have rank {rank_label(rank)}")
                 continue
-            units.append((e.stack, np.stack([r.ranks[rank].output for _, r in pages]),
+            units.append((written_as, np.stack([r.ranks[rank].output for _, r in pages]),
                           np.stack([r.noisy for _, r in pages]), e, rec))
         # never replace a file without asking (io refuses with replace=False)
         ins = {Path(p).resolve() for p in inputs}  # an input is never replaced: io refuses it below
-        existing = [t for item, _, _, _, rec in units for t in self._targets(item, folder, rank, rec)
+        existing = [t for item, _, _, e, rec in units for t in self._targets(item, folder, rank, rec, e)
                     if t.exists() and t.resolve() not in ins]
         replace = False
         if existing:
@@ -154,7 +173,7 @@ class ExportActions:
                 return []
             replace = True
         for item, out, noisy, e, rec in units:
-            target = output_path(item, folder, rank_tag(rank))
+            target = output_path(item, folder, self.file_tag(e, rec, rank))
             try:
                 written.append(write_item(item, out, target, inputs=inputs, replace=replace))
                 if rec.params.add_noise:
@@ -170,16 +189,22 @@ class ExportActions:
                               errors[1:])
         if written:
             n_json = sum(1 for w in written if w.suffix == ".json")
-            self.report_info(f"Exported rank {rank_label(rank)} to {folder} "
+            self.report_info(f"Exported rank {rank_label(rank)} to {folder}"
+                             f"{f' as {self.export_format.upper()}' if self.export_format else ''} "
                              f"({len(written) - n_json} image file(s) and {n_json} JSON sidecar(s))",
                              banner=not errors)
             self.last_export_dir = str(folder)
         return written
 
     @staticmethod
-    def _targets(item, folder: Path, rank, rec: FitRecord) -> list[Path]:
+    def file_tag(e: ImageEntry, rec: FitRecord, rank) -> str:
+        """A rank's file-name tag, as the command line names that rank's file ('auto' of an
+        image under 'global' is rank 16: ``_kpca_r16``)."""
+        return rank_tag(result_keys(rec.params.replace(ranks=(rank,)), e.is_patchset)[0])
+
+    def _targets(self, item, folder: Path, rank, rec: FitRecord, e: ImageEntry) -> list[Path]:
         """The files an export of ``item`` writes: the result, its sidecar, the noisy input."""
-        target = output_path(item, folder, rank_tag(rank))
+        target = output_path(item, folder, self.file_tag(e, rec, rank))
         out = [target, target.with_name(target.stem + ".json")]
         return out + ([output_path(item, folder, "noisy")] if rec.params.add_noise else [])
 
@@ -188,10 +213,14 @@ class ExportActions:
         """``{"params", "resolved"}``: ``kpca-denoise denoise IN -o OUT --params`` reads it back."""
         side = target.with_name(target.stem + ".json")
         check_not_input(side, inputs)
-        used = rec.params.replace(ranks=(rank,))
         rr = rec.ranks[rank]
+        # the ranks of a run that gives this output exactly (with the global method a
+        # rank depends on the largest rank its model was fitted for); that run also
+        # writes the other rank's file, and this one under the same name as here
+        used = rec.params.replace(ranks=rr.fit_ranks or (rank,))
         data = {
             "params": used.to_dict(),
+            "rank": jsonable(rank),
             "resolved": jsonable({**rec.resolved, "noise_sigma": rec.noise_sigma,
                                   "noise_estimated": rec.noise_estimated}),
             "input": str(e.path),

@@ -180,4 +180,6 @@ class ImageLoading:
         self.params_panel.set_reference_text(str(e.reference_path) if e and e.reference_path else None)
         self.cursor_label.setText("")  # the last image's values are not this one's
         self.keep_roi_inside(e.display(e.array).shape if e is not None else None)
+        if self.preview_roi is not None:  # the rectangle was the last image's
+            self.toggle_preview()
         self.refresh_views(reset_zoom=True)

@@ -40,6 +40,7 @@ from .loading import ImageLoading
 from .messages import Messages
 from .model import ImageEntry, ResultCache, Session
 from .panels import AboutDialog, HelpDialog
+from .preview import PreviewControl
 from .ranks import RankSelection
 from .running import RunControl
 from .settings import SETTINGS_APP, SETTINGS_ORG, WindowSettings
@@ -50,7 +51,7 @@ __all__ = ["MainWindow", "SETTINGS_ORG", "SETTINGS_APP", "rank_tag", "jsonable"]
 
 
 class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoading, RunControl,
-                 RankSelection, ViewDrawing, ImageViewer, ExportActions, QMainWindow):
+                 PreviewControl, RankSelection, ViewDrawing, ImageViewer, ExportActions, QMainWindow):
     """The kpca-denoise desktop window."""
 
     viewsRefreshed = Signal()
@@ -77,6 +78,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
+        self._init_preview()
         self._build_actions()
         self._connect()
         self._restore_settings()
@@ -123,6 +125,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
         self.residuals_box.toggled.connect(lambda _on: self.keep_fit())
         self.grid.userZoomed.connect(self._on_user_zoom)
+        self.grid.layoutChanged.connect(self.keep_fit)
         self.grid.hovered.connect(self._on_hover)
         self.split.panel.hovered.connect(lambda info: self._on_hover(self.split.panel, info))
         self.hist.item.sigLevelsChanged.connect(self._on_levels_changed)
@@ -164,6 +167,8 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
             self._placed = True
             self._geometry_restored = True  # the size chosen before showing is kept
             self.place_on_screen()
+            self.register_open_window()
+            QTimer.singleShot(0, self._arrange_docks_for_height)  # docks take sizes once laid out
         self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
@@ -189,6 +194,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
             return
         self.shutdown()
         self.save_settings()
+        self.register_open_window(False)
         for d in (self._about, self._help):
             if d is not None:
                 d.close()

@@ -35,6 +35,8 @@ __all__ = [
     "display_array",
     "residual_map",
     "patch_mosaic",
+    "pasted",
+    "group_spectrum",
     "entries_for",
     "RankRecord",
     "FitRecord",
@@ -100,6 +102,38 @@ def residual_map(e: "ImageEntry", noisy: np.ndarray, out: np.ndarray) -> np.ndar
     else:
         r = noisy.astype(np.float32) - out.astype(np.float32)
     return e.display(r)
+
+
+def pasted(base: np.ndarray, box: tuple, part: np.ndarray) -> np.ndarray:
+    """A copy of ``base`` with ``part`` in ``box`` (y0, y1, x0, x1): a preview in place."""
+    out = np.array(base, copy=True)
+    y0, y1, x0, x1 = box
+    out[y0:y1, x0:x1] = part
+    return out
+
+
+def group_spectrum(rec: "FitRecord | None", preview=None) -> tuple[np.ndarray | None, str]:
+    """The grouped method's spectrum to show for a result (or a preview): the mean
+    spectrum of its noisy groups' own kernel PCA, whose leading components an explicit
+    rank keeps whole (``stats['grouped'][..]['rank_spectrum']``), else the final stage's
+    groups' (only 'auto' was asked); ``(None, '')`` for another method."""
+    if rec is not None:
+        if rec.params.method != "grouped":
+            return None, ""
+        stats = rec.resolved.get("grouped") or {}
+        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
+        final = rec.eigenvalues if rec.eigenvalues is not None else np.zeros(0)
+    elif preview is not None and preview.group_spectra:
+        stats = preview.group_spectra[0]
+        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
+        final = np.asarray(stats.get("spectrum", ()), dtype=np.float64)
+    else:
+        return None, ""
+    if own.size:
+        return own, "mean spectrum of the groups' own kernel PCA (what a rank keeps)"
+    if np.size(final):
+        return np.asarray(final, dtype=np.float64), "mean spectrum of the final groups (auto: the shrinkage)"
+    return None, ""
 
 
 @dataclass(eq=False)
@@ -170,6 +204,7 @@ class RankRecord:
     output: np.ndarray
     metrics: dict
     residual_std: float
+    fit_ranks: tuple = ()  # the ranks of a run that reproduces ``output`` (the sidecar's)
 
 
 @dataclass
@@ -231,7 +266,8 @@ class ResultCache:
         if "auto_rank" in out.resolved:  # the run that computed 'auto' knows what it chose
             rec.resolved["auto_rank"] = out.resolved["auto_rank"]
         for r, arr in out.outputs.items():
-            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")))
+            rec.ranks[r] = RankRecord(arr, out.metrics.get(r, {}), out.residual_std.get(r, float("nan")),
+                                      out.fit_ranks.get(r, ()))
         return rec
 
     def records_for(self, key: str) -> list[FitRecord]:
@@ -300,6 +336,8 @@ class Session:
         self._set_fits: dict[tuple[str, str], tuple] = {}
         # image key -> params key of its latest result (shown when the panel has no result)
         self._latest: dict[str, str] = {}
+        # image key -> its latest preview (a region at every rank, compute.PreviewOutcome)
+        self.previews: dict = {}
 
     # -- images ------------------------------------------------------------------
     def add(self, e: ImageEntry) -> None:
@@ -311,7 +349,18 @@ class Session:
         for k in [k for k in self._set_fits if k[0] == e.key]:
             del self._set_fits[k]
         self._latest.pop(e.key, None)
+        self.previews.pop(e.key, None)
         return e
+
+    def add_preview(self, pv) -> None:
+        self.previews[pv.key] = pv
+
+    def preview(self, e: ImageEntry | None, params: DenoiseParams | None):
+        """The image's preview made with ``params`` (any ranks), or None."""
+        pv = self.previews.get(e.key) if e is not None else None
+        if pv is None or params is None or pv.params_key != params_key(params):
+            return None
+        return pv
 
     def row_of(self, key: str) -> int:
         """The row of the image with this key, -1 when it is not in the set (any more)."""
@@ -439,11 +488,11 @@ def describe_params(p: DenoiseParams) -> str:
     return "\n".join(f"{k.replace('_', ' ')} = {_fmt(v)}" for k, v in d.items() if k != "grouped" or v)
 
 
-#: rank sets worth comparing, measured by ``benchmarks/ranks.py`` (σ 25 on crops of the
-#: sample images, ``benchmarks/results/ranks.txt``): grouped -- per-group caps 1, 2, 4
-#: change the result by 0.35-0.9 dB each; from 8 on the result moves by less (up or down
-#: by the image) and 'auto' (no cap, the shrinkage decides) often converges with 8, which
-#: the views then say; global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
+#: rank sets worth comparing: grouped -- a rank keeps that many of each group's kernel
+#: components whole, so 1, 2, 4, 8 go from smooth to noisy (0.8-2.5 dB apart on the σ 25
+#: camera) around 'auto', the shrinkage, the best of them (docs/method.md#ranks);
+#: global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
+#: (``benchmarks/results/ranks.txt``)
 DEFAULT_RANKS = {
     "grouped": (1, 2, 4, 8, None),
     "global": (4, 8, None, 32),

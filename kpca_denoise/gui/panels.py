@@ -7,7 +7,7 @@ import re
 import time
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QTextCursor
+from PySide6.QtGui import QFont, QPainter, QTextCursor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -54,10 +54,12 @@ class ProgressPanel(QWidget):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(1)
+        self.grid = grid
+        self.columns = 1  # 2 on a short screen: the stages in two columns, half the height
         self.rows: dict[str, tuple[QLabel, QProgressBar]] = {}
         small = QFont(self.font())
         small.setPointSizeF(max(7.0, small.pointSizeF() * 0.9))
-        for i, (stage, label) in enumerate(STAGES):
+        for stage, label in STAGES:
             name = QLabel(label, self)
             name.setFont(small)
             bar = QProgressBar(self)
@@ -67,11 +69,8 @@ class ProgressPanel(QWidget):
             bar.setTextVisible(True)
             bar.setFixedHeight(15)
             bar.setFont(small)
-            grid.addWidget(name, i, 0)
-            grid.addWidget(bar, i, 1)
             self.rows[stage] = (name, bar)
-        grid.setColumnStretch(1, 1)
-        self.overall = QLabel("idle", self)
+        self.overall = _RightElided("idle", self)
         # fixed height and no word wrap: a new text must not re-layout the dock on every update
         self.overall.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.cancel_button = QPushButton("Cancel", self)
@@ -102,14 +101,36 @@ class ProgressPanel(QWidget):
         self.set_method("global")
 
     def set_method(self, method: str, one_model: bool = False) -> None:
-        # 'global' builds one Gram matrix; 'grouped' groups similar patches instead
-        self.rows["gram"][0].setVisible(method == "global")
-        self.rows["gram"][1].setVisible(method == "global")
-        self.rows["grouping"][0].setVisible(method != "global")
-        self.rows["grouping"][1].setVisible(method != "global")
+        # 'global' builds one Gram matrix; 'grouped' groups similar patches instead;
         # one model for a set: its images are denoised one after another in one run
-        self.rows["image"][0].setVisible(one_model)
-        self.rows["image"][1].setVisible(one_model)
+        self.shown = [stage for stage, _ in STAGES
+                      if not (stage == "gram" and method != "global")
+                      and not (stage == "grouping" and method == "global")
+                      and not (stage == "image" and not one_model)]
+        self._place_rows()
+
+    def set_columns(self, columns: int) -> None:
+        """The stages in ``columns`` columns (2 on a short screen)."""
+        self.columns = max(1, int(columns))
+        self._place_rows()
+
+    def _place_rows(self) -> None:
+        """The shown stages, in order, down the columns."""
+        for name, bar in self.rows.values():
+            self.grid.removeWidget(name)
+            self.grid.removeWidget(bar)
+            name.hide()
+            bar.hide()
+        per = -(-len(self.shown) // self.columns)
+        for i, stage in enumerate(self.shown):
+            name, bar = self.rows[stage]
+            col, row = divmod(i, per)
+            self.grid.addWidget(name, row, 2 * col)
+            self.grid.addWidget(bar, row, 2 * col + 1)
+            name.show()
+            bar.show()
+        for c in range(4):
+            self.grid.setColumnStretch(c, 1 if c % 2 and c < 2 * self.columns else 0)
 
     def start(self, method: str, n_items: int, one_model: bool = False) -> None:
         self.set_method(method, one_model)
@@ -142,13 +163,16 @@ class ProgressPanel(QWidget):
         elif self.last_stage is None and el >= 3:
             parts.append("loading the numeric code (numba compiles it on the first run after "
                          "an install: about a minute)" if self.first_run else "preparing")
-        text = " — ".join(parts) + f" · {el:.0f} s"
+        # the times first: a narrow dock cuts the end of the line, not the estimate
+        text = f"{el:.0f} s"
         if self._eta is not None and self._eta >= 1:
             text += f" · about {_duration(self._eta)} left"
         run_left = self.run_left()
         if run_left is not None and run_left >= 1:
             text += f" · the run about {_duration(run_left)}"
+        text += " · " + " — ".join(parts)
         self.overall.setText(text)
+        self.overall.setToolTip(text)
 
     def run_left(self) -> float | None:
         """Seconds left for the whole run of several images: the images done so far set the
@@ -220,6 +244,20 @@ class ProgressPanel(QWidget):
         self._eta = None
         self.overall.setText(text)
         self.cancel_button.setEnabled(False)
+
+
+class _RightElided(QLabel):
+    """One line drawn with "…" at its end when it is wider than the label."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        r, fm = self.contentsRect(), self.fontMetrics()
+        if fm.horizontalAdvance(self.text()) <= r.width():
+            super().paintEvent(event)
+            return
+        p = QPainter(self)
+        p.drawText(r, int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                   fm.elidedText(self.text(), Qt.TextElideMode.ElideRight, r.width()))
+        p.end()
 
 
 def _rank_of(message: str) -> tuple[int, int]:
@@ -355,7 +393,8 @@ def help_html(shortcuts: list[tuple[str, str]], readme: str) -> str:
 a rank; drag the histogram's black and white points to change the contrast of every view.</p>
 <h3>Method</h3>
 <p><b>grouped</b> (default): kernel PCA on groups of similar patches with shrinkage, two
-stages. A rank caps the components kept per group; <i>auto</i> = no cap (the shrinkage decides).
+stages. A rank keeps that many of each group's kernel components whole (low ranks smooth, high
+ranks keep noise); <i>auto</i> is the shrinkage, usually the best.
 The effective rank under a view is the mean number of components kept per group.<br>
 <b>global</b>: one kernel PCA on patches sampled from the image (Mika et al. 1998), with a live
 eigen-spectrum; <i>auto</i> is 16 for images and the rank from the noise level for patch sets

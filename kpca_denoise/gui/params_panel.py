@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..params import DenoiseParams
+from ..params import MAX_STRENGTH, DenoiseParams
 from .model import DEFAULT_RANKS, default_ranks
 from .texts import format_ranks, parse_ranks
 
@@ -184,7 +184,8 @@ class ParamsPanel(QScrollArea):
         f.addRow("method", self.method)
         self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
-                              "grouped: components per group; 'auto' = no cap (the shrinkage decides).\n"
+                              "grouped: components each group keeps whole (low: smooth, high: noisy); "
+                              "'auto' = the shrinkage.\n"
                               "global: 'auto' = the rank from the noise level for patch sets, 16 for "
                               "images.\nAlready computed ranks show instantly.")
         f.addRow("ranks to compare", self.ranks)
@@ -260,6 +261,17 @@ class ParamsPanel(QScrollArea):
         self.noise_sigma = _AutoFloat("noise standard deviation in pixel units (25 = 25 grey levels "
                                       "of an 8-bit image); auto estimates it per image", "{:.3g}")
         f.addRow("noise level σ", self.noise_sigma)
+        self.strength = QDoubleSpinBox(g_noise)
+        self.strength.setRange(0.1, MAX_STRENGTH)
+        self.strength.setDecimals(2)
+        self.strength.setSingleStep(0.1)
+        self.strength.setValue(1.0)
+        self.strength.setPrefix("× ")
+        self.strength.setKeyboardTracking(False)
+        self.strength.setToolTip("how much noise to remove: a factor on the noise level (estimated "
+                                 "or given); below 1 keeps more detail and noise, above 1 smooths "
+                                 "more.  With a preview (P) shown, the preview follows.")
+        f.addRow("strength", self.strength)
         self.noise_model = QComboBox(g_noise)
         self.noise_model.addItem("Gaussian", "gaussian")
         self.noise_model.addItem("Poisson-Gaussian (camera, microscope)", "poisson-gaussian")
@@ -308,7 +320,8 @@ class ParamsPanel(QScrollArea):
         """Every edit re-validates and tells the window (which shows cached ranks)."""
         self.method.currentIndexChanged.connect(self._on_method)
         self.ranks.editingFinished.connect(self._emit)
-        for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed):
+        for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed,
+                  self.strength):
             s.valueChanged.connect(self._emit)
         self.landmarks_on.toggled.connect(self._on_method)
         self.gamma.changed.connect(self._emit)
@@ -366,6 +379,7 @@ class ParamsPanel(QScrollArea):
             noise_model=self.noise_model.currentData(),
             poisson_gain=(self.poisson_gain.value("Poisson gain")
                           if self.noise_model.currentData() == "poisson-gaussian" else None),
+            strength=round(float(self.strength.value()), 2),
         )
         if method == "global":
             # 'auto' is the noise-level rank for patch sets and 16 for images
@@ -398,6 +412,7 @@ class ParamsPanel(QScrollArea):
             self.noise_sigma.set_value(p.noise_sigma)
             self.noise_model.setCurrentIndex(max(self.noise_model.findData(p.noise_model), 0))
             self.poisson_gain.set_value(p.poisson_gain)
+            self.strength.setValue(float(p.strength))
             self.iterations.setValue(int(p.preimage_iterations or 100))
             self.seed.setValue(int(p.seed))
             self.add_noise_on.setChecked(p.add_noise is not None)
@@ -417,7 +432,8 @@ class ParamsPanel(QScrollArea):
 
     def show_resolved(self, gamma: float | None, noise_sigma: float | None,
                       estimated: bool) -> None:
-        """Show what 'auto' chose in the last run for the current image."""
+        """Show what 'auto' chose in the last run for the current image (the noise level
+        measured, before the strength)."""
         self.gamma.show_chosen(gamma)
         self.noise_sigma.show_chosen(noise_sigma if estimated else None,
                                      prefix="estimated ")

@@ -54,6 +54,10 @@ class RunControl:
         self.save_settings()
         self.refresh_views()
         e = self.current_entry()
+        if not self.runner.is_running():
+            self.progress.set_method(p.method)  # the stages this method will go through
+        if self.preview_wanted():
+            self._preview_timer.start()
         if e is not None and not self.runner.is_running():
             rkey = self.result_key(e, p)
             rec = self.cache.get(e.key, rkey)
@@ -136,8 +140,9 @@ class RunControl:
     def _on_run_started(self, job: Job) -> None:
         n = len(job.items)
         self.progress.start(job.params.method, n, one_model=bool(job.sets))
-        self.log(run_started_text(n, job.params.method, {r for it in job.items for r in it.ranks},
-                                  [len(g) for g in job.sets]))
+        if job.purpose != "preview":
+            self.log(run_started_text(n, job.params.method, {r for it in job.items for r in it.ranks},
+                                      [len(g) for g in job.sets]))
         self.statusBar().showMessage("running…")
         e = self.current_entry()
         if e is not None and e.key in self._running_keys:
@@ -183,8 +188,13 @@ class RunControl:
         self._running_keys = set()
         progress_text, msg = run_end_texts(summary.status, summary.seconds, summary.done,
                                            summary.failed, summary.message)
+        preview = summary.job.purpose == "preview"
+        if preview and summary.status == "done":
+            progress_text = msg = f"preview done in {summary.seconds:.1f} s"
         self.progress.finish(progress_text)
-        if summary.status == "cancelled":
+        if preview and summary.status == "done":
+            self.statusBar().showMessage(msg, 10000)
+        elif summary.status == "cancelled":
             self.report_info(msg)
         elif summary.status == "failed":
             self.report_error(msg)
@@ -193,8 +203,9 @@ class RunControl:
             self.log(msg)
         self._update_actions()
         self.schedule_refresh()
-        if summary.status == "done":
+        if summary.status == "done" and not preview:
             self._add_auto_neighbours()
+        self._preview_after_run()
         pending, self._pending_export = self._pending_export, None
         if pending is not None and summary.status == "done" and summary.job.purpose == "export":
             self._export_after_run(*pending)

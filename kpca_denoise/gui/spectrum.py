@@ -82,6 +82,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.selected = None
         self.eigenvalues = np.zeros(0)
         self.total_variance: float | None = None
+        self.group_text = ""  # the grouped method's spectrum: which groups it is of
         self.n_updates = 0
         self.scene().sigMouseClicked.connect(self._on_click)
         self.setMinimumHeight(150)
@@ -106,6 +107,7 @@ class SpectrumPlot(pg.PlotWidget):
     def clear_spectrum(self, message: str = "") -> None:
         self.eigenvalues = np.zeros(0)
         self.total_variance = None
+        self.group_text = ""
         self.curve.setData([], [])
         self.cum_curve.setData([], [])
         self._show_cumulative(False)
@@ -117,6 +119,8 @@ class SpectrumPlot(pg.PlotWidget):
         """Show the current estimate; ``final`` with the trace adds the cumulative curve."""
         ev = np.asarray(eigenvalues, dtype=np.float64).ravel()
         self.eigenvalues = ev
+        self.group_text = ""
+        self.getPlotItem().setLabel("left", "eigenvalue λₖ (centred Gram)")
         self.n_updates += 1
         k = np.arange(1, ev.size + 1)
         pos = ev > 0  # a log axis cannot show zeros (round-off clipped by the fit)
@@ -143,6 +147,29 @@ class SpectrumPlot(pg.PlotWidget):
         if ev.size:
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
         self._update_rank_lines()
+
+    def set_group_spectrum(self, spectrum: np.ndarray, what: str) -> None:
+        """The grouped method's mean spectrum of its groups' kernel PCA (``what`` says which
+        groups): the components an explicit rank keeps whole are its first ones, and the
+        cumulative curve says the share of a group's variance that rank keeps."""
+        ev = np.clip(np.asarray(spectrum, dtype=np.float64).ravel(), 0.0, None)
+        total = float(ev.sum()) or None
+        if ev.size and ev[0] > 0:  # the centring's null component: no room on a log axis
+            ev = ev[: max(1, int(np.count_nonzero(ev > 1e-6 * ev[0])))]
+        self.set_eigenvalues(ev, final=True, total_variance=total)
+        self.getPlotItem().setLabel("left", "mean eigenvalue per group")
+        self.group_text = what
+        self._status_for_rank()
+
+    def _status_for_rank(self) -> None:
+        """The grouped spectrum's line: which groups, and what the selected rank keeps."""
+        if not self.group_text:
+            return
+        text = self.group_text
+        cum = self.cum_curve.yData
+        if isinstance(self.selected, int) and cum is not None and 0 < self.selected <= len(cum):
+            text += f"; rank {self.selected} keeps {100 * cum[self.selected - 1]:.0f}% of the variance"
+        _set_text(self.status, text)
 
     def solver_finished(self) -> None:
         """The run moved past the eigensolver: the estimate shown is its final one."""
@@ -171,12 +198,13 @@ class SpectrumPlot(pg.PlotWidget):
             pi.addItem(line, ignoreBounds=True)
             self._decade_lines.append(line)
 
-    def set_ranks(self, ranks: tuple, selected=None, auto_rank: int | None = None) -> None:
+    def set_ranks(self, ranks: tuple, selected=None, auto_rank: float | None = None) -> None:
         """Mark the compared ranks; the selected one is drawn bold.  ``None`` (auto) is
-        marked at ``auto_rank`` when the fit chose one (patch sets), else not at all."""
+        marked at ``auto_rank`` when the fit chose one (patch sets) or the grouped method's
+        shrinkage kept that many components per group on average, else not at all."""
         marks = tuple((r, r) for r in ranks if r is not None)
         if None in ranks and auto_rank is not None:
-            marks += ((None, int(auto_rank)),)
+            marks += ((None, round(float(auto_rank), 1)),)
         if marks != self.ranks:
             for line in self._rank_lines.values():
                 self.getPlotItem().removeItem(line)
@@ -184,7 +212,8 @@ class SpectrumPlot(pg.PlotWidget):
             # labels at staggered heights, so near ranks ("r=8", "r=16" on a plot of
             # 898 components) do not print over each other, nor over the centred message
             for i, (key, pos) in enumerate(sorted(marks, key=lambda m: m[1])):
-                text = f"r={pos}" if key is not None else f"auto={pos}"
+                text = (f"r={pos}" if key is not None else f"auto={pos:g}" if float(pos).is_integer()
+                        else f"auto≈{pos:g}")
                 line = pg.InfiniteLine(pos=pos, angle=90, movable=False, label=text,
                                        labelOpts={"position": (0.9, 0.75, 0.25, 0.1)[i % 4], "color": "#555",
                                                   "fill": (255, 255, 255, 200)})
@@ -193,6 +222,7 @@ class SpectrumPlot(pg.PlotWidget):
             self.ranks = marks
         self.selected = selected
         self._update_rank_lines()
+        self._status_for_rank()
 
     def _update_rank_lines(self) -> None:
         for r, line in self._rank_lines.items():

@@ -29,6 +29,7 @@ __all__ = [
     "rank_title",
     "input_title",
     "info_html",
+    "noise_text",
     "empty_spectrum_text",
     "waiting_spectrum_text",
     "status_text",
@@ -135,22 +136,39 @@ def shared_model_text(resolved: dict, n_set: int) -> str:
 
 def rank_title(e: ImageEntry, rec: FitRecord | None, r) -> str:
     """A rank's title in the views and on the sheet; 'auto' is marked with what it
-    stood for, or that nothing capped it."""
+    stood for, or that the grouped method's shrinkage chose."""
     if r is not None:
         return f"rank {rank_label(r)}"
     auto = rec.resolved.get("auto_rank") if rec is not None else None
     return (f"auto = {auto}" if auto is not None else
-            "auto (no cap)" if rec is not None and rec.params.method == "grouped"
+            "auto (shrinkage)" if rec is not None and rec.params.method == "grouped"
             and not e.is_patchset else "rank auto")
 
 
 def input_title(rec: FitRecord | None) -> str:
     """The input view's title: the input, or the noisy image a run denoised."""
     if rec is not None and rec.params.add_noise:
-        return f"noisy (input + σ {rec.params.add_noise:g})"
+        return f"noisy (σ {rec.params.add_noise:g} added)"
     if rec is not None:
         return "input (noisy)"
     return "input"
+
+
+def noise_text(sigma: float, estimated: bool, strength: float = 1.0,
+               measured: dict | None = None) -> str:
+    """The noise of a result in words: the level the denoiser was given (``sigma``,
+    strength included), whether it was estimated, the measured noise's model (white or
+    correlated: ``stats['noise']`` of the pipeline) and the strength applied."""
+    level = sigma / strength if strength else sigma
+    text = f"σ {'estimated ' if estimated else ''}{level:.3g}"
+    if measured and measured.get("kind") == "correlated":
+        text += (f" (correlated noise: {measured.get('correlation', 1):.2g}× the finest scale, "
+                 f"neighbours {measured.get('neighbour', 0):.2f})")
+    elif measured and estimated:
+        text += " (white)"
+    if strength != 1.0:
+        text += f" × strength {strength:g} = {sigma:.3g} removed"
+    return text
 
 
 def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
@@ -160,7 +178,8 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
     if poisson:
         parts.append(f"Poisson-Gaussian {noise_model_text(poisson)}")
     elif rec is not None:
-        parts.append(f"σ {'estimated ' if rec.noise_estimated else ''}{rec.noise_sigma:.3g}")
+        parts.append(noise_text(rec.noise_sigma, rec.noise_estimated, rec.params.strength,
+                                rec.resolved.get("noise")))
     if rec is not None:
         if rec.resolved.get("gamma"):
             parts.append(f"γ {rec.resolved['gamma']:.3g}")
@@ -175,7 +194,7 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
 def empty_spectrum_text(rec: FitRecord | None, is_patchset: bool) -> str:
     """What the spectrum plot says when the result shown has no eigenvalues."""
     if rec is not None and rec.params.method == "grouped" and not is_patchset:
-        return "the grouped method has no single spectrum\n(choose 'global' to see one)"
+        return "no group spectrum for this result\n(see the log)"
     if rec is not None:  # nothing fitted: no noise found, a flat image
         return "no spectrum: no model was fitted\nfor this result (see the log)"
     return "run to see the eigen-spectrum"
@@ -185,7 +204,8 @@ def waiting_spectrum_text(method: str) -> str:
     """What the spectrum plot says while a run of ``method`` starts."""
     if method == "global":
         return "waiting for the eigensolver…"
-    return "the grouped method fits one small kernel PCA per group;\nno single spectrum to show"
+    return ("the grouped method fits one small kernel PCA per group;\nthe groups' mean spectrum "
+            "appears when the image is done")
 
 
 def status_text(n_ranks: int, matches: bool) -> str:
@@ -249,8 +269,11 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
     if out.resolved.get("noise_model"):
         lines.append(f"{out.name}: Poisson-Gaussian noise, {noise_model_text(out.resolved['noise_model'])} "
                      "(denoised at σ 1 after the variance-stabilising transform)")
-    elif out.noise_estimated:
-        lines.append(f"{out.name}: estimated noise σ ≈ {out.noise_sigma:.3g}")
+    elif out.noise_estimated or out.params.strength != 1.0:
+        lines.append(f"{out.name}: noise " + noise_text(out.noise_sigma, out.noise_estimated,
+                                                        out.params.strength, out.resolved.get("noise")))
+    if out.resolved.get("hint"):  # e.g. the noise grows with the signal
+        lines.append(f"{out.name}: {out.resolved['hint']}")
     if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
         lines.append(out.note)
     return lines

@@ -132,7 +132,7 @@ class ImageViewer:
 
     # -- zoom and fit -------------------------------------------------------------------------
     def _visible_vb(self):
-        return self.split.vb if self.tabs.currentIndex() == 1 else self.grid.master
+        return self.split.vb if self.tabs.currentIndex() == 1 else self.grid.current_vb()
 
     def zoom_one_to_one(self) -> None:
         """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""

@@ -139,6 +139,7 @@ class ImagePanel(QFrame):
     """
 
     clicked = Signal()
+    doubleClicked = Signal()
     hovered = Signal(object)  # (x, y, value) in image pixels, or None off the image
 
     def __init__(self, title: str = "", parent: QWidget | None = None) -> None:
@@ -182,6 +183,7 @@ class ImagePanel(QFrame):
         self.roi_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.roi_text.hide()
         self.data: np.ndarray | None = None
+        self.frame = None  # the preview's region, when the panel shows a preview
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(1)
@@ -213,7 +215,11 @@ class ImagePanel(QFrame):
         self.roi_text.setVisible(bool(text))
 
     def _on_click(self, ev) -> None:
-        if ev.button() == Qt.MouseButton.LeftButton and not ev.double():
+        if ev.button() != Qt.MouseButton.LeftButton:
+            return
+        if ev.double():
+            self.doubleClicked.emit()
+        else:
             self.clicked.emit()
 
     def set_image(self, a: np.ndarray | None, levels: tuple[float, float] | None = None,
@@ -235,6 +241,23 @@ class ImagePanel(QFrame):
             self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
         return False
 
+    def set_frame(self, box: tuple | None) -> None:
+        """A dashed frame around ``box`` (y0, y1, x0, x1; the preview's region), or none."""
+        if box is None:
+            if self.frame is not None:
+                self.frame.hide()
+            return
+        if self.frame is None:
+            from PySide6.QtWidgets import QGraphicsRectItem
+
+            self.frame = QGraphicsRectItem()
+            self.frame.setPen(pg.mkPen("#39c5e0", width=2, style=Qt.PenStyle.DashLine, cosmetic=True))
+            self.frame.setZValue(10)
+            self.vb.addItem(self.frame, ignoreBounds=True)
+        y0, y1, x0, x1 = box
+        self.frame.setRect(x0, y0, x1 - x0, y1 - y0)
+        self.frame.show()
+
     def set_title(self, text: str) -> None:
         self.title.setText(text)
         self.title.setToolTip(text)
@@ -253,6 +276,7 @@ class ImagePanel(QFrame):
 class ComparisonGrid(QWidget):
     """Noisy input and one cell per rank; residuals (noisy − denoised) below each.
 
+    A double-click shows one panel alone, as large as the grid; another puts them all back.
     Layout (ranks r1..rk) when the width allows k + 1 columns::
 
         noisy / input   | rank r1   | ... | rank rk
@@ -265,6 +289,7 @@ class ComparisonGrid(QWidget):
 
     rankClicked = Signal(object)  # rank (int or None)
     userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
+    layoutChanged = Signal()  # a panel was shown large, or all of them again
     hovered = Signal(object, object)  # panel, (x, y, value) or None
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -278,6 +303,9 @@ class ComparisonGrid(QWidget):
         for p in (self.input_panel, self.ref_panel):
             p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
             p.hovered.connect(lambda info, p=p: self.hovered.emit(p, info))
+            p.doubleClicked.connect(lambda p=p: self.toggle_large(p))
+        #: the one panel shown large (double-click a panel; again to go back), or None
+        self.large: ImagePanel | None = None
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
@@ -312,7 +340,9 @@ class ComparisonGrid(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
-        if self.columns_for(self.width(), self._height()) != self.columns:
+        if self.large is not None:
+            self.layoutChanged.emit()  # the large view is no view the window watches
+        elif self.columns_for(self.width(), self._height()) != self.columns:
             self._relayout()
 
     def _height(self) -> int:
@@ -336,6 +366,9 @@ class ComparisonGrid(QWidget):
             if r not in ranks:
                 for d in (self.rank_panels, self.resid_panels):
                     p = d.pop(r)
+                    if p is self.large:
+                        self.large = None
+                        self.layoutChanged.emit()
                     self.grid.removeWidget(p)
                     p.setParent(None)
                     p.deleteLater()
@@ -347,6 +380,7 @@ class ComparisonGrid(QWidget):
                 q = ImagePanel(f"residual {label}", self)
                 q.clicked.connect(lambda r=r: self.rankClicked.emit(r))
                 for panel in (p, q):
+                    panel.doubleClicked.connect(lambda panel=panel: self.toggle_large(panel))
                     panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
                     panel.hovered.connect(lambda info, panel=panel: self.hovered.emit(panel, info))
                     panel.vb.setXLink(self.master)
@@ -357,13 +391,42 @@ class ComparisonGrid(QWidget):
 
     def set_show_residuals(self, on: bool) -> None:
         self.show_residuals = on
+        if not on and (self.large is self.ref_panel or self.large in self.resid_panels.values()):
+            self.large = None
         self._relayout()
+
+    def toggle_large(self, panel: ImagePanel | None) -> None:
+        """Show ``panel`` alone, as large as the grid (a double-click), or, when it is
+        already, every panel again.  The large panel is unlinked while it is alone (the
+        panels it follows are hidden); the window puts the zoom back (``layoutChanged``)."""
+        old, self.large = self.large, None if panel is None or panel is self.large else panel
+        if old is not None and old.vb is not self.master:
+            old.vb.setXLink(self.master)
+            old.vb.setYLink(self.master)
+        if self.large is not None and self.large.vb is not self.master:
+            self.large.vb.setXLink(None)
+            self.large.vb.setYLink(None)
+        self._relayout()
+        self.layoutChanged.emit()
+
+    def current_vb(self) -> pg.ViewBox:
+        """The view the others follow: the large panel's, else the input's."""
+        return self.large.vb if self.large is not None else self.master
 
     def _relayout(self) -> None:
         for p in self.panels():
             self.grid.removeWidget(p)
         self.ref_panel.vb.setXLink(self.master)
         self.ref_panel.vb.setYLink(self.master)
+        if self.large is not None:
+            for p in self.panels():
+                p.setVisible(p is self.large)
+            self.grid.addWidget(self.large, 0, 0)
+            for c in range(self.grid.columnCount()):
+                self.grid.setColumnStretch(c, 1 if c == 0 else 0)
+            for r in range(self.grid.rowCount()):
+                self.grid.setRowStretch(r, 1 if r == 0 else 0)
+            return
         cols = self.columns = self.columns_for(self.width(), self._height())
         per = 2 if self.show_residuals else 1  # grid rows per row of cells
         cells = [(self.input_panel, self.ref_panel)] + [(self.rank_panels[r], self.resid_panels[r])
@@ -389,7 +452,7 @@ class ComparisonGrid(QWidget):
             self.resid_panels[r].set_selected(r == rank)
 
     def auto_range(self) -> None:
-        self.master.autoRange(padding=0.0)
+        self.current_vb().autoRange(padding=0.0)
 
 
 def one_to_one(vb: pg.ViewBox) -> None:

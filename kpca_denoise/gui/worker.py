@@ -167,6 +167,7 @@ class DenoiseWorker(QObject):
     progress = Signal(str, int, int, str)  # stage, done, total, message
     spectrum = Signal(object)  # ndarray of current eigenvalue estimates
     itemDone = Signal(object)  # ItemOutcome
+    previewDone = Signal(object)  # PreviewOutcome
     finished = Signal(object)  # RunSummary
 
     def __init__(self, job: Job, token: CancelToken) -> None:
@@ -224,6 +225,9 @@ class DenoiseWorker(QObject):
             elif kind == "item":
                 if cancel_sent is None:
                     self.itemDone.emit(payload)
+            elif kind == "preview":
+                if cancel_sent is None:
+                    self.previewDone.emit(payload)
             elif kind == "finished":
                 summary.status = payload["status"]
                 summary.done = payload["done"]
@@ -241,6 +245,7 @@ class RunController(QObject):
     progress = Signal(str, int, int, str)
     spectrum = Signal(object)
     itemDone = Signal(object)
+    previewDone = Signal(object)
     finished = Signal(object)  # RunSummary, emitted after the thread has stopped
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -271,6 +276,7 @@ class RunController(QObject):
         worker.progress.connect(self.progress)
         worker.spectrum.connect(self.spectrum)
         worker.itemDone.connect(self.itemDone)
+        worker.previewDone.connect(self.previewDone)
         # quit from the worker thread itself (direct): the GUI thread may be
         # blocked in wait() while closing, and a queued quit would never arrive
         worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)

@@ -15,7 +15,8 @@ from .errors import InputError, OutputExistsError
 from .inputs import (FOLDER_SUFFIXES, IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES,
                      InputFile, collect_inputs, expand_inputs)
 from .reading import MAX_PIXELS, LoadedItem, display_oriented, read_item, read_items
-from .writing import (atomic_write, atomic_write_dir, check_not_input, jsonable, output_path,
+from .writing import (OUTPUT_FORMATS, atomic_write, atomic_write_dir, check_not_input, in_format,
+                      jsonable, output_path,
                       rank_tag, remove_stale_parts, write_item, write_sidecar, write_zarr)
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "read_item",
     "read_items",
     "write_item",
+    "in_format",
+    "OUTPUT_FORMATS",
     "write_zarr",
     "atomic_write_dir",
     "output_path",

@@ -248,6 +248,7 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
             axes, shape = "Q" + axes, (len(series),) + shape
         if "Y" not in axes or "X" not in axes:
             raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
+        shaped = bool(tf.is_shaped)
         h, w = shape[axes.index("Y")], shape[axes.index("X")]
         if w * h > max_pixels:
             raise _too_many_pixels(path, w, h, max_pixels)
@@ -288,6 +289,10 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
         meta["planar"] = True  # written back planar
+    if axes[-2:] != "YX" and axes[-3:] != "YXS" and shaped:
+        # tifffile's own record of the array it was given (a 5-page 1x1 stack came back
+        # as 'YQX'): pages first, as the array was
+        axes = _array_axes(a.shape, meta["photometric"])
     if axes[-2:] != "YX" and axes[-3:] != "YXS":
         raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
     lead = axes.index("Y")
@@ -299,6 +304,13 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     if pages == 1:
         return a[0], meta, False
     return a, meta, True
+
+
+def _array_axes(shape: tuple, photometric: int) -> str:
+    """The axes of an array written by tifffile with its shape recorded: (pages...,) rows,
+    columns, and the samples last for RGB(A)."""
+    rgb = photometric == 2 and len(shape) >= 3 and shape[-1] in (3, 4)
+    return "Q" * (len(shape) - 2 - rgb) + "YX" + "S" * rgb
 
 
 def _check_patchset(path: Path, a: np.ndarray, what: str) -> np.ndarray:

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,47 @@ from .errors import InputError, OutputExistsError
 from .reading import _EXIF_ORIENTATION, LoadedItem
 
 _UMASK_LOCK = threading.Lock()
+
+
+#: the formats an image may be written in instead of its own (``--format``, the window's
+#: export): name -> (format, suffix)
+OUTPUT_FORMATS = {"png": ("PNG", ".png"), "tiff": ("TIFF", ".tif"), "jpeg": ("JPEG", ".jpg"),
+                  "bmp": ("BMP", ".bmp")}
+_FORMAT_NAMES = {"tif": "tiff", "jpg": "jpeg"}
+
+
+def in_format(item: LoadedItem, fmt: str | None) -> LoadedItem:
+    """``item`` to be written in the output format ``fmt`` (a key of
+    :data:`OUTPUT_FORMATS`, 'tif' and 'jpg' too; None or its own format: ``item`` itself):
+    the same pixels and metadata, its output name with that format's suffix.  Raises
+    InputError in one line, before anything is computed, when that format cannot hold
+    the item (a patch set, a stack in a one-page format, 16-bit or float pixels, alpha in
+    a JPEG)."""
+    if fmt is None:
+        return item
+    key = _FORMAT_NAMES.get(fmt.lower().lstrip("."), fmt.lower().lstrip("."))
+    if key not in OUTPUT_FORMATS:
+        raise InputError(f"unknown output format {fmt!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
+    name, suffix = OUTPUT_FORMATS[key]
+    if name == item.format:
+        return item
+    where = f"{item.path.name}: cannot be written as {name}"
+    if item.is_patchset or item.is_lazy:
+        raise InputError(f"{where}: {'a patch set' if item.is_patchset else 'an OME-Zarr image'} "
+                         f"is written in its own format ({item.format}); drop the format choice")
+    if item.is_stack and name != "TIFF":
+        raise InputError(f"{where}: a stack of {item.n_pages} pages needs a multi-page format; "
+                         "choose tiff")
+    dt = np.dtype(item.dtype)
+    if dt.kind == "f" and name != "TIFF":
+        raise InputError(f"{where}: {name} cannot store floating-point pixels; choose tiff")
+    if dt == np.uint16 and name in ("JPEG", "BMP"):
+        raise InputError(f"{where}: {name} cannot store 16-bit images; choose png or tiff")
+    if len(item.shape) == 3 and item.shape[-1] in (2, 4) and name in ("JPEG", "BMP"):
+        raise InputError(f"{where}: {name} has no alpha channel; choose png or tiff")
+    rel = (item.rel if item.rel is not None else Path(item.path.name)).with_suffix(suffix)
+    meta = {k: v for k, v in item.meta.items() if k not in ("jpeg", "shape", "planar")}
+    return replace(item, format=name, rel=rel, meta=meta)
 
 
 def output_path(item: LoadedItem, outdir, tag: str) -> Path:

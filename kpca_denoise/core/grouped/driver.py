@@ -87,6 +87,7 @@ class _ChannelStats:
     spectrum_groups: int = 0  # the final pass's groups decomposed fully
     final_groups: int = 0
     kept: Any = 0
+    rank_spectrum: np.ndarray | None = None  # stage 2's noisy groups, for explicit ranks
 
 
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
@@ -272,6 +273,10 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
             groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
             # mean eigenvalues of the final stage's centred group Gram matrices, descending
             spectrum=st.spectrum / ns if st.spectrum is not None else np.zeros(0),
+            # the same for the noisy groups' own kernel PCA, whose leading components an
+            # explicit rank keeps (empty when only the auto rank was asked)
+            rank_spectrum=(st.rank_spectrum / ng if st.rank_spectrum is not None
+                           else np.zeros(0)),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
@@ -292,6 +297,9 @@ class _Pass:
     floors_rest: NoiseFloors  # the channels after the first (the chrominances of colour)
     tol2: float
     final: bool
+    #: stage 2's kernel width for the noisy groups' own kernel PCA, which explicit
+    #: ranks keep whole (the stage-1 width)
+    own_gamma: float = 0.0
 
 
 def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass:
@@ -308,7 +316,9 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
                  match_size=g.match_size1 if stage == 1 else g.match_size,
                  search_radius=g.search_radius1 if stage == 1 else g.search_radius,
                  floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
-                 tol2=p * p * (float(o.tol) * run.sigma) ** 2)
+                 tol2=p * p * (float(o.tol) * run.sigma) ** 2,
+                 own_gamma=noise_floors(run.sigma, p * p, n, float(o.gamma_scale), run.rbf,
+                                        run.kappa1, run.kappa2).gamma)
 
 
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
@@ -398,10 +408,12 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     report(progress, "grouping", done, total, message=msg)
     # only the components the shrinkage keeps: above the stage-1 threshold, or above
     # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
-    # an explicit rank may keep components below them: all
+    # an explicit rank in stage 1 may keep components below the threshold: all
     fl_ch = fl if ch == 0 else ps.floors_rest
-    floor = (0.0 if (ranks >= 0).any() else fl.tau1 if ps.stage == 1
-             else STAGE2_CUT * ps.n * fl_ch.tau2)
+    if ps.stage == 1:
+        floor = 0.0 if (ranks >= 0).any() else fl.tau1
+    else:
+        floor = STAGE2_CUT * ps.n * fl_ch.tau2
     fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0,
                      certify=ps.stage == 1)
     lam, V, rowmean = fit[:3]
@@ -415,26 +427,68 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
            eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
+    # (expansion weights, aggregation weights, kept, members, kernel width, Gram) per
+    # kind of rank: in stage 2 the auto rank is the pilot's shrinkage, and explicit
+    # ranks keep that many of the noisy group's own components whole
+    auto = ranks < 0 if ps.stage == 2 else np.ones(len(ranks), bool)
+    parts = []
     if ps.stage == 1:
-        Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
-    else:
-        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks)
+        parts.append((*shrink_own(lam, V, fl.tau1, ranks), P, fl.gamma, K))
+    elif auto.any():
+        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
+                      fl.gamma, K))
+    if not auto.all():
+        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st))
     if ps.final:
-        st.kept = kept.sum(axis=0) + st.kept
+        st.kept = _by_rank(auto, [pt[2] for pt in parts]).sum(axis=0) + st.kept
     t3 = time.perf_counter()
     sec["projection"] += t3 - t2
     report(progress, "projection", done, total, message=msg)
-    Est, fb, its = preimage_groups(Gam, P, rbf, fl.gamma, int(run.options.max_iter), ps.tol2, K)
+    ests, fb, its = [], 0, 0
+    for Gam, _, _, members, gamma, gram in parts:
+        e, f, i = preimage_groups(Gam, members, rbf, gamma, int(run.options.max_iter),
+                                  ps.tol2, gram)
+        ests.append(e)
+        fb, its = fb + f.sum(), its + i.sum()
+    Est = _by_rank(auto, ests)
+    aggw = _by_rank(auto, [pt[1] for pt in parts])
     # the mean step on channel 0 only (the luminance of colour): the chrominances lose
     # with it (docs/options.md); its time counts as the pre-image's
     mk = run.options.mean_kappa1
     if ps.stage == 1 and ch == 0 and mk is not None:
         correct_means(Est, X, float(mk) * run.sigma * run.sigma / (p * p))
-    st.fallbacks += int(fb.sum())
-    st.iterations += int(its.sum())
+    st.fallbacks += int(fb)
+    st.iterations += int(its)
     t4 = time.perf_counter()
     sec["preimage"] += t4 - t3
     report(progress, "preimage", done, total, message=msg)
     accumulate_groups(Est, aggw, gy, gx, p, num, den, run.window)
     sec["reassembly"] += time.perf_counter() - t4
     report(progress, "reassembly", done, total, message=msg)
+
+
+def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
+                    st: _ChannelStats) -> tuple:
+    """Stage 2's explicit ranks: each noisy group's own kernel PCA with its ``ranks``
+    leading components kept whole.  Returns what :func:`_chunk` needs for the
+    pre-image (as its other rank kind does); the groups' summed spectrum (what the
+    ranks cut) is added to ``st.rank_spectrum``."""
+    fit = fit_groups(X, rbf, gamma, 0.0, gram=rbf)
+    lam, V = fit[0], fit[1]
+    st.rank_spectrum = lam.sum(axis=0) + (st.rank_spectrum if st.rank_spectrum is not None
+                                          else 0.0)
+    Gam, aggw, kept = shrink_own(lam, V, math.inf, ranks)
+    return Gam, aggw, kept, X, gamma, (fit[3] if rbf else None)
+
+
+def _by_rank(auto: np.ndarray, parts: list) -> np.ndarray:
+    """The arrays of the auto ranks and of the explicit ranks (in that order in
+    ``parts``, each with its ranks on axis 1) put back in the order of ``auto``."""
+    if len(parts) == 1:
+        return parts[0]
+    shape = list(parts[0].shape)
+    shape[1] = len(auto)
+    out = np.empty(shape, dtype=np.result_type(*parts))
+    out[:, np.flatnonzero(auto)] = parts[0]
+    out[:, np.flatnonzero(~auto)] = parts[1]
+    return out

@@ -5,7 +5,12 @@ Stage 1 keeps a group's own components above a threshold (:func:`shrink_own`) an
 takes one Wiener step on the patch means (:func:`correct_means`); stage 2 projects
 the noisy members on the pilot group's kernel PCA and weights each coefficient with
 the pilot's power on its component (:func:`shrink_pilot`).  Each estimate's weight
-in the overlap average is ``1 / (1 + sum_k w_k^2)``.  See ``docs/method.md``.
+in the overlap average is ``1 / (1 + sum_k w_k^2)``.
+
+A rank of ``-1`` (auto) is that shrinkage.  An explicit rank ``r`` keeps the ``r``
+leading components of the noisy group's own kernel PCA whole (``w_k = 1``, stage-1
+weights with no threshold) and drops the rest, so low ranks smooth and high ranks
+keep noise.  See ``docs/method.md``.
 """
 
 from __future__ import annotations
@@ -41,14 +46,17 @@ def _project1(lam, V, tau, ranks, Gam, aggw, kept):
         lmax = lam[r, 0]
         w = np.zeros(n)
         nkeep = 0
+        nvalid = 0  # components that are not numerically zero
         for k in range(n):
             l = lam[r, k]
-            if l > 1e-6 * max(lmax, 1e-300) and l > tau:
+            if l > 1e-6 * max(lmax, 1e-300):
+                nvalid = k + 1
                 w[k] = 1.0
-                nkeep = k + 1
+                if l > tau:
+                    nkeep = k + 1
         for q in range(nr):
-            cap = ranks[q] if ranks[q] >= 0 else n
-            cap = min(cap, nkeep)
+            # auto (-1): the threshold decides; an explicit rank keeps that many whole
+            cap = nkeep if ranks[q] < 0 else min(ranks[q], nvalid)
             kept[r, q] = cap
             ss = 0.0
             for k in range(cap):

@@ -1,0 +1,212 @@
+"""Camera noise through a simulated camera pipeline: blind estimate and denoising against CBM3D.
+
+A script, not a test (issue 33).  Each clean 8-bit sRGB image (256x256 centre crop) goes
+through a camera: sRGB made linear, an RGGB Bayer mosaic, Poisson-Gaussian noise on the
+mosaic (variance ``a * y + b^2`` of the linear signal ``y`` in 0..1, clipped to 0..1 as a
+sensor saturates), demosaicing (``bilinear``: OpenCV's ``COLOR_BayerBG2RGB``; ``ea``:
+OpenCV's edge-aware ``COLOR_BayerBG2RGB_EA``, on 16 bits), the sRGB curve, 8 bits, and
+optionally JPEG (Pillow, 4:4:4: no chroma subsampling, whose loss of colour
+detail no denoiser can undo) of quality 85, 90 or 95.  The reference ("clean") is the
+same pipeline without noise (the same demosaicing, no rounding, no JPEG): what is left
+against it is the noise, and its RMS over pixels and channels is the true noise std.
+
+Light levels (``LEVELS``): ``bright`` (a 0.002, b 0.003: about 500 photo-electrons at
+white) and ``dim`` (a 0.01, b 0.01: 100, with more read noise).
+
+Per image, level and pipeline: PSNR of the noisy image, of ours with nothing given (the
+defaults), of ours told the true std (``noise_sigma``), of CBM3D (``bm3d.bm3d_rgb``)
+told the true std and of CBM3D told scikit-image's ``estimate_sigma`` (averaged over the
+channels), and our blind estimate of the noise std against the true one.  ``--estimate``
+prints the estimates only (fast; every pipeline, JPEG 85 / 90 / 95 included).
+
+Images: ``sample_images/astronaut.png`` and, with ``--dir DIR``, every PNG in DIR.  The
+figures in ``benchmarks/results/camera_noise.txt`` used four photographs of Debian 12's
+``mate-backgrounds`` 1.26 (``apt-get download mate-backgrounds``; ``Aqua``, ``Blinds``,
+``Dune`` and ``Garden`` of ``usr/share/backgrounds/mate/nature``, scaled with Pillow's
+Lanczos filter to 512 px on the short side and saved as PNG).
+
+Usage::
+
+    python -m benchmarks.camera_noise [--dir DIR] [--estimate] [--pipelines bilinear,ea-q90]
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.common import (SAMPLES, bm3d_denoise, centre_crop, exit_on_help, image_files,
+                               psnr, results_header)
+
+#: light level -> (Poisson gain a, read-noise std b), linear signal in 0..1
+LEVELS = {"bright": (0.002, 0.003), "dim": (0.01, 0.01)}
+#: pipeline name -> (demosaicing, JPEG quality or None)
+PIPELINES = {"bilinear": ("bilinear", None), "ea": ("ea", None),
+             "bilinear-q90": ("bilinear", 90), "ea-q90": ("ea", 90),
+             "bilinear-q85": ("bilinear", 85), "ea-q95": ("ea", 95)}
+#: what a full run denoises (``--estimate`` reads every pipeline)
+DEFAULT_PIPELINES = ("bilinear", "ea", "bilinear-q90", "ea-q90")
+CROP = 256
+
+
+def srgb_to_linear(v: np.ndarray) -> np.ndarray:
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(v: np.ndarray) -> np.ndarray:
+    v = np.clip(v, 0.0, 1.0)
+    return np.where(v <= 0.0031308, 12.92 * v, 1.055 * v ** (1 / 2.4) - 0.055)
+
+
+def mosaic(linear: np.ndarray) -> np.ndarray:
+    """The RGGB Bayer mosaic (H, W) of a linear RGB image (R at even rows and columns)."""
+    m = linear[..., 1].copy()
+    m[0::2, 0::2] = linear[0::2, 0::2, 0]
+    m[1::2, 1::2] = linear[1::2, 1::2, 2]
+    return m
+
+
+def demosaic(raw: np.ndarray, method: str) -> np.ndarray:
+    """A 0..1 RGGB mosaic to linear RGB in 0..1 with OpenCV (16 bits).  OpenCV names the
+    pattern by the second row's first two pixels: RGGB is its ``BayerBG``."""
+    import cv2
+
+    code = cv2.COLOR_BayerBG2RGB if method == "bilinear" else cv2.COLOR_BayerBG2RGB_EA
+    r16 = np.clip(np.rint(raw * 65535.0), 0, 65535).astype(np.uint16)
+    return cv2.cvtColor(r16, code).astype(np.float64) / 65535.0
+
+
+def jpeg(image: np.ndarray, quality: int) -> np.ndarray:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="JPEG", quality=quality, subsampling=0)
+    buf.seek(0)
+    with Image.open(buf) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def camera(srgb8: np.ndarray, level: str, pipeline: str, seed: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``(clean, noisy)``: the reference (float64, 0..255) and the camera's 8-bit output."""
+    a, b = LEVELS[level]
+    method, quality = PIPELINES[pipeline]
+    lin = srgb_to_linear(srgb8.astype(np.float64) / 255.0)
+    raw = mosaic(lin)
+    rng = np.random.default_rng(seed)
+    noisy_raw = np.clip(a * rng.poisson(raw / a) + rng.normal(0.0, b, raw.shape), 0.0, 1.0)
+    clean = 255.0 * linear_to_srgb(demosaic(raw, method))
+    noisy = np.clip(np.rint(255.0 * linear_to_srgb(demosaic(noisy_raw, method))), 0, 255)
+    noisy = noisy.astype(np.uint8)
+    if quality is not None:
+        noisy = jpeg(noisy, quality)
+    return clean, noisy
+
+
+def images(directory: str | None) -> dict[str, np.ndarray]:
+    from PIL import Image
+
+    files = [SAMPLES / "astronaut.png"] + (image_files(directory) if directory else [])
+    out = {}
+    for f in files:
+        with Image.open(f) as im:
+            out[f.stem] = centre_crop(np.asarray(im.convert("RGB")), CROP)
+    return out
+
+
+def true_std(clean: np.ndarray, noisy: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((noisy.astype(np.float64) - clean) ** 2)))
+
+
+def ours(noisy: np.ndarray, sigma: float | None = None):
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    res = denoise_set([noisy], DenoiseParams(noise_sigma=sigma)).images[0]
+    if res.error:
+        raise RuntimeError(res.error)
+    return res.outputs[None].astype(np.float64), res
+
+
+def blind_estimate(noisy: np.ndarray) -> float:
+    """The noise std the default path measures (what it would tell the denoiser)."""
+    from kpca_denoise import DenoiseParams
+    from kpca_denoise.prepare import _prepare_item
+    from kpca_denoise.results import ImageResult
+
+    res = ImageResult(index=0, name="x")
+    _prepare_item(DenoiseParams(), noisy, res, False, seed=0)
+    return res.noise_sigma
+
+
+def skimage_sigma(noisy: np.ndarray) -> float:
+    from skimage.restoration import estimate_sigma
+
+    return float(estimate_sigma(noisy.astype(np.float64), channel_axis=-1, average_sigmas=True))
+
+
+def main(argv: list[str]) -> None:
+    exit_on_help(argv, __doc__)
+    directory = argv[argv.index("--dir") + 1] if "--dir" in argv else None
+    only_estimate = "--estimate" in argv
+    pipes = (tuple(argv[argv.index("--pipelines") + 1].split(",")) if "--pipelines" in argv
+             else tuple(PIPELINES) if only_estimate else DEFAULT_PIPELINES)
+    print(results_header())
+    imgs = images(directory)
+    if only_estimate:
+        print(f"{'image':<12} {'level':<7} {'pipeline':<13} {'true':>6} {'ours':>6} {'ratio':>6}"
+              f" {'skimage':>7}")
+    else:
+        print(f"{'image':<12} {'level':<7} {'pipeline':<13} {'true':>6} {'est':>6} {'noisy':>6}"
+              f" {'blind':>6} {'told':>6} {'CBM3D':>6} {'CB-est':>6}  blind-CBM3D  blind-told")
+    rows = []
+    t0 = time.perf_counter()
+    for k, (name, im) in enumerate(imgs.items()):
+        for level in LEVELS:
+            for pipe in pipes:
+                seed = 1000 * k + 10 * list(LEVELS).index(level) + list(PIPELINES).index(pipe)
+                clean, noisy = camera(im, level, pipe, seed)
+                s_true = true_std(clean, noisy)
+                s_est = blind_estimate(noisy)
+                if only_estimate:
+                    s_sk = skimage_sigma(noisy)
+                    rows.append((name, level, pipe, s_true, s_est))
+                    print(f"{name:<12} {level:<7} {pipe:<13} {s_true:6.2f} {s_est:6.2f} "
+                          f"{s_est / s_true:6.3f} {s_sk:7.2f}", flush=True)
+                    continue
+                p_noisy = psnr(clean, noisy)
+                p_blind = psnr(clean, ours(noisy)[0])
+                p_told = psnr(clean, ours(noisy, s_true)[0])
+                x = noisy.astype(np.float64)
+                p_cb = psnr(clean, bm3d_denoise(x, s_true))
+                p_cbe = psnr(clean, bm3d_denoise(x, skimage_sigma(noisy)))
+                rows.append((name, level, pipe, s_true, s_est, p_noisy, p_blind, p_told, p_cb,
+                             p_cbe))
+                print(f"{name:<12} {level:<7} {pipe:<13} {s_true:6.2f} {s_est:6.2f} "
+                      f"{p_noisy:6.2f} {p_blind:6.2f} {p_told:6.2f} {p_cb:6.2f} {p_cbe:6.2f}"
+                      f"  {p_blind - p_cb:+10.2f}  {p_blind - p_told:+9.2f}", flush=True)
+    print()
+    r = np.array([row[3:] for row in rows], dtype=np.float64)
+    ratio = r[:, 1] / r[:, 0]
+    print(f"estimate / true std: mean {ratio.mean():.3f}, min {ratio.min():.3f}, "
+          f"max {ratio.max():.3f} over {len(rows)} cases")
+    if not only_estimate:
+        for what, sel in [("all", np.ones(len(rows), bool)),
+                          ("no JPEG", np.array(["-q" not in row[2] for row in rows])),
+                          ("JPEG", np.array(["-q" in row[2] for row in rows]))]:
+            if not sel.any():
+                continue
+            g = r[sel]
+            d_cb, d_told = g[:, 3] - g[:, 5], g[:, 3] - g[:, 4]
+            print(f"{what:<8} mean PSNR noisy {g[:, 2].mean():.2f}, blind {g[:, 3].mean():.2f}, "
+                  f"told {g[:, 4].mean():.2f}, CBM3D told {g[:, 5].mean():.2f}, CBM3D est "
+                  f"{g[:, 6].mean():.2f}; blind - CBM3D told: mean {d_cb.mean():+.2f}, worst "
+                  f"{d_cb.min():+.2f}; blind - told: mean {d_told.mean():+.2f}, worst "
+                  f"{d_told.min():+.2f}")
+    print(f"# {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,89 @@
+"""How long the window's preview of a region takes, against the full run, and that it is
+the full run's pixels there.
+
+A script, not a test.  The image is the cameraman tiled 2 x 2 (1024 x 1024, grey) or
+the astronaut (512 x 512, colour) with Gaussian noise of σ 25 added (seed 0); each
+profile of the grouped method (``DenoiseParams.grouped``) and the global method are
+run in one process: the full run (``denoise_set``, every rank of the GUI's default set),
+then the preview of a 256 x 256 region (:func:`kpca_denoise.gui.compute.run_preview`:
+the whole image's decisions, then one tile), then the same region moved (the decisions
+kept), and the largest pixel difference between the preview and the full result there.
+The times are ratios to the full run: the machine is shared.
+
+Usage::
+
+    python -m benchmarks.preview [--image camera2x2|astronaut] [--profiles default,fast]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks.common import results_header, sample_image
+from kpca_denoise.gui.compute import JobItem, _DECISIONS, _MODELS, preview_tile, run_preview
+from kpca_denoise.gui.model import default_ranks
+from kpca_denoise.params import DenoiseParams
+from kpca_denoise.pipeline import denoise_set, result_keys
+
+
+def _image(name: str) -> np.ndarray:
+    if name == "camera2x2":
+        return np.tile(sample_image("camera.png"), (2, 2))
+    return sample_image(f"{name}.png")
+
+
+def _params(profile: str) -> DenoiseParams:
+    if profile == "global":
+        return DenoiseParams(method="global", ranks=default_ranks("global"), add_noise=25.0)
+    grouped = {} if profile == "default" else profile
+    return DenoiseParams(ranks=default_ranks("grouped"), add_noise=25.0, grouped=grouped)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--image", default="camera2x2")
+    ap.add_argument("--profiles", default="default,global",
+                    help="grouped presets (default, fast, ...) and/or 'global'")
+    args = ap.parse_args(argv)
+    print(results_header(), flush=True)
+    a = _image(args.image)
+    h, w = a.shape[:2]
+    boxes = [(h // 2 - 128, h // 2 + 128, w // 2 - 128, w // 2 + 128),
+             (h // 4 - 128, h // 4 + 128, w // 4 - 128, w // 4 + 128)]
+    print(f"image {args.image} {w}x{h}, sigma 25 added; preview region 256x256")
+    print(f"{'profile':<10} {'full s':>8} {'preview s':>10} {'moved s':>8} {'ratio':>7} "
+          f"{'moved ratio':>11} {'computed px':>12} {'max diff':>9}")
+    for profile in args.profiles.split(","):
+        try:
+            params = _params(profile)
+        except (TypeError, ValueError) as exc:
+            print(f"{profile:<10} skipped: {exc}")
+            continue
+        _DECISIONS.clear()
+        _MODELS.clear()
+        t = time.perf_counter()
+        full = denoise_set([a], params).images[0]
+        t_full = time.perf_counter() - t
+        item = JobItem(key="bench", name=args.image, array=a, is_patchset=False, ranks=params.ranks)
+        times, diff = [], 0
+        for box in boxes:
+            t = time.perf_counter()
+            pv = run_preview(item, params, box, None, None)
+            times.append(time.perf_counter() - t)
+            y0, y1, x0, x1 = pv.box
+            keys = {r: result_keys(params.replace(ranks=(r,)), False)[0] for r in params.ranks}
+            for r, out in pv.outputs.items():
+                ref = full.outputs[keys[r]][y0:y1, x0:x1]
+                diff = max(diff, int(np.abs(ref.astype(np.int64) - out.astype(np.int64)).max()))
+        tile = preview_tile(a.shape, pv.params if params.method == "global" else
+                            _DECISIONS[next(iter(_DECISIONS))][3], boxes[1])
+        px = (tile.ry1 - tile.ry0) * (tile.rx1 - tile.rx0)
+        print(f"{profile:<10} {t_full:8.1f} {times[0]:10.1f} {times[1]:8.1f} "
+              f"{times[0] / t_full:7.2f} {times[1] / t_full:11.2f} {px:12d} {diff:9d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+"""The noise that camera images carry: its level against brightness and its spatial correlation.
+
+Demosaicing, JPEG and any filtering in a camera spread each sensor pixel's noise over its
+neighbours: the noise is no longer white, and the finest-scale estimators
+(:func:`~kpca_denoise.core.noise.estimate_sigma_image`, the smallest eigenvalues of the
+covariance of small patches) see only its high frequencies, about half of it.  Here the
+whole noise covariance of weakly textured patches is fitted instead:
+
+* the patches (``p`` x ``p``) are chosen as weakly textured as the white-noise estimator
+  chooses them (gradient energy of the image smoothed by a Gaussian of std 2 px), then
+  refined: a patch is kept when its own gradient energy is what noise of the current
+  covariance would give with probability ``confidence`` (its mean and variance under
+  the fitted covariance, a gamma quantile);
+* their covariance, with the constant and the two linear ramps projected out (the signal
+  of a weakly textured patch), is fitted by least squares with a stationary noise
+  autocovariance ``R(dy, dx)`` of lags up to ``lag`` (the projection applied to the model
+  as to the data), so that ``R(0, 0)`` is the whole per-pixel variance and the other
+  lags say how correlated the noise is.
+
+Per brightness level (equal-count bins of the patch means) this gives the noise-level
+function: the per-pixel std against brightness (:class:`NoiseModel`).  ``docs/noise.md``
+has the measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.stats import chi2
+from scipy.stats import gamma as gamma_dist
+
+from .noise import _level_variances, _PatchStats, _refine, _sample_blocks
+
+__all__ = ["NoiseModel", "estimate_noise_model"]
+
+
+def _lags(L: int) -> list[tuple[int, int]]:
+    """The lags of a symmetric autocovariance up to ``L`` px: (0, 0), then one of each
+    pair (dy, dx) / (-dy, -dx)."""
+    out = [(0, 0)]
+    for dy in range(0, L + 1):
+        for dx in range(-L, L + 1):
+            if (dy, dx) > (0, 0):
+                out.append((dy, dx))
+    return out
+
+
+class _Design:
+    """For ``p`` x ``p`` patches: the projection off the constant and the two ramps, the
+    projected basis matrix of each lag (the design of the least-squares fit), and the
+    quadratic form of a patch's own gradient energy."""
+
+    def __init__(self, p: int, L: int, degree: int = 2):
+        self.p, self.lags = p, _lags(L)
+        d = p * p
+        yy, xx = np.divmod(np.arange(d), p)
+        yc, xc = (yy - yy.mean()) / p, (xx - xx.mean()) / p
+        ramps = np.stack([yc ** i * xc ** j for i in range(degree + 1)
+                          for j in range(degree + 1 - i)], axis=1)
+        q = np.linalg.qr(ramps)[0]
+        self.P = np.eye(d) - q @ q.T
+        dyy = yy[:, None] - yy[None, :]
+        dxx = xx[:, None] - xx[None, :]
+        self.E = []
+        for dy, dx in self.lags:
+            E = ((dyy == dy) & (dxx == dx)).astype(np.float64)
+            if (dy, dx) != (0, 0):
+                E = E + E.T
+            self.E.append(E)
+        self.X = np.stack([(self.P @ E @ self.P).ravel() for E in self.E], axis=1)
+        # own gradient energy x^T A x: squared horizontal and vertical differences
+        Dx = np.zeros((p * (p - 1), d))
+        Dy = np.zeros((p * (p - 1), d))
+        k = 0
+        for i in range(p):
+            for j in range(p - 1):
+                Dx[k, i * p + j], Dx[k, i * p + j + 1] = -1.0, 1.0
+                Dy[k, j * p + i], Dy[k, (j + 1) * p + i] = -1.0, 1.0
+                k += 1
+        self.A = Dx.T @ Dx + Dy.T @ Dy
+
+    def fit(self, rows: np.ndarray) -> np.ndarray:
+        """The autocovariance at :attr:`lags` of the noise of ``rows`` (N, p*p)."""
+        Xc = rows - rows.mean(axis=0)
+        C = Xc.T @ Xc / max(rows.shape[0] - 1, 1)
+        M = self.P @ C @ self.P
+        return np.linalg.lstsq(self.X, M.ravel(), rcond=None)[0]
+
+    def cov(self, R: np.ndarray) -> np.ndarray:
+        return sum(r * E for r, E in zip(R, self.E))
+
+    def own_threshold(self, R: np.ndarray, confidence: float) -> float:
+        """The ``confidence`` quantile of a noise-only patch's own gradient energy under
+        the autocovariance ``R`` (a gamma law of its mean and variance)."""
+        AS = self.A @ self.cov(R)
+        mean = float(np.trace(AS))
+        var = 2.0 * float(np.sum(AS * AS.T))
+        if not (mean > 0 and var > 0):
+            return 0.0
+        k, theta = mean * mean / var, var / mean
+        return float(gamma_dist.ppf(confidence, k, scale=theta))
+
+
+_DESIGNS: dict = {}
+
+
+def _design(p: int, L: int, degree: int = 2) -> _Design:
+    if (p, L, degree) not in _DESIGNS:
+        _DESIGNS[(p, L, degree)] = _Design(p, L, degree)
+    return _DESIGNS[(p, L, degree)]
+
+
+
+#: the noise is taken as spatially correlated when the per-pixel std the whole-covariance
+#: fit reads is at least this many times the finest-scale (white-noise) estimate ...
+CORRELATED_RATIO = 1.5
+#: ... and its correlation is short-range: the neighbours' correlation less twice that at
+#: 3 px is at least this.  Texture left in the weakly textured patches of a white-noise
+#: image raises the first ratio too (grass and gravel at sigma 2 / 5: 2.1 to 2.4) but
+#: decays slowly (0.36 to 0.38 here); demosaiced camera noise, with or without JPEG,
+#: read 0.48 to 0.54 (``python -m benchmarks.camera_noise --estimate``, docs/noise.md)
+CORRELATED_SHORT = 0.44
+#: the noise level is taken as growing with the signal when the variance of the
+#: brightest level is at least this many times that of the darkest
+SIGNAL_DEPENDENT_RATIO = 3.0
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """The noise an image was measured to carry (``ImageResult.stats['noise']`` holds
+    :meth:`to_dict`; ``docs/noise.md``).
+
+    kind : 'white' (the finest-scale estimate is the whole noise) or 'correlated'
+        (demosaiced, filtered or compressed noise: more than the finest scale shows).
+    sigma : the per-pixel noise std the denoiser is told (before ``strength``).
+    white_sigma : the finest-scale (white-noise) estimate, what 'white' uses.
+    correlation : the whole per-pixel std over the finest-scale one (1 for white noise).
+    neighbour : the correlation of neighbouring pixels' noise (0 for white noise).
+    levels, level_sigmas : the noise-level function, for plotting: the mean brightness of
+        each level (pixel units; for colour, the mean of the channels) and the noise std
+        there (the finest-scale reading per level of the luminance; when correlated,
+        scaled so that its root mean square over the levels is ``sigma``).
+    signal_dependent : the variance grows with the brightness (by
+        :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest).
+    """
+
+    kind: str
+    sigma: float
+    white_sigma: float
+    correlation: float = 1.0
+    neighbour: float = 0.0
+    levels: tuple = ()
+    level_sigmas: tuple = ()
+    signal_dependent: bool = False
+
+    @property
+    def correlated(self) -> bool:
+        return self.kind == "correlated"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["levels"], d["level_sigmas"] = list(self.levels), list(self.level_sigmas)
+        return d
+
+
+def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
+                        max_patches: int, max_pixels: int, block_size: int, seed: int,
+                        frac: float = 0.3, confidence: float = 0.999, iterations: int = 5
+                        ) -> np.ndarray | None:
+    """The noise autocovariance (:attr:`_Design.lags`) of one channel: the weakly
+    textured patches the white-noise estimator keeps (away from the clipping
+    ``bounds``), then re-chosen twice by the own-energy test under the fitted
+    covariance (correlated noise has a heavier own-energy tail than white noise of its
+    finest-scale std, which the white test cut); None if too few patches."""
+    st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
+                     with_mean=bounds is not None)
+    ok = np.ones(st.t.size, bool) if bounds is None else (
+        (st.mu >= bounds[0] + 2.0 * white) & (st.mu <= bounds[1] - 2.0 * white))
+    min_keep = 50 * p * p
+    if ok.sum() * frac < min_keep:
+        return None
+    rng = np.random.default_rng(seed)
+    pca_of = st.pca(max_patches, rng)
+    t = st.t
+    start = np.flatnonzero(ok & (t <= np.quantile(t[ok], frac)))
+    sigma, kept = _refine(pca_of(start), pca_of, st.own, lambda _s: ok,
+                          float(chi2.ppf(confidence, 2 * p * (p - 1))), iterations, min_keep)
+    kept = start if kept is None else kept
+    d = _design(p, lag)
+
+    def fit(sel: np.ndarray) -> np.ndarray:
+        if sel.size > max_patches:
+            sel = sel[rng.choice(sel.size, max_patches, replace=False)]
+        return d.fit(st.rows(sel))
+
+    R = fit(kept)
+    for _ in range(2):
+        if not R[0] > 0:
+            break
+        if bounds is not None:  # 2 whole stds from the bounds: the noise is not clipped there
+            s = float(np.sqrt(R[0]))
+            ok = (st.mu >= bounds[0] + 2.0 * s) & (st.mu <= bounds[1] - 2.0 * s)
+        sel = np.flatnonzero(ok & (st.own <= d.own_threshold(R, confidence)))
+        if sel.size < min_keep:
+            break
+        R = fit(sel)
+    return R
+
+
+def _level_function(img: np.ndarray, p: int, max_patches: int, max_pixels: int,
+                    block_size: int, seed: int, nlev: int = 6, frac: float = 0.3
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The finest-scale noise std per brightness level of a 2-D image (``nlev``
+    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`):
+    ``(level means, stds)``, empty for an image too small."""
+    st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
+                     with_mean=True)
+    min_keep = 40 * p * p
+    nlev = min(nlev, int(st.t.size * frac) // min_keep)
+    if nlev < 2:
+        return np.zeros(0), np.zeros(0)
+    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep, max_patches, seed)
+    return m, np.sqrt(np.maximum(v, 0.0))
+
+
+def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=None,
+                         bounds: tuple[float, float] | None = None, patch_size: int = 7,
+                         lag: int = 3, max_patches: int = 20000, max_pixels: int = 1 << 20,
+                         block_size: int = 256, random_state: int = 0) -> NoiseModel:
+    """The :class:`NoiseModel` of an image (H, W) or (H, W, C) (colour channels only:
+    no alpha), given ``white_sigma``, the finest-scale estimate
+    (:func:`~kpca_denoise.core.noise.estimate_sigma_image`, of the luminance for colour).
+
+    Per channel the whole noise autocovariance is fitted (module docstring); pooled over
+    the channels, the per-pixel variance and the neighbour correlation decide between
+    'white' (``sigma = white_sigma``: white noise gets today's estimate exactly) and
+    'correlated' (``sigma`` the pooled per-pixel std).  ``bounds``: the values each
+    channel was clipped to (patches near them are left out).  ``luminance``: a 2-D
+    array-like (sliced lazily) the level function is read from, for colour (default:
+    the first channel)."""
+    x = np.asarray(image)
+    chans = [x] if x.ndim == 2 else [x[..., c] for c in range(x.shape[2])]
+    kw = dict(max_patches=max_patches, max_pixels=max_pixels, block_size=block_size,
+              seed=random_state)
+    white = float(white_sigma)
+    R = [_channel_covariance(c, white, bounds, patch_size, lag, **kw) for c in chans]
+    R = [r for r in R if r is not None]
+    r0 = float(np.mean([r[0] for r in R])) if R else 0.0
+    d = _design(patch_size, lag)
+
+    def corr(lags) -> float:
+        k = [d.lags.index(lg) for lg in lags]
+        return float(np.mean([r[k].mean() for r in R])) / r0 if r0 > 0 else 0.0
+
+    neighbour, far = corr(((0, 1), (1, 0))), corr(((0, 3), (3, 0)))
+    ratio = float(np.sqrt(r0)) / white if white > 0 and r0 > 0 else 1.0
+    correlated = ratio >= CORRELATED_RATIO and neighbour - 2.0 * far >= CORRELATED_SHORT
+    sigma = float(np.sqrt(r0)) if correlated else white
+    # the level function, of the luminance (one pass whatever the channels)
+    levels, stds = _level_function(chans[0] if luminance is None else luminance, patch_size,
+                                   **kw)
+    if luminance is not None and len(chans) > 1:
+        levels = levels / np.sqrt(len(chans))  # the channels' mean
+    rms = float(np.sqrt(np.mean(stds ** 2))) if stds.size else 0.0
+    if correlated and rms > 0:
+        stds = stds * (sigma / rms)  # the shape per level, the whole level overall
+    dependent = bool(stds.size >= 2 and stds[0] > 0 and stds[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
+                     * stds[0] ** 2 and np.all(np.diff(stds) > -0.1 * stds[-1]))
+    return NoiseModel(kind="correlated" if correlated else "white", sigma=sigma,
+                      white_sigma=white, correlation=ratio if correlated else 1.0,
+                      neighbour=neighbour, levels=tuple(float(v) for v in levels),
+                      level_sigmas=tuple(float(v) for v in stds), signal_dependent=dependent)

@@ -1,0 +1,153 @@
+"""The preview: a region of the current image denoised at every rank before the long run.
+
+A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  ``P`` (or the toolbar's
+Preview) puts a rectangle on the input view, first over the part of the image in view
+(at most :data:`PREVIEW_SIDE` pixels a side); moving it, resizing it or changing a
+parameter denoises that region again (the latest request wins: one at a time, after the
+run going on).  The compute process makes the whole image's decisions once (noise level,
+the global fit, the grouped calibration) and denoises one tile of the tiled engine whose
+core is the region (:func:`kpca_denoise.gui.compute.run_preview`), so the preview is the
+full run's result there, pixel for pixel.  The rank views show it in place, framed, with
+the metrics of the region.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+
+from .compute import JobItem, PreviewOutcome, params_key, rank_label
+from .model import ImageEntry
+
+__all__ = ["PreviewControl", "PREVIEW_SIDE"]
+
+#: the side of the first preview region, in image pixels (at most; the part in view)
+PREVIEW_SIDE = 256
+_PEN = "#39c5e0"
+
+
+class PreviewControl:
+    """The preview rectangle, its requests and its results (mixed into the window)."""
+
+    def _init_preview(self) -> None:
+        self.preview_roi: pg.RectROI | None = None
+        self._preview_pending = False
+        self._preview_timer = QTimer(self)
+        self._preview_timer.setSingleShot(True)
+        self._preview_timer.setInterval(250)  # a drag sends one request, not fifty
+        self._preview_timer.timeout.connect(self.request_preview)
+        self.runner.previewDone.connect(self._on_preview_done)
+
+    # -- the rectangle ------------------------------------------------------------------
+    def toggle_preview(self) -> None:
+        """Show the preview rectangle (and preview it at once) or remove it."""
+        if self.preview_roi is not None:
+            self.grid.input_panel.vb.removeItem(self.preview_roi)
+            self.preview_roi = None
+            self._preview_pending = False
+            self.act_preview.setChecked(False)
+            self.refresh_views()
+            return
+        data = self.grid.input_panel.data
+        if data is None or self.current_entry() is None or self.current_entry().is_patchset:
+            self.act_preview.setChecked(False)
+            self.report_info("A preview needs an image (patch sets are denoised whole).")
+            return
+        x0, y0, x1, y1 = self.visible_box(data.shape)
+        self.preview_roi = pg.RectROI([x0, y0], [x1 - x0, y1 - y0], pen=pg.mkPen(_PEN, width=2),
+                                      snapSize=1.0, translateSnap=True, scaleSnap=True)
+        self.preview_roi.setZValue(20)
+        self.grid.input_panel.vb.addItem(self.preview_roi)
+        self.preview_roi.sigRegionChangeFinished.connect(lambda *_: self._preview_timer.start())
+        self.act_preview.setChecked(True)
+        self.request_preview()
+
+    def visible_box(self, shape: tuple) -> tuple[int, int, int, int]:
+        """``(x0, y0, x1, y1)``: the part of an image of ``shape`` in view, at most
+        :data:`PREVIEW_SIDE` a side around the view's centre."""
+        h, w = shape[:2]
+        (vx0, vx1), (vy0, vy1) = self.grid.master.viewRange()
+        cx = min(max((vx0 + vx1) / 2, 0), w)
+        cy = min(max((vy0 + vy1) / 2, 0), h)
+        sw = int(min(PREVIEW_SIDE, w, max(16, vx1 - vx0)))
+        sh = int(min(PREVIEW_SIDE, h, max(16, vy1 - vy0)))
+        x0 = int(min(max(round(cx - sw / 2), 0), w - sw))
+        y0 = int(min(max(round(cy - sh / 2), 0), h - sh))
+        return x0, y0, x0 + sw, y0 + sh
+
+    def preview_box(self) -> tuple[int, int, int, int] | None:
+        """The rectangle as whole pixels of the image (y0, y1, x0, x1), inside it."""
+        if self.preview_roi is None or self.grid.input_panel.data is None:
+            return None
+        h, w = self.grid.input_panel.data.shape[:2]
+        (x, y), (sw, sh) = self.preview_roi.pos(), self.preview_roi.size()
+        x0, y0 = max(0, int(round(x))), max(0, int(round(y)))
+        x1, y1 = min(w, int(round(x + sw))), min(h, int(round(y + sh)))
+        return (y0, y1, x0, x1) if x1 > x0 and y1 > y0 else None
+
+    # -- requests -------------------------------------------------------------------------
+    def preview_wanted(self) -> bool:
+        """A preview is asked for and the full result is not there already."""
+        e, p = self.current_entry(), self.current_params()
+        if self.preview_roi is None or e is None or p is None:
+            return False
+        rec = self.session.record(e, p)
+        return rec is None or bool(self.cache.missing(e.key, self.result_key(e, p), p.ranks))
+
+    def request_preview(self) -> bool:
+        """Denoise the rectangle now, or after the run going on; True if it started."""
+        if not self.preview_wanted():
+            return False
+        if self.runner.is_running():
+            self._preview_pending = True
+            return False
+        e, p, box = self.current_entry(), self._params_or_report(), self.preview_box()
+        if p is None or box is None:
+            return False
+        box = _array_box(e, box)
+        self._preview_pending = False
+        item = JobItem(key=e.key, name=e.name, array=e.array, is_patchset=False, ranks=tuple(p.ranks),
+                       reference=e.reference)
+        self._running_keys = {e.key}
+        self._current_job_method = p.method
+        from .worker import Job
+
+        return self.runner.start(Job(items=[item], params=p, purpose="preview", box=box))
+
+    def _preview_after_run(self) -> None:
+        if self._preview_pending:
+            QTimer.singleShot(0, self.request_preview)
+
+    def _on_preview_done(self, pv: PreviewOutcome) -> None:
+        if self.session.row_of(pv.key) < 0:
+            return
+        if pv.error:
+            self.report_error(f"Preview: {pv.error}")
+            return
+        self.session.add_preview(pv)
+        y0, y1, x0, x1 = pv.box
+        self.log(f"preview of {x1 - x0}×{y1 - y0} pixels at ({x0}, {y0}), ranks "
+                 f"{', '.join(rank_label(r) for r in pv.outputs)}: {pv.seconds:.1f} s")
+        if pv.note:
+            self.log(pv.note)
+        self.schedule_refresh()
+
+
+def _array_box(e: ImageEntry, box: tuple) -> tuple:
+    """A box of the view (an upright photo) in the array's own rows and columns."""
+    orientation = e.item.meta.get("orientation")
+    if orientation in (None, 1):
+        return box
+    from ..io import display_oriented
+
+    h, w = e.array.shape[:2]
+    idx = display_oriented(np.arange(h * w, dtype=np.int64).reshape(h, w), orientation)
+    y0, y1, x0, x1 = box
+    rows, cols = np.divmod(idx[y0:y1, x0:x1], w)
+    return int(rows.min()), int(rows.max()) + 1, int(cols.min()), int(cols.max()) + 1
+
+
+def preview_matches(pv: PreviewOutcome | None, params) -> bool:
+    """Whether a preview was made with these parameters (any ranks)."""
+    return pv is not None and params is not None and pv.params_key == params_key(params)

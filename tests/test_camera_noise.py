@@ -1,0 +1,116 @@
+"""Camera noise: the strength factor, the noise estimate on correlated and signal-dependent
+noise, the reported noise model and the command line's hint (docs/noise.md)."""
+
+import numpy as np
+import pytest
+
+from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.cli import main
+from kpca_denoise.params import ParamError
+
+
+def _smooth_scene(n=96, seed=0):
+    y, x = np.mgrid[0:n, 0:n] / n
+    return 128 + 60 * np.sin(5 * x) * np.cos(3 * y)
+
+
+def test_strength_multiplies_the_level_given_to_the_denoiser():
+    rng = np.random.default_rng(1)
+    clean = _smooth_scene()
+    noisy = clean + rng.normal(0, 10, clean.shape)
+    runs = {s: denoise_set([noisy], DenoiseParams(strength=s)).images[0] for s in (0.5, 1.0, 2.0)}
+    base = runs[1.0].noise_sigma
+    assert 9 < base < 11
+    assert runs[0.5].noise_sigma == pytest.approx(0.5 * base)
+    assert runs[2.0].noise_sigma == pytest.approx(2.0 * base)
+    # half the level leaves noise in: the result lies further from the clean image
+    err = {s: np.mean((r.outputs[None] - clean) ** 2) for s, r in runs.items()}
+    assert err[0.5] > 1.3 * err[1.0]
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), 11.0, "2"])
+def test_strength_out_of_range_is_named(bad):
+    with pytest.raises(ParamError, match=r"^strength must be a number > 0 and at most 10 "):
+        DenoiseParams(strength=bad).validate()
+
+
+def test_cli_strength_option_is_named(tmp_path, capsys):
+    from PIL import Image
+
+    Image.fromarray(np.full((32, 32), 7, np.uint8)).save(tmp_path / "a.png")
+    rc = main(["denoise", str(tmp_path / "a.png"), "-o", str(tmp_path / "o"), "--strength", "0"])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.startswith("error: --strength must be a number > 0 and at most 10")
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def _correlated_noise(shape, sigma, seed):
+    """White noise through the separable [1, 2, 1] x [1, 2, 1] filter (unit energy, so
+    the per-pixel std stays ``sigma``): the PSD of bilinear demosaicing, neighbours
+    correlated by 2/3."""
+    from scipy.ndimage import convolve
+
+    k = np.outer([1.0, 2.0, 1.0], [1.0, 2.0, 1.0])
+    k /= np.sqrt(np.sum(k * k))
+    return sigma * convolve(np.random.default_rng(seed).normal(0, 1, shape), k, mode="wrap")
+
+
+@pytest.mark.parametrize("sigma", [4.0, 12.0])
+def test_correlated_noise_of_known_psd_is_read_within_ten_percent(sigma):
+    from kpca_denoise.core.nlf import estimate_noise_model
+    from kpca_denoise.core.noise import estimate_sigma_image
+
+    noisy = _smooth_scene(192) + _correlated_noise((192, 192), sigma, 3)
+    white = estimate_sigma_image(noisy)
+    assert white < 0.5 * sigma  # the finest scale sees a third of it
+    model = estimate_noise_model(noisy, white)
+    assert model.kind == "correlated" and model.neighbour > 0.55
+    assert abs(model.sigma / sigma - 1) < 0.10, model
+    # and the pipeline tells the denoiser that level, reporting the model
+    res = denoise_set([noisy], DenoiseParams(method="global", ranks=(4,), n_train=300)).images[0]
+    assert res.noise_sigma == pytest.approx(model.sigma)
+    assert res.stats["noise"]["kind"] == "correlated"
+
+
+def test_white_noise_keeps_the_finest_scale_estimate():
+    from kpca_denoise.core.noise import estimate_sigma_image
+
+    rng = np.random.default_rng(4)
+    noisy = _smooth_scene(128) + rng.normal(0, 10, (128, 128))
+    res = denoise_set([noisy], DenoiseParams(method="global", ranks=(4,), n_train=300)).images[0]
+    assert res.stats["noise"]["kind"] == "white"
+    assert res.noise_sigma == estimate_sigma_image(noisy)  # today's estimate, exactly
+    assert abs(res.noise_sigma / 10 - 1) < 0.02
+    # the level function is there to plot: one noise level per brightness level
+    n = res.stats["noise"]
+    assert len(n["levels"]) == len(n["level_sigmas"]) >= 2
+    assert all(abs(s / 10 - 1) < 0.15 for s in n["level_sigmas"])
+
+
+def test_noise_free_images_read_no_noise_and_come_back_unchanged():
+    flat = np.full((64, 64, 3), 90, np.uint8)
+    smooth = _smooth_scene(96)  # float: no rounding noise either
+    out = denoise_set([flat, smooth], DenoiseParams(method="global", ranks=(4,), n_train=300))
+    for res, image in zip(out.images, (flat, smooth)):
+        assert res.noise_sigma < 1e-3 and "noise" not in res.stats
+        np.testing.assert_array_equal(res.outputs[4], image)
+        assert "returned unchanged" in res.stats["note"]
+
+
+def test_cli_hints_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys):
+    import tifffile
+
+    rng = np.random.default_rng(5)
+    y = np.linspace(200.0, 60000.0, 256)[None, :] * np.ones((192, 1))
+    tifffile.imwrite(tmp_path / "counts.tif", rng.poisson(y).astype(np.uint16))
+    rc = main(["denoise", str(tmp_path / "counts.tif"), "-o", str(tmp_path / "o"), "-q",
+               "--method", "global", "--ranks", "4", "--train-patches", "300"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert ("note: counts.tif: the noise grows with the signal: try --noise-model "
+            "poisson-gaussian") in err
+    # told the model, it says nothing of the kind
+    rc = main(["denoise", str(tmp_path / "counts.tif"), "-o", str(tmp_path / "p"), "-q",
+               "--method", "global", "--ranks", "4", "--train-patches", "300",
+               "--noise-model", "poisson-gaussian"])
+    assert rc == 0 and "grows with the signal" not in capsys.readouterr().err

@@ -1,0 +1,333 @@
+"""The desktop window, part 2 (issue 35): the preview of a region, exports that the
+command line reproduces, the format of exports, the window's layout and keys.
+
+pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("pytestqt")
+
+from kpca_denoise import cli  # noqa: E402
+from kpca_denoise.io import read_item  # noqa: E402
+from kpca_denoise.params import DenoiseParams  # noqa: E402
+from kpca_denoise.pipeline import denoise_set  # noqa: E402
+from test_gui import (RUN_TIMEOUT_MS, _run, _settle, _smooth, images,  # noqa: E402,F401
+                      no_thread_left_running, temp_settings, window)
+
+
+def _camera(side: int, tmp_path, name="camera.png"):
+    from kpca_denoise.gui.app import sample_images_dir
+
+    a = np.asarray(Image.open(sample_images_dir() / "camera.png"))[64:64 + side, 96:96 + side]
+    path = tmp_path / name
+    Image.fromarray(a).save(path)
+    return path, a
+
+
+def _preview(qtbot, w, box=None):
+    """Show the preview rectangle (moved to ``box`` = x0, y0, x1, y1) and wait for its result."""
+    with qtbot.waitSignal(w.runner.finished, timeout=RUN_TIMEOUT_MS):
+        if w.preview_roi is None:
+            w.toggle_preview()
+        else:
+            w.request_preview()
+    if box is not None:
+        x0, y0, x1, y1 = box
+        with qtbot.waitSignal(w.runner.finished, timeout=RUN_TIMEOUT_MS):
+            w.preview_roi.setPos([x0, y0])
+            w.preview_roi.setSize([x1 - x0, y1 - y0])  # ends with sigRegionChangeFinished
+    _settle(qtbot, w)
+    return w.session.preview(w.current_entry(), w.current_params())
+
+
+@pytest.mark.parametrize("params", [
+    DenoiseParams(ranks=(1, 4, None), add_noise=20.0),
+    DenoiseParams(method="global", ranks=(4, None), n_train=300, preimage_iterations=30,
+                  add_noise=20.0),
+], ids=["grouped", "global"])
+def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbot, params):
+    path, _ = _camera(96, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(params)
+    pv = _preview(qtbot, window, (40, 20, 72, 60))
+    assert pv is not None and not pv.error
+    y0, y1, x0, x1 = pv.box
+    assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 < 96 // 1.5
+    # the rank views show it, in place
+    panel = window.grid.rank_panels[params.ranks[0]]
+    assert panel.metrics.text().startswith("preview · PSNR")
+    shown = panel.data
+    np.testing.assert_array_equal(shown[y0:y1, x0:x1], pv.outputs[params.ranks[0]])
+    # the full run: the same pixels there, every rank
+    _run(qtbot, window, params)
+    rec = window.session.record(window.current_entry(), params)
+    for r in params.ranks:
+        np.testing.assert_array_equal(rec.ranks[r].output[y0:y1, x0:x1], pv.outputs[r])
+    assert window.grid.rank_panels[params.ranks[0]].metrics.text().startswith("PSNR")
+
+
+def test_a_parameter_change_updates_the_preview(window, tmp_path, qtbot):
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(ranks=(2, None), noise_sigma=10.0))
+    first = _preview(qtbot, window)
+    assert first is not None and first.noise_sigma == 10.0
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.noise_sigma.set_value(30.0)
+        window.params_panel.noise_sigma.changed.emit()
+    _settle(qtbot, window)
+    second = window.session.preview(window.current_entry(), window.current_params())
+    assert second is not None and second.noise_sigma == 30.0
+    # more noise removed: the result moves further from the input
+    assert (np.abs(second.outputs[None].astype(float) - first.outputs[None]).mean() > 0.5)
+
+
+# -- exports the command line reproduces --------------------------------------------------
+
+
+def test_a_rank_exported_from_a_multi_rank_run_is_what_its_sidecar_gives(window, tmp_path, qtbot):
+    """'auto' (= 16) exported from a run comparing auto and 32 came from the model fitted
+    for 32, and the sidecar said ranks [auto]: the command line gave other pixels (the
+    iterative eigensolver's top 16 of 32 are not its top 16 alone), under another name."""
+    path, a = _camera(128, tmp_path)
+    window.load_paths([path])
+    params = DenoiseParams(method="global", ranks=(None, 32), n_train=1600, add_noise=25.0)
+    _run(qtbot, window, params)
+    window.select_rank(None)
+    gui_out = tmp_path / "gui"
+    written = window.export_current(gui_out)
+    target = gui_out / "camera_kpca_r16.png"  # the command line's name for rank 16
+    assert target in written, written
+    sidecar = json.loads((gui_out / "camera_kpca_r16.json").read_text())
+    assert sidecar["rank"] is None and sidecar["params"]["ranks"] == [None, 32]
+    cli_out = tmp_path / "cli"
+    rc = cli.main(["denoise", str(path), "-o", str(cli_out), "--params",
+                   str(gui_out / "camera_kpca_r16.json"), "-q"])
+    assert rc == 0
+    np.testing.assert_array_equal(read_item(target).array, read_item(cli_out / target.name).array)
+    # what the record is for: 'auto' fitted alone is another result
+    alone = denoise_set([a], params.replace(ranks=(None,))).images[0].outputs[16]
+    assert np.any(alone != read_item(target).array)
+
+
+def test_exports_in_a_chosen_format_and_one_line_refusals(window, images, tmp_path, qtbot):
+    window.load_paths([images["u8"], images["u16"]])
+    params = DenoiseParams(method="global", ranks=(4,), n_train=300, preimage_iterations=30)
+    _run(qtbot, window, params)
+    _run(qtbot, window, params, window.run_all)
+    window.select_rank(4)
+    # the choice is in the File menu, remembered
+    tiff = next(a for a in window.export_format_actions if a.data() == "tiff")
+    tiff.trigger()
+    assert window.export_format == "tiff" and window.settings.value("export_format") == "tiff"
+    out = tmp_path / "out"
+    written = window.export_current(out)
+    assert out / "gray8_kpca_r4.tif" in written
+    back = read_item(out / "gray8_kpca_r4.tif")
+    rec = window.session.record(window.entries[0], params)
+    assert back.format == "TIFF"
+    np.testing.assert_array_equal(back.array, rec.ranks[4].output)
+    # 16-bit into JPEG: refused in one line naming the fix; the 8-bit image is written
+    next(a for a in window.export_format_actions if a.data() == "jpeg").trigger()
+    written = window.export_set(tmp_path / "jpeg")
+    assert [p.name for p in written if p.suffix == ".jpg"] == ["gray8_kpca_r4.jpg"]
+    assert window.banner.isVisible()
+    assert ("gray16.png: cannot be written as JPEG: JPEG cannot store 16-bit images; choose png "
+            "or tiff") in window.banner.text()
+    assert not (tmp_path / "jpeg" / "gray16_kpca_r4.jpg").exists()
+
+
+# -- ranks under the default method --------------------------------------------------------
+
+
+def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_keep(
+        window, tmp_path, qtbot):
+    """Ranks 1, 2, 4, 8 and auto looked the same in the window under the grouped method
+    (the shrinkage kept fewer components than the cap)."""
+    path, _ = _camera(96, tmp_path)
+    window.load_paths([path])
+    params = DenoiseParams(ranks=(1, 2, 4, None), add_noise=25.0)
+    _run(qtbot, window, params)
+    rec = window.session.record(window.current_entry(), params)
+    psnr = {r: rec.ranks[r].metrics["psnr"] for r in params.ranks}
+    explicit = [psnr[r] for r in (1, 2, 4)]
+    assert min(abs(a - b) for a, b in zip(explicit, explicit[1:])) >= 0.2, psnr
+    assert psnr[None] >= max(explicit) - 0.1, psnr
+    for r in (1, 2, 4):  # the line under each rank: what it kept
+        assert f"eff. rank {r:.1f}" in window.grid.rank_panels[r].metrics.text()
+    # the spectrum: the groups' own kernel PCA, every compared rank marked, the selected
+    # one's share of the variance said
+    sp = window.spectrum
+    assert sp.group_text.startswith("mean spectrum of the groups' own kernel PCA")
+    assert sp.eigenvalues.size > 4 and np.all(np.diff(sp.eigenvalues) <= 1e-9 * sp.eigenvalues[0])
+    assert {key for key, _ in sp.ranks} == {1, 2, 4, None}
+    auto_at = dict(sp.ranks)[None]
+    assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
+    window.select_rank(2)
+    cum = sp.cum_curve.yData
+    assert sp.status.textItem.toPlainText().endswith(
+        f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+
+
+# -- the window at 1366 x 768, enlarged panels, keys, a second window ----------------------
+
+
+def _window_on(qtbot, tmp_path, avail, name="w.ini"):
+    from PySide6.QtCore import QSettings
+
+    from kpca_denoise.gui.main_window import MainWindow
+
+    w = MainWindow(settings=QSettings(str(tmp_path / name), QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    w.place_on_screen(avail)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path):
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QApplication
+
+    w = _window_on(qtbot, tmp_path, QRect(0, 0, 1366, 768))
+    w.params_panel.set_params(DenoiseParams(ranks=(1, 2, 4)))
+    QApplication.processEvents()
+    assert not w.tabifiedDockWidgets(w.dock_spectrum)  # not two tabs of one dock
+    spec, prog = w.dock_spectrum, w.dock_progress
+    assert spec.isVisible() and prog.isVisible()
+    assert not spec.geometry().intersects(prog.geometry())
+    assert not w.spectrum.viewport().visibleRegion().isEmpty() and w.spectrum.height() >= 140
+    assert not w.progress.visibleRegion().isEmpty()
+    # the stages in two columns: every shown stage's bar is in view
+    assert w.progress.columns == 2
+    for stage in w.progress.shown:
+        assert not w.progress.rows[stage][1].visibleRegion().isEmpty(), stage
+    # the bottom docks leave the images most of the height
+    assert spec.height() <= 0.3 * w.height()
+    # titles fit their panels (not "noisy (i… + σ 25)")
+    for panel in w.grid.panels():
+        if panel.isVisible() and panel.title.text():
+            fm = panel.title.fontMetrics()
+            assert fm.horizontalAdvance(panel.title.text()) <= panel.title.contentsRect().width(), \
+                panel.title.text()
+
+
+def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):
+    window.load_paths([images["big"]])
+    _run(qtbot, window, DenoiseParams(method="global", ranks=(2, 4), n_train=300,
+                                      preimage_iterations=30))
+    panel = window.grid.rank_panels[4]
+    small = panel.view.width()
+    centre = panel.view.viewport().rect().center()
+    _double_click(qtbot, panel.view.viewport(), centre)
+    qtbot.waitUntil(lambda: window.grid.large is panel, timeout=2000)
+    qtbot.waitUntil(lambda: panel.view.width() > 1.8 * small, timeout=2000)
+    assert not window.grid.rank_panels[2].isVisible() and not window.grid.input_panel.isVisible()
+    # the large view shows the whole image (fitted)
+    qtbot.waitUntil(lambda: _covers(panel.vb, 96, 96), timeout=2000)
+    _double_click(qtbot, panel.view.viewport(), panel.view.viewport().rect().center())
+    qtbot.waitUntil(lambda: window.grid.large is None, timeout=2000)
+    assert window.grid.rank_panels[2].isVisible() and window.grid.input_panel.isVisible()
+    qtbot.waitUntil(lambda: abs(panel.view.width() - small) <= 2, timeout=2000)
+
+
+def _double_click(qtbot, widget, pos) -> None:
+    """What a mouse sends: press, release, then a double-click and its release."""
+    from PySide6.QtCore import Qt
+
+    qtbot.mouseClick(widget, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseDClick(widget, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _covers(vb, h, w) -> bool:
+    (x0, x1), (y0, y1) = vb.viewRange()
+    return x0 <= 0.5 and x1 >= w - 0.5 and y0 <= 0.5 and y1 >= h - 0.5
+
+
+def test_the_first_esc_after_a_menu_cancels_the_run(window, tmp_path, qtbot):
+    """A menu closed with Esc left the menu bar holding the keyboard: the next Esc only
+    let go of it and the run went on."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    path, _ = _camera(128, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(method="global", ranks=(4, 8), n_train=1500))
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        assert window.run_current()
+        QTest.keyClick(window.menuBar(), Qt.Key.Key_Escape)  # where that Esc goes
+    assert blocker.args[0].status == "cancelled"
+
+
+def test_a_second_window_cascades_instead_of_stacking_exactly(qtbot, tmp_path):
+    import os
+
+    from PySide6.QtCore import QRect, QSettings
+
+    from kpca_denoise.gui.settings import CASCADE
+
+    avail = QRect(0, 0, 1920, 1080)
+    a = _window_on(qtbot, tmp_path, avail, "shared.ini")
+    b = _window_on(qtbot, tmp_path, avail, "shared.ini")  # would open exactly on top of a
+    assert (b.x(), b.y()) != (a.x(), a.y())
+    a.close()
+    b.close()
+    # a window of another process (its position in the settings) counts as well
+    s = QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat)
+    s.setValue(f"open_windows/{os.getppid()}", "0,0")
+    s.setValue("open_windows/999999999", "40,40")  # a process that has ended: forgotten
+    s.sync()
+    from kpca_denoise.gui.main_window import MainWindow
+
+    c = MainWindow(settings=QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(c)
+    c.resize(1000, 700)
+    c._geometry_restored = True
+    c.move(0, 0)
+    c.place_on_screen(avail)
+    assert (c.x(), c.y()) == (CASCADE, CASCADE)
+    assert QSettings(str(tmp_path / "other.ini"), QSettings.Format.IniFormat).value(
+        "open_windows/999999999") is None
+
+
+def test_the_strength_next_to_the_noise_level_updates_the_preview(window, tmp_path, qtbot):
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    first = _preview(qtbot, window)
+    assert first.params.strength == 1.0 and first.noise_estimated
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.strength.setValue(2.0)  # the spin box beside the noise level
+    _settle(qtbot, window)
+    second = window.session.preview(window.current_entry(), window.current_params())
+    assert second is not None and second.params.strength == 2.0
+    assert second.noise_sigma == pytest.approx(2 * first.noise_sigma)
+    smoother = np.abs(np.diff(second.outputs[None].astype(float), axis=1)).mean()
+    assert smoother < np.abs(np.diff(first.outputs[None].astype(float), axis=1)).mean()
+    # the line over the views says the noise measured and the strength applied
+    measured = first.noise_sigma
+    assert (f"preview: noise σ estimated {measured:.3g}" in window.info.text()
+            and f"× strength 2 = {2 * measured:.3g} removed" in window.info.text())
+
+
+def test_the_noise_in_words():
+    from kpca_denoise.gui.texts import noise_text
+
+    assert noise_text(25.0, False) == "σ 25"
+    assert noise_text(20.0, True, 1.0, {"kind": "white"}) == "σ estimated 20 (white)"
+    assert noise_text(30.0, True, 1.5, {"kind": "correlated", "correlation": 1.42,
+                                        "neighbour": 0.31}) == (
+        "σ estimated 20 (correlated noise: 1.4× the finest scale, neighbours 0.31) "
+        "× strength 1.5 = 30 removed")
