@@ -21,6 +21,7 @@ __all__ = [
     "ProgressEvent",
     "denoise_image",
     "denoise_set",
+    "denoise_stack",
     "denoise_dask",
     "required_halo",
     "DenoiseParams",
@@ -42,6 +43,10 @@ def __getattr__(name):  # lazy: importing the package pulls in neither scikit-le
         from . import pipeline
 
         return getattr(pipeline, name)
+    if name == "denoise_stack":
+        from . import sequence
+
+        return sequence.denoise_stack
     if name in ("denoise_dask", "required_halo"):  # needs Dask only when called
         from . import dask_array
 

@@ -25,12 +25,16 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
+from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
-                 remove_stale_parts, write_item, write_sidecar, write_zarr)
+                 remove_stale_parts, write_item, write_sidecar)
+from .io.lazy_tiff import memory_budget
+from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
-from .params import METHODS, NOISE_MODELS, PROFILES, DenoiseParams, ParamError, parse_ranks
+from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, DenoiseParams,
+                     ParamError, parse_ranks)
 from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,
                        result_keys)
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
@@ -42,7 +46,7 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
            "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
-           "strength": "--strength", "profile": "--profile"}
+           "strength": "--strength", "sequence": "--sequence", "profile": "--profile"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -54,9 +58,7 @@ class UsageError(ValueError):
 
 class ProgressBar:
     """A one-line progress bar on stderr; when stderr is not a terminal (a log file,
-    a pipe), one line per stage the first time it starts, one per finished tile of a
-    large image (with the time that image still needs at the pace so far) and one per
-    finished image."""
+    a pipe), one line per stage the first time it starts and one per finished image."""
 
     def __init__(self, stream=None, enabled=True, names=None):
         self.stream = stream or sys.stderr
@@ -67,7 +69,21 @@ class ProgressBar:
         self._seen: set = set()
         self._last_draw = 0.0
         self._t0 = time.monotonic()
-        self._image_t0 = self._t0  # when the current image began
+        self._stage_t0: dict = {}  # stage -> (when its count last restarted, count then)
+        self._last_tiles = 0.0
+
+    def time_left(self, ev: ProgressEvent) -> str:
+        """``, about N s left`` in this stage from its rate so far (blank until known)."""
+        now = time.monotonic()
+        t0, d0 = self._stage_t0.get(ev.stage, (now, ev.done))
+        if ev.done < d0 or ev.stage not in self._stage_t0:
+            self._stage_t0[ev.stage] = (now, ev.done)
+            return ""
+        if ev.done <= d0 or now - t0 < 2 or not ev.total:
+            return ""
+        left = (now - t0) / (ev.done - d0) * max(ev.total - ev.done, 0)
+        text = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
+        return f", about {text} left" if ev.done < ev.total else ""
 
     def __call__(self, ev: ProgressEvent) -> None:
         if not self.enabled or ev.stage == "done":
@@ -84,7 +100,7 @@ class ProgressBar:
         frac = ev.done / ev.total if ev.total else 0.0
         width = 30
         bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
-        text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}"
+        text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}{self.time_left(ev)}"
         self.stream.write("\r" + text.ljust(70))
         if finished:
             self.stream.write("\n")
@@ -92,22 +108,23 @@ class ProgressBar:
         self._last_stage = ev.stage
 
     def _plain(self, ev: ProgressEvent) -> None:
-        now = time.monotonic()
         if ev.stage == "image":
-            self._image_t0 = now
             if ev.done:
                 what = "failed" if ev.message == "failed" else "done"
                 self.stream.write(f"image {ev.done}/{ev.total} {what} "
-                                  f"({now - self._t0:.1f} s)\n")
-        elif ev.stage == "tiles" and ev.done:
-            spent = now - self._image_t0
-            left = spent * (ev.total - ev.done) / ev.done
-            self.stream.write(f"tile {ev.done}/{ev.total} ({spent:.1f} s, about {left:.0f} s "
-                              "left for this image)\n")
+                                  f"({time.monotonic() - self._t0:.1f} s)\n")
         elif ev.stage not in self._seen:
             self._seen.add(ev.stage)
+            self.time_left(ev)
             self.stream.write(f"{ev.stage} ...\n")
+        elif ev.stage == "tiles" and ev.total and (
+                ev.done >= ev.total or time.monotonic() - self._last_tiles >= 5):
+            # a large image's tiles: a line at most every 5 s, with the time left
+            self._last_tiles = time.monotonic()
+            self.stream.write(f"tiles {ev.done}/{ev.total} ({self._last_tiles - self._t0:.0f} s"
+                              f"{self.time_left(ev)})\n")
         else:
+            self.time_left(ev)
             return
         self.stream.flush()
 
@@ -192,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--noise-model", choices=NOISE_MODELS,
                    help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
                         "--noise-sigma is then its Gaussian part)")
+    d.add_argument("--sequence", choices=SEQUENCE_CHOICES,
+                   help="denoise a stack's pages with their neighbours: 'auto' (default: when "
+                        "they show one scene), 'yes', 'no'; 'yes' also takes the separate "
+                        "images given as one ordered sequence (docs/stacks.md)")
     d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
                    help="Poisson gain in pixel units per photon (default: estimated)")
     d.add_argument("--strength", type=float, metavar="FACTOR",
@@ -218,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
                    help="write the images in this format (default: each input's own; png or "
                         "tiff are lossless)")
+    d.add_argument("--to-zarr", action="store_true",
+                   help="write the outputs of TIFFs read lazily (too large to hold) as OME-Zarr "
+                        "folders NAME_kpca.zarr (needs kpca-denoise[zarr]; default: tiled TIFF)")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g = sub.add_parser("gui", help="open the desktop application")
     g.add_argument("files", nargs="*")
@@ -320,16 +344,17 @@ ENGINE_MEMORY = 450 * 2**20
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux MemAvailable), or None
-    where that is not known."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    """Bytes of memory available to a new allocation (Linux MemAvailable, the process's
+    limits and its memory cgroup's), or None where that is not known."""
+    return memory_budget()
+
+
+def lazy_bytes() -> int:
+    """Decoded size above which a TIFF is read lazily: where the image and three copies
+    (its outputs, the writer's) would not fit beside the engine; 4 GB where the memory
+    available is not known."""
+    avail = available_memory()
+    return 4 << 30 if avail is None else max(avail - ENGINE_MEMORY, 0) // 4
 
 
 def _check_memory(items, params: DenoiseParams) -> None:
@@ -372,7 +397,8 @@ def _check_writable(folder: Path) -> None:
                          "choose another folder with -o") from None
 
 
-def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool) -> dict:
+def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool,
+                  to_zarr: bool = False) -> dict:
     """Every output file of the run, checked before anything is computed:
     ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``; an
     item whose outputs cannot be named (a name too long for the file system) is left
@@ -386,6 +412,8 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
         targets = {}
         for k in keys:
             target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
+            if to_zarr and it.is_lazy:  # a large TIFF's outputs as OME-Zarr, when asked
+                target = target.with_suffix(".zarr")
             try:
                 check_not_input(target, inputs)
             except OSError as exc:
@@ -443,7 +471,8 @@ def _denoise(args) -> int:
         return 2
     # every file is read (a bad one is reported before any compute), then its pixels
     # are let go: they are read again when their turn comes (_PageSource)
-    items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False)
+    items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False,
+                                    lazy_bytes=lazy_bytes())
     for _, msg in read_errors:
         print(f"error: {msg}", file=sys.stderr)
     if not items:
@@ -455,24 +484,28 @@ def _denoise(args) -> int:
         raise UsageError(str(exc)) from None
     lazy = [it for it in items if it.is_lazy]
     if lazy and params.add_noise:
-        raise UsageError(f"{lazy[0].path}: --add-noise is not available for OME-Zarr inputs "
-                         "(they are read chunk by chunk); add the noise to the image first")
+        raise UsageError(f"{lazy[0].path}: --add-noise is not available for inputs read "
+                         "lazily (OME-Zarr, TIFFs too large to hold; read chunk by chunk); add "
+                         "the noise to the image first")
+    if args.to_zarr and not any(it.format == "TIFF" for it in lazy):
+        print("note: --to-zarr: no TIFF is read lazily here; the outputs keep their inputs' "
+              "formats", file=sys.stderr)
     if lazy and args.reference:
-        print(f"note: --reference: PSNR and SSIM are not computed for OME-Zarr inputs "
+        print(f"note: --reference: PSNR and SSIM are not computed for inputs read lazily "
               f"({lazy[0].path.name})", file=sys.stderr)
     refs = _load_reference(args.reference, [it for it in items if not it.is_lazy],
                            args.max_pixels)
     _check_memory(items, params)
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
-                                                         else []), args.overwrite)
+                                                         else []), args.overwrite, args.to_zarr)
     _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
     unnamed = len(items) - len(plan)
     items = [it for it in items if id(it) in plan]
     if not items:
         return 2
     position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
-    lazy = [it for it in items if it.is_lazy]  # OME-Zarr: denoise_dask, chunk by chunk
+    lazy = [it for it in items if it.is_lazy]  # OME-Zarr, large TIFFs: chunk by chunk
     items = [it for it in items if not it.is_lazy]
     # stacks: each page is an image of the set; pages are gathered again to be written
     images = _PageSource(items)
@@ -482,6 +515,7 @@ def _denoise(args) -> int:
             names.append(name)
             patch_sets.append(it.is_patchset)
             owner.append(it)
+    sequences = _sequences(items, params)
     bar = ProgressBar(enabled=not args.quiet)
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
@@ -494,13 +528,14 @@ def _denoise(args) -> int:
     try:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
-            ok, entry, item_rows = _write_lazy_item(it, plan[id(it)], params, inputs,
-                                                    args.overwrite, outdir, bar.enabled)
+            ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
+                                                   args.overwrite, outdir, bar)
             failed += not ok
             finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
         for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                progress=bar, denoise=denoise_set) if len(images) else ():
+                                progress=bar, denoise=denoise_set,
+                                sequences=sequences) if len(images) else ():
             it = owner[res.index]
             got = done.setdefault(id(it), {})
             got[res.index] = res
@@ -548,6 +583,27 @@ def _denoise(args) -> int:
     return 1 if failed else 0
 
 
+def _sequences(items, params: DenoiseParams) -> list[tuple[int, int]]:
+    """The ranges of pages denoised together (``params.sequence``, ``docs/stacks.md``):
+    each stack's pages; with 'yes', also the separate images in the order given (one
+    range: the pipeline refuses images of different sizes)."""
+    if params.sequence == "no" or params.method != "grouped":
+        return []
+    out, start, singles = [], 0, []
+    for it in items:
+        if it.is_stack:
+            out.append((start, start + it.n_pages))
+        elif not it.is_patchset:
+            singles.append(start)
+        start += it.n_pages
+    if params.sequence == "yes" and len(singles) > 1:
+        if singles != list(range(singles[0], singles[0] + len(singles))):
+            raise UsageError("--sequence yes: give the images of a sequence without stacks or "
+                             "patch sets between them (or one multi-page TIFF)")
+        out.append((singles[0], singles[-1] + 1))
+    return sorted(out)
+
+
 def _connect(executor: Executor) -> None:
     """Connect the executor, once (for --workers, its one cluster started; the caller
     closes it); a cluster that cannot be used is a usage error, before any compute."""
@@ -591,9 +647,19 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
+    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
+                    None)
+    if measured is not None:  # more than the finest scale shows: say what was removed
+        model = NoiseModel.from_dict(measured.stats["noise"])
+        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
     hinted = next((r for r in pages if r.stats.get("hint")), None)
     if hinted is not None:
         print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
+    seq = pages[0].stats.get("sequence")
+    if seq and it.is_stack:
+        how = "with its neighbouring pages" if seq["decision"] == "sequence" else "page by page"
+        print(f"note: {it.name}: denoised {how} (sequence {seq['choice']}: {seq['reason']})",
+              file=sys.stderr)
     models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
               if r.stats.get("noise_model")]
     if models:
@@ -604,44 +670,6 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
                  if len(pages) > 1 else "")
               + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
-
-
-def _write_lazy_item(it, targets, params, inputs, overwrite, outdir, verbose):
-    """Denoise an OME-Zarr input lazily (:func:`~kpca_denoise.denoise_dask` on its full
-    resolution) and write each rank's output chunk by chunk; returns (ok, entry, rows)."""
-    from .dask_array import denoise_dask
-    from .io.zarr_io import open_lazy
-
-    entry = {"input": str(it.path), "noise_sigma": None,
-             "noise_estimated": params.noise_sigma is None, "seconds": 0.0,
-             "outputs": {}, "files": []}
-    rows, ok = [], True
-    for key, target in targets.items():
-        t0 = time.monotonic()
-        if verbose:
-            print(f"{it.name}: denoising chunk by chunk into {target.name} ...", file=sys.stderr)
-        try:
-            lazy = denoise_dask(open_lazy(it.path, it.meta["zarr"]),
-                                params=params.replace(ranks=(key,)))
-            write_zarr(it, lazy, target, inputs=inputs, replace=overwrite)
-        except (InputError, ValueError) as exc:
-            msg = str(exc)
-            named = msg.startswith((str(it.path), str(target)))
-            print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
-            ok = False
-            continue
-        except OSError as exc:
-            print(f"error: {target}: cannot write ({exc.strerror or exc})", file=sys.stderr)
-            ok = False
-            continue
-        seconds = time.monotonic() - t0
-        entry["seconds"] += seconds
-        entry["files"].append(str(target.relative_to(outdir)) if target.is_relative_to(outdir)
-                              else str(target))
-        entry["outputs"][str(key)] = {"file": entry["files"][-1]}
-        rows.append((str(it.rel or it.name), "auto" if key is None else str(key), "-", None,
-                     None, None, seconds, target))
-    return ok, entry, rows
 
 
 def _stacked(pages, key):
@@ -659,6 +687,9 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
              "noise_estimated": pages[0].noise_estimated, "seconds": seconds,
              "stats": pages[0].stats if not stack else {"pages": [r.stats for r in pages]},
              "outputs": {}, "files": []}
+    if pages[0].stats.get("sequence"):
+        entry["sequence"] = {k: v for k, v in pages[0].stats["sequence"].items()
+                             if k not in ("page", "neighbours_used")}
     if clean is None and params.add_noise:
         try:
             clean = it.reread()  # the input itself is the reference

@@ -34,26 +34,29 @@ from __future__ import annotations
 
 import copy
 import inspect
+import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from . import tiling
 from .core.grouped.calibrate import central_crop
+from .core.nlf import estimate_noise_model
 from .core.noise import estimate_sigma_image
+from .core.progress import CancelToken, check_cancel, report
 from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
 from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
-                      _prepare_item, _value_range, noise_to_remove)
+                      _prepare_item, _value_bounds, _value_range, noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
-__all__ = ["denoise_dask", "required_halo"]
+__all__ = ["denoise_dask", "required_halo", "lazy_denoise", "LazyRun"]
 
 #: elements per chunk of the row bands the strided value sample is read through
-_SAMPLE_CHUNK = 1 << 24
+_SAMPLE_CHUNK = 1 << 21
 
 
 @dataclass
@@ -63,7 +66,7 @@ class _Decision:
     sigma: float
     params: DenoiseParams  # with the grouped method's calibration
     tiles: list
-    key: Any  # the result key denoise_image returns
+    keys: tuple  # the result keys (ranks) every tile computes
     vst: Any = None
     model: Any = None  # the global method's kernel PCA (progress and cancel removed)
     ranks: tuple = ()
@@ -110,9 +113,56 @@ def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grou
     smaller than a patch).
     """
     options = {k: v for k, v in locals().items() if k not in ("array", "params")}
+    a = _as_dask(array)
+    run = lazy_denoise(a, _params(params, options))
+    run.close()  # no progress or cancel to look up: the tiles run as plain tasks
+    out = run.outputs[run.keys[-1]]
+    return out if out is a else out.rechunk(a.chunks)
+
+
+@dataclass
+class LazyRun:
+    """One lazy pass of :func:`lazy_denoise`: a lazy output per result key (rank), all
+    from the same tile tasks, and what was decided for them."""
+
+    outputs: dict  # key -> lazy array of the input's shape and dtype, chunked by tile cores
+    keys: tuple  # the result keys, in denoise_set's order
+    noise_sigma: list  # per page (one for an image): the noise level; None when unchanged
+    tiles: int  # tile tasks that compute them
+    run_id: str = ""
+    _token: CancelToken = field(default_factory=CancelToken, repr=False)
+    _client: Any = field(default=None, repr=False)  # the distributed client reporting tiles
+
+    def cancel(self) -> None:
+        """Stop the tiles of this pass that run in this process (threads, sync): each
+        raises :class:`~kpca_denoise.core.progress.Cancelled` at its next check."""
+        self._token.cancel()
+
+    def close(self) -> None:
+        """Forget this pass's progress callback and cancel token."""
+        _RUNS.pop(self.run_id, None)
+        if self._client is not None:
+            self._client.unsubscribe_topic(_topic(self.run_id))
+            self._client = None
+
+
+#: run id -> [progress callback, cancel token, tiles done, tiles] of the lazy passes;
+#: the tile tasks that run in this process look their run up here
+_RUNS: dict = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyRun:
+    """Every rank of ``params`` from one lazy pass: :func:`denoise_dask`'s work (the
+    decisions now, one task per tile later) with each tile computing all the ranks at
+    once (the grouped method's ranks share its groups and eigendecompositions, the
+    global method's one projection), and one lazy output per rank taken from the same
+    tasks, so computing them together runs each tile once.  ``progress`` receives a
+    ``"tiles"`` event as each tile that runs in this process ends; :meth:`LazyRun.cancel`
+    stops them.  The outputs are chunked by the tiles' cores (``docs/dask.md``)."""
     import dask.array as da
 
-    params = _params(params, options)
+    params = _checked_params(params)
     if params.add_noise:
         raise ValueError("add_noise is not available for Dask arrays; add the noise to the "
                          "array first (kpca_denoise.pipeline.add_noise on each block)")
@@ -121,9 +171,19 @@ def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grou
     pages = [a[i] for i in range(a.shape[0])] if stack else [a]
     names = [f"page {i}" for i in range(len(pages))] if stack else ["image"]
     decisions = _decide(pages, names, params)
-    outs = [page if d is None else _assemble(page, d) for page, d in zip(pages, decisions)]
-    out = da.stack(outs) if stack else outs[0]
-    return out if out is a else out.rechunk(a.chunks)
+    keys = result_keys(params, False)
+    run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions],
+                  sum(len(d.tiles) for d in decisions if d is not None), uuid.uuid4().hex)
+    _RUNS[run.run_id] = [progress, run._token, 0, run.tiles]
+    client = _distributed_client() if progress is not None else None
+    if client is not None:  # tiles on other processes report through the scheduler
+        client.subscribe_topic(_topic(run.run_id), lambda event: _tile_done(run.run_id))
+        run._client = client
+    built = [None if d is None else _assemble(page, d, run) for page, d in zip(pages, decisions)]
+    for key in keys:
+        outs = [page if b is None else b[key] for page, b in zip(pages, built)]
+        run.outputs[key] = da.stack(outs) if stack else outs[0]
+    return run
 
 
 def required_halo(params: DenoiseParams | dict | None = None, **options) -> int:
@@ -205,13 +265,13 @@ def _decide(pages: list, names: list, params: DenoiseParams) -> list[_Decision |
         if page.size == 0 or not np.issubdtype(page.dtype, np.number):
             _check_image(np.empty(page.shape if page.size == 0 else (1, 1), page.dtype), name)
         _check_item_shape(page, name, False, params)
-    key = result_keys(params, False)[-1]
+    keys = result_keys(params, False)
     if params.method == "grouped" and params.noise_model == "gaussian":
         summaries = dask.compute(*[_summary(page) for page in pages])  # one pass over the data
         found = [_measure(page, name, params, *s) for page, name, s in zip(pages, names, summaries)]
     else:
         found = [_measure_in_memory(page, name, params) for page, name in zip(pages, names)]
-    return [None if f is None else _calibrated(page, key, params, *f)
+    return [None if f is None else _calibrated(page, keys, params, *f)
             for page, f in zip(pages, found)]
 
 
@@ -235,24 +295,29 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     stub = stub[..., 0] if page.ndim == 2 else stub
     _check_image(stub, name)  # NaN or Inf pixels
     flat = _flat(stub)
-    if flat:
-        sigma = 0.0
-    elif params.noise_sigma is not None:
-        sigma = float(params.noise_sigma)
-    else:
-        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
-            else tiling.LazyLuminance(page)  # both read only the blocks sampled
-        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
     # the sample has under two million values, so _held_span reads all of it: the
     # whole image's quantiles (prepare._sigma_range)
     span = _value_range(stub)
     lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
+    if flat:
+        sigma = 0.0
+    elif params.noise_sigma is not None:
+        sigma = float(params.noise_sigma)
+    else:  # as prepare._estimated_sigma, reading only the blocks sampled
+        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
+            else tiling.LazyLuminance(page)
+        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
+        if sigma >= lo:  # below: no noise, returned unchanged
+            bounds = _value_bounds(stub) if np.issubdtype(page.dtype, np.integer) else None
+            colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
+            sigma = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds).sigma
     try:
         there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
                                 flat=flat)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-    return (float(sigma), None, None) if there else None
+    # the level the denoiser is given: the measured (or given) one times the strength
+    return (float(sigma) * params.strength, None, None) if there else None
 
 
 def _measure_in_memory(page, name: str, params: DenoiseParams):
@@ -274,40 +339,82 @@ def _measure_in_memory(page, name: str, params: DenoiseParams):
     return res.noise_sigma, item.vst, model
 
 
-def _calibrated(page, key, params: DenoiseParams, sigma: float, vst, model) -> _Decision:
+def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model) -> _Decision:
     """The page's tiles and the grouped calibration, as ``tiling.denoise_tiled`` makes
     them (the calibration on the central crop, read alone)."""
     tiles = tiling.plan(page.shape, params)
     if len(tiles) > 1:
         params = tiling.resolve_periodic(np.asarray(central_crop(page)), sigma, params, vst)
         tiles = tiling.plan(page.shape, params)
-    ranks = (key,) if params.method == "global" else ()
-    return _Decision(sigma, params, tiles, key, vst, model, ranks)
+    ranks = tuple(keys) if params.method == "global" else ()
+    return _Decision(sigma, params, tiles, tuple(keys), vst, model, ranks)
 
 
 # -- the tiles ----------------------------------------------------------------------
 
 
-def _tile_core(region, tile, sigma, params, model, ranks, vst, key):
-    """The task: one tile's core, denoised (runs on a worker)."""
+def _tile_cores(region, tile, sigma, params, model, ranks, vst, run_id):
+    """The task: one tile's core for every rank, ``{key: core}`` (runs on a worker).
+    In this process it obeys its run's cancel token and reports its end; on a
+    dask.distributed worker elsewhere it reports through the scheduler's events."""
+    entry = _RUNS.get(run_id)
+    cancel = entry[1] if entry else None
+    check_cancel(cancel)
     outs, _ = tiling.denoise_tile(np.asarray(region), tile, sigma, params, model=model,
-                                  ranks=ranks, vst=vst)
-    return outs[key]
+                                  ranks=ranks, vst=vst, cancel=cancel)
+    if entry is not None:
+        _tile_done(run_id)
+    else:
+        try:
+            from distributed import get_worker
+
+            get_worker().log_event(_topic(run_id), 1)
+        except (ImportError, ValueError):  # not on a distributed worker
+            pass
+    return outs
 
 
-def _assemble(page, d: _Decision):
-    """The page's output: one delayed :func:`_tile_core` per tile of the plan, the
-    cores put together (lazy)."""
+def _topic(run_id: str) -> str:
+    return f"kpca-denoise-tiles-{run_id}"
+
+
+def _tile_done(run_id: str) -> None:
+    """Count a finished tile of the run and report it (one report at a time: the
+    callback need not be thread-safe)."""
+    entry = _RUNS.get(run_id)
+    if entry is None or entry[0] is None:
+        return
+    with _RUNS_LOCK:
+        entry[2] += 1
+        report(entry[0], "tiles", entry[2], entry[3])
+
+
+def _distributed_client():
+    """The dask.distributed client in use, or None."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _assemble(page, d: _Decision, run: LazyRun) -> dict:
+    """The page's outputs ``{key: lazy array}``: one delayed :func:`_tile_cores` per tile
+    of the plan, each key's cores put together (lazy)."""
     import dask
     import dask.array as da
 
-    run = uuid.uuid4().hex
-    model = None if d.model is None else dask.delayed(d.model, name=f"kpca-denoise-model-{run}")
-    task = dask.delayed(_tile_core)
+    rid = run.run_id
+    model = None if d.model is None else dask.delayed(d.model, name=f"kpca-denoise-model-{rid}")
+    task = dask.delayed(_tile_cores, nout=None)
     rows: dict = {}
     for t in d.tiles:  # row-major
-        block = task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, d.key,
-                     dask_key_name=f"kpca-denoise-tile-{run}-{t.y0}-{t.x0}")
+        block = task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, rid,
+                     dask_key_name=f"kpca-denoise-tile-{rid}-{id(d)}-{t.y0}-{t.x0}")
         shape = (t.y1 - t.y0, t.x1 - t.x0) + tuple(page.shape[2:])
-        rows.setdefault(t.y0, []).append(da.from_delayed(block, shape, dtype=page.dtype))
-    return da.concatenate([da.concatenate(r, axis=1) for r in rows.values()], axis=0)
+        for key in d.keys:
+            rows.setdefault(key, {}).setdefault(t.y0, []).append(
+                da.from_delayed(block[key], shape, dtype=page.dtype))
+    return {key: da.concatenate([da.concatenate(r, axis=1) for r in rows[key].values()], axis=0)
+            for key in d.keys}

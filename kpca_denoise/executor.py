@@ -244,8 +244,14 @@ class Executor:
     def run(self, images: Sequence[np.ndarray], params: DenoiseParams, *,
             names: Sequence[str] | None = None, patch_sets: Sequence[bool] | None = None,
             progress: ProgressCallback | None = None, cancel: Any = None,
-            denoise: Callable[..., SetResult] = denoise_set) -> Iterator[ImageResult]:
+            denoise: Callable[..., SetResult] = denoise_set,
+            sequences: Sequence[tuple[int, int]] = ()) -> Iterator[ImageResult]:
         """Denoise every item; yield each :class:`ImageResult` as it completes.
+
+        ``sequences``: ``(start, stop)`` ranges of items that are the pages of one
+        stack; each goes to the pipeline in one call, in this process, so that its
+        pages can be denoised with their neighbours (``params.sequence``,
+        ``docs/stacks.md``).
 
         ``denoise`` is the pipeline function run in this process (the set's fit,
         and every image when there is no cluster); workers run
@@ -276,7 +282,14 @@ class Executor:
         parts: list = [None] * n
         report(progress, "image", 0, n)
         done = 0
-        work = self._parts(images, names, patch_sets, params, models, progress, cancel, denoise)
+        grouped = {i for a, b in sequences for i in range(a, b)}
+        work = self._sequences(images, names, patch_sets, params, progress, cancel, denoise,
+                               sequences)
+        if len(grouped) < n:
+            rest = [i for i in range(n) if i not in grouped]
+            work = _chain(work, self._parts(_Subset(images, rest), _Subset(names, rest),
+                                            _Subset(patch_sets, rest), params, models, progress,
+                                            cancel, denoise, rest))
         try:
             for part in work:
                 res = part.images[0]
@@ -291,17 +304,36 @@ class Executor:
             work.close()  # the caller stopped early (Ctrl-C): cancel what is left
         self.summary = _merge(params, parts, fit, time.perf_counter() - t0)
 
-    def _parts(self, images, names, patch_sets, params, models, progress, cancel, denoise):
+    def _sequences(self, images, names, patch_sets, params, progress, cancel, denoise,
+                   sequences):
+        """The stacks' pages, one pipeline call per stack (here), one part per page."""
+        for a, b in sequences:
+            check_cancel(cancel)
+            try:
+                pages = [images[i] for i in range(a, b)]
+            except (OSError, ValueError) as exc:
+                for i in range(a, b):
+                    yield _failed(params, i, names[i], exc)
+                continue
+            res = denoise(pages, params, names=list(names[a:b]), patch_sets=list(patch_sets[a:b]),
+                          first_index=a, progress=_ItemProgress(progress), cancel=cancel)
+            for img in res.images:
+                yield dataclasses.replace(res, images=[img])
+
+    def _parts(self, images, names, patch_sets, params, models, progress, cancel, denoise,
+               index=None):
         n = len(images)
+        index = index if index is not None else range(n)
         if not self.distributed:
-            for i in range(n):
+            for k in range(n):
+                i = index[k]
                 check_cancel(cancel)
                 try:
-                    img = images[i]  # may read the file now (the CLI's lazy pages)
+                    img = images[k]  # may read the file now (the CLI's lazy pages)
                 except (OSError, ValueError) as exc:
-                    yield _failed(params, i, names[i], exc)
+                    yield _failed(params, i, names[k], exc)
                     continue
-                yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
+                yield denoise([img], params, names=[names[k]], patch_sets=[patch_sets[k]],
                               first_index=i, fitted_models=models or None,
                               progress=_ItemProgress(progress), cancel=cancel)
             return
@@ -328,10 +360,10 @@ class Executor:
                 try:
                     img = images[i]
                 except (OSError, ValueError) as exc:
-                    failed.append(_failed(params, i, names[i], exc))
+                    failed.append(_failed(params, index[i], names[i], exc))
                     continue
-                fut = client.submit(_denoise_one, img, i, names[i], patch_sets[i], params, shared,
-                                    key=f"kpca-denoise-{run_id}-{i}", pure=False)
+                fut = client.submit(_denoise_one, img, index[i], names[i], patch_sets[i], params, shared,
+                                    key=f"kpca-denoise-{run_id}-{index[i]}", pure=False)
                 futures.append(fut)
                 running.add(fut)
                 return True
@@ -349,10 +381,10 @@ class Executor:
                 try:
                     img = images[i]
                 except (OSError, ValueError) as exc:
-                    yield _failed(params, i, names[i], exc)
+                    yield _failed(params, index[i], names[i], exc)
                     continue
                 yield denoise([img], params, names=[names[i]], patch_sets=[patch_sets[i]],
-                              first_index=i, fitted_models=models or None,
+                              first_index=index[i], fitted_models=models or None,
                               progress=_ItemProgress(progress), cancel=cancel, tile_map=tiles)
             for fut in running:
                 check_cancel(cancel)
@@ -368,6 +400,33 @@ class Executor:
             # Ctrl-C, a cancel token or an error: nothing left running on the cluster
             client.cancel(futures)
             raise
+
+
+def _chain(*parts):
+    """The parts of several generators in turn; closing it closes each."""
+    for part in parts:
+        try:
+            yield from part
+        finally:
+            part.close()
+
+
+class _Subset(Sequence):
+    """Items ``index`` of a sequence, fetched when asked for (the CLI's lazy pages)."""
+
+    def __init__(self, items, index):
+        self._items, self._index = items, list(index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, k):
+        return self._items[self._index[k]]
+
+    def shape_of(self, k):
+        i = self._index[k]
+        return (self._items.shape_of(i) if hasattr(self._items, "shape_of")
+                else np.shape(self._items[i]))
 
 
 def _failed(params: DenoiseParams, index: int, name: str, exc: Exception) -> SetResult:

@@ -25,10 +25,12 @@ METHODS = ("grouped", "global")
 #: knobs given in ``grouped``; ``docs/speed.md``)
 PROFILES = {
     "default": "the best quality (the method as documented)",
-    "fast": "previews and large batches: one stage, small groups and search, several times faster",
+    "fast": "previews and large batches: one matching for both stages, small groups and search",
 }
 EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 NOISE_MODELS = ("gaussian", "poisson-gaussian")
+#: whether a set's pages are denoised with their neighbours (``docs/stacks.md``)
+SEQUENCE_CHOICES = ("auto", "yes", "no")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
 MAX_SIGMA = 1e6
 #: the largest ``strength`` accepted: ten times the measured noise smooths nearly everything
@@ -144,6 +146,11 @@ class DenoiseParams:
         given (estimated or ``noise_sigma``; under 'poisson-gaussian' the stabilised
         level 1): below 1 keeps more detail and noise, above 1 smooths more
         (``docs/noise.md``).  Default 1.
+    sequence : 'auto' (default), 'yes' or 'no': whether the images of a set of one
+        size are the pages of a sequence (a stack, a time-lapse, a burst) whose groups
+        also take patches from the neighbouring pages; 'auto' decides from the data
+        (unrelated images run alone), 'yes' forces it, 'no' runs every image alone.
+        Grouped method only (``docs/stacks.md``).
     grouped : the grouped method's knobs, a
         :class:`~kpca_denoise.core.grouped.GroupedOptions` (or a preset name or a
         mapping of knob names); ``kernel``, ``patch_size`` and the pre-image
@@ -172,6 +179,7 @@ class DenoiseParams:
     poisson_gain: float | None = None
     strength: float = 1.0
     profile: str = "default"
+    sequence: str = "auto"
 
     def __post_init__(self) -> None:
         # numpy scalars (np.int64(8), np.float32(25)) are what array code passes around
@@ -272,6 +280,10 @@ class DenoiseParams:
             if getattr(self.grouped, name) != getattr(GroupedOptions(), name):
                 bad("grouped", f"sets {name}; set {field_name} of the parameters instead "
                                "(it applies to every method)")
+        if self.sequence not in SEQUENCE_CHOICES:
+            bad("sequence", f"must be one of {', '.join(SEQUENCE_CHOICES)}, got {self.sequence!r}")
+        if self.sequence == "yes" and self.method != "grouped":
+            bad("sequence", "'yes' applies to method 'grouped' only; use 'no' or 'auto'")
         if self.tile_size is not None and (not is_int(self.tile_size) or self.tile_size < 64):
             bad("tile_size", "must be an integer >= 64 (pixels; omit it for the default), "
                              f"got {self.tile_size!r}")
@@ -321,7 +333,7 @@ class DenoiseParams:
                                         f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
         if "ranks" in data:
             data["ranks"] = parse_ranks(data["ranks"])
-        for name in ("method", "kernel", "eigen_solver", "noise_model", "profile"):
+        for name in ("method", "kernel", "eigen_solver", "noise_model", "profile", "sequence"):
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()

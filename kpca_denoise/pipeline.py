@@ -128,7 +128,12 @@ def denoise_set(
     ranks = groups[0].keys if groups else None
     # 3. the grouped method, image by image
     if params.method == "grouped" and not fit_only:
-        eig_grouped = _run_grouped(run, items)
+        # images of one size that form a sequence go through the stack path
+        # (params.sequence, docs/stacks.md); the others run alone
+        from .sequence import run_sequences
+
+        items, seq_spectra = run_sequences(run, items)
+        eig_grouped = _run_grouped(run, items, seq_spectra)
         ranks = tuple(params.ranks) if ranks is None else ranks
         if eig.size == 0:
             eig = eig_grouped
@@ -174,10 +179,10 @@ def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequenc
     return images, names, patch_sets
 
 
-def _run_grouped(run: _Run, items: list[PreparedItem]) -> np.ndarray:
+def _run_grouped(run: _Run, items: list[PreparedItem], spectra: list | None = None) -> np.ndarray:
     """Denoise every image with the grouped method; returns the mean spectrum of its
-    groups (a failed image gets its error, and the others go on)."""
-    spectra = []
+    groups and of ``spectra`` (a failed image gets its error, and the others go on)."""
+    spectra = list(spectra or [])
     todo = [item for item in items if not item.is_patchset]
     for k, item in enumerate(todo):
         res = item.result

@@ -169,6 +169,10 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
         sigma = 1.0  # after the variance-stabilising transform
         res.stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
                                         sigma=np.ravel(vst.sigma).tolist())
+        if params.poisson_gain is None and params.noise_sigma is None:
+            model = _noise_model(x)[1]  # the Gaussian path's reading: does the noise grow?
+            if model is not None and not model.signal_dependent:
+                res.stats["hint"] = FLAT_NOISE_HINT
     res.noise_sigma = float(sigma)
     return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
 
@@ -178,23 +182,36 @@ SIGNAL_DEPENDENT_HINT = ("the noise grows with the signal: try --noise-model poi
                          "(noise_model='poisson-gaussian')")
 
 
+#: ... and when, under the Poisson-Gaussian model, it does not
+FLAT_NOISE_HINT = ("the noise does not grow with the signal: the Gaussian model (the default, "
+                   "--noise-model gaussian) fits better")
+
+
 def _estimated_sigma(x: np.ndarray, res: ImageResult) -> float:
     """The noise std of an image under the Gaussian model, measured: the finest-scale
     estimate, or the whole per-pixel std of correlated (camera) noise
     (:func:`~kpca_denoise.core.nlf.estimate_noise_model`; the model goes to
     ``res.stats['noise']``, and a hint to ``res.stats['hint']`` when the noise grows
     with the signal)."""
-    lum = luminance(x)
-    white = estimate_sigma_image(lum, bounds=luminance_bounds(x))
-    if white < _sigma_range(x)[0]:
+    white, model = _noise_model(x)
+    if model is None:
         return white  # no noise: the image comes back unchanged
-    c = colour_part(np.asarray(x))
-    bounds = _value_bounds(c) if np.issubdtype(c.dtype, np.integer) else None
-    model = estimate_noise_model(c, white, luminance=lum, bounds=bounds)
     res.stats["noise"] = model.to_dict()
     if model.signal_dependent:
         res.stats["hint"] = SIGNAL_DEPENDENT_HINT
     return model.sigma
+
+
+def _noise_model(x: np.ndarray):
+    """``(finest-scale sigma, NoiseModel)`` of an image; the model is None when the
+    finest scale reads no noise."""
+    lum = luminance(x)
+    white = estimate_sigma_image(lum, bounds=luminance_bounds(x))
+    if white < _sigma_range(x)[0]:
+        return white, None
+    c = colour_part(np.asarray(x))
+    bounds = _value_bounds(c) if np.issubdtype(c.dtype, np.integer) else None
+    return white, estimate_noise_model(c, white, luminance=lum, bounds=bounds)
 
 
 def noise_to_remove(sigma: float, lo: float, hi: float, dtype, *, given: bool,

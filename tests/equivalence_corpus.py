@@ -73,7 +73,8 @@ def cases() -> dict[str, tuple[list[np.ndarray], DenoiseParams, dict]]:
     out["grey_linear"] = ([_noisy(grey, 25, 12)], DenoiseParams(noise_sigma=25, kernel="linear"),
                           {})
     stack = [_noisy(camera[100 + 8 * k:164 + 8 * k, 200:264], 20, 30 + k) for k in range(3)]
-    out["stack"] = (stack, DenoiseParams(noise_sigma=20), {})
+    # page by page, as recorded (the sequence path has its own tests: test_sequence.py)
+    out["stack"] = (stack, DenoiseParams(noise_sigma=20, sequence="no"), {})
     digits = np.load(SAMPLES / "digits.npz")["images"][:120]
     out["patch_set"] = ([_noisy(digits, 40, 5)], DenoiseParams(noise_sigma=40, ranks=(4, None)),
                         {"patch_sets": [True]})

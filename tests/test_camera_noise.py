@@ -70,6 +70,9 @@ def test_correlated_noise_of_known_psd_is_read_within_ten_percent(sigma):
     res = denoise_set([noisy], DenoiseParams(method="global", ranks=(4,), n_train=300)).images[0]
     assert res.noise_sigma == pytest.approx(model.sigma)
     assert res.stats["noise"]["kind"] == "correlated"
+    back = type(model).from_dict(res.stats["noise"])
+    assert back.sigma == pytest.approx(model.sigma)
+    assert back.describe(ascii=True).startswith(f"correlated noise, sigma {model.sigma:.3g} (")
 
 
 def test_white_noise_keeps_the_finest_scale_estimate():
@@ -114,3 +117,38 @@ def test_cli_hints_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys
                "--method", "global", "--ranks", "4", "--train-patches", "300",
                "--noise-model", "poisson-gaussian"])
     assert rc == 0 and "grows with the signal" not in capsys.readouterr().err
+
+
+def test_cli_hints_the_gaussian_model_for_noise_that_does_not_grow(tmp_path, capsys):
+    from PIL import Image
+
+    rng = np.random.default_rng(6)
+    noisy = np.clip(np.rint(_smooth_scene(192) + rng.normal(0, 8, (192, 192))), 0, 255)
+    Image.fromarray(noisy.astype(np.uint8)).save(tmp_path / "flat_noise.png")
+    rc = main(["denoise", str(tmp_path / "flat_noise.png"), "-o", str(tmp_path / "o"), "-q",
+               "--method", "global", "--ranks", "4", "--train-patches", "300",
+               "--noise-model", "poisson-gaussian"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert ("note: flat_noise.png: the noise does not grow with the signal: the Gaussian "
+            "model (the default, --noise-model gaussian) fits better") in err
+
+
+def test_cli_says_what_correlated_noise_it_removed(tmp_path, capsys):
+    import json
+
+    from PIL import Image
+
+    noisy = np.clip(np.rint(_smooth_scene(160) + _correlated_noise((160, 160), 8.0, 7)), 0, 255)
+    Image.fromarray(noisy.astype(np.uint8)).save(tmp_path / "demosaiced.png")
+    rc = main(["denoise", str(tmp_path / "demosaiced.png"), "-o", str(tmp_path / "o"), "-q",
+               "--method", "global", "--ranks", "4", "--train-patches", "300"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    note = next(line for line in err.splitlines() if "correlated noise" in line)
+    assert note.startswith("note: demosaiced.png: correlated noise, sigma ")
+    # the sidecar holds the model for a user to reproduce and adjust
+    side = json.loads(next((tmp_path / "o").glob("kpca-denoise-*.json")).read_text())
+    noise = side["items"][0]["stats"]["noise"]
+    assert noise["kind"] == "correlated" and abs(noise["sigma"] / 8.0 - 1) < 0.15
+    assert f"sigma {noise['sigma']:.3g} " in note

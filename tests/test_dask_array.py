@@ -142,18 +142,28 @@ def test_a_numpy_array_is_wrapped_and_a_flat_one_returned_unchanged():
     np.testing.assert_array_equal(out.compute(), denoise_image(flat))
 
 
-def test_the_noise_decisions_are_the_pipelines_on_a_large_image():
-    """Over a million pixels the estimator samples blocks: read lazily, the same ones."""
+@pytest.mark.parametrize("noise", ["white", "correlated"])
+def test_the_noise_decisions_are_the_pipelines_on_a_large_image(noise):
+    """Over a million pixels the estimators sample blocks: read lazily, the same ones;
+    correlated (camera) noise is measured whole, and the strength applies, as in memory."""
+    from scipy.ndimage import convolve
+
     from kpca_denoise.dask_array import _decide
     from kpca_denoise.pipeline import ImageResult
     from kpca_denoise.prepare import _prepare_item
 
-    img = _noisy((1100, 1000), sigma=12, seed=2, channels=3)
-    params = DenoiseParams().validate()
+    img = _noisy((1100, 1000), sigma=12 if noise == "white" else 0, seed=2, channels=3)
+    if noise == "correlated":  # the [1 2 1] x [1 2 1] spread of bilinear demosaicing
+        k = np.outer([1.0, 2.0, 1.0], [1.0, 2.0, 1.0])[..., None]
+        k /= np.sqrt(np.sum(k * k))
+        grain = 12 * convolve(np.random.default_rng(3).normal(0, 1, img.shape), k, mode="wrap")
+        img = np.clip(img + grain, 0, 255).astype(np.uint8)
+    params = DenoiseParams(strength=0.8).validate()
     res = ImageResult(index=0, name="image")
     _prepare_item(params, img, res, False, seed=0)
     (d,) = _decide([da.from_array(img, chunks=(300, 256, 3))], ["image"], params)
     assert d.sigma == res.noise_sigma
+    assert (res.stats["noise"]["kind"] == "correlated") == (noise == "correlated")
 
 
 @pytest.mark.parametrize("make,words", [

@@ -27,7 +27,8 @@ def _images(n, shape=(48, 56)):
                     0, 255).astype(np.uint8) for k in range(n)]
 
 
-GROUPED = DenoiseParams(noise_sigma=15.0)
+# each image alone, as the executor runs images it is not told are a stack
+GROUPED = DenoiseParams(noise_sigma=15.0, sequence="no")
 GLOBAL = DenoiseParams(method="global", ranks=(4, 8), n_train=300, add_noise=5.0)
 
 

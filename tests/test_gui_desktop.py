@@ -77,6 +77,22 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     assert window.grid.rank_panels[params.ranks[0]].metrics.text().startswith("PSNR")
 
 
+def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
+    """The full run in 2 x 2 tiles (their calibration made once for the whole image);
+    the preview's tile is none of them."""
+    from kpca_denoise.gui.compute import JobItem, run_preview
+
+    _, a = _camera(96, tmp_path)
+    params = DenoiseParams(ranks=(2, None), add_noise=20.0, tile_size=64)
+    full = denoise_set([a], params).images[0]
+    pv = run_preview(JobItem("k", "camera", a, False, params.ranks), params, (20, 60, 40, 72),
+                     None, None)
+    y0, y1, x0, x1 = pv.box
+    assert not pv.error and (y0, y1, x0, x1) == (20, 60, 40, 72)
+    for r in params.ranks:
+        np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
+
+
 def test_a_parameter_change_updates_the_preview(window, tmp_path, qtbot):
     path, _ = _camera(64, tmp_path)
     window.load_paths([path])
@@ -331,3 +347,21 @@ def test_the_noise_in_words():
                                         "neighbour": 0.31}) == (
         "σ estimated 20 (correlated noise: 1.4× the finest scale, neighbours 0.31) "
         "× strength 1.5 = 30 removed")
+
+
+def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    params = DenoiseParams(ranks=(2, None), noise_sigma=15.0)
+    window.params_panel.set_params(params)
+    window.toggle_preview()
+    assert window.runner.purpose() == "preview"
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "run"):
+        assert window.run_current()  # not refused: the preview gives way
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        pass
+    _settle(qtbot, window)
+    rec = window.session.record(window.current_entry(), params)
+    assert rec is not None and set(rec.ranks) == {2, None}
+    assert window.grid.rank_panels[2].metrics.text().startswith("remaining noise")

@@ -37,7 +37,7 @@ def test_grouped_timings_match_the_cores_own_stage_times(camera):
             stage, res.timings, own)
 
 
-def test_a_log_gets_a_line_per_finished_tile_with_the_time_left(tmp_path, capsys):
+def test_the_command_line_takes_the_fast_profile(tmp_path, capsys):
     from PIL import Image
 
     from kpca_denoise.cli import main
@@ -48,9 +48,11 @@ def test_a_log_gets_a_line_per_finished_tile_with_the_time_left(tmp_path, capsys
                "20", "--tile-size", "64", "--profile", "fast"])
     assert rc == 0
     err = capsys.readouterr().err  # captured: not a terminal
-    lines = [ln for ln in err.splitlines() if ln.startswith("tile ")]
-    assert [ln.split()[1] for ln in lines] == [f"{k}/4" for k in range(1, 5)], err
-    assert lines[-1].endswith("about 0 s left for this image)")
+    assert "tiles 4/4" in err, err  # the last tile's line
+    import json
+
+    side = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert side["params"]["profile"] == "fast", side["params"]
 
 
 def test_the_fast_profile_is_the_fast_preset_under_the_knobs_given():

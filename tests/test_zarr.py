@@ -207,3 +207,50 @@ def test_several_page_axes_are_pages_in_order_and_written_back_in_place(tmp_path
     for t in range(2):
         for z in range(2):
             np.testing.assert_array_equal(got[t, 0, z], denoise_image(data[t, 0, z]))
+
+
+def test_several_ranks_come_from_one_pass_with_the_noise_level_reported(tmp_path, rng,
+                                                                        monkeypatch, capsys):
+    import kpca_denoise.tiling as tiling
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    stack = noisy(rng, (2, 110, 100))
+    src = write_ome(tmp_path / "st.zarr", stack, "zyx", [2.0, 0.5, 0.5], chunks=(1, 33, 29),
+                    levels=1)
+    params = DenoiseParams(ranks=(4, 8), tile_size=64)
+    ref = denoise_set(list(stack), params)
+    calls = []
+    real = tiling.denoise_tile
+    monkeypatch.setattr(tiling, "denoise_tile", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = tmp_path / "o"
+    capsys.readouterr()
+    assert main(["denoise", str(src), "-o", str(out), "--ranks", "4,8", "--tile-size", "64"]) == 0
+    assert len(calls) == 2 * len(tiling.plan(stack.shape[1:], params))  # per page, not per rank
+    for rank in (4, 8):
+        got = zarr.open_group(str(out / f"st_kpca_r{rank}.zarr"), mode="r")["0"][...]
+        for k in range(2):
+            np.testing.assert_array_equal(got[k], ref.images[k].outputs[rank])
+    item = json.loads(sidecar_of(out).read_text())["items"][0]
+    sigmas = [r.noise_sigma for r in ref.images]
+    assert [p["noise_sigma"] for p in item["stats"]["pages"]] == pytest.approx(sigmas, rel=1e-9)
+    assert item["noise_sigma"] == pytest.approx(float(np.median(sigmas)), rel=1e-9)
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln.startswith("st.zarr")]
+    assert [r[1] for r in rows] == ["4", "8"] and {r[2] for r in rows} == {
+        f"{np.median(sigmas):.3g}"}
+
+
+def test_ctrl_c_leaves_no_half_folder(tmp_path, rng, monkeypatch, capsys):
+    import kpca_denoise.io.writing as writing
+
+    src = write_ome(tmp_path / "img.zarr", noisy(rng, (140, 130)), "yx", [1.0, 1.0],
+                    chunks=(32, 32), levels=1)
+    monkeypatch.setattr(writing, "_BAND_TILES", 1)
+
+    def stop(self, page, y0, band):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writing._ZarrSink, "put", stop)
+    out = tmp_path / "o"
+    assert main(["denoise", str(src), "-o", str(out), "-q", "--tile-size", "64"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert list(out.iterdir()) == []  # no folder, no part, no sidecar (nothing written)

@@ -159,9 +159,26 @@ class NoiseModel:
         return self.kind == "correlated"
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict (what ``ImageResult.stats['noise']`` holds)."""
         d = asdict(self)
         d["levels"], d["level_sigmas"] = list(self.levels), list(self.level_sigmas)
         return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NoiseModel":
+        """The model back from :meth:`to_dict` (a sidecar's ``stats.noise``)."""
+        d = dict(data)
+        d["levels"], d["level_sigmas"] = tuple(d["levels"]), tuple(d["level_sigmas"])
+        return cls(**d)
+
+    def describe(self, *, ascii: bool = False) -> str:
+        """One line for a log or a label, e.g. 'correlated noise, sigma 10.5 (3.3 x the
+        finest scale's 3.21)'."""
+        s = "sigma" if ascii else "σ"
+        text = (f"correlated noise, {s} {self.sigma:.3g} ({self.correlation:.2g} x the finest "
+                f"scale's {self.white_sigma:.3g})" if self.correlated
+                else f"white noise, {s} {self.sigma:.3g}")
+        return text + (", growing with the signal" if self.signal_dependent else "")
 
 
 def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
@@ -239,7 +256,10 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     channel was clipped to (patches near them are left out).  ``luminance``: a 2-D
     array-like (sliced lazily) the level function is read from, for colour (default:
     the first channel)."""
-    x = np.asarray(image)
+    # an array-like with slicing (a Dask array) is read only where sampled
+    x = image if hasattr(image, "ndim") and hasattr(image, "__getitem__") else np.asarray(image)
+    if min(x.shape[:2]) < 2 * patch_size:  # too small for a patch statistic: as measured
+        return NoiseModel(kind="white", sigma=float(white_sigma), white_sigma=float(white_sigma))
     chans = [x] if x.ndim == 2 else [x[..., c] for c in range(x.shape[2])]
     kw = dict(max_patches=max_patches, max_pixels=max_pixels, block_size=block_size,
               seed=random_state)

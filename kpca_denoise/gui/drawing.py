@@ -129,9 +129,10 @@ class ViewDrawing:
         clean = self._clean_for(e, p) if p is not None else None
         ref = self.grid.ref_panel
         if clean is not None:
-            ref.set_title("reference" if e.reference is not None else "clean (before noise)")
+            ref.set_title("reference" if e.reference is not None else "clean")
             ref.set_image(e.display(clean), levels)
-            ref.set_metrics(str(e.reference_path.name) if e.reference_path else "")
+            ref.set_metrics(str(e.reference_path.name) if e.reference_path
+                            else "the input, before the noise was added")
         else:
             ref.set_title("no reference")
             ref.set_image(None, placeholder="no clean reference: the metrics show the noise left")

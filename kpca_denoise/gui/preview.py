@@ -33,6 +33,7 @@ class PreviewControl:
     def _init_preview(self) -> None:
         self.preview_roi: pg.RectROI | None = None
         self._preview_pending = False
+        self._queued_run = None  # a run asked for while a preview computed: (entries, purpose, ...)
         self._preview_timer = QTimer(self)
         self._preview_timer.setSingleShot(True)
         self._preview_timer.setInterval(250)  # a drag sends one request, not fifty

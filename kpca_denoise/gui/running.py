@@ -114,6 +114,11 @@ class RunControl:
     def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, set_fit: bool = False) -> bool:
         """Start a run for the ranks of ``entries`` not cached yet; False if none started."""
         if self.runner.is_running():
+            if self.runner.purpose() == "preview":  # the run is what the preview was for
+                self._queued_run = (entries, purpose, ranks, set_fit)
+                self.runner.cancel()
+                self.log("preview stopped: the run starts as soon as it has")
+                return True
             self.report_info("A run is in progress; wait for it or cancel it (Esc).")
             return False
         params = self._params_or_report()
@@ -192,7 +197,12 @@ class RunControl:
         if preview and summary.status == "done":
             progress_text = msg = f"preview done in {summary.seconds:.1f} s"
         self.progress.finish(progress_text)
-        if preview and summary.status == "done":
+        queued, self._queued_run = self._queued_run, None
+        if queued is not None:  # a run asked for while a preview was computing
+            self._update_actions()
+            self._start(*queued)
+            return
+        if preview and summary.status != "failed":
             self.statusBar().showMessage(msg, 10000)
         elif summary.status == "cancelled":
             self.report_info(msg)

@@ -259,6 +259,10 @@ class RunController(QObject):
     def is_running(self) -> bool:
         return self._thread is not None
 
+    def purpose(self) -> str | None:
+        """What the job going on is for ('run', 'export', 'preview'), None when idle."""
+        return self._worker.job.purpose if self._worker is not None else None
+
     def start(self, job: Job) -> bool:
         """Start ``job``; returns False if a run is already going."""
         if self._thread is not None:

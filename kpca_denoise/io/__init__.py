@@ -7,7 +7,8 @@ metadata (EXIF, ICC profile, DPI, TIFF and ImageJ tags).  One module a job:
 * :mod:`.reading`: the readers (Pillow, tifffile, NumPy), :class:`LoadedItem`;
 * :mod:`.writing`: atomic writes, output names and the per-format writers;
 * :mod:`.zarr_io`: OME-Zarr image folders, read lazily and written chunk by chunk
-  (through :func:`.writing.write_zarr`);
+  (through :func:`.writing.write_lazy`);
+* :mod:`.lazy_tiff`: TIFFs too large to hold, read lazily through the same path;
 * :mod:`.errors`: :class:`InputError` and :class:`OutputExistsError`.
 """
 
@@ -16,8 +17,8 @@ from .inputs import (FOLDER_SUFFIXES, IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORT
                      InputFile, collect_inputs, expand_inputs)
 from .reading import MAX_PIXELS, LoadedItem, display_oriented, read_item, read_items
 from .writing import (OUTPUT_FORMATS, atomic_write, atomic_write_dir, check_not_input, in_format,
-                      jsonable, output_path,
-                      rank_tag, remove_stale_parts, write_item, write_sidecar, write_zarr)
+                      jsonable, output_path, rank_tag, remove_stale_parts, write_item,
+                      write_lazy, write_sidecar, write_zarr)
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -37,6 +38,7 @@ __all__ = [
     "in_format",
     "OUTPUT_FORMATS",
     "write_zarr",
+    "write_lazy",
     "atomic_write_dir",
     "output_path",
     "check_not_input",

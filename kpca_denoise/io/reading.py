@@ -81,8 +81,8 @@ class LoadedItem:
         if self.array is not None:
             return self.array
         if self.is_lazy:
-            raise InputError(f"{self.path}: an OME-Zarr image is read lazily, chunk by chunk "
-                             "(kpca_denoise.io.zarr_io.open_lazy), never whole")
+            raise InputError(f"{self.path}: this image is read lazily, chunk by chunk "
+                             "(LoadedItem.open_lazy), never whole")
         a = read_item(self.path, max_pixels=self.max_pixels).array
         if a.shape != self._shape or a.dtype != self._dtype:
             raise InputError(f"{self.path}: the file changed while the run was going "
@@ -92,8 +92,19 @@ class LoadedItem:
 
     @property
     def is_lazy(self) -> bool:
-        """An OME-Zarr image: its pixels are read chunk by chunk, never held whole."""
-        return self.format == ZARR_FORMAT
+        """An OME-Zarr image, or a TIFF too large to hold (``read_item``'s ``lazy_bytes``):
+        its pixels are read chunk by chunk (:meth:`open_lazy`), never held whole."""
+        return self.format == ZARR_FORMAT or "lazy" in self.meta
+
+    def open_lazy(self):
+        """A lazy item's pixels as a Dask array of its shape; nothing is read yet."""
+        if self.format == ZARR_FORMAT:
+            from .zarr_io import open_lazy
+
+            return open_lazy(self.path, self.meta["zarr"])
+        from .lazy_tiff import open_lazy_tiff
+
+        return open_lazy_tiff(self)
 
     @property
     def is_patchset(self) -> bool:
@@ -230,58 +241,77 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     import tifffile
 
     with tifffile.TiffFile(path) as tf:
-        series = [s for s in tf.series if s.shape]
-        if not series:
-            raise InputError(f"{path}: the TIFF holds no image")
+        series, axes, shape, meta = _tiff_header(tf, path)
+        _check_tiff_size(path, axes, shape, max_pixels)
         s = series[0]
-        axes, shape = s.axes, tuple(s.shape)
-        # pages written one by one (each its own series, e.g. each with a description)
-        # are the pages of one stack when they are alike
-        alike = all(x.shape == s.shape and x.dtype == s.dtype and x.axes == s.axes
-                    and len(x.pages) == 1 for x in series)
-        if len(series) > 1 and not alike:
-            shapes = ", ".join("x".join(map(str, x.shape)) for x in series)
-            raise InputError(
-                f"{path}: the TIFF holds {len(series)} image series of different shapes "
-                f"({shapes}); save each series as its own file")
-        if len(series) > 1:
-            axes, shape = "Q" + axes, (len(series),) + shape
-        if "Y" not in axes or "X" not in axes:
-            raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
-        shaped = bool(tf.is_shaped)
-        h, w = shape[axes.index("Y")], shape[axes.index("X")]
-        if w * h > max_pixels:
-            raise _too_many_pixels(path, w, h, max_pixels)
-        page = s.pages[0] if s.pages else tf.pages[0]
-        photometric = int(page.photometric)
-        if photometric not in (0, 1, 2):  # miniswhite, minisblack, rgb
-            raise InputError(
-                f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
-                "as greyscale or RGB")
         a = s.asarray() if len(series) == 1 else np.stack([x.asarray() for x in series])
-        meta: dict = {"photometric": photometric}
-        if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
-            meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
-        # the user's description and software, not a layout tifffile or ImageJ wrote
-        desc = page.description or ""
-        if desc and not desc.lstrip().startswith("{") and not (tf.is_imagej or tf.is_ome):
-            meta["description"] = desc
-        if page.software and not str(page.software).startswith("tifffile"):
-            meta["software"] = str(page.software)
-        tags = page.tags
-        if "XResolution" in tags and "YResolution" in tags:
-            meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
-            if "ResolutionUnit" in tags:
-                meta["resolutionunit"] = int(tags["ResolutionUnit"].value)
-        if _EXIF_ORIENTATION in tags:
-            meta["orientation"] = int(tags[_EXIF_ORIENTATION].value)
-        icc = page.iccprofile if hasattr(page, "iccprofile") else None
-        if icc:
-            meta["icc"] = bytes(icc)
-        if tf.is_imagej and tf.imagej_metadata:
-            # an ImageJ hyperstack stays one: its axes, calibration and display settings
-            ij = tf.imagej_metadata
-            meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
+    return _tiff_pages(path, a, axes, meta)
+
+
+def _tiff_header(tf, path: Path) -> tuple[list, str, tuple, dict]:
+    """(series, axes, shape, meta) of an open TIFF, nothing decoded: the series read as
+    one image or stack (one, or several alike), their axes and shape, and the metadata
+    written back; InputError for what is not supported."""
+    series = [s for s in tf.series if s.shape]
+    if not series:
+        raise InputError(f"{path}: the TIFF holds no image")
+    s = series[0]
+    axes, shape = s.axes, tuple(s.shape)
+    # pages written one by one (each its own series, e.g. each with a description)
+    # are the pages of one stack when they are alike
+    alike = all(x.shape == s.shape and x.dtype == s.dtype and x.axes == s.axes
+                and len(x.pages) == 1 for x in series)
+    if len(series) > 1 and not alike:
+        shapes = ", ".join("x".join(map(str, x.shape)) for x in series)
+        raise InputError(
+            f"{path}: the TIFF holds {len(series)} image series of different shapes "
+            f"({shapes}); save each series as its own file")
+    if len(series) > 1:
+        axes, shape = "Q" + axes, (len(series),) + shape
+    if "Y" not in axes or "X" not in axes:
+        raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
+    page = s.pages[0] if s.pages else tf.pages[0]
+    photometric = int(page.photometric)
+    if photometric not in (0, 1, 2):  # miniswhite, minisblack, rgb
+        raise InputError(
+            f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
+            "as greyscale or RGB")
+    # shaped: tifffile recorded the array it was given (_tiff_pages reads its axes then)
+    meta: dict = {"photometric": photometric, "shaped": bool(tf.is_shaped)}
+    if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
+        meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
+    # the user's description and software, not a layout tifffile or ImageJ wrote
+    desc = page.description or ""
+    if desc and not desc.lstrip().startswith("{") and not (tf.is_imagej or tf.is_ome):
+        meta["description"] = desc
+    if page.software and not str(page.software).startswith("tifffile"):
+        meta["software"] = str(page.software)
+    tags = page.tags
+    if "XResolution" in tags and "YResolution" in tags:
+        meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
+        if "ResolutionUnit" in tags:
+            meta["resolutionunit"] = int(tags["ResolutionUnit"].value)
+    if _EXIF_ORIENTATION in tags:
+        meta["orientation"] = int(tags[_EXIF_ORIENTATION].value)
+    icc = page.iccprofile if hasattr(page, "iccprofile") else None
+    if icc:
+        meta["icc"] = bytes(icc)
+    if tf.is_imagej and tf.imagej_metadata:
+        # an ImageJ hyperstack stays one: its axes, calibration and display settings
+        ij = tf.imagej_metadata
+        meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
+    return series, axes, shape, meta
+
+
+def _check_tiff_size(path: Path, axes: str, shape: tuple, max_pixels: int) -> None:
+    h, w = shape[axes.index("Y")], shape[axes.index("X")]
+    if w * h > max_pixels:
+        raise _too_many_pixels(path, w, h, max_pixels)
+
+
+def _tiff_pages(path: Path, a, axes: str, meta: dict):
+    """(array, meta, is_stack): the series' array (numpy, or a lazy Dask array) with its
+    samples last and its leading axes made pages; ``meta`` gets the shape to write back."""
     if (meta["photometric"] == 2 and "S" not in axes and axes.endswith("CYX")
             and a.shape[-3] in (3, 4)):
         axes = axes[:-3] + "SYX"  # planar RGB that tifffile reads as ImageJ channels
@@ -289,7 +319,7 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         a = np.moveaxis(a, axes.index("S"), -1)
         axes = axes.replace("S", "") + "S"
         meta["planar"] = True  # written back planar
-    if axes[-2:] != "YX" and axes[-3:] != "YXS" and shaped:
+    if axes[-2:] != "YX" and axes[-3:] != "YXS" and meta.get("shaped"):
         # tifffile's own record of the array it was given (a 5-page 1x1 stack came back
         # as 'YQX'): pages first, as the array was
         axes = _array_axes(a.shape, meta["photometric"])
@@ -297,6 +327,7 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
         raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
     lead = axes.index("Y")
     meta["shape"] = a.shape  # written back in this shape, pages in this order
+    meta["axes"] = axes
     if lead == 0:
         return a, meta, False
     pages = int(np.prod(a.shape[:lead]))
@@ -367,11 +398,14 @@ def _sniff(path: Path) -> str | None:
     return next((fmt for fmt, magics in _MAGIC.items() if head.startswith(magics)), None)
 
 
-def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
+def read_item(path, *, max_pixels: int | None = None,
+              lazy_bytes: int | None = None) -> LoadedItem:
     """Read one supported file; raises InputError with the reason and the fix.
 
     ``max_pixels`` (default :data:`MAX_PIXELS`) bounds the pixels of one image or page;
-    larger headers are refused before anything is decoded.
+    larger headers are refused before anything is decoded.  A TIFF whose pixels would
+    take more than ``lazy_bytes`` is not decoded but read lazily
+    (:mod:`kpca_denoise.io.lazy_tiff`; no pixel limit then); None: never.
     """
     path = Path(path)
     limit = MAX_PIXELS if max_pixels is None else int(max_pixels)
@@ -397,6 +431,13 @@ def read_item(path, *, max_pixels: int | None = None) -> LoadedItem:
             ext = {"PNG": ".png", "TIFF": ".tif", "JPEG": ".jpg", "BMP": ".bmp"}[held]
             raise InputError(f"{path}: holds a {held} image but is named {path.suffix}; "
                              f"rename it to {path.stem}{ext}")
+        lazy = None
+        if fmt == "TIFF" and lazy_bytes is not None:
+            from .lazy_tiff import read_lazy_tiff
+
+            lazy = read_lazy_tiff(path, lazy_bytes, max_pixels)
+        if lazy is not None:
+            return lazy
         if fmt == "TIFF":
             a, meta, stack = _read_tiff(path, limit)
         else:
@@ -427,17 +468,18 @@ def _read_zarr(path: Path, max_pixels) -> LoadedItem:
     return item
 
 
-def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True):
+def read_items(paths, *, max_pixels: int | None = None, keep_pixels: bool = True,
+               lazy_bytes: int | None = None):
     """Read many files (paths or :class:`InputFile`) -> ``(items, errors)``, a bad file
     reported as ``(path, message)``.  With ``keep_pixels`` false each file is still read
     in full (a bad one is found before any compute) but released at once: memory holds
-    one file, not the set."""
+    one file, not the set.  ``lazy_bytes``: as :func:`read_item`'s."""
     items, errors = [], []
     for p in paths:
         rel = p.rel if isinstance(p, InputFile) else None
         p = p.path if isinstance(p, InputFile) else Path(p)
         try:
-            item = read_item(p, max_pixels=max_pixels)
+            item = read_item(p, max_pixels=max_pixels, lazy_bytes=lazy_bytes)
         except InputError as exc:
             errors.append((p, str(exc)))
             continue

@@ -8,6 +8,7 @@ under the umask, never replace an input, and with ``replace=False`` no existing 
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import socket
@@ -52,7 +53,7 @@ def in_format(item: LoadedItem, fmt: str | None) -> LoadedItem:
         return item
     where = f"{item.path.name}: cannot be written as {name}"
     if item.is_patchset or item.is_lazy:
-        raise InputError(f"{where}: {'a patch set' if item.is_patchset else 'an OME-Zarr image'} "
+        raise InputError(f"{where}: {'a patch set' if item.is_patchset else 'an image read lazily'} "
                          f"is written in its own format ({item.format}); drop the format choice")
     if item.is_stack and name != "TIFF":
         raise InputError(f"{where}: a stack of {item.n_pages} pages needs a multi-page format; "
@@ -348,28 +349,21 @@ def _image_writer(item: LoadedItem, a: np.ndarray):
     return _tiff_writer(item, a) if item.format == "TIFF" else _pil_writer(item, a)
 
 
-def _tiff_writer(item: LoadedItem, a: np.ndarray):
-    """TIFF through tifffile: the shape, page order, photometric, samples, planar layout,
-    resolution, ICC, orientation and ImageJ metadata as read."""
-    import tifffile
-
+def _tiff_tags(item: LoadedItem, shape: tuple) -> dict:
+    """tifffile's keywords for an item's pixels of ``shape`` (samples last): the
+    photometric, extra samples, resolution, ICC profile, orientation, description and
+    software as read, zlib compression."""
     meta = item.meta
-    shape = meta.get("shape")
-    data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
     photometric = {0: "miniswhite", 1: "minisblack", 2: "rgb"}.get(meta.get("photometric"))
     if photometric is None:
-        photometric = "rgb" if a.shape[-1] in (3, 4) and a.ndim >= 3 and not (
-            item.is_stack and a.ndim == 3) else "minisblack"
+        photometric = "rgb" if shape[-1] in (3, 4) and len(shape) >= 3 and not (
+            item.is_stack and len(shape) == 3) else "minisblack"
     kw: dict = {"photometric": photometric, "compression": "zlib"}
     if meta.get("extrasamples"):  # as read (grey + alpha stays one page of 2 samples)
         kw["extrasamples"] = meta["extrasamples"]
         kw["planarconfig"] = "contig"
-    elif photometric == "rgb" and data.shape[-1] == 4:
+    elif photometric == "rgb" and shape[-1] == 4:
         kw["extrasamples"] = ("unassalpha",)
-    ij = _imagej_metadata(meta.get("imagej"), data, photometric)
-    if meta.get("planar") and data.ndim >= 3:
-        data = np.moveaxis(data, -1, -3)  # samples before rows, as read
-        kw["planarconfig"] = "separate"
     if "resolution" in meta:
         kw["resolution"] = meta["resolution"]
         kw["resolutionunit"] = meta.get("resolutionunit", 2)
@@ -380,6 +374,23 @@ def _tiff_writer(item: LoadedItem, a: np.ndarray):
     for key in ("description", "software"):
         if meta.get(key):
             kw[key] = meta[key]
+    return kw
+
+
+def _tiff_writer(item: LoadedItem, a: np.ndarray):
+    """TIFF through tifffile: the shape, page order, photometric, samples, planar layout,
+    resolution, ICC, orientation and ImageJ metadata as read."""
+    import tifffile
+
+    meta = item.meta
+    shape = meta.get("shape")
+    data = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
+    kw = _tiff_tags(item, a.shape)
+    photometric = kw["photometric"]
+    ij = _imagej_metadata(meta.get("imagej"), data, photometric)
+    if meta.get("planar") and data.ndim >= 3:
+        data = np.moveaxis(data, -1, -3)  # samples before rows, as read
+        kw["planarconfig"] = "separate"
 
     def write(tmp: Path) -> None:
         if ij is not None:
@@ -468,17 +479,196 @@ def write_item(item: LoadedItem, array: np.ndarray, target, *, inputs=(),
 
 def write_zarr(item: LoadedItem, image, target, *, inputs=(), replace: bool = True) -> Path:
     """Write ``image`` (lazy Dask, or numpy; the item's shape) as an OME-Zarr image with
-    the input's axes, scale, chunks, dtype and OME metadata, chunk by chunk, through
-    :func:`atomic_write_dir`.  ``inputs`` are never overwritten, and with
-    ``replace=False`` no existing output is."""
-    from .zarr_io import write_ome_zarr
+    the input's axes, scale, chunks, dtype and OME metadata, chunk by chunk
+    (:func:`write_lazy`).  ``inputs`` are never overwritten, and with ``replace=False``
+    no existing output is."""
+    return write_lazy(item, {Path(target): image}, inputs=inputs, replace=replace)[0]
 
-    target = Path(target)
-    check_not_input(target, list(inputs) + [item.path])
-    layout = item.meta["zarr"]
-    if tuple(image.shape) != tuple(layout.image_shape):
-        raise InputError(f"{target}: the array {tuple(image.shape)} is not the shape of "
-                         f"{item.path.name} {tuple(layout.image_shape)}; write the item's own "
-                         "result")
-    return atomic_write_dir(target, lambda tmp: write_ome_zarr(tmp, layout, image),
-                            replace=replace)
+
+#: side of the tiles a lazily read TIFF's outputs are written in
+LAZY_TIFF_TILE = 256
+#: a band of rows computed at once holds at least this many of the engine's tiles
+#: (work for every thread) when it stays under :data:`_BAND_BYTES`
+_BAND_TILES = 4
+_BAND_BYTES = 256 << 20
+
+
+def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = True,
+               layout=None) -> list[Path]:
+    """Write the lazy outputs ``{target: array}`` of one item (Dask arrays of the item's
+    shape, e.g. every rank of one :func:`kpca_denoise.dask_array.lazy_denoise` pass)
+    band of rows by band of rows: each band is computed once for all targets (one
+    ``dask.compute``, so tiles the outputs share run once) and written into each, so
+    memory holds a band, not the image.  A ``.zarr`` target is an OME-Zarr image of
+    ``layout`` (default: an OME-Zarr input's own, a TIFF's
+    :func:`~kpca_denoise.io.lazy_tiff.zarr_layout`); any other a tiled,
+    zlib-compressed TIFF (BigTIFF above 2 GB) with the metadata :func:`write_item`
+    keeps, samples interleaved (``docs/large-images.md``).  The targets appear together
+    at the end, each atomically; on an error or Ctrl-C none is left.  Returns them."""
+    import dask.array as da
+
+    targets = [Path(t) for t in outputs]
+    for t in targets:
+        check_not_input(t, list(inputs) + [item.path])
+    arrays = [da.asarray(a) for a in outputs.values()]
+    layout = layout or item.meta.get("zarr")
+    if layout is None and item.format == "TIFF" and any(t.suffix.lower() == ".zarr"
+                                                        for t in targets):
+        from .lazy_tiff import zarr_layout
+
+        layout = zarr_layout(item)
+    for t, a in zip(targets, arrays):
+        if tuple(a.shape) != tuple(item.shape):
+            raise InputError(f"{t}: the array {tuple(a.shape)} is not the shape of "
+                             f"{item.path.name} {tuple(item.shape)}; write the item's own result")
+        if t.suffix.lower() == ".zarr" and layout is None:
+            raise InputError(f"{t}: no OME-Zarr layout for {item.path.name}; give one")
+    arrays = [a.astype(item.dtype) for a in arrays]
+    tmps: dict = {}
+
+    def nested(k: int) -> None:
+        if k == len(targets):
+            _write_bands(item, arrays, [tmps[t] for t in targets], targets, layout)
+            return
+        t = targets[k]
+        write = atomic_write_dir if t.suffix.lower() == ".zarr" else atomic_write
+        write(t, lambda tmp: (tmps.__setitem__(t, tmp), nested(k + 1)), replace=replace)
+
+    nested(0)
+    return targets
+
+
+def _bands(item: LoadedItem, a) -> list[tuple[int, int, int]]:
+    """``(page, y0, y1)`` in file order: runs of the array's row chunks (the engine's
+    tile rows) of at least :data:`_BAND_TILES` tiles while under :data:`_BAND_BYTES`."""
+    rows_axis = 1 if item.is_stack else 0
+    ys = a.chunks[rows_axis]
+    across = len(a.chunks[rows_axis + 1])
+    row_bytes = int(np.prod(a.shape[rows_axis + 1:])) * a.dtype.itemsize
+    out = []
+    for page in range(item.n_pages):
+        y0 = y = n = 0
+        for h in ys:
+            y, n = y + h, n + across
+            if n >= _BAND_TILES or (y - y0) * row_bytes >= _BAND_BYTES // 2:
+                out.append((page, y0, y))
+                y0, n = y, 0
+        if y0 < y:
+            out.append((page, y0, y))
+    return out
+
+
+def _write_bands(item: LoadedItem, arrays, tmps, targets, layout) -> None:
+    """Compute the outputs band by band and feed every target: OME-Zarr written here,
+    TIFFs by writer threads that pull their tiles from a queue."""
+    import dask
+
+    sinks = [_ZarrSink(tmp, layout) if t.suffix.lower() == ".zarr" else _TiffSink(item, tmp)
+             for t, tmp in zip(targets, tmps)]
+    ok = False
+    try:
+        for page, y0, y1 in _bands(item, arrays[0]):
+            sel = (page, slice(y0, y1)) if item.is_stack else (slice(y0, y1),)
+            for sink, band in zip(sinks, dask.compute(*[a[sel] for a in arrays])):
+                sink.put(page, y0, band)
+        ok = True
+    finally:
+        for sink in sinks:
+            sink.close(ok)
+
+
+class _ZarrSink:
+    def __init__(self, tmp: Path, layout):
+        from .zarr_io import create_ome_zarr
+
+        self.layout = layout
+        self.out = create_ome_zarr(tmp, layout)
+
+    def put(self, page: int, y0: int, band: np.ndarray) -> None:
+        from .zarr_io import band_selection
+
+        sel, order = band_selection(self.layout, page, y0, y0 + band.shape[0])
+        self.out[sel] = np.transpose(band, order)
+
+    def close(self, ok: bool) -> None:
+        pass
+
+
+class _TiffSink:
+    """A tiled TIFF written by tifffile in a thread of its own, fed bands of rows in
+    file order (page by page); the thread turns them into rows of tiles."""
+
+    _END = object()
+
+    def __init__(self, item: LoadedItem, tmp: Path):
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        shape = tuple(item.shape)
+        stored = item.meta.get("shape")
+        self.height = shape[1] if item.is_stack else shape[0]
+        kw = _tiff_tags(item, shape)
+        if kw["photometric"] == "rgb" or "extrasamples" in kw:
+            kw["planarconfig"] = "contig"  # samples interleaved: the tiles come in rows
+        nbytes = int(np.prod(shape)) * np.dtype(item.dtype).itemsize
+        args = dict(shape=tuple(stored) if stored is not None and int(np.prod(stored))
+                    == int(np.prod(shape)) else shape, dtype=item.dtype,
+                    tile=(LAZY_TIFF_TILE, LAZY_TIFF_TILE), bigtiff=nbytes > 2**31,
+                    maxworkers=1, **kw)  # tiles compressed as they come (no read-ahead)
+        self.thread = threading.Thread(target=self._write, args=(tmp, args), daemon=True,
+                                       name=f"kpca-denoise-tiff-{tmp.name}")
+        self.thread.start()
+
+    def _write(self, tmp: Path, args: dict) -> None:
+        import tifffile
+
+        try:
+            tifffile.imwrite(tmp, self._tiles(), **args)
+        except BaseException as exc:  # seen by the feeding thread
+            self.error = exc
+
+    def _bands(self):
+        while True:
+            got = self.queue.get()
+            if got is self._END:
+                return
+            if got is None:
+                raise InputError("writing stopped")
+            yield got
+
+    def _tiles(self):
+        t = LAZY_TIFF_TILE
+        held = None
+        for y0, band in self._bands():
+            held = band if held is None else np.concatenate([held, band])
+            end = y0 + band.shape[0] == self.height
+            n = held.shape[0] if end else held.shape[0] - held.shape[0] % t
+            for r in range(0, n, t):
+                for c in range(0, held.shape[1], t):
+                    yield np.ascontiguousarray(held[r:r + t, c:c + t])
+            held = None if end or n == held.shape[0] else held[n:]
+
+    def _offer(self, got) -> bool:
+        """Hand ``got`` to the writer thread; False if it has ended."""
+        while self.thread.is_alive():
+            try:
+                self.queue.put(got, timeout=0.1)
+                return True
+            except queue.Full:  # the writer is busy with the previous band
+                continue
+        return False
+
+    def put(self, page: int, y0: int, band: np.ndarray) -> None:
+        if not self._offer((y0, band)):
+            raise self.error or InputError("the TIFF writer stopped")
+
+    def close(self, ok: bool) -> None:
+        """Let the writer finish (``ok``) or stop it (the band it waits for is dropped)."""
+        if not ok:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                pass
+        self._offer(self._END if ok else None)
+        self.thread.join()
+        if ok and self.error is not None:
+            raise self.error

@@ -8,10 +8,11 @@ resolution levels.  The full-resolution level (the first dataset) is read as a D
 array; a channel axis of 3 or 4 is the colour of each image, every other leading
 axis (time, depth, more channels) gives pages, each denoised on its own.
 
-Only :func:`write_ome_zarr` writes, into the temporary folder
+:func:`create_ome_zarr` makes the output, in the temporary folder
 :func:`kpca_denoise.io.writing.atomic_write_dir` gives it: the denoised full
 resolution (no lower levels), its chunks, axes, scale and the input's other OME
-metadata (``omero`` channels, the name).
+metadata (``omero`` channels, the name); :func:`kpca_denoise.io.writing.write_lazy`
+fills it band by band (:func:`band_selection`).
 """
 
 from __future__ import annotations
@@ -149,15 +150,6 @@ def open_lazy(path, layout: ZarrLayout):
     return a.reshape(layout.image_shape) if len(layout.page_shape) > 1 else a
 
 
-def _from_image(a, layout: ZarrLayout):
-    """The inverse of :func:`open_lazy`'s view: the level's shape and axis order."""
-    n = len(layout.page_shape)
-    if n > 1:
-        a = a.reshape(layout.page_shape + tuple(a.shape[1:]))
-    inverse = tuple(int(i) for i in np.argsort(layout.perm))
-    return a.transpose(inverse)
-
-
 def _out_attrs(layout: ZarrLayout) -> dict:
     """The input's attributes with one resolution level: the full one, its scale kept."""
     attrs = json.loads(json.dumps(layout.attrs))
@@ -171,18 +163,11 @@ def _out_attrs(layout: ZarrLayout) -> dict:
     return attrs
 
 
-def write_ome_zarr(tmp: Path, layout: ZarrLayout, image) -> None:
-    """Write ``image`` (the engine's shape, numpy or Dask) as an OME-Zarr image into the
-    empty folder ``tmp``, chunk by chunk (Dask computes one output chunk's tiles at a
-    time): one level ``0`` of the input's chunks, dtype, format and OME metadata."""
-    import dask.array as da
-
+def create_ome_zarr(tmp: Path, layout: ZarrLayout):
+    """An empty OME-Zarr image in the empty folder ``tmp``: one level ``0`` of the
+    input's shape, chunks, dtype, format and OME metadata; returns the level's array,
+    filled by :func:`band_selection`'s pieces."""
     zarr = _zarr(tmp)
-    a = _from_image(da.asarray(image).astype(layout.dtype), layout)
-    if tuple(a.shape) != layout.shape:
-        raise InputError(f"{tmp}: the result {tuple(a.shape)} is not the image's shape "
-                         f"{layout.shape}")
-    a = a.rechunk(layout.chunks)
     kw: dict = {}
     if layout.zarr_format == 2:  # OME-NGFF 0.4: chunks in nested folders
         kw["chunk_key_encoding"] = {"name": "v2", "separator": "/"}
@@ -192,5 +177,17 @@ def write_ome_zarr(tmp: Path, layout: ZarrLayout, image) -> None:
     root = zarr.open_group(str(tmp), mode="w", zarr_format=layout.zarr_format)
     out = root.create_array("0", shape=layout.shape, chunks=layout.chunks,
                             dtype=layout.dtype, fill_value=0, **kw)
-    da.store(a, out, lock=False)
     root.attrs.update(_out_attrs(layout))
+    return out
+
+
+def band_selection(layout: ZarrLayout, page: int, y0: int, y1: int) -> tuple[tuple, tuple]:
+    """Where rows ``y0:y1`` of page ``page`` of the engine's image go in the level:
+    ``(selection, order)``, the level's index and the transpose that puts a band
+    (rows, x[, colour]) in the level's axis order."""
+    n = len(layout.page_shape)
+    sel: list = [slice(None)] * len(layout.shape)
+    for ax, i in zip(layout.perm[:n], np.unravel_index(page, layout.page_shape) if n else ()):
+        sel[ax] = int(i)
+    sel[layout.perm[n]] = slice(y0, y1)
+    return tuple(sel), tuple(int(i) for i in np.argsort(layout.perm[n:]))

@@ -1,0 +1,65 @@
+"""The command line's inputs read lazily (OME-Zarr images, TIFFs too large to hold): every
+rank from one lazy pass, written band by band, reported as the inputs read whole are
+(``docs/dask.md``, ``docs/large-images.md``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .dask_array import lazy_denoise
+from .io import InputError, write_lazy
+
+__all__ = ["write_lazy_item"]
+
+
+def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
+    """Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
+    pass (:func:`~kpca_denoise.dask_array.lazy_denoise`) and write the outputs band by
+    band (:func:`~kpca_denoise.io.write_lazy`); Ctrl-C stops the tiles and leaves no
+    output of this input.  Returns (ok, entry, rows)."""
+    t0 = time.monotonic()
+    if bar.enabled:
+        size = int(np.prod(it.shape)) * it.dtype.itemsize
+        size = f"{size / 2**30:.2f} GB" if size >= 2**30 else f"{size / 2**20:.1f} MB"
+        print(f"{it.name}: {size}, read lazily and denoised tile by tile into "
+              f"{', '.join(t.name for t in targets.values())}", file=sys.stderr)
+    run = None
+    try:
+        run = lazy_denoise(it.open_lazy(), params, progress=bar)
+        write_lazy(it, {targets[k]: run.outputs[k] for k in run.keys}, inputs=inputs,
+                   replace=overwrite)
+    except KeyboardInterrupt:
+        if run is not None:
+            run.cancel()  # the tiles still running here stop at their next check
+        raise
+    except (InputError, ValueError) as exc:
+        msg = str(exc)
+        named = msg.startswith((str(it.path), *(str(t) for t in targets.values())))
+        print(f"error: {msg if named else f'{it.path}: {msg}'}", file=sys.stderr)
+        return False, None, []
+    except OSError as exc:
+        where = exc.filename or next(iter(targets.values()))
+        print(f"error: {where}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return False, None, []
+    finally:
+        if run is not None:
+            run.close()
+    seconds = time.monotonic() - t0
+    measured = [s for s in run.noise_sigma if s is not None]
+    sigma = float(np.median(measured)) if measured else None
+    files = [str(t.relative_to(outdir)) if t.is_relative_to(outdir) else str(t)
+             for t in targets.values()]
+    entry = {"input": str(it.path), "read_lazily": True, "noise_sigma": sigma,
+             "noise_estimated": params.noise_sigma is None, "seconds": seconds,
+             "outputs": {str(k): {"file": f} for k, f in zip(targets, files)}, "files": files}
+    if it.is_stack:  # each page's own (None: no noise to remove, returned as it was)
+        entry["stats"] = {"pages": [{"noise_sigma": s} for s in run.noise_sigma]}
+    if sigma is None:
+        print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
+    shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
+    rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,
+             seconds, t) for k, t in targets.items()]
+    return True, entry, rows

@@ -1,0 +1,281 @@
+"""Sets denoised as one: the pages of a stack, a time-lapse or a burst, whose groups
+also take patches from the neighbouring pages (:mod:`.core.grouped.sequence`).
+
+:func:`decide` says whether neighbouring pages show one scene (``sequence='auto'``)
+from the pages themselves; :func:`run_sequences` is the pipeline's step that runs
+the images of a set that form a sequence through the stack path (one noise
+estimate for all of them) and leaves the others to run alone;
+:func:`denoise_stack` is the library's entry for a ``(P, H, W[, C])`` array.
+Measurements and the rule's thresholds: ``docs/stacks.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .core.grouped.sequence import RADIUS, WINDOW, denoise_grouped_stack, link_scores, page_shifts
+from .core.progress import Cancelled, ProgressCallback, report
+from .params import DenoiseParams
+from .prepare import PreparedItem, _stabiliser
+from .results import _Run
+from .tiling import _from_working, _guide_range, _to_working, luminance
+
+__all__ = ["denoise_stack", "decide", "run_sequences", "SequenceDecision", "LINK_THRESHOLD",
+           "CUT_THRESHOLD", "MAX_DECISION_PAGES"]
+
+#: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
+#: :func:`link_scores` is above this (pages of one scene score 0.85 to 1, faint
+#: z-stacks under heavy noise 0.5 to 0.7, unrelated photographs 0.22 to 0.44) ...
+LINK_THRESHOLD = 0.55
+#: ... and then links every pair but those scoring below this (a cut between scenes)
+CUT_THRESHOLD = 0.45
+#: at most this many pages are compared for 'auto' before the stack's pairs are
+#: scored one by one (the decision's cost stays a small part of a page's)
+MAX_DECISION_PAGES = 64
+#: the largest working set (bytes) of the stack path, which holds the whole stack
+#: in float64; a larger stack runs page by page, in tiles of bounded memory, with a
+#: note (the stack path has no tiles yet)
+MAX_STACK_BYTES = 1 << 30
+
+
+@dataclass
+class SequenceDecision:
+    """What 'auto' (or the user) decided for a run of images of one size."""
+
+    decision: str  # "sequence" (neighbours used) or "pages" (each image alone)
+    choice: str  # the parameter: auto, yes, no
+    linked: list = field(default_factory=list)  # per neighbouring pair
+    scores: list = field(default_factory=list)  # link_scores (auto only)
+    shifts: list = field(default_factory=list)  # global shift per pair
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        return dict(decision=self.decision, choice=self.choice, linked=list(self.linked),
+                    scores=[round(float(s), 4) for s in self.scores],
+                    shifts=[list(map(int, s)) for s in self.shifts], reason=self.reason)
+
+
+def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
+    """Whether the (H, W) luminance ``pages`` (noise std ``sigma``) are a sequence:
+    'yes' links every pair, 'no' none; 'auto' calls the set a sequence when the
+    median of the pairs' :func:`~kpca_denoise.core.grouped.sequence.link_scores` is
+    above :data:`LINK_THRESHOLD`, and then links the pairs scoring at least
+    :data:`CUT_THRESHOLD`."""
+    n = len(pages)
+    shifts = page_shifts(pages) if n > 1 and choice != "no" else np.zeros((max(n - 1, 0), 2))
+    if choice == "no" or n < 2:
+        return SequenceDecision("pages", choice, [False] * max(n - 1, 0), [],
+                                shifts.tolist(), "asked" if choice == "no" else "one image")
+    if choice == "yes":
+        return SequenceDecision("sequence", choice, [True] * (n - 1), [], shifts.tolist(),
+                                "asked")
+    scores, shifts = link_scores(pages, sigma, shifts)
+    related = float(np.median(scores)) > LINK_THRESHOLD
+    linked = [bool(related and s >= CUT_THRESHOLD) for s in scores]
+    k = sum(linked)
+    return SequenceDecision("sequence" if k else "pages", choice, linked, scores.tolist(),
+                            shifts.tolist(), f"{k} of {n - 1} neighbouring pairs alike")
+
+
+# -- the pipeline's step ------------------------------------------------------------------
+
+
+def _runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
+    """The images in order, cut where the size, dtype or colour changes."""
+    runs: list = []
+    for it in items:
+        if it.is_patchset:
+            continue
+        key = (it.data.shape, it.data.dtype, it.vst is None)
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(it)
+        else:
+            runs.append((key, [it]))
+    return [r for _, r in runs]
+
+
+def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
+    """Denoise the images of the set that form sequences (``params.sequence``); returns
+    the items left to denoise alone and the spectra of the sequences' groups."""
+    params = run.params
+    if params.method != "grouped" or params.sequence == "no":
+        return items, []
+    images = [it for it in items if not it.is_patchset]
+    runs = _runs_of_one_size(images)
+    if params.sequence == "yes" and len(runs) > 1:
+        a, b = runs[0][0].data, runs[1][0].data
+        raise ValueError(
+            f"sequence 'yes' needs images of one size and type: {runs[1][0].result.name} is "
+            f"{b.shape} {b.dtype}, {runs[0][0].result.name} {a.shape} {a.dtype}; use "
+            "sequence 'auto' or 'no'")
+    alone, spectra = [it for it in items if it.is_patchset], []
+    for seq in runs:
+        if len(seq) < 2:
+            alone += seq
+            continue
+        # decided on each page's own noise measure (stabilised: std 1), then one
+        # noise level for the pages of a sequence
+        dec = decide(_decision_pages(seq), float(np.median(
+            [it.result.noise_sigma for it in seq])) / params.strength, params.sequence)
+        run.resolved.setdefault("sequence", []).append(
+            dict(dec.as_dict(), images=[it.result.name for it in seq]))
+        need = _stack_bytes(seq, len(params.ranks))
+        if dec.decision == "sequence" and need > MAX_STACK_BYTES:
+            dec.decision = "pages"
+            dec.reason = (f"{len(seq)} pages need about {need / 2**30:.1f} GB together, more "
+                          f"than {MAX_STACK_BYTES / 2**30:g} GB: denoised page by page")
+            run.resolved["sequence"][-1].update(decision=dec.decision, reason=dec.reason)
+        for k, it in enumerate(seq):
+            it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
+                                               reason=dec.reason, page=k, pages=len(seq))
+        if dec.decision != "sequence":
+            alone += seq
+            continue
+        spectra += _run_stack(run, seq, _shared_noise(params, seq), dec)
+    order = {id(it): k for k, it in enumerate(items)}
+    return sorted(alone, key=lambda it: order[id(it)]), spectra
+
+
+def _stack_bytes(seq: list[PreparedItem], n_ranks: int) -> int:
+    """About the bytes the stack path holds for ``seq``: per working channel the
+    stack, its pilot and guides, and two accumulators per rank, in float64."""
+    px = sum(int(np.prod(it.data.shape[:2])) for it in seq) * max(it.channels for it in seq)
+    return px * 8 * (4 + 2 * max(n_ranks, 1))
+
+
+def _decision_pages(seq: list[PreparedItem]) -> list:
+    """The pages' luminance (or their stabilised one) as the decision sees it."""
+    out = []
+    for it in seq[:MAX_DECISION_PAGES] if len(seq) > MAX_DECISION_PAGES else seq:
+        if it.vst is not None:
+            work, _, _ = _to_working(it.data, it.vst)
+            out.append(work[..., 0])
+        else:
+            out.append(np.asarray(luminance(it.data), dtype=np.float64))
+    return out
+
+
+def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
+    """One noise level for the pages (they share a sensor): the median of the pages'
+    levels (times ``params.strength`` already), or for the Poisson-Gaussian model one stabiliser measured on up to 8
+    pages side by side, given to every page."""
+    if seq[0].vst is None:
+        sigma = float(np.median([it.result.noise_sigma for it in seq]))
+    else:
+        pick = seq[:: max(1, len(seq) // 8)][:8]
+        vst = _stabiliser(np.concatenate([np.asarray(it.data) for it in pick], axis=0), params)
+        for it in seq:
+            it.vst = vst
+            it.result.stats["noise_model"] = dict(model=params.noise_model,
+                                                  gain=np.ravel(vst.gain).tolist(),
+                                                  sigma=np.ravel(vst.sigma).tolist())
+        sigma = params.strength  # after the stabiliser, times the strength
+    for it in seq:
+        it.result.noise_sigma = sigma
+    return sigma
+
+
+def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
+               dec: SequenceDecision) -> list:
+    """The sequence's pages through the stack path; each page's outputs and stats go
+    to its result.  Returns the spectra."""
+    params = run.params
+    t0 = time.perf_counter()
+    works, keep = [], []
+    for it in seq:
+        w, alpha, colour = _to_working(it.data, it.vst)
+        works.append(w)
+        keep.append((alpha, colour))
+    like = seq[0].data
+    rng = _guide_range(like.dtype, seq[0].vst, keep[0][1])
+    try:
+        outs, stats = denoise_grouped_stack(
+            np.stack(works), sigma, ranks=tuple(params.ranks),
+            options=params.grouped_options(rng), window=WINDOW, radius=RADIUS,
+            linked=np.asarray(dec.linked, dtype=bool), shifts=np.asarray(dec.shifts),
+            progress=run.clock, cancel=run.cancel)
+    except Cancelled:
+        raise
+    except ValueError as exc:
+        for it in seq:
+            it.result.error = f"{it.result.name}: {exc}"
+        return []
+    seconds = (time.perf_counter() - t0) / len(seq)
+    info = stats[0]["sequence"]
+    run.resolved.setdefault("grouped", {k: v for k, v in stats[0].items()
+                                        if k not in ("seconds", "spectrum", "sequence")})
+    for k, it in enumerate(seq):
+        alpha, colour = keep[k]
+        res = it.result
+        for rk, o in outs.items():
+            res.outputs[rk] = _from_working(o[k], alpha, colour, it.data[:1, :1], it.vst)
+        res.stats["grouped"] = [{kk: v for kk, v in st.items() if kk != "sequence"}
+                                for st in stats]
+        w = info["window"]
+        res.stats["sequence"].update(
+            window=w, neighbours_used={str(d): round(float(s), 4) for d, s in
+                                       zip(range(-w, w + 1), info["neighbours_used"][k])
+                                       if s > 0})
+        res.seconds = seconds
+        report(run.clock, "image", k + 1, len(seq))
+    return [np.asarray(st["spectrum"]) for st in stats]
+
+
+# -- the library's entry -------------------------------------------------------------------
+
+
+def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
+                  sequence: str = "auto", params: DenoiseParams | dict | None = None,
+                  progress: ProgressCallback | None = None, cancel: Any = None,
+                  return_stats: bool = False, **fields: Any):
+    """Denoise a stack ``(P, H, W)`` or ``(P, H, W, C)`` (pages of a z-stack, a
+    time-lapse, a burst): returns an array of the same shape and dtype.
+
+    ``sequence`` 'auto' uses the neighbouring pages where they show one scene (a
+    stack of unrelated images runs page by page), 'yes' always, 'no' never.
+    ``noise_sigma`` None estimates one noise level for the stack.  ``params`` (a
+    :class:`DenoiseParams` or dict) and the other keywords (its fields, such as
+    ``noise_model='poisson-gaussian'``) set the rest.  With ``return_stats`` the
+    result comes with a dict: the decision and, per page, the share of the group
+    members taken from each neighbour (``docs/stacks.md``).
+
+    >>> import numpy as np
+    >>> from kpca_denoise import denoise_stack
+    >>> rng = np.random.default_rng(0)
+    >>> clean = np.tile(np.linspace(0, 255, 48), (3, 48, 1))
+    >>> noisy = (clean + rng.normal(0, 20, clean.shape)).clip(0, 255).astype(np.uint8)
+    >>> denoise_stack(noisy, noise_sigma=20).shape
+    (3, 48, 48)
+    """
+    from .pipeline import _checked_params, denoise_set
+
+    a = np.asarray(stack)
+    if a.ndim not in (3, 4) or (a.ndim == 4 and a.shape[3] not in (1, 2, 3, 4)):
+        raise ValueError(f"stack must be (P, H, W) or (P, H, W, C) with C in 1..4, got shape "
+                         f"{a.shape}")
+    if a.shape[0] < 1:
+        raise ValueError("stack has no pages; give at least one (P >= 1)")
+    base = _checked_params(params)
+    p = base.replace(sequence=sequence, **fields) if fields or sequence != base.sequence \
+        else base
+    if noise_sigma is not None:
+        p = p.replace(noise_sigma=noise_sigma)
+    res = denoise_set([a[k] for k in range(a.shape[0])], p.validate(), progress=progress,
+                      cancel=cancel)
+    bad = next((r.error for r in res.images if r.error), None)
+    if bad:
+        raise ValueError(bad)
+    key = res.ranks[-1] if len(res.ranks) else None
+    out = np.stack([r.outputs[key] for r in res.images])
+    if not return_stats:
+        return out
+    seq = res.resolved.get("sequence") or [dict(decision="pages", choice=p.sequence,
+                                                linked=[False] * (a.shape[0] - 1),
+                                                reason="one image" if a.shape[0] < 2 else "")]
+    stats = dict(sequence=seq[0], pages=[r.stats for r in res.images],
+                 noise_sigma=[r.noise_sigma for r in res.images], timings=res.timings)
+    return out, stats
