@@ -139,3 +139,19 @@ def test_a_stack_too_large_for_memory_runs_page_by_page(monkeypatch):
     assert stats["sequence"]["reason"] == ("3 pages need about 0.0 GB together, more than "
                                            "9.31323e-05 GB: denoised page by page")
     np.testing.assert_array_equal(out, denoise_stack(noisy, noise_sigma=25.0, sequence="no"))
+
+
+def test_progress_and_cancel_per_page():
+    from kpca_denoise import Cancelled, CancelToken
+
+    noisy = _noisy(_pan(3, 48))
+    token, pages = CancelToken(), []
+
+    def progress(ev):
+        if ev.stage == "page":
+            pages.append((ev.done, ev.total))
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        denoise_stack(noisy, noise_sigma=25.0, sequence="yes", progress=progress, cancel=token)
+    assert pages == [(1, 3)]

@@ -29,12 +29,16 @@ from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _chunk, _plan_p
                      _report, _resolve, resolve_options, trial_denoiser)
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 
-__all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "WINDOW", "RADIUS", "KAPPA2"]
+__all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "WINDOW", "RADIUS", "KAPPA2",
+           "DEPTH"]
 
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
 #: pixels searched either way around where a patch is predicted on a neighbour page
 RADIUS = 3
+#: pages each patch spans: a member is the ``p x p`` patch on its page and on the
+#: pages either side (where the global motion carries it), one ``DEPTH p^2`` vector
+DEPTH = 3
 #: the stage-2 Wiener strength when the options leave it unset: groups of many
 #: pages hold more copies of one structure (the single image's default is 0.7)
 KAPPA2 = 1.0
@@ -283,14 +287,16 @@ def _cross_match(g, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
 def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = (None,),
                           options: Any = None, window: int = WINDOW, radius: int = RADIUS,
                           linked: np.ndarray | None = None, shifts: np.ndarray | None = None,
-                          progress: ProgressCallback | None = None, cancel: Any = None,
+                          depth: int = DEPTH, progress: ProgressCallback | None = None, cancel: Any = None,
                           **overrides: Any) -> tuple[dict, list]:
     """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
     groups (as :func:`.driver.denoise_grouped_channels`), with groups reaching
     ``window`` pages either way.
 
     ``linked`` (P - 1 bools, default all) says which neighbouring pages are of one
-    scene: a group never crosses an unlinked pair.  ``shifts`` (P - 1, 2) are the
+    scene: a group never crosses an unlinked pair.  ``depth`` (odd) pages make a
+    patch: its slices on the pages either side follow the global motion (1: plain
+    2-D patches).  ``shifts`` (P - 1, 2) are the
     global shifts from page to page (default :func:`page_shifts` on channel 0).
     Progress: the single-image stages, then ``"page"`` per page done (pass 2).
 
@@ -327,7 +333,8 @@ def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = 
     stats = [_ChannelStats() for _ in range(C)]
     floors: dict = {}
     used = np.zeros((P, 2 * w + 1))
-    seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used)
+    seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
+               depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked))
     tall = [np.concatenate([pg[c] for pg in pages]) for c in range(C)]
     if run.options.two_stage:
         pilot = [o[0] for o in _stack_pass(tall, tall, 1, np.asarray([-1], np.int64), run,
@@ -393,6 +400,7 @@ def _stack_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run, st
     for st in stats:
         st.seconds["grouping"] += (time.perf_counter() - t0) / C
     used = seq["used"]
+    ps3 = _depth_pass(run, ps, stage, seq["depth"]) if seq["depth"] > 1 else ps
     for k in range(P):
         for ci in range(nchunks):
             check_cancel(cancel)
@@ -412,9 +420,97 @@ def _stack_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run, st
             gy = gy + gp * H  # rows of the stacked pages
             tm = (time.perf_counter() - t0) / C
             for ch in range(C):
+                if seq["depth"] > 1:
+                    _chunk_depth(imgs[ch], guides[ch], ch, gy, gx, H, P, seq["depth"],
+                                 seq["motion"], ranks, run, ps3, stats[ch], nums[ch], dens[ch])
+                    continue
                 _chunk(imgs[ch], guides[ch], ch, gy, gx, tm,
                        (k * nchunks + ci + 1, P * nchunks), ranks, run, ps, stats[ch],
                        nums[ch], dens[ch], progress)
         report(progress, "page", k + 1, P, message=f"stage {stage}")
     return [num / den for num, den in zip(nums, dens)]
 
+
+
+# -- 3-D patches -------------------------------------------------------------------------
+
+
+def _motion(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and
+    ``cut[a, b]``: an unlinked pair lies between pages ``a <= b``."""
+    P = len(shifts) + 1
+    S = np.zeros((P, 2), np.int64)
+    S[1:] = np.cumsum(shifts, axis=0)
+    breaks = np.concatenate([[0], np.cumsum(~np.asarray(linked, dtype=bool))])
+    return S, breaks[None, :] != breaks[:, None]
+
+
+def _depth_pass(run, ps, stage: int, depth: int):
+    """The pass's settings for patches ``depth`` pages deep: the floors and tolerance of
+    ``depth p^2``-dimensional patches."""
+    from dataclasses import replace
+
+    from .group_pca import noise_floors
+
+    o = run.options
+    d = depth * run.geometry.patch_size ** 2
+    c = float(o.gamma_scale if stage == 1 else o.gamma_scale2)
+    fl = noise_floors(run.sigma, d, ps.n, c, run.rbf, run.kappa1, run.kappa2)
+    return replace(ps, floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
+                   tol2=ps.tol2 * depth)
+
+
+def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps, st, num,
+                 den):
+    """As the driver's chunk, with each member the ``depth`` pages around it (mirrored
+    at the stack's ends) at the same place: one kernel PCA of the 3-D patches, each
+    slice's estimate averaged into its page."""
+    from kpca_denoise.core.patches import accumulate_groups
+    from kpca_denoise.core.preimage import preimage_groups
+
+    from .group_pca import fit_groups
+    from .matching import gather
+    from .shrinkage import correct_means, shrink_own, shrink_pilot
+
+    p = run.geometry.patch_size
+    fl = ps.floors
+    W = img.shape[1]
+    page = gy // H
+    y = gy - page * H
+    # each slice where the global motion carries the member (its own page across a cut)
+    S, cut = seq_motion
+    rows, cols = [], []
+    for dz in range(-(depth // 2), depth // 2 + 1):
+        q = np.abs(page + dz)
+        q = np.where(q > P - 1, 2 * (P - 1) - q, q)
+        q = np.where(cut[np.minimum(page, q), np.maximum(page, q)], page, q)
+        rows.append(np.ascontiguousarray(
+            q * H + np.clip(y + S[q, 0] - S[page, 0], 0, H - p)))
+        cols.append(np.ascontiguousarray(np.clip(gx + S[q, 1] - S[page, 1], 0, W - p)))
+    X = np.concatenate([gather(img, r, c, p) for r, c in zip(rows, cols)], axis=2)
+    G = (np.concatenate([gather(guide, r, c, p) for r, c in zip(rows, cols)], axis=2)
+         if ps.stage == 2 else X)
+    fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
+                     gram=run.rbf)
+    lam, V, rowmean = fit[:3]
+    if ps.final:
+        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.final_groups += len(gy)
+    if ps.stage == 1:
+        Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
+    else:
+        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, G, X, fl if ch == 0 else ps.floors_rest,
+                                       run.rbf, ranks)
+    if ps.final:
+        st.kept = kept.sum(axis=0) + st.kept
+    Est, fb, its = preimage_groups(Gam, G, run.rbf, fl.gamma, int(run.options.max_iter), ps.tol2,
+                                   fit[3] if run.rbf else None)
+    mk = run.options.mean_kappa1
+    if ps.stage == 1 and ch == 0 and mk is not None:
+        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (depth * p * p))
+    st.fallbacks += int(fb.sum())
+    st.iterations += int(its.sum())
+    d = p * p
+    for i, (r, c) in enumerate(zip(rows, cols)):
+        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw, r, c, p,
+                          num, den, run.window)
