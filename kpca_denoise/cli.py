@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
-from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
@@ -35,7 +34,7 @@ from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, DenoiseParams,
                      ParamError, parse_ranks)
-from .evaluation import noise_model_note
+from .evaluation import noise_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
@@ -647,22 +646,13 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
-    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
-                    None)
-    if measured is not None:  # more than the finest scale shows: say what was removed
-        model = NoiseModel.from_dict(measured.stats["noise"])
-        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
-    hinted = next((r for r in pages if r.stats.get("hint")), None)
-    if hinted is not None:
-        print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
+    for note in noise_notes(it.name, [r.stats for r in pages]):
+        print(f"note: {note}", file=sys.stderr)
     seq = pages[0].stats.get("sequence")
     if seq and it.is_stack:
         how = "with its neighbouring pages" if seq["decision"] == "sequence" else "page by page"
         print(f"note: {it.name}: denoised {how} (sequence {seq['choice']}: {seq['reason']})",
               file=sys.stderr)
-    note = noise_model_note(it.name, [r.stats.get("noise_model") for r in pages])
-    if note:
-        print(f"note: {note}", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 
