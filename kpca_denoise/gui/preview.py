@@ -8,7 +8,7 @@ run going on).  The compute process makes the whole image's decisions once (nois
 the global fit, the grouped calibration) and denoises one tile of the tiled engine whose
 core is the region (:func:`kpca_denoise.gui.compute.run_preview`), so the preview is the
 full run's result there, pixel for pixel.  The rank views show it in place, framed, with
-the metrics of the region.
+the metrics of the region.  ``docs/gui.md#preview-before-the-long-run``.
 """
 
 from __future__ import annotations
