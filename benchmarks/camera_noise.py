@@ -130,15 +130,16 @@ def ours(noisy: np.ndarray, sigma: float | None = None):
     return res.outputs[None].astype(np.float64), res
 
 
-def blind_estimate(noisy: np.ndarray) -> float:
-    """The noise std the default path measures (what it would tell the denoiser)."""
+def blind_estimate(noisy: np.ndarray) -> tuple[float, float]:
+    """The noise std the default path measures (what it would tell the denoiser), and
+    its finest-scale (white-noise) estimate."""
     from kpca_denoise import DenoiseParams
     from kpca_denoise.prepare import _prepare_item
     from kpca_denoise.results import ImageResult
 
     res = ImageResult(index=0, name="x")
     _prepare_item(DenoiseParams(), noisy, res, False, seed=0)
-    return res.noise_sigma
+    return res.noise_sigma, res.stats.get("noise", {}).get("white_sigma", res.noise_sigma)
 
 
 def skimage_sigma(noisy: np.ndarray) -> float:
@@ -157,7 +158,7 @@ def main(argv: list[str]) -> None:
     imgs = images(directory)
     if only_estimate:
         print(f"{'image':<12} {'level':<7} {'pipeline':<13} {'true':>6} {'ours':>6} {'ratio':>6}"
-              f" {'skimage':>7}")
+              f" {'finest':>6} {'ratio':>6} {'skimage':>7} {'ratio':>6}")
     else:
         print(f"{'image':<12} {'level':<7} {'pipeline':<13} {'true':>6} {'est':>6} {'noisy':>6}"
               f" {'blind':>6} {'told':>6} {'CBM3D':>6} {'CB-est':>6}  blind-CBM3D  blind-told")
@@ -169,12 +170,13 @@ def main(argv: list[str]) -> None:
                 seed = 1000 * k + 10 * list(LEVELS).index(level) + list(PIPELINES).index(pipe)
                 clean, noisy = camera(im, level, pipe, seed)
                 s_true = true_std(clean, noisy)
-                s_est = blind_estimate(noisy)
+                s_est, s_white = blind_estimate(noisy)
                 if only_estimate:
                     s_sk = skimage_sigma(noisy)
-                    rows.append((name, level, pipe, s_true, s_est))
+                    rows.append((name, level, pipe, s_true, s_est, s_white, s_sk))
                     print(f"{name:<12} {level:<7} {pipe:<13} {s_true:6.2f} {s_est:6.2f} "
-                          f"{s_est / s_true:6.3f} {s_sk:7.2f}", flush=True)
+                          f"{s_est / s_true:6.3f} {s_white:6.2f} {s_white / s_true:6.3f} "
+                          f"{s_sk:7.2f} {s_sk / s_true:6.3f}", flush=True)
                     continue
                 p_noisy = psnr(clean, noisy)
                 p_blind = psnr(clean, ours(noisy)[0])
@@ -192,6 +194,10 @@ def main(argv: list[str]) -> None:
     ratio = r[:, 1] / r[:, 0]
     print(f"estimate / true std: mean {ratio.mean():.3f}, min {ratio.min():.3f}, "
           f"max {ratio.max():.3f} over {len(rows)} cases")
+    if only_estimate:
+        for what, k in (("finest scale", 2), ("skimage", 3)):
+            q = r[:, k] / r[:, 0]
+            print(f"{what} / true std: mean {q.mean():.3f}, min {q.min():.3f}, max {q.max():.3f}")
     if not only_estimate:
         for what, sel in [("all", np.ones(len(rows), bool)),
                           ("no JPEG", np.array(["-q" not in row[2] for row in rows])),

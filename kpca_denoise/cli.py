@@ -35,8 +35,8 @@ from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import (METHODS, NOISE_MODELS, SEQUENCE_CHOICES, DenoiseParams, ParamError,
                      parse_ranks)
-from .pipeline import (denoise_set, evaluate, noise_model_text, remaining_noise,
-                       result_keys)
+from .evaluation import noise_model_note
+from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 #: parameter name -> the command-line option that sets it (for error messages)
@@ -658,15 +658,9 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
         how = "with its neighbouring pages" if seq["decision"] == "sequence" else "page by page"
         print(f"note: {it.name}: denoised {how} (sequence {seq['choice']}: {seq['reason']})",
               file=sys.stderr)
-    models = [(k, r.stats["noise_model"]) for k, r in enumerate(pages)
-              if r.stats.get("noise_model")]
-    if models:
-        # the table's sigma is the stabilised domain's 1: say what the noise was
-        k, model = models[0]
-        print(f"note: {it.name}: Poisson-Gaussian noise, {noise_model_text(model, ascii=True)}"
-              + (f" (page {k + 1} of {len(pages)}; every page's in the JSON report)"
-                 if len(pages) > 1 else "")
-              + "; denoised at sigma 1 after the variance-stabilising transform", file=sys.stderr)
+    note = noise_model_note(it.name, [r.stats.get("noise_model") for r in pages])
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 

@@ -128,6 +128,7 @@ class LazyRun:
     outputs: dict  # key -> lazy array of the input's shape and dtype, chunked by tile cores
     keys: tuple  # the result keys, in denoise_set's order
     noise_sigma: list  # per page (one for an image): the noise level; None when unchanged
+    noise_models: list  # per page: the Poisson-Gaussian model's gain and sigma, or None
     tiles: int  # tile tasks that compute them
     run_id: str = ""
     _token: CancelToken = field(default_factory=CancelToken, repr=False)
@@ -172,7 +173,10 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     names = [f"page {i}" for i in range(len(pages))] if stack else ["image"]
     decisions = _decide(pages, names, params)
     keys = result_keys(params, False)
-    run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions],
+    models = [None if d is None or d.vst is None else dict(
+        model=params.noise_model, gain=np.ravel(d.vst.gain).tolist(),
+        sigma=np.ravel(d.vst.sigma).tolist()) for d in decisions]
+    run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions], models,
                   sum(len(d.tiles) for d in decisions if d is not None), uuid.uuid4().hex)
     _RUNS[run.run_id] = [progress, run._token, 0, run.tiles]
     client = _distributed_client() if progress is not None else None

@@ -92,6 +92,20 @@ def noise_model_text(model: dict, *, ascii: bool = False) -> str:
     return f"gain {join(model['gain'])}{sep}{sigma} {join(model['sigma'])}"
 
 
+def noise_model_note(name: str, models: list) -> str | None:
+    """The command line's note on an input's Poisson-Gaussian noise (the table's sigma is
+    the stabilised domain's 1): ``models`` its pages' ``noise_model`` stats (None where
+    a page has none); None when no page has one."""
+    found = [(k, m) for k, m in enumerate(models) if m]
+    if not found:
+        return None
+    k, model = found[0]
+    where = (f" (page {k + 1} of {len(models)}; every page's in the JSON report)"
+             if len(models) > 1 else "")
+    return (f"{name}: Poisson-Gaussian noise, {noise_model_text(model, ascii=True)}{where}; "
+            "denoised at sigma 1 after the variance-stabilising transform")
+
+
 def remaining_noise(image: np.ndarray) -> float:
     """Estimated noise std left in an image (luminance for colour), pixel units.
 

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from .dask_array import lazy_denoise
+from .evaluation import noise_model_note
 from .io import InputError, write_lazy
 
 __all__ = ["write_lazy_item"]
@@ -23,7 +24,7 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
     t0 = time.monotonic()
     if bar.enabled:
         size = int(np.prod(it.shape)) * it.dtype.itemsize
-        size = f"{size / 2**30:.2f} GB" if size >= 2**30 else f"{size / 2**20:.1f} MB"
+        size = f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
         print(f"{it.name}: {size}, read lazily and denoised tile by tile into "
               f"{', '.join(t.name for t in targets.values())}", file=sys.stderr)
     run = None
@@ -55,10 +56,21 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
     entry = {"input": str(it.path), "read_lazily": True, "noise_sigma": sigma,
              "noise_estimated": params.noise_sigma is None, "seconds": seconds,
              "outputs": {str(k): {"file": f} for k, f in zip(targets, files)}, "files": files}
+    pages = [{"noise_sigma": s, **({"noise_model": m} if m else {})}
+             for s, m in zip(run.noise_sigma, run.noise_models)]
     if it.is_stack:  # each page's own (None: no noise to remove, returned as it was)
-        entry["stats"] = {"pages": [{"noise_sigma": s} for s in run.noise_sigma]}
+        entry["stats"] = {"pages": pages}
+    elif "noise_model" in pages[0]:
+        entry["stats"] = {"noise_model": pages[0]["noise_model"]}
     if sigma is None:
         print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
+    if it.is_stack and params.method == "grouped" and params.sequence != "no":
+        # the sequence path holds the whole stack in memory: a lazy stack runs page by page
+        print(f"note: {it.name}: read lazily, denoised page by page (sequence "
+              f"{params.sequence} needs the whole stack in memory)", file=sys.stderr)
+    note = noise_model_note(it.name, run.noise_models)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
     rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,
              seconds, t) for k, t in targets.items()]

@@ -93,7 +93,7 @@ def test_stacks_and_colour_keep_their_pages_and_pixels(tmp_path, lazily, case):
     out = tmp_path / "o"
     assert cli.main(["denoise", str(tmp_path / "in.tif"), "-o", str(out), "-q",
                      "--tile-size", str(TILE)]) == 0
-    res = denoise_set(pages, DenoiseParams(tile_size=TILE))
+    res = denoise_set(pages, DenoiseParams(tile_size=TILE, sequence="no"))  # page by page
     got = tifffile.imread(out / "in_kpca.tif")
     assert got.shape == img.shape and got.dtype == img.dtype
     for k, r in enumerate(res.images):
@@ -125,7 +125,7 @@ def test_a_tiff_compressed_in_one_huge_piece_is_refused_in_one_line(tmp_path, la
                      rowsperstrip=4200)  # one 67 MB strip: no part can be read alone
     assert cli.main(["denoise", str(src), "-o", str(tmp_path / "o"), "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith(f"error: {src}: the image is stored compressed in pieces of 64 MB")
+    assert err[0].startswith(f"error: {src}: the image is stored compressed in pieces of 67 MB")
     assert "save it tiled" in err[0]
 
 
@@ -189,7 +189,7 @@ def test_to_zarr_writes_an_ome_zarr_with_the_tiffs_pages_and_scale(tmp_path, laz
     scale = layout.attrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"]
     assert scale == [1.0, 2500.0, 5000.0]  # micrometres per pixel: 10^4 / (4, 2) px per cm
     got = zarr.open_group(str(res), mode="r")["0"][...]
-    ref = denoise_set(list(img), DenoiseParams(tile_size=TILE))
+    ref = denoise_set(list(img), DenoiseParams(tile_size=TILE, sequence="no"))
     for k in range(2):
         assert_same_result(got[k], ref.images[k].outputs[None])
     assert _sidecar(out)["files"] == ["z_kpca.zarr"]
@@ -244,3 +244,26 @@ def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):
     now[0] = 200.0
     bar(ProgressEvent("tiles", 10, 10))
     assert "left" not in buf.getvalue().split("\r")[-1]
+
+
+def test_poisson_gaussian_noise_is_reported_as_for_images_read_whole(tmp_path, lazily, capsys):
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:120, 0:130]
+    photons = 400 + 300 * np.sin(x / 9.0) * np.cos(y / 13.0)
+    img = np.clip(2.0 * rng.poisson(photons) + rng.normal(0, 6, photons.shape), 0,
+                  65535).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "cells.tif", img, compression="zlib")
+    params = DenoiseParams(noise_model="poisson-gaussian", tile_size=TILE)
+    ref = denoise_set([img], params).images[0]
+    out = tmp_path / "o"
+    assert cli.main(["denoise", str(tmp_path / "cells.tif"), "-o", str(out), "-q",
+                     "--noise-model", "poisson-gaussian", "--tile-size", str(TILE)]) == 0
+    captured = capsys.readouterr()
+    assert "cells.tif: Poisson-Gaussian noise, gain" in captured.err
+    item = _sidecar(out)["items"][0]
+    got, want = item["stats"]["noise_model"], ref.stats["noise_model"]
+    assert got["model"] == want["model"] == "poisson-gaussian"
+    assert got["gain"] == pytest.approx(want["gain"]) and got["sigma"] == pytest.approx(want["sigma"])
+    row = next(ln for ln in captured.out.splitlines() if ln.startswith("cells.tif"))
+    assert row.split()[2] == "vst"  # the stabilised domain's 1, as for images read whole
+    assert_same_result(tifffile.imread(out / "cells_kpca.tif"), ref.outputs[None])

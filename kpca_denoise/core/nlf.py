@@ -3,23 +3,24 @@
 Demosaicing, JPEG and any filtering in a camera spread each sensor pixel's noise over its
 neighbours: the noise is no longer white, and the finest-scale estimators
 (:func:`~kpca_denoise.core.noise.estimate_sigma_image`, the smallest eigenvalues of the
-covariance of small patches) see only its high frequencies, about half of it.  Here the
-whole noise covariance of weakly textured patches is fitted instead:
+covariance of small patches) see only its high frequencies (a third of it on the camera
+pipeline of ``benchmarks/camera_noise.py``).  Here the whole noise covariance of weakly
+textured patches is fitted instead:
 
-* the patches (``p`` x ``p``) are chosen as weakly textured as the white-noise estimator
-  chooses them (gradient energy of the image smoothed by a Gaussian of std 2 px), then
-  refined: a patch is kept when its own gradient energy is what noise of the current
-  covariance would give with probability ``confidence`` (its mean and variance under
-  the fitted covariance, a gamma quantile);
-* their covariance, with the constant and the two linear ramps projected out (the signal
-  of a weakly textured patch), is fitted by least squares with a stationary noise
-  autocovariance ``R(dy, dx)`` of lags up to ``lag`` (the projection applied to the model
-  as to the data), so that ``R(0, 0)`` is the whole per-pixel variance and the other
-  lags say how correlated the noise is.
+* the patches (7 x 7) are those the white-noise estimator keeps (weakly textured, their
+  own gradient energy what white noise of its estimate gives), then re-chosen twice: a
+  patch is kept when its own gradient energy is what noise of the fitted covariance
+  would give with probability ``confidence`` (a gamma quantile of its mean and variance
+  under that covariance), away from the clipping bounds;
+* their covariance, with the quadratic surfaces projected out (the signal of a weakly
+  textured patch), is fitted by least squares with a stationary noise autocovariance
+  ``R(dy, dx)`` of lags up to 3 px (the projection applied to the model as to the data),
+  so that ``R(0, 0)`` is the whole per-pixel variance and the other lags say how
+  correlated the noise is.
 
-Per brightness level (equal-count bins of the patch means) this gives the noise-level
-function: the per-pixel std against brightness (:class:`NoiseModel`).  ``docs/noise.md``
-has the measurements.
+The noise-level function (the std against brightness, :class:`NoiseModel`) is read per
+brightness level by the finest-scale estimator and scaled to the whole level when the
+noise is correlated.  ``docs/noise.md`` has the measurements.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def _lags(L: int) -> list[tuple[int, int]]:
 
 
 class _Design:
-    """For ``p`` x ``p`` patches: the projection off the constant and the two ramps, the
-    projected basis matrix of each lag (the design of the least-squares fit), and the
-    quadratic form of a patch's own gradient energy."""
+    """For ``p`` x ``p`` patches: the projection off the polynomial surfaces of degree up
+    to ``degree`` (``P``), the projected basis matrix of each lag (``X``, the design of the
+    least-squares fit), and the quadratic form of a patch's own gradient energy (``A``)."""
 
     def __init__(self, p: int, L: int, degree: int = 2):
         self.p, self.lags = p, _lags(L)
@@ -142,7 +143,8 @@ class NoiseModel:
         there (the finest-scale reading per level of the luminance; when correlated,
         scaled so that its root mean square over the levels is ``sigma``).
     signal_dependent : the variance grows with the brightness (by
-        :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest).
+        :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest, leaving
+        out the levels within two noise stds of the clipping bounds).
     """
 
     kind: str
@@ -285,8 +287,12 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     rms = float(np.sqrt(np.mean(stds ** 2))) if stds.size else 0.0
     if correlated and rms > 0:
         stds = stds * (sigma / rms)  # the shape per level, the whole level overall
-    dependent = bool(stds.size >= 2 and stds[0] > 0 and stds[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
-                     * stds[0] ** 2 and np.all(np.diff(stds) > -0.1 * stds[-1]))
+    # clipped noise is lower near the bounds: those levels say nothing of the growth
+    free = np.ones(stds.size, bool) if bounds is None else (
+        (levels >= bounds[0] + 2.0 * stds) & (levels <= bounds[1] - 2.0 * stds))
+    st = stds[free]
+    dependent = bool(st.size >= 2 and st[0] > 0 and st[-1] ** 2 >= SIGNAL_DEPENDENT_RATIO
+                     * st[0] ** 2 and np.all(np.diff(st) > -0.1 * st[-1]))
     return NoiseModel(kind="correlated" if correlated else "white", sigma=sigma,
                       white_sigma=white, correlation=ratio if correlated else 1.0,
                       neighbour=neighbour, levels=tuple(float(v) for v in levels),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QTimer
 
+from ..pipeline import result_keys
 from .layout import WELCOME_TEXT
 from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
 from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
@@ -102,6 +103,8 @@ class ViewDrawing:
             pv = self.session.preview(self.current_entry(), self.current_params())
             if pv is not None and pv.group_spectra:
                 auto = (pv.group_spectra[0].get("effective_rank") or {}).get(None)
+            elif pv is not None and pv.params.method == "global":
+                auto = result_keys(pv.params.replace(ranks=(None,)), False)[0]
         self.spectrum.set_ranks(ranks, self.selected_rank, auto)
 
     def _draw_nothing(self) -> None:
@@ -132,7 +135,7 @@ class ViewDrawing:
             ref.set_title("reference" if e.reference is not None else "clean")
             ref.set_image(e.display(clean), levels)
             ref.set_metrics(str(e.reference_path.name) if e.reference_path
-                            else "the input, before the noise was added")
+                            else "before the noise")
         else:
             ref.set_title("no reference")
             ref.set_image(None, placeholder="no clean reference: the metrics show the noise left")
@@ -177,7 +180,8 @@ class ViewDrawing:
         # the region computed (the rectangle may have moved on since)
         upright = e.item.meta.get("orientation") in (None, 1)
         panel.set_frame(pv.box if upright else self.preview_box())
-        panel.set_metrics("preview · " + format_metrics(pv.metrics.get(r)))
+        # the frame says it is a preview; the line, what it measures: the region only
+        panel.set_metrics(format_metrics(pv.metrics.get(r)) + " · in the preview's region")
         res = residual_map(e, base, out)
         sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
         rpanel.set_image(res, (-3.0 * sigma, 3.0 * sigma))

@@ -87,7 +87,7 @@ def _cgroup_headroom() -> int | None:
 
 
 def _needs_zarr(path: Path, nbytes: int) -> InputError:
-    return InputError(f"{path}: the image ({nbytes / 2**30:.1f} GB decoded) is too large to "
+    return InputError(f"{path}: the image ({nbytes / 1e9:.1f} GB decoded) is too large to "
                       "read whole here and reading it in parts needs zarr and dask; install "
                       "kpca-denoise[zarr]")
 
@@ -160,7 +160,7 @@ def _lazy_one(tf, s, path: Path, max_chunk: int | None):
         chunk = int(np.prod(z.chunks)) * np.dtype(z.dtype).itemsize
         if chunk > max_chunk:
             raise InputError(
-                f"{path}: the image is stored compressed in pieces of {chunk / 2**20:.0f} MB "
+                f"{path}: the image is stored compressed in pieces of {chunk / 1e6:.0f} MB "
                 "that cannot be read in parts; save it tiled (e.g. tifffile.imwrite(..., "
                 "tile=(256, 256), compression='zlib')) or as OME-Zarr")
     return da.from_array(view, chunks=z.chunks, lock=True, asarray=True,

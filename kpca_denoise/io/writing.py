@@ -39,7 +39,7 @@ _FORMAT_NAMES = {"tif": "tiff", "jpg": "jpeg"}
 def in_format(item: LoadedItem, fmt: str | None) -> LoadedItem:
     """``item`` to be written in the output format ``fmt`` (a key of
     :data:`OUTPUT_FORMATS`, 'tif' and 'jpg' too; None or its own format: ``item`` itself):
-    the same pixels and metadata, its output name with that format's suffix.  Raises
+    the same pixels and metadata, its outputs named with that format's suffix.  Raises
     InputError in one line, before anything is computed, when that format cannot hold
     the item (a patch set, a stack in a one-page format, 16-bit or float pixels, alpha in
     a JPEG)."""
@@ -65,15 +65,15 @@ def in_format(item: LoadedItem, fmt: str | None) -> LoadedItem:
         raise InputError(f"{where}: {name} cannot store 16-bit images; choose png or tiff")
     if len(item.shape) == 3 and item.shape[-1] in (2, 4) and name in ("JPEG", "BMP"):
         raise InputError(f"{where}: {name} has no alpha channel; choose png or tiff")
-    rel = (item.rel if item.rel is not None else Path(item.path.name)).with_suffix(suffix)
     meta = {k: v for k, v in item.meta.items() if k not in ("jpeg", "shape", "planar")}
-    return replace(item, format=name, rel=rel, meta=meta)
+    return replace(item, format=name, meta={**meta, "output_suffix": suffix})
 
 
 def output_path(item: LoadedItem, outdir, tag: str) -> Path:
-    """``OUTDIR/<sub-folder>/<stem>_<tag><suffix>``, in the source's format."""
+    """``OUTDIR/<sub-folder>/<stem>_<tag><suffix>``, the suffix the source's, or that of
+    the format it is written in (:func:`in_format`)."""
     rel = item.rel if item.rel is not None else Path(item.path.name)
-    return Path(outdir) / rel.parent / f"{rel.stem}_{tag}{rel.suffix}"
+    return Path(outdir) / rel.parent / f"{rel.stem}_{tag}{item.meta.get('output_suffix', rel.suffix)}"
 
 
 def check_not_input(target: Path, inputs) -> None:
