@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
-from .core.nlf import NoiseModel
 from .core.progress import Cancelled, ProgressEvent
 from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_format,
                  collect_inputs, output_path, rank_tag, read_item, read_items,
@@ -33,9 +32,9 @@ from .io import (MAX_PIXELS, OUTPUT_FORMATS, InputError, check_not_input, in_for
 from .io.lazy_tiff import memory_budget
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
-from .params import (METHODS, NOISE_MODELS, SEQUENCE_CHOICES, DenoiseParams, ParamError,
-                     parse_ranks)
-from .evaluation import noise_model_note
+from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, DenoiseParams,
+                     ParamError, parse_ranks)
+from .evaluation import noise_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
@@ -46,7 +45,7 @@ OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size
            "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
            "add_noise": "--add-noise", "noise_model": "--noise-model",
            "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
-           "strength": "--strength", "sequence": "--sequence"}
+           "strength": "--strength", "sequence": "--sequence", "profile": "--profile"}
 
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -193,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                    help="folder for the results (sub-folders of the inputs are kept)")
     d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
+    d.add_argument("--profile", choices=tuple(PROFILES),
+                   help="; ".join(f"'{k}': {v}" for k, v in PROFILES.items()))
     d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
     d.add_argument("--patch-size", type=int, help="patch side in pixels")
     d.add_argument("--stride", type=int, help="step between patches ('global')")
@@ -201,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
                    help="Nystrom approximation with M landmarks ('global'; default: exact)")
     d.add_argument("--iterations", type=int, dest="preimage_iterations",
-                   help="pre-image iteration cap (default: 100 for 'global', 2 per group for 'grouped')")
+                   help="pre-image iteration cap (default: 100 for 'global', 1 per group for 'grouped')")
     d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
     d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
     d.add_argument("--noise-model", choices=NOISE_MODELS,
@@ -645,22 +646,13 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
-    measured = next((r for r in pages if r.stats.get("noise", {}).get("kind") == "correlated"),
-                    None)
-    if measured is not None:  # more than the finest scale shows: say what was removed
-        model = NoiseModel.from_dict(measured.stats["noise"])
-        print(f"note: {it.name}: {model.describe(ascii=True)}", file=sys.stderr)
-    hinted = next((r for r in pages if r.stats.get("hint")), None)
-    if hinted is not None:
-        print(f"note: {it.name}: {hinted.stats['hint']}", file=sys.stderr)
+    for note in noise_notes(it.name, [r.stats for r in pages]):
+        print(f"note: {note}", file=sys.stderr)
     seq = pages[0].stats.get("sequence")
     if seq and it.is_stack:
         how = "with its neighbouring pages" if seq["decision"] == "sequence" else "page by page"
         print(f"note: {it.name}: denoised {how} (sequence {seq['choice']}: {seq['reason']})",
               file=sys.stderr)
-    note = noise_model_note(it.name, [r.stats.get("noise_model") for r in pages])
-    if note:
-        print(f"note: {note}", file=sys.stderr)
     return _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, outdir)
 
 

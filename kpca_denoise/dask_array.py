@@ -49,7 +49,7 @@ from .core.progress import CancelToken, check_cancel, report
 from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
-from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
+from .prepare import (NO_NOISE_FRACTION, SIGNAL_DEPENDENT_HINT, _check_image, _check_item_shape, _flat, _held_span,
                       _prepare_item, _value_bounds, _value_range, noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
@@ -70,6 +70,7 @@ class _Decision:
     vst: Any = None
     model: Any = None  # the global method's kernel PCA (progress and cancel removed)
     ranks: tuple = ()
+    stats: dict = field(default_factory=dict)  # the noise stats the pipeline reports
 
 
 def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grouped",
@@ -128,7 +129,7 @@ class LazyRun:
     outputs: dict  # key -> lazy array of the input's shape and dtype, chunked by tile cores
     keys: tuple  # the result keys, in denoise_set's order
     noise_sigma: list  # per page (one for an image): the noise level; None when unchanged
-    noise_models: list  # per page: the Poisson-Gaussian model's gain and sigma, or None
+    stats: list  # per page: the noise stats ImageResult.stats reports ('noise', 'hint', ...)
     tiles: int  # tile tasks that compute them
     run_id: str = ""
     _token: CancelToken = field(default_factory=CancelToken, repr=False)
@@ -173,10 +174,8 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     names = [f"page {i}" for i in range(len(pages))] if stack else ["image"]
     decisions = _decide(pages, names, params)
     keys = result_keys(params, False)
-    models = [None if d is None or d.vst is None else dict(
-        model=params.noise_model, gain=np.ravel(d.vst.gain).tolist(),
-        sigma=np.ravel(d.vst.sigma).tolist()) for d in decisions]
-    run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions], models,
+    run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions],
+                  [{} if d is None else d.stats for d in decisions],
                   sum(len(d.tiles) for d in decisions if d is not None), uuid.uuid4().hex)
     _RUNS[run.run_id] = [progress, run._token, 0, run.tiles]
     client = _distributed_client() if progress is not None else None
@@ -291,7 +290,8 @@ def _summary(page):
 
 
 def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
-    """``(sigma, vst)`` of a page under the Gaussian model, or None (unchanged), as
+    """``(sigma, vst, model, stats)`` of a page under the Gaussian model (no stabiliser,
+    no fitted model; the noise stats the pipeline reports), or None (unchanged), as
     ``prepare._measure_image`` and ``prepare._with_noise`` decide; from the page's
     per-channel extremes (a (1, 2[, C]) stand-in with the image's minima and maxima,
     which is all the value checks read) and its strided sample."""
@@ -303,6 +303,7 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     # whole image's quantiles (prepare._sigma_range)
     span = _value_range(stub)
     lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
+    stats: dict = {}
     if flat:
         sigma = 0.0
     elif params.noise_sigma is not None:
@@ -314,18 +315,21 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
         if sigma >= lo:  # below: no noise, returned unchanged
             bounds = _value_bounds(stub) if np.issubdtype(page.dtype, np.integer) else None
             colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
-            sigma = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds).sigma
+            model = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds)
+            sigma, stats["noise"] = model.sigma, model.to_dict()
+            if model.signal_dependent:
+                stats["hint"] = SIGNAL_DEPENDENT_HINT
     try:
         there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
                                 flat=flat)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
     # the level the denoiser is given: the measured (or given) one times the strength
-    return (float(sigma) * params.strength, None, None) if there else None
+    return (float(sigma) * params.strength, None, None, stats) if there else None
 
 
 def _measure_in_memory(page, name: str, params: DenoiseParams):
-    """``(sigma, vst, model)`` or None (unchanged) through the pipeline's own
+    """``(sigma, vst, model, stats)`` or None (unchanged) through the pipeline's own
     preparation (and the global method's fit) on the page read whole."""
     x = np.asarray(page)
     res = ImageResult(index=0, name=name)
@@ -340,10 +344,12 @@ def _measure_in_memory(page, name: str, params: DenoiseParams):
         fitted = _run_global(run, _global_groups(params, [item])[0], fit_only=True)
         model = copy.copy(fitted)
         model.set_params(progress=None, cancel=None)  # shipped to the workers bare
-    return res.noise_sigma, item.vst, model
+    stats = {k: v for k, v in res.stats.items() if k in ("noise", "hint", "noise_model")}
+    return res.noise_sigma, item.vst, model, stats
 
 
-def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model) -> _Decision:
+def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model,
+                stats: dict) -> _Decision:
     """The page's tiles and the grouped calibration, as ``tiling.denoise_tiled`` makes
     them (the calibration on the central crop, read alone)."""
     tiles = tiling.plan(page.shape, params)
@@ -351,7 +357,7 @@ def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model) -> 
         params = tiling.resolve_periodic(np.asarray(central_crop(page)), sigma, params, vst)
         tiles = tiling.plan(page.shape, params)
     ranks = tuple(keys) if params.method == "global" else ()
-    return _Decision(sigma, params, tiles, tuple(keys), vst, model, ranks)
+    return _Decision(sigma, params, tiles, tuple(keys), vst, model, ranks, stats)
 
 
 # -- the tiles ----------------------------------------------------------------------

@@ -92,18 +92,29 @@ def noise_model_text(model: dict, *, ascii: bool = False) -> str:
     return f"gain {join(model['gain'])}{sep}{sigma} {join(model['sigma'])}"
 
 
-def noise_model_note(name: str, models: list) -> str | None:
-    """The command line's note on an input's Poisson-Gaussian noise (the table's sigma is
-    the stabilised domain's 1): ``models`` its pages' ``noise_model`` stats (None where
-    a page has none); None when no page has one."""
-    found = [(k, m) for k, m in enumerate(models) if m]
-    if not found:
-        return None
-    k, model = found[0]
-    where = (f" (page {k + 1} of {len(models)}; every page's in the JSON report)"
-             if len(models) > 1 else "")
-    return (f"{name}: Poisson-Gaussian noise, {noise_model_text(model, ascii=True)}{where}; "
-            "denoised at sigma 1 after the variance-stabilising transform")
+def noise_notes(name: str, stats: list) -> list[str]:
+    """The command line's notes on an input's noise from its pages' stats (``{}`` where a
+    page has none): correlated noise and the level removed, a hint on the noise model,
+    and under the Poisson-Gaussian model its gain and sigma (the table's sigma is then
+    the stabilised domain's 1)."""
+    from .core.nlf import NoiseModel
+
+    notes = []
+    measured = next((s["noise"] for s in stats if s.get("noise", {}).get("kind") == "correlated"),
+                    None)
+    if measured is not None:  # more than the finest scale shows: say what was removed
+        notes.append(f"{name}: {NoiseModel.from_dict(measured).describe(ascii=True)}")
+    hint = next((s["hint"] for s in stats if s.get("hint")), None)
+    if hint is not None:
+        notes.append(f"{name}: {hint}")
+    found = [(k, s["noise_model"]) for k, s in enumerate(stats) if s.get("noise_model")]
+    if found:
+        k, model = found[0]
+        where = (f" (page {k + 1} of {len(stats)}; every page's in the JSON report)"
+                 if len(stats) > 1 else "")
+        notes.append(f"{name}: Poisson-Gaussian noise, {noise_model_text(model, ascii=True)}"
+                     f"{where}; denoised at sigma 1 after the variance-stabilising transform")
+    return notes
 
 
 def remaining_noise(image: np.ndarray) -> float:

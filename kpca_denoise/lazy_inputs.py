@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from .dask_array import lazy_denoise
-from .evaluation import noise_model_note
+from .evaluation import noise_notes
 from .io import InputError, write_lazy
 
 __all__ = ["write_lazy_item"]
@@ -56,20 +56,18 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
     entry = {"input": str(it.path), "read_lazily": True, "noise_sigma": sigma,
              "noise_estimated": params.noise_sigma is None, "seconds": seconds,
              "outputs": {str(k): {"file": f} for k, f in zip(targets, files)}, "files": files}
-    pages = [{"noise_sigma": s, **({"noise_model": m} if m else {})}
-             for s, m in zip(run.noise_sigma, run.noise_models)]
+    pages = [{"noise_sigma": s, **st} for s, st in zip(run.noise_sigma, run.stats)]
     if it.is_stack:  # each page's own (None: no noise to remove, returned as it was)
         entry["stats"] = {"pages": pages}
-    elif "noise_model" in pages[0]:
-        entry["stats"] = {"noise_model": pages[0]["noise_model"]}
+    elif run.stats[0]:
+        entry["stats"] = run.stats[0]
     if sigma is None:
         print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
     if it.is_stack and params.method == "grouped" and params.sequence != "no":
         # the sequence path holds the whole stack in memory: a lazy stack runs page by page
         print(f"note: {it.name}: read lazily, denoised page by page (sequence "
               f"{params.sequence} needs the whole stack in memory)", file=sys.stderr)
-    note = noise_model_note(it.name, run.noise_models)
-    if note:
+    for note in noise_notes(it.name, run.stats):
         print(f"note: {note}", file=sys.stderr)
     shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
     rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,

@@ -16,11 +16,17 @@ import numpy as np
 
 from .core.grouped.options import GroupedOptions
 
-__all__ = ["DenoiseParams", "METHODS", "ParamError", "MAX_SIGMA", "parse_ranks"]
+__all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks"]
 
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
 METHODS = ("grouped", "global")
+#: what each profile is for (its grouped options: the preset of that name, under the
+#: knobs given in ``grouped``; ``docs/speed.md``)
+PROFILES = {
+    "default": "the best quality (the method as documented)",
+    "fast": "previews and large batches: one matching for both stages, small groups and search",
+}
 EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
 NOISE_MODELS = ("gaussian", "poisson-gaussian")
 #: whether a set's pages are denoised with their neighbours (``docs/stacks.md``)
@@ -120,7 +126,7 @@ class DenoiseParams:
     noise_sigma : noise standard deviation in the units of the pixel values
         (e.g. 25 for uint8 images); ``None`` estimates it per image.
     preimage_iterations : fixed-point iteration cap; ``None`` is the method's default
-        (100 for 'global' and patch sets, 2 per group for 'grouped').
+        (100 for 'global' and patch sets, 1 per group for 'grouped').
     preimage_tol : fixed-point stopping tolerance ('global').
     kernel : 'rbf' (default) or 'linear' (ablation: plain PCA in the same pipeline).
     seed : random seed for training-patch sampling, the eigensolver and added noise.
@@ -149,6 +155,8 @@ class DenoiseParams:
         :class:`~kpca_denoise.core.grouped.GroupedOptions` (or a preset name or a
         mapping of knob names); ``kernel``, ``patch_size`` and the pre-image
         iterations are set by the fields above, not here (``docs/options.md``).
+    profile : 'default' or 'fast' (:data:`PROFILES`): the grouped method's preset of
+        that name, with the knobs of ``grouped`` on top (``docs/speed.md``).
     """
 
     method: str = "grouped"
@@ -170,6 +178,7 @@ class DenoiseParams:
     noise_model: str = "gaussian"
     poisson_gain: float | None = None
     strength: float = 1.0
+    profile: str = "default"
     sequence: str = "auto"
 
     def __post_init__(self) -> None:
@@ -183,6 +192,11 @@ class DenoiseParams:
                 object.__setattr__(self, "grouped", GroupedOptions.coerce(self.grouped))
             except (TypeError, ValueError) as e:
                 raise ParamError("grouped", f"grouped {e}") from None
+        if isinstance(self.profile, str) and self.profile != "default" and self.profile in PROFILES:
+            # the profile's preset under the knobs given (again: the same result)
+            preset = GroupedOptions.preset(self.profile).changed()
+            object.__setattr__(self, "grouped", GroupedOptions.from_dict(
+                {**preset, **self.grouped.changed()}))
         try:
             object.__setattr__(self, "ranks", parse_ranks(self.ranks, check=False))
         except ParamError:
@@ -199,6 +213,8 @@ class DenoiseParams:
         def is_num(v) -> bool:
             return isinstance(v, (int, float)) and not isinstance(v, bool)
 
+        if self.profile not in PROFILES:
+            bad("profile", f"must be one of {', '.join(PROFILES)}, got {self.profile!r}")
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.kernel not in ("rbf", "linear"):
@@ -317,7 +333,7 @@ class DenoiseParams:
                                         f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
         if "ranks" in data:
             data["ranks"] = parse_ranks(data["ranks"])
-        for name in ("method", "kernel", "eigen_solver", "noise_model", "sequence"):
+        for name in ("method", "kernel", "eigen_solver", "noise_model", "profile", "sequence"):
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()

@@ -54,17 +54,23 @@ class SetResult:
 
 
 class _StageClock:
-    """Wraps a progress callback and attributes wall time to stages."""
+    """Wraps a progress callback and attributes wall time to stages.
 
-    def __init__(self, inner: ProgressCallback | None):
+    An event with ``done > 0`` reports work finished in its stage, so the time since
+    the previous event is charged to that stage; an event with ``done == 0`` marks a
+    stage's start (and ``close`` the end), so that time goes to the stage before it.
+    ``clock`` is the time source (seconds)."""
+
+    def __init__(self, inner: ProgressCallback | None, clock=time.perf_counter):
         self.inner = inner
         self.seconds: dict[str, float] = {}
-        self._last = time.perf_counter()
+        self._clock = clock
+        self._last = clock()
         self._stage: str | None = None
 
     def __call__(self, ev: ProgressEvent) -> None:
-        now = time.perf_counter()
-        stage = self._stage if self._stage is not None else ev.stage
+        now = self._clock()
+        stage = ev.stage if ev.done > 0 or self._stage is None else self._stage
         self.seconds[stage] = self.seconds.get(stage, 0.0) + (now - self._last)
         self._last = now
         self._stage = ev.stage

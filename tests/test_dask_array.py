@@ -162,7 +162,7 @@ def test_the_noise_decisions_are_the_pipelines_on_a_large_image(noise):
     res = ImageResult(index=0, name="image")
     _prepare_item(params, img, res, False, seed=0)
     (d,) = _decide([da.from_array(img, chunks=(300, 256, 3))], ["image"], params)
-    assert d.sigma == res.noise_sigma
+    assert d.sigma == res.noise_sigma and d.stats["noise"] == res.stats["noise"]
     assert (res.stats["noise"]["kind"] == "correlated") == (noise == "correlated")
 
 

@@ -511,6 +511,7 @@ def test_a_bad_stage2_constant_is_refused(name, bad):
 BAD_OPTIONS = {
     "patch_size": (0, "an integer from 1 to 64 or None"),
     "group_size": (1.5, "an integer from 2 to 512"),
+    "group_size1": (1, "an integer from 2 to 512 or None"),
     "search_radius": (10**9, "an integer from 1 to 256 or None"),
     "search_radius1": ("4", "an integer from 1 to 256 or None"),
     "match_size1": (-3, "an integer from 1 to 99 or None"),
@@ -530,7 +531,7 @@ BAD_OPTIONS = {
     "contrast": (float("-inf"), "a finite number >= 0 or None"),
     "lags": ([[0, 30]], "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]], "
                         "or [] or None"),
-    "two_stage": ("no", "True or False"), "periodic": ("yes", "True, False or None"),
+    "two_stage": ("no", "True or False"), "regroup": (1, "True or False"), "periodic": ("yes", "True, False or None"),
     "kernel": ("poly", "one of 'rbf', 'linear'"),
 }
 

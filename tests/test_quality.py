@@ -244,7 +244,7 @@ def test_a_regular_texture_is_recognised_and_gets_the_texture_settings(camera):
     assert not st["params"]["periodic"] and st["params"]["periodicity"] < PERIODIC
     assert st["params"]["lags"] == []
     assert (st["params"]["match_size"], st["params"]["search_radius"],
-            st["params"]["dense_radius"]) == (11, 32, 19)
+            st["params"]["dense_radius"]) == (11, 32, 8)
     assert periodicity(add_noise(cam, 25, seed=1), 25.0, 255.0) < PERIODIC / 2
     # nor is the Shepp-Logan phantom at sigma 50, where the texture settings' 35x35
     # window would cost it 0.8 dB (measured 0.25 against PERIODIC 0.3; 31.77 dB with
@@ -424,8 +424,9 @@ def test_tiles_share_one_texture_decision():
 def test_a_smooth_photograph_gets_a_wider_stage1_window():
     # moon (a development photograph, faint) blurred: at sigma 25 its 7x7 windows
     # differ mostly by their noise; its coarse detail is far below a detailed
-    # photograph's and the wider window it gets gains (measured 0.64 dB against BM3D's
-    # -0.16 / +0.48 dB with the two windows)
+    # photograph's and the wider window it gets gains (measured 0.28 / 0.31 dB with
+    # seeds 3 / 4; 0.42 / 0.56 with the dense 39x39 search of before, which found more
+    # spurious matches for the narrow window: the wide window's result is the same)
     from scipy.ndimage import gaussian_filter
     from skimage import data
 
@@ -442,7 +443,7 @@ def test_a_smooth_photograph_gets_a_wider_stage1_window():
     assert st["params"]["match_size1"] == 11
     narrow, st7 = denoise_grouped(noisy, 25.0, data_range=255.0, detail=10.0)
     assert st7["params"]["match_size1"] == 7
-    assert psnr(img, auto[None], 255) > psnr(img, narrow[None], 255) + 0.4
+    assert psnr(img, auto[None], 255) > psnr(img, narrow[None], 255) + 0.2
 
 
 def test_the_smoothness_rule_and_its_measure():

@@ -21,7 +21,8 @@ y, x = np.mgrid[0:72, 0:72]
 clean = 128 + 60 * np.sin(x / 5.0) * np.cos(y / 7.0)
 noisy = clean + rng.normal(0, 25, clean.shape)
 outs, _ = denoise_grouped(noisy, 25.0, ranks=(None, 2, 8))
-np.save(sys.argv[1], np.stack([outs[None], outs[2], outs[8]]))
+fast, _ = denoise_grouped(noisy, 25.0, options="fast")
+np.save(sys.argv[1], np.stack([outs[None], outs[2], outs[8], fast[None]]))
 """
 
 

@@ -245,7 +245,7 @@ class ParamsPanel(QScrollArea):
         self.iterations.setValue(100)
         self.iterations.setKeyboardTracking(False)
         self.iterations.setToolTip("cap on the fixed-point pre-image iterations per patch "
-                                   "(method global; grouped uses 2 per group)")
+                                   "(method global; grouped uses 1 per group)")
         f.addRow("pre-image iterations", self.iterations)
         self.seed = QSpinBox(g_patch)
         self.seed.setRange(0, 2_147_483_647)
@@ -343,7 +343,7 @@ class ParamsPanel(QScrollArea):
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
         self.gamma.setEnabled(is_global)
-        self.iterations.setEnabled(is_global)  # grouped: 2 per group, not a choice here
+        self.iterations.setEnabled(is_global)  # grouped: 1 per group, not a choice here
         self.landmarks_on.setEnabled(is_global)
         self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
         self.poisson_gain.setEnabled(self.noise_model.currentData() == "poisson-gaussian")

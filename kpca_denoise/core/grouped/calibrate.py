@@ -107,7 +107,10 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
     if h < 48 or w < 48:
         return none
     span = float(data_range) if data_range is not None else float(np.ptp(a))
-    if not span > 0.0:
+    # a channel varying by a billionth of the noise holds rounding only (the chrominance
+    # of a grey image stored as colour): nothing repeats, and its span would blow the
+    # blur below up
+    if not (span > 0.0 and float(np.ptp(a)) > 1e-9 * float(sigma)):
         return none
     x = gaussian_filter(a, 1.0 + 10.0 * float(sigma) / span)
     x = x - uniform_filter(x, 15)

@@ -35,10 +35,14 @@ __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "tr
 
 #: the stages a pass reports progress and time for, in order
 STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
-#: patches per group in stage 1 (stage 2: ``GroupedOptions.group_size``)
+#: patches per group in stage 1 when ``GroupedOptions.group_size1`` is None (stage 2:
+#: ``GroupedOptions.group_size``)
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
+#: the final pass decomposes every this many-th group fully for the spectrum it reports;
+#: the others get only the components the shrinkage uses
+SPECTRUM_EVERY = 8
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
@@ -80,6 +84,7 @@ class _ChannelStats:
     iterations: int = 0
     groups: int = 0
     spectrum: np.ndarray | None = None
+    spectrum_groups: int = 0  # the final pass's groups decomposed fully
     final_groups: int = 0
     kept: Any = 0
     rank_spectrum: np.ndarray | None = None  # stage 2's noisy groups, for explicit ranks
@@ -192,10 +197,11 @@ def _resolve(imgs: list, sigma: float, cal: Calibration) -> _Run:
     k2 = float(o.kappa2) if o.kappa2 is not None else (1.0 if o.periodic else 0.7)
     beta = o.window_beta
     win = np.outer(np.kaiser(p, beta), np.kaiser(p, beta)) if beta > 0 else np.ones((p, p))
+    n1 = max(2, min(GROUP_SIZE1 if o.group_size1 is None else int(o.group_size1),
+                    fewest(g.search_radius1)))
     return _Run(
-        options=o, geometry=g, sigma=sigma,
-        n1=max(2, min(GROUP_SIZE1, fewest(g.search_radius1))),
-        n2=max(2, min(int(o.group_size), fewest(g.search_radius))),
+        options=o, geometry=g, sigma=sigma, n1=n1,
+        n2=max(2, min(int(o.group_size), fewest(g.search_radius))) if o.regroup else n1,
         kappa1=float(o.kappa1) if o.kappa1 is not None else (4.5 if rbf else 3.0),
         kappa2=k2,
         kappa2_chroma=float(o.kappa2_chroma) if o.kappa2_chroma is not None else 1.5 * k2,
@@ -245,10 +251,13 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     stats = [_ChannelStats() for _ in imgs]
     floors: dict = {}
     if run.options.two_stage:
+        # without regroup, stage 1 keeps its groups (all references) for stage 2
+        groups: dict | None = None if run.options.regroup else {}
         pilot = [o[0] for o in _run_pass(imgs, imgs, 1, np.asarray([-1], np.int64), run,
-                                         stats, floors, False, progress, cancel)]
+                                         stats, floors, False, progress, cancel, groups)]
         check_cancel(cancel)
-        outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel)
+        outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel,
+                         groups)
     else:
         outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel)
     params = _report(run, cal, floors)
@@ -258,11 +267,12 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     for out, st in zip(outs, stats):
         results.append({rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)})
         ng = max(st.final_groups, 1)
+        ns = max(st.spectrum_groups, 1)
         all_stats.append(dict(
             preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
             groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
             # mean eigenvalues of the final stage's centred group Gram matrices, descending
-            spectrum=st.spectrum / ng if st.spectrum is not None else np.zeros(0),
+            spectrum=st.spectrum / ns if st.spectrum is not None else np.zeros(0),
             # the same for the noisy groups' own kernel PCA, whose leading components an
             # explicit rank keeps (empty when only the auto rank was asked)
             rank_spectrum=(st.rank_spectrum / ng if st.rank_spectrum is not None
@@ -313,13 +323,15 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
 
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
               stats: list, floors_report: dict, final: bool,
-              progress: ProgressCallback | None, cancel: Any) -> list:
+              progress: ProgressCallback | None, cancel: Any, groups: dict | None = None) -> list:
     """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
 
     ``guides`` are the pilots (stage 2; in stage 1 the channels themselves).  The
     groups are found once, on all the guides, and shared by every channel; each
     channel has its own kernel PCA per group.  ``stats`` (one per channel) collect
-    times, counters, the final pass's spectrum and kept ranks.
+    times, counters, the final pass's spectrum and kept ranks.  ``groups``, unless
+    None, receives every reference's members (``"gy"``, ``"gx"``) when empty and
+    provides them, instead of a new matching, when not.
     """
     H, W = imgs[0].shape
     C = len(imgs)
@@ -336,26 +348,38 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     nums = [np.zeros((nr, H, W)) for _ in range(C)]
     dens = [np.zeros((nr, H, W)) for _ in range(C)]
     t0 = time.perf_counter()
-    # the matching distance: the SSD summed over every channel, in integer units of the
-    # noise / 1024 (the original sigma, the same in every pass and tile), so that the
-    # matching keeps exact running sums
-    guide_m = quantise_guide(np.stack([pad_for_matching(gd, p, ps.match_size)
-                                       for gd in guides]), run.sigma)
-    running = exact_sums(guide_m, ps.match_size)
-    lags = run.options.lags
-    # the chunks' matching distances, one scratch array for all (tens of MB)
-    work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
-                     min(rows_per_chunk, len(ys)) * len(xs)))
+    reuse = groups is not None and "gy" in groups
+    if groups is not None and not reuse:
+        groups["gy"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
+        groups["gx"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
+    if not reuse:
+        # the matching distance: the SSD summed over every channel, in integer units of
+        # the noise / 1024 (the original sigma, the same in every pass and tile), so that
+        # the matching keeps exact running sums
+        guide_m = quantise_guide(np.stack([pad_for_matching(gd, p, ps.match_size)
+                                           for gd in guides]), run.sigma)
+        running = exact_sums(guide_m, ps.match_size)
+        lags = run.options.lags
+        # the chunks' matching distances, one scratch array for all (tens of MB)
+        work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
+                         min(rows_per_chunk, len(ys)) * len(xs)))
     for st in stats:
         st.seconds["grouping"] += (time.perf_counter() - t0) / C
     for ci in range(nchunks):
         check_cancel(cancel)
         yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
-        ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
-        rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+        first = ci * rows_per_chunk * len(xs)
+        refs = slice(first, first + len(yy) * len(xs))
         t0 = time.perf_counter()
-        gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
-                       g.dense_radius, lags, running, work)
+        if reuse:
+            gy, gx = groups["gy"][refs], groups["gx"][refs]
+        else:
+            ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
+            rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+            gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
+                           g.dense_radius, lags, running, work)
+            if groups is not None:
+                groups["gy"][refs], groups["gx"][refs] = gy, gx
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
@@ -382,19 +406,27 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     t1 = time.perf_counter()
     sec["grouping"] += t1 - t0 + t_match
     report(progress, "grouping", done, total, message=msg)
-    # stage 1 computes only the components above its threshold; the final pass
-    # reports the whole spectrum
-    fit = fit_groups(P, rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
-                     gram=rbf)
+    # only the components the shrinkage keeps: above the stage-1 threshold, or above
+    # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
+    # an explicit rank in stage 1 may keep components below the threshold: all
+    fl_ch = fl if ch == 0 else ps.floors_rest
+    if ps.stage == 1:
+        floor = 0.0 if (ranks >= 0).any() else fl.tau1
+    else:
+        floor = STAGE2_CUT * ps.n * fl_ch.tau2
+    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0,
+                     certify=ps.stage == 1)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
     if ps.final:  # the mean spectrum, sent as it grows so a plot can follow the run
-        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        sampled = lam[::SPECTRUM_EVERY]
+        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
-           eigenvalues=st.spectrum / st.final_groups if ps.final else None)
+           eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
     # (expansion weights, aggregation weights, kept, members, kernel width, Gram) per
     # kind of rank: in stage 2 the auto rank is the pilot's shrinkage, and explicit
     # ranks keep that many of the noisy group's own components whole
@@ -403,8 +435,8 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     if ps.stage == 1:
         parts.append((*shrink_own(lam, V, fl.tau1, ranks), P, fl.gamma, K))
     elif auto.any():
-        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl if ch == 0 else ps.floors_rest,
-                                    rbf, ranks[auto]), P, fl.gamma, K))
+        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
+                      fl.gamma, K))
     if not auto.all():
         parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st))
     if ps.final:

@@ -12,15 +12,18 @@ from dataclasses import dataclass
 from .options import GroupedOptions
 
 __all__ = ["Geometry", "resolve_geometry", "texture_match_extra", "PATCH_SIZE", "SEARCH_RADIUS",
-           "DENSE_RADIUS", "TEXTURE_RADIUS", "HIGH_NOISE", "TEXTURE_NOISE0", "TEXTURE_NOISE1",
-           "SMOOTH"]
+           "DENSE_RADIUS", "TEXTURE_DENSE_RADIUS", "TEXTURE_RADIUS", "HIGH_NOISE",
+           "TEXTURE_NOISE0", "TEXTURE_NOISE1", "SMOOTH"]
 
 #: patch side when ``patch_size`` is None
 PATCH_SIZE = 5
 #: search radius of both stages (a 65x65 window)
 SEARCH_RADIUS = 32
-#: offsets searched densely (BM3D's 39x39 window); beyond, only even row and column offsets
-DENSE_RADIUS = 19
+#: offsets searched densely in a photograph (a 17x17 window); beyond, only even row and
+#: column offsets
+DENSE_RADIUS = 8
+#: offsets searched densely in a regular texture (BM3D's 39x39 window)
+TEXTURE_DENSE_RADIUS = 19
 #: search radius of a regular texture (81x81): its repeats two periods away are in reach
 TEXTURE_RADIUS = 40
 #: noise (fraction of the data range) above which the stage-1 window is patch + 8
@@ -87,4 +90,5 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
     m2 = p + (2 if periodic else 6) if o.match_size is None else int(o.match_size)
     # a window smaller than the patch means the patch
     return Geometry(patch_size=p, stride=stride, search_radius=R, search_radius1=R1,
-                    match_size1=max(m1, p), match_size=max(m2, p))
+                    match_size1=max(m1, p), match_size=max(m2, p),
+                    dense_radius=TEXTURE_DENSE_RADIUS if periodic else DENSE_RADIUS)

@@ -12,7 +12,7 @@ False
 >>> GroupedOptions.from_dict({"kapa1": 4})
 Traceback (most recent call last):
 ...
-ValueError: unknown grouped option 'kapa1'; known are: contrast, data_range, detail, gamma_scale, gamma_scale2, group_size, kappa1, kappa2, kappa2_chroma, kernel, lags, match_size, match_size1, max_iter, mean_kappa1, patch_size, periodic, search_radius, search_radius1, stride, tol, two_stage, window_beta
+ValueError: unknown grouped option 'kapa1'; known are: contrast, data_range, detail, gamma_scale, gamma_scale2, group_size, group_size1, kappa1, kappa2, kappa2_chroma, kernel, lags, match_size, match_size1, max_iter, mean_kappa1, patch_size, periodic, regroup, search_radius, search_radius1, stride, tol, two_stage, window_beta
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class GroupedOptions:
     patch_size: int | None = _knob(None, "int", True, 1, 64)
     #: patches per group in stage 2 (stage 1 takes 40); fewer when the window has fewer
     group_size: int = _knob(32, "int", False, 2, 512)
+    #: patches per group in stage 1; None -> 40
+    group_size1: int | None = _knob(None, "int", True, 2, 512)
     #: search radius; None -> 32 (a 65x65 window), 40 for a regular texture
     search_radius: int | None = _knob(None, "int", True, 1, 256)
     #: stage-1 search radius; None -> ``search_radius``
@@ -69,7 +71,7 @@ class GroupedOptions:
     #: ``kappa2`` of the channels after the first (chrominances); None -> 1.5 kappa2
     kappa2_chroma: float | None = _knob(None, "num", True, ">", 0, 1000)
     #: pre-image fixed-point iterations per member
-    max_iter: int = _knob(2, "int", False, 1, 10000)
+    max_iter: int = _knob(1, "int", False, 1, 10000)
     #: pre-image tolerance: RMS change per pixel, in units of sigma
     tol: float = _knob(1e-2, "num", False, ">", 0, 1)
     #: Kaiser window on the overlap-averaging weights (0: flat)
@@ -78,6 +80,8 @@ class GroupedOptions:
     mean_kappa1: float | None = _knob(0.7, "num", True, ">=", 0, 1000)
     #: False returns the stage-1 estimate
     two_stage: bool = _knob(True, "bool", False)
+    #: stage 2 matches again on the pilot; False reuses stage 1's groups (and its size)
+    regroup: bool = _knob(True, "bool", False)
     #: a regular texture (its search and windows); None -> measured
     periodic: bool | None = _knob(None, "bool", True)
     #: coarse detail against the noise (widens stage-1 windows); None -> measured
@@ -179,9 +183,12 @@ def check_value(name: str, v: Any) -> None:
         raise ValueError(f"{name} must be {want}{' or None' if optional else ''}, got {v!r}")
 
 
-#: named presets: "default", and "single-stage" (the stage-1 estimate alone, without
-#: the pilot-guided second pass: less time, lower quality; ``docs/options.md``)
+#: named presets: "default"; "fast" (previews and large batches: a 17x17 search, groups
+#: of 16 found once for both stages, a reference every 5 px; ``docs/speed.md``); and
+#: "single-stage" (the stage-1 estimate alone, without the pilot-guided second pass:
+#: less time, lower quality; ``docs/options.md``)
 PRESETS: dict[str, GroupedOptions] = {
     "default": GroupedOptions(),
+    "fast": GroupedOptions(search_radius=8, group_size1=16, stride=5, regroup=False),
     "single-stage": GroupedOptions(two_stage=False),
 }

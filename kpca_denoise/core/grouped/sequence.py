@@ -358,7 +358,9 @@ def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = 
         all_stats.append(dict(
             preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
             groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
-            spectrum=st.spectrum / ng if st.spectrum is not None else np.zeros(0),
+            # the mean over the groups decomposed whole (driver.SPECTRUM_EVERY)
+            spectrum=(st.spectrum / max(st.spectrum_groups, 1) if st.spectrum is not None
+                      else np.zeros(0)),
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
             sequence=info))

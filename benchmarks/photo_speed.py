@@ -1,0 +1,176 @@
+"""Photographs at real sizes: time and PSNR of the default and the fast profile next to
+BM3D, OpenCV's NLM and scikit-image's NLM, all in one process.
+
+A script, not a test.  Images: ``camera`` (grey) and ``astronaut`` (colour, the shipped
+sample) at 512x512 (0.26 Mpx) and upscaled with a cubic spline to 1024x1024 and
+2048x2048 (1 and 4 Mpx), and astronaut resized to 600x900 (0.54 Mpx); white Gaussian
+noise of sigma 25 (seed 0, not clipped), noise level given to every method.  Ours runs
+through :func:`kpca_denoise.denoise_set` (``noise_sigma=25``) after a warm-up call that
+compiles the numba kernels.  Baselines: ``bm3d.bm3d`` / ``bm3d.bm3d_rgb`` (single
+thread), OpenCV's ``fastNlMeansDenoising`` / ``fastNlMeansDenoisingColored`` (h = sigma,
+7x7 template, 21x21 search, on the noisy image rounded and clipped to uint8) and
+``skimage.restoration.denoise_nl_means`` (``common.nlm_denoise``'s settings; skipped above 1 Mpx,
+as BM3D is unless ``--bm3d-all``).  Then the default's time per stage
+(``stats["grouped"][0]["seconds"]``, summed over channels) and its counts: references
+and distances per pixel, kernel evaluations and pre-image iterations per patch.
+
+Usage::
+
+    python -m benchmarks.photo_speed                 # 0.25, 0.54 and 1 Mpx
+    python -m benchmarks.photo_speed --sizes 512 1024 2048 --bm3d-all
+    python -m benchmarks.photo_speed --methods fast opencv-nlm --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks.common import psnr, results_header, sample_image
+from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.core.grouped.matching import search_mask
+
+SIGMA = 25.0
+#: the methods compared, in the table's order
+METHODS = ("default", "fast", "bm3d", "opencv-nlm", "skimage-nlm")
+
+
+def photos(sizes) -> dict:
+    """name -> clean image (float64, 0..255)."""
+    from skimage import data
+    from skimage.transform import resize
+
+    cam = data.camera().astype(np.float64)
+    ast = sample_image("astronaut.png")[..., :3].astype(np.float64)
+    out = {}
+    for s in sizes:
+        for name, im in (("camera", cam), ("astronaut", ast)):
+            shape = (s, s) + im.shape[2:]
+            out[f"{name} {s}x{s}"] = im if s == 512 else np.clip(
+                resize(im, shape, order=3, preserve_range=True), 0, 255)
+        if s == 512:  # a colour photograph of the issue's size
+            out["astronaut 600x900"] = np.clip(
+                resize(ast, (600, 900, 3), order=3, preserve_range=True), 0, 255)
+    return out
+
+
+def opencv_nlm(noisy: np.ndarray) -> np.ndarray:
+    import cv2
+
+    u8 = np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+    if u8.ndim == 3:  # OpenCV's colour NLM works in BGR order (Lab inside)
+        return cv2.fastNlMeansDenoisingColored(u8[..., ::-1].copy(), None, SIGMA, SIGMA, 7,
+                                               21)[..., ::-1]
+    return cv2.fastNlMeansDenoising(u8, None, SIGMA, 7, 21)
+
+
+def skimage_nlm(noisy: np.ndarray) -> np.ndarray:
+    """``common.nlm_denoise``'s settings, colour channels as channels."""
+    from skimage.restoration import denoise_nl_means
+
+    return denoise_nl_means(noisy, h=0.8 * SIGMA, sigma=SIGMA, fast_mode=True, patch_size=7,
+                            patch_distance=11, channel_axis=-1 if noisy.ndim == 3 else None)
+
+
+def bm3d(noisy: np.ndarray) -> np.ndarray:
+    import bm3d as _bm3d
+
+    return (_bm3d.bm3d_rgb if noisy.ndim == 3 else _bm3d.bm3d)(noisy, SIGMA)
+
+
+def ours(profile: str):
+    params = DenoiseParams(noise_sigma=SIGMA, profile=profile)
+
+    def run(noisy):
+        res = denoise_set([noisy], params)
+        run.stats = res.images[0].stats["grouped"]
+        return res.images[0].outputs[None]
+    return run
+
+
+def timed(fn, noisy):
+    t = time.perf_counter()
+    out = fn(noisy)
+    return time.perf_counter() - t, out
+
+
+def counts(stats: list, shape: tuple) -> str:
+    """References and distances per pixel, kernel evaluations and pre-image
+    iterations per patch estimate, from a run's resolved parameters and counters."""
+    p = stats[0]["params"]
+    px = shape[0] * shape[1]
+    groups = stats[0]["groups"]  # both stages
+    two = p["two_stage"]
+    refs = groups / (2 if two else 1)
+    n1, n2 = p["group_size1"], p["group_size"]
+    offs = [int(search_mask(p["search_radius1"], p["dense_radius"], p["lags"]).sum())]
+    if two and p.get("regroup", True):
+        offs.append(int(search_mask(p["search_radius"], p["dense_radius"], p["lags"]).sum()))
+    members = refs * (n1 + (n2 if two else 0))
+    d = p["patch_size"] ** 2
+    # kernel evaluations per group: its Gram (n^2 / 2), stage 2's cross kernel (n^2)
+    kev = refs * (n1 * n1 / 2 + ((n2 * n2 / 2 + n2 * n2) if two else 0))
+    return (f"references/px {refs / px:.4f}, distances/px {refs * sum(offs) / px:.0f} "
+            f"({' + '.join(map(str, offs))} offsets per reference), kernel evaluations/px "
+            f"{kev / px:.0f} (of {d} values each), pre-image iterations per patch "
+            f"{stats[0]['preimage_iterations'] / members:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[512, 1024])
+    ap.add_argument("--bm3d-all", action="store_true", help="BM3D above 1 Mpx too (slow)")
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+                    help="a subset (the ratios need default and bm3d, fast and opencv-nlm)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs per method and image, interleaved; the fastest counts")
+    args = ap.parse_args()
+    print(results_header(), flush=True)
+    warm = np.random.default_rng(1).normal(128, 25, (96, 96))
+    for prof in ("default", "fast"):
+        ours(prof)(warm)
+        ours(prof)(np.dstack([warm] * 3))
+    every = {"default": ours("default"), "fast": ours("fast"), "bm3d": bm3d,
+             "opencv-nlm": opencv_nlm, "skimage-nlm": skimage_nlm}
+    methods = {m: every[m] for m in METHODS if m in args.methods}
+    print(f"sigma {SIGMA:g}, noise level given; seconds (s/Mpx) and PSNR dB")
+    print(f"{'image':20s} {'Mpx':>5s} | " + " | ".join(f"{m:>21s}" for m in methods)
+          + " | default/bm3d fast/opencv fast-opencv dB")
+    profiles = []
+    for name, clean in photos(args.sizes).items():
+        noisy = clean + np.random.default_rng(0).normal(0.0, SIGMA, clean.shape)
+        mpx = clean.shape[0] * clean.shape[1] / 1e6
+        row: dict = {}
+        stats: dict = {}
+        for _ in range(args.repeats):
+            for m, fn in methods.items():
+                if m in ("bm3d", "skimage-nlm") and mpx > 1.1 and not args.bm3d_all:
+                    continue
+                t, out = timed(fn, noisy)
+                if m not in row or t < row[m][0]:
+                    row[m] = (t, psnr(clean, out))
+                    stats[m] = getattr(fn, "stats", None)  # of the fastest run
+        cells = [f"{row[m][0]:7.2f} ({row[m][0] / mpx:5.1f}) {row[m][1]:5.2f}" if m in row
+                 else f"{'-':>21s}" for m in methods]
+        both = {"default", "bm3d"} <= set(row)
+        ratio = f"{row['default'][0] / row['bm3d'][0]:6.3f}" if both else "     -"
+        if {"fast", "opencv-nlm"} <= set(row):
+            ratio += (f" {row['fast'][0] / row['opencv-nlm'][0]:6.2f} "
+                      f"{row['fast'][1] - row['opencv-nlm'][1]:+6.2f}")
+        print(f"{name:20s} {mpx:5.2f} | " + " | ".join(cells) + f" | {ratio}", flush=True)
+        for prof in ("default", "fast"):
+            st = stats.get(prof)
+            if st is None:
+                continue
+            sec = {k: sum(s["seconds"][k] for s in st) for k in st[0]["seconds"]}
+            profiles.append(f"{name:20s} {prof:8s} " + " ".join(
+                f"{k} {v:.2f}" for k, v in sec.items()) + "\n" + " " * 30
+                + counts(st, clean.shape))
+    print("\nper stage (seconds, summed over channels; total is the core's wall time):")
+    print("\n".join(profiles))
+
+
+if __name__ == "__main__":
+    main()
