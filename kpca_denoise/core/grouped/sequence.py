@@ -498,6 +498,7 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
     lam, V, rowmean = fit[:3]
     if ps.final:
         st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
     if ps.stage == 1:
         Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
