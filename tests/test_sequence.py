@@ -155,3 +155,14 @@ def test_progress_and_cancel_per_page():
     with pytest.raises(Cancelled):
         denoise_stack(noisy, noise_sigma=25.0, sequence="yes", progress=progress, cancel=token)
     assert pages == [(1, 3)]
+
+
+def test_the_spectrum_is_a_mean_over_groups():
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
+
+    noisy = _noisy(_pan(3, 48))[..., None]
+    _, stats = denoise_grouped_stack(noisy, 25.0)
+    _, alone = denoise_grouped_stack(noisy, 25.0, depth=1)
+    # eigenvalues of kernel matrices of values in 0..1: the mean is at most 1 each
+    for st in (stats[0], alone[0]):
+        assert 0 < st["spectrum"][0] <= 1.0 and np.all(np.diff(st["spectrum"]) <= 1e-12)

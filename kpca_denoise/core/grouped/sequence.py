@@ -101,7 +101,7 @@ def link_scores(pages: Sequence[np.ndarray], sigma: float,
     """How alike each page is to the next: ``(scores (P - 1,), shifts (P - 1, 2))``.
 
     On the central crops, the :data:`LINK_SAMPLES` most textured ``16 x 16`` windows of
-    a page (of variance at least twice the noise's) are matched on the next page around where the global shift puts them
+    a page (of variance at least 1.25 times the noise's) are matched on the next page around where the global shift puts them
     (the given shift or none, whichever matches better; that one is returned) and,
     as a control, around two far places (half the crop away).  The score is the share
     of windows whose match beats both controls': about 1 for pages of one scene,
@@ -123,8 +123,9 @@ def link_scores(pages: Sequence[np.ndarray], sigma: float,
         win = np.lib.stride_tricks.sliding_window_view(a, (m, m))[yy, xx]
         texture = win.reshape(len(yy), -1).var(axis=1)
         order = np.argsort(-texture, kind="stable")[:LINK_SAMPLES]
-        # windows whose signal is at least the noise's (flat ones match anywhere)
-        order = order[texture[order] > 2.0 * float(sigma) ** 2]
+        # windows whose signal is at least a quarter of the noise's (flat ones match
+        # anywhere)
+        order = order[texture[order] > 1.25 * float(sigma) ** 2]
         if len(order) < LINK_FEWEST:
             continue  # too little structure to tell: not linked
         ry, rx = np.ascontiguousarray(yy[order]), np.ascontiguousarray(xx[order])
@@ -497,6 +498,7 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
     lam, V, rowmean = fit[:3]
     if ps.final:
         st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
     if ps.stage == 1:
         Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
