@@ -49,7 +49,7 @@ from .core.progress import CancelToken, check_cancel, report
 from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
-from .prepare import (NO_NOISE_FRACTION, SIGNAL_DEPENDENT_HINT, _check_image, _check_item_shape, _flat, _held_span,
+from .prepare import (NO_NOISE_FRACTION, noise_hint, _check_image, _check_item_shape, _flat, _held_span,
                       _prepare_item, _value_bounds, _value_range, noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
@@ -317,8 +317,8 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
             colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
             model = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds)
             sigma, stats["noise"] = model.sigma, model.to_dict()
-            if model.signal_dependent:
-                stats["hint"] = SIGNAL_DEPENDENT_HINT
+            if noise_hint(model):
+                stats["hint"] = noise_hint(model)
     try:
         there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
                                 flat=flat)

@@ -197,9 +197,17 @@ def _estimated_sigma(x: np.ndarray, res: ImageResult) -> float:
     if model is None:
         return white  # no noise: the image comes back unchanged
     res.stats["noise"] = model.to_dict()
-    if model.signal_dependent:
-        res.stats["hint"] = SIGNAL_DEPENDENT_HINT
+    if noise_hint(model):
+        res.stats["hint"] = noise_hint(model)
     return model.sigma
+
+
+def noise_hint(model) -> str | None:
+    """The hint a run gives under the Gaussian model: white noise that grows with the
+    signal fits the Poisson-Gaussian model better.  Correlated (demosaiced) noise that
+    grows with the signal gets none: the Poisson-Gaussian stabiliser assumes
+    independent pixels and does worse there (docs/noise.md)."""
+    return SIGNAL_DEPENDENT_HINT if model.signal_dependent and not model.correlated else None
 
 
 def _noise_model(x: np.ndarray):

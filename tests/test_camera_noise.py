@@ -152,3 +152,19 @@ def test_cli_says_what_correlated_noise_it_removed(tmp_path, capsys):
     noise = side["items"][0]["stats"]["noise"]
     assert noise["kind"] == "correlated" and abs(noise["sigma"] / 8.0 - 1) < 0.15
     assert f"sigma {noise['sigma']:.3g} " in note
+
+
+def test_no_poisson_hint_for_correlated_noise():
+    """Noise that grows with the signal but is correlated (demosaiced) gets no hint
+    towards the Poisson-Gaussian model, which assumes independent pixels; the same
+    noise white gets it."""
+    from kpca_denoise.core.nlf import NoiseModel
+    from kpca_denoise.prepare import SIGNAL_DEPENDENT_HINT, noise_hint
+
+    base = dict(sigma=10.0, white_sigma=4.0, signal_dependent=True)
+    assert noise_hint(NoiseModel(kind="correlated", correlation=2.5, **base)) is None
+    assert noise_hint(NoiseModel(kind="white", **base)) == SIGNAL_DEPENDENT_HINT
+    assert noise_hint(NoiseModel(kind="white", **{**base, "signal_dependent": False})) is None
+    # a 16-bit level reads as a whole number, not 4.93e+03
+    assert "sigma 4931 " in NoiseModel(kind="correlated", sigma=4931.2, white_sigma=2000.0,
+                                       correlation=2.47).describe(ascii=True)

@@ -177,9 +177,13 @@ class NoiseModel:
         """One line for a log or a label, e.g. 'correlated noise, sigma 10.5 (3.3 x the
         finest scale's 3.21)'."""
         s = "sigma" if ascii else "σ"
-        text = (f"correlated noise, {s} {self.sigma:.3g} ({self.correlation:.2g} x the finest "
-                f"scale's {self.white_sigma:.3g})" if self.correlated
-                else f"white noise, {s} {self.sigma:.3g}")
+
+        def num(v: float) -> str:  # 3 digits, and whole numbers for 16-bit levels
+            return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+        text = (f"correlated noise, {s} {num(self.sigma)} ({self.correlation:.2g} x the finest "
+                f"scale's {num(self.white_sigma)})" if self.correlated
+                else f"white noise, {s} {num(self.sigma)}")
         return text + (", growing with the signal" if self.signal_dependent else "")
 
 
