@@ -489,8 +489,8 @@ def describe_params(p: DenoiseParams) -> str:
 
 
 #: rank sets worth comparing: grouped -- a rank keeps that many of each group's kernel
-#: components whole, so 1, 2, 4, 8 go from smooth to noisy (0.8-2.5 dB apart on the σ 25
-#: camera) around 'auto', the shrinkage, the best of them (docs/method.md#ranks);
+#: components whole, so 1, 2, 4, 8 go from smooth to noisy, beside 'auto', the
+#: shrinkage, the best of them (docs/method.md#ranks);
 #: global -- 4, 8, 'auto' (16 for images), 32 change it by >= 0.3 dB
 #: (``benchmarks/results/ranks.txt``)
 DEFAULT_RANKS = {
