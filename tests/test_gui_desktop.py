@@ -367,3 +367,53 @@ def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
     rec = window.session.record(window.current_entry(), params)
     assert rec is not None and set(rec.ranks) == {2, None}
     assert window.grid.rank_panels[2].metrics.text().startswith("remaining noise")
+
+
+def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
+        window, tmp_path, qtbot):
+    from PySide6.QtCore import Qt
+
+    from kpca_denoise.gui.main_window import MainWindow
+    from kpca_denoise.params import PROFILES
+
+    panel = window.params_panel
+    assert [panel.profile.itemData(i) for i in range(panel.profile.count())] == list(PROFILES)
+    assert [panel.profile.itemData(i, Qt.ItemDataRole.ToolTipRole)
+            for i in range(panel.profile.count())] == list(PROFILES.values())
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    assert _preview(qtbot, window).params.profile == "default"
+    # choosing 'fast' updates the preview, with the fast preset's grouped options
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        panel.profile.setCurrentIndex(panel.profile.findData("fast"))
+    _settle(qtbot, window)
+    fast = DenoiseParams(ranks=(None,), add_noise=20.0, profile="fast")
+    assert fast.grouped != DenoiseParams().grouped  # the preset changes something
+    pv = window.session.preview(window.current_entry(), window.current_params())
+    assert pv is not None and not pv.error and pv.params == fast
+    # the run gets it
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "run") as started:
+        assert window.run_current()
+    assert started.args[0].params == fast
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        pass
+    # the sidecar of an export and the remembered settings bring it back
+    _settle(qtbot, window)
+    window.export_current(tmp_path / "gui")
+    sidecar = next((tmp_path / "gui").glob("*.json"))
+    data = json.loads(sidecar.read_text())
+    assert data["params"]["profile"] == "fast"
+    panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    assert panel.params().profile == "default"
+    panel.set_params(DenoiseParams.from_dict(data["params"]))
+    assert panel.params() == fast
+    window.save_settings()
+    w2 = MainWindow(settings=window.settings)
+    qtbot.addWidget(w2)
+    assert w2.params_panel.params() == fast
+    # 'global' has no profile: the choice is off and the parameters keep the default
+    panel.method.setCurrentIndex(panel.method.findData("global"))
+    assert not panel.profile.isEnabled() and panel.params().profile == "default"
+    w2.shutdown()

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..params import MAX_STRENGTH, DenoiseParams
+from ..params import MAX_STRENGTH, PROFILES, DenoiseParams
 from .model import DEFAULT_RANKS, default_ranks
 from .texts import format_ranks, parse_ranks
 
@@ -182,6 +182,13 @@ class ParamsPanel(QScrollArea):
             "global: one kernel PCA on patches sampled from the image (Mika et al. 1998);\n"
             "its eigen-spectrum is shown live.")
         f.addRow("method", self.method)
+        self.profile = QComboBox(g_method)
+        for name, text in PROFILES.items():
+            self.profile.addItem(name, name)
+            self.profile.setItemData(self.profile.count() - 1, text, Qt.ItemDataRole.ToolTipRole)
+        self.profile.setToolTip("the grouped method's speed/quality preset (docs/speed.md):\n"
+                                + "\n".join(f"{k}: {v}" for k, v in PROFILES.items()))
+        f.addRow("profile", self.profile)
         self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
                               "grouped: components each group keeps whole (low: smooth, high: noisy); "
@@ -319,6 +326,7 @@ class ParamsPanel(QScrollArea):
     def _connect_fields(self) -> None:
         """Every edit re-validates and tells the window (which shows cached ranks)."""
         self.method.currentIndexChanged.connect(self._on_method)
+        self.profile.currentIndexChanged.connect(self._emit)
         self.ranks.editingFinished.connect(self._emit)
         for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed,
                   self.strength):
@@ -343,6 +351,7 @@ class ParamsPanel(QScrollArea):
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
         self.gamma.setEnabled(is_global)
+        self.profile.setEnabled(not is_global)  # a preset of the grouped method
         self.iterations.setEnabled(is_global)  # grouped: 1 per group, not a choice here
         self.landmarks_on.setEnabled(is_global)
         self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
@@ -380,6 +389,8 @@ class ParamsPanel(QScrollArea):
             poisson_gain=(self.poisson_gain.value("Poisson gain")
                           if self.noise_model.currentData() == "poisson-gaussian" else None),
             strength=round(float(self.strength.value()), 2),
+            # a preset of the grouped method: 'global' keeps the default (one cache entry)
+            profile=self.profile.currentData() if method == "grouped" else "default",
         )
         if method == "global":
             # 'auto' is the noise-level rank for patch sets and 16 for images
@@ -401,6 +412,7 @@ class ParamsPanel(QScrollArea):
         try:
             i = self.method.findData(p.method)
             self.method.setCurrentIndex(max(i, 0))
+            self.profile.setCurrentIndex(max(self.profile.findData(p.profile), 0))
             self.ranks.setText(format_ranks(p.ranks))
             self.patch_size.setValue(p.patch_size if p.patch_size else 1)
             self.stride.setValue(p.stride if p.stride else 0)
