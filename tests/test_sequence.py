@@ -165,3 +165,19 @@ def test_the_spectrum_is_a_mean_over_groups():
     # eigenvalues of kernel matrices of values in 0..1: the mean is at most 1 each
     for st in (stats[0], alone[0]):
         assert 0 < st["spectrum"][0] <= 1.0 and np.all(np.diff(st["spectrum"]) <= 1e-12)
+
+
+def test_explicit_ranks_keep_that_many_components_on_a_sequence():
+    """A stack's groups across pages give ranks the meaning they have on an image
+    (docs/method.md#ranks): a rank keeps that many components whole."""
+    clean = _pan(4, 48)
+    noisy = _noisy(clean)
+    res = denoise_set(list(noisy), DenoiseParams(noise_sigma=25.0, ranks=(1, 4, None),
+                                                 sequence="yes"))
+    page = res.images[1]
+    kept = page.stats["grouped"][0]["effective_rank"]
+    assert kept[1] == pytest.approx(1.0) and kept[4] == pytest.approx(4.0), kept
+    noise = noisy[1] - clean[1]
+    share = {r: float(np.vdot(page.outputs[r] - clean[1], noise) / np.vdot(noise, noise))
+             for r in (1, 4)}
+    assert share[4] > share[1] + 0.05, share

@@ -427,31 +427,11 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
            eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
-    # (expansion weights, aggregation weights, kept, members, kernel width, Gram) per
-    # kind of rank: in stage 2 the auto rank is the pilot's shrinkage, and explicit
-    # ranks keep that many of the noisy group's own components whole
-    auto = ranks < 0 if ps.stage == 2 else np.ones(len(ranks), bool)
-    parts = []
-    if ps.stage == 1:
-        parts.append((*shrink_own(lam, V, fl.tau1, ranks), P, fl.gamma, K))
-    elif auto.any():
-        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
-                      fl.gamma, K))
-    if not auto.all():
-        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st))
-    if ps.final:
-        st.kept = _by_rank(auto, [pt[2] for pt in parts]).sum(axis=0) + st.kept
+    auto, parts = shrink_by_rank(ps, lam, V, rowmean, P, X, K, fl_ch, ranks, rbf, st)
     t3 = time.perf_counter()
     sec["projection"] += t3 - t2
     report(progress, "projection", done, total, message=msg)
-    ests, fb, its = [], 0, 0
-    for Gam, _, _, members, gamma, gram in parts:
-        e, f, i = preimage_groups(Gam, members, rbf, gamma, int(run.options.max_iter),
-                                  ps.tol2, gram)
-        ests.append(e)
-        fb, its = fb + f.sum(), its + i.sum()
-    Est = _by_rank(auto, ests)
-    aggw = _by_rank(auto, [pt[1] for pt in parts])
+    Est, aggw, fb, its = preimage_by_rank(auto, parts, rbf, int(run.options.max_iter), ps.tol2)
     # the mean step on channel 0 only (the luminance of colour): the chrominances lose
     # with it (docs/options.md); its time counts as the pre-image's
     mk = run.options.mean_kappa1
@@ -465,6 +445,39 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     accumulate_groups(Est, aggw, gy, gx, p, num, den, run.window)
     sec["reassembly"] += time.perf_counter() - t4
     report(progress, "reassembly", done, total, message=msg)
+
+
+def shrink_by_rank(ps: _Pass, lam, V, rowmean, P, X, K, fl_ch: NoiseFloors, ranks: np.ndarray,
+                   rbf: bool, st: _ChannelStats) -> tuple[np.ndarray, list]:
+    """The shrinkage of one chunk's groups for every rank: ``(auto, parts)``, ``auto``
+    marking the ranks of the first part.  Each part is (expansion weights, aggregation
+    weights, kept, members, kernel width, Gram): in stage 2 the auto rank is the pilot's
+    shrinkage, and explicit ranks keep that many of the noisy group's own components
+    whole (docs/method.md#ranks).  The kept counts go into ``st`` on the final pass."""
+    auto = ranks < 0 if ps.stage == 2 else np.ones(len(ranks), bool)
+    parts = []
+    if ps.stage == 1:
+        parts.append((*shrink_own(lam, V, ps.floors.tau1, ranks), P, ps.floors.gamma, K))
+    elif auto.any():
+        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
+                      ps.floors.gamma, K))
+    if not auto.all():
+        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st))
+    if ps.final:
+        st.kept = _by_rank(auto, [pt[2] for pt in parts]).sum(axis=0) + st.kept
+    return auto, parts
+
+
+def preimage_by_rank(auto: np.ndarray, parts: list, rbf: bool, max_iter: int,
+                     tol2: float) -> tuple:
+    """The pre-images of :func:`shrink_by_rank`'s parts, back in the order of the ranks:
+    ``(Est (m, nr, n, d), aggregation weights (m, nr, n), fallbacks, iterations)``."""
+    ests, fb, its = [], 0, 0
+    for Gam, _, _, members, gamma, gram in parts:
+        e, f, i = preimage_groups(Gam, members, rbf, gamma, max_iter, tol2, gram)
+        ests.append(e)
+        fb, its = fb + int(f.sum()), its + int(i.sum())
+    return _by_rank(auto, ests), _by_rank(auto, [pt[1] for pt in parts]), fb, its
 
 
 def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,

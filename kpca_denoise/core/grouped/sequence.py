@@ -459,8 +459,9 @@ def _depth_pass(run, ps, stage: int, depth: int):
     d = depth * run.geometry.patch_size ** 2
     c = float(o.gamma_scale if stage == 1 else o.gamma_scale2)
     fl = noise_floors(run.sigma, d, ps.n, c, run.rbf, run.kappa1, run.kappa2)
+    own = noise_floors(run.sigma, d, ps.n, float(o.gamma_scale), run.rbf, run.kappa1, run.kappa2)
     return replace(ps, floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
-                   tol2=ps.tol2 * depth)
+                   tol2=ps.tol2 * depth, own_gamma=own.gamma)
 
 
 def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps, st, num,
@@ -469,11 +470,11 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
     at the stack's ends) at the same place: one kernel PCA of the 3-D patches, each
     slice's estimate averaged into its page."""
     from kpca_denoise.core.patches import accumulate_groups
-    from kpca_denoise.core.preimage import preimage_groups
 
     from .group_pca import fit_groups
     from .matching import gather
-    from .shrinkage import correct_means, shrink_own, shrink_pilot
+    from .driver import preimage_by_rank, shrink_by_rank
+    from .shrinkage import correct_means
 
     p = run.geometry.patch_size
     fl = ps.floors
@@ -500,20 +501,15 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
         st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
-    if ps.stage == 1:
-        Gam, aggw, kept = shrink_own(lam, V, fl.tau1, ranks)
-    else:
-        Gam, aggw, kept = shrink_pilot(lam, V, rowmean, G, X, fl if ch == 0 else ps.floors_rest,
-                                       run.rbf, ranks)
-    if ps.final:
-        st.kept = kept.sum(axis=0) + st.kept
-    Est, fb, its = preimage_groups(Gam, G, run.rbf, fl.gamma, int(run.options.max_iter), ps.tol2,
-                                   fit[3] if run.rbf else None)
+    auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
+                                 fl if ch == 0 else ps.floors_rest, ranks, run.rbf, st)
+    Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
+                                          ps.tol2)
     mk = run.options.mean_kappa1
     if ps.stage == 1 and ch == 0 and mk is not None:
         correct_means(Est, X, float(mk) * run.sigma * run.sigma / (depth * p * p))
-    st.fallbacks += int(fb.sum())
-    st.iterations += int(its.sum())
+    st.fallbacks += fb
+    st.iterations += its
     d = p * p
     for i, (r, c) in enumerate(zip(rows, cols)):
         accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw, r, c, p,
