@@ -321,6 +321,25 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
                                         run.kappa1, run.kappa2).gamma)
 
 
+def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int, stats: list,
+               H: int, W: int, C: int, pages: int = 1) -> tuple:
+    """A pass's settings and reference grid on pages of ``H x W`` (``pages`` of them one
+    above the other): ``(ps, ys, xs, rows_per_chunk, nchunks, nums, dens)``, the
+    accumulators zeroed for ``C`` channels and ``nr`` ranks; the groups are counted in
+    ``stats``."""
+    p = run.geometry.patch_size
+    ps = _plan_pass(run, stage, final, floors_report)
+    ys = patch_positions(H, p, ps.stride)
+    xs = patch_positions(W, p, ps.stride)
+    for st in stats:
+        st.groups += pages * len(ys) * len(xs)
+    rows_per_chunk = max(1, CHUNK_GROUPS // (len(xs) * nr))
+    nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
+    nums = [np.zeros((nr, pages * H, W)) for _ in range(C)]
+    dens = [np.zeros((nr, pages * H, W)) for _ in range(C)]
+    return ps, ys, xs, rows_per_chunk, nchunks, nums, dens
+
+
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
               stats: list, floors_report: dict, final: bool,
               progress: ProgressCallback | None, cancel: Any, groups: dict | None = None) -> list:
@@ -337,16 +356,8 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     C = len(imgs)
     g = run.geometry
     p = g.patch_size
-    ps = _plan_pass(run, stage, final, floors_report)
-    nr = len(ranks)
-    ys = patch_positions(H, p, ps.stride)
-    xs = patch_positions(W, p, ps.stride)
-    for st in stats:
-        st.groups += len(ys) * len(xs)
-    rows_per_chunk = max(1, CHUNK_GROUPS // (len(xs) * nr))
-    nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
-    nums = [np.zeros((nr, H, W)) for _ in range(C)]
-    dens = [np.zeros((nr, H, W)) for _ in range(C)]
+    ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
+        run, stage, final, floors_report, len(ranks), stats, H, W, C)
     t0 = time.perf_counter()
     reuse = groups is not None and "gy" in groups
     if groups is not None and not reuse:

@@ -25,7 +25,7 @@ from kpca_denoise.core.patches import patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from .calibrate import calibrate, central_crop
-from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _chunk, _plan_pass,
+from .driver import (_ChannelStats, _check_inputs, _chunk, _pass_grid,
                      _report, _resolve, resolve_options, trial_denoiser)
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 
@@ -381,16 +381,9 @@ def _stack_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run, st
     C = len(imgs)
     g = run.geometry
     p = g.patch_size
-    ps = _plan_pass(run, stage, final, floors_report)
     nr = len(ranks)
-    ys = patch_positions(H, p, ps.stride)
-    xs = patch_positions(W, p, ps.stride)
-    for st in stats:
-        st.groups += P * len(ys) * len(xs)
-    rows_per_chunk = max(1, CHUNK_GROUPS // (len(xs) * nr))
-    nchunks = (len(ys) + rows_per_chunk - 1) // rows_per_chunk
-    nums = [np.zeros((nr, TH, W)) for _ in range(C)]
-    dens = [np.zeros((nr, TH, W)) for _ in range(C)]
+    ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
+        run, stage, final, floors_report, nr, stats, H, W, C, pages=P)
     t0 = time.perf_counter()
     m = ps.match_size
     guide_m = np.stack([quantise_guide(np.stack([pad_for_matching(gd[k * H:(k + 1) * H], p, m)
