@@ -432,20 +432,13 @@ def _assemble_stack(a, d: _StackDecision, run: LazyRun) -> dict:
     """The stack's outputs ``{key: lazy (P, H, W[, C])}``: one delayed
     :func:`_stack_tile_cores` per spatial tile, every page's cores put together."""
     import dask
-    import dask.array as da
 
     task = dask.delayed(_stack_tile_cores, nout=None)
-    rows: dict = {}
-    for t in d.tiles:
-        block = task(a[(slice(None),) + t.region], t, d.sigma, d.params, d.linked, d.shifts,
-                     d.vst, run.run_id,
-                     dask_key_name=f"kpca-denoise-stack-tile-{run.run_id}-{t.y0}-{t.x0}")
-        shape = (a.shape[0], t.y1 - t.y0, t.x1 - t.x0) + tuple(a.shape[3:])
-        for key in d.keys:
-            rows.setdefault(key, {}).setdefault(t.y0, []).append(
-                da.from_delayed(block[key], shape, dtype=a.dtype))
-    return {key: da.concatenate([da.concatenate(r, axis=2) for r in rows[key].values()], axis=1)
-            for key in d.keys}
+    blocks = [task(a[(slice(None),) + t.region], t, d.sigma, d.params, d.linked, d.shifts,
+                   d.vst, run.run_id,
+                   dask_key_name=f"kpca-denoise-stack-tile-{run.run_id}-{t.y0}-{t.x0}")
+              for t in d.tiles]
+    return _put_together(d.tiles, blocks, (a.shape[0],), tuple(a.shape[3:]), d.keys, a.dtype)
 
 
 # -- the tiles ----------------------------------------------------------------------
@@ -507,18 +500,28 @@ def _assemble(page, d: _Decision, run: LazyRun) -> dict:
     """The page's outputs ``{key: lazy array}``: one delayed :func:`_tile_cores` per tile
     of the plan, each key's cores put together (lazy)."""
     import dask
-    import dask.array as da
 
     rid = run.run_id
     model = None if d.model is None else dask.delayed(d.model, name=f"kpca-denoise-model-{rid}")
     task = dask.delayed(_tile_cores, nout=None)
+    blocks = [task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, rid,
+                   dask_key_name=f"kpca-denoise-tile-{rid}-{id(d)}-{t.y0}-{t.x0}")
+              for t in d.tiles]
+    return _put_together(d.tiles, blocks, (), tuple(page.shape[2:]), d.keys, page.dtype)
+
+
+def _put_together(tiles: list, blocks: list, lead: tuple, tail: tuple, keys: tuple,
+                  dtype) -> dict:
+    """Each key's lazy array from the tiles' delayed ``{key: core}`` blocks (tiles
+    row-major), a core being ``lead + (its rows, its columns) + tail``."""
+    import dask.array as da
+
     rows: dict = {}
-    for t in d.tiles:  # row-major
-        block = task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, rid,
-                     dask_key_name=f"kpca-denoise-tile-{rid}-{id(d)}-{t.y0}-{t.x0}")
-        shape = (t.y1 - t.y0, t.x1 - t.x0) + tuple(page.shape[2:])
-        for key in d.keys:
+    for t, block in zip(tiles, blocks):
+        shape = lead + (t.y1 - t.y0, t.x1 - t.x0) + tail
+        for key in keys:
             rows.setdefault(key, {}).setdefault(t.y0, []).append(
-                da.from_delayed(block[key], shape, dtype=page.dtype))
-    return {key: da.concatenate([da.concatenate(r, axis=1) for r in rows[key].values()], axis=0)
-            for key in d.keys}
+                da.from_delayed(block[key], shape, dtype=dtype))
+    ax = len(lead)
+    return {key: da.concatenate([da.concatenate(r, axis=ax + 1) for r in rows[key].values()],
+                                axis=ax) for key in keys}
