@@ -172,7 +172,8 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
 def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
                dec: SequenceDecision) -> list:
     """The sequence's pages through the stack path, in tiles of bounded memory that
-    carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`); each page's
+    carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`; on the
+    executor's cluster, the run's ``tile_map.stacks``, each tile a task); each page's
     outputs and stats go to its result.  Returns the spectra."""
     params = run.params
     t0 = time.perf_counter()
@@ -188,7 +189,8 @@ def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
         _, stats = denoise_stack_tiled(
             [it.data for it in seq], sigma, params, linked=np.asarray(dec.linked, dtype=bool),
             shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2), vst=seq[0].vst,
-            progress=run.clock, cancel=run.cancel, sink=put)
+            progress=run.clock, cancel=run.cancel, sink=put,
+            tile_map=getattr(run.tile_map, "stacks", None))  # the executor's cluster
     except Cancelled:
         raise
     except ValueError as exc:

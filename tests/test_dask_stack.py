@@ -40,3 +40,25 @@ def test_lazy_denoise_reports_the_decision_and_one_noise_level():
         assert [st["sequence"]["page"] for st in run.stats] == [0, 1, 2]
     finally:
         run.close()
+
+
+def test_a_stack_under_the_executor_runs_its_tiles_on_the_cluster():
+    distributed = pytest.importorskip("distributed")
+    from distributed import get_task_stream
+
+    from kpca_denoise import denoise_set
+    from kpca_denoise.executor import Executor
+
+    pages = list(_pan(2, 64))
+    params = DenoiseParams(noise_sigma=20.0, sequence="yes")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster:
+        with Executor(scheduler=cluster.scheduler_address) as ex, \
+                get_task_stream(ex.client) as ts:
+            got = list(ex.run(pages, params, sequences=[(0, 2)]))
+    keys = [str(t["key"]) for t in ts.data]
+    assert sum("-tile-" in k for k in keys) == 1  # the stack's one tile, every page
+    here = denoise_set(pages, params)
+    assert [r.stats["sequence"]["decision"] for r in got] == ["sequence"] * 2
+    for a, b in zip(got, here.images):
+        np.testing.assert_array_equal(a.outputs[None], b.outputs[None])
