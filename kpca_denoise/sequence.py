@@ -170,9 +170,9 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
         vst = _stabiliser(np.concatenate([np.asarray(it.data) for it in pick], axis=0), params)
         for it in seq:
             it.vst = vst
-            it.result.stats["noise_model"] = dict(model=params.noise_model,
-                                                  gain=np.ravel(vst.gain).tolist(),
-                                                  sigma=np.ravel(vst.sigma).tolist())
+            it.result.stats["noise_model"] = dict(
+                it.result.stats["noise_model"], gain=np.ravel(vst.gain).tolist(),
+                sigma=np.ravel(vst.sigma).tolist())  # the model (and 'chosen') kept
         sigma = params.strength  # after the stabiliser, times the strength
     for it in seq:
         it.result.noise_sigma = sigma
