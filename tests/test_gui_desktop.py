@@ -95,6 +95,32 @@ def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
         np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
 
 
+def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
+    """At sigma 10 the stage-1 matching window is narrower than the widest any noise level
+    gets: the preview's tile takes the narrower halo, the core's own geometry for this
+    image, and its core is still the full run's pixels (a search radius of 4 keeps the
+    tile inside the image)."""
+    from kpca_denoise.gui.compute import JobItem, _decisions, run_preview
+    from kpca_denoise.tiling import _grouped_geometry, grouped_halo
+
+    _, a = _camera(128, tmp_path)
+    params = DenoiseParams(ranks=(2, None), add_noise=10.0, grouped={"search_radius": 4})
+    full = denoise_set([a], params)
+    item = JobItem("halo", "camera", a, False, params.ranks)
+    noisy, sigma, vst, calibrated = _decisions(item, params, None, None)[:4]
+    halo, _ = grouped_halo(noisy, sigma, calibrated)
+    g = full.images[0].stats["grouped"][0]["params"]  # the geometry the core resolved
+    p = g["patch_size"]
+    assert halo == (2 * (g["search_radius1"] + p) + g["match_size1"] - p
+                    + 2 * (g["search_radius"] + p) + g["match_size"] - p)
+    assert halo < _grouped_geometry(calibrated)[0]
+    pv = run_preview(item, params, (56, 72, 56, 72), None, None)
+    y0, y1, x0, x1 = pv.box
+    assert not pv.error and (y0, y1, x0, x1) == (56, 72, 56, 72)
+    for r in params.ranks:
+        np.testing.assert_array_equal(full.images[0].outputs[r][y0:y1, x0:x1], pv.outputs[r])
+
+
 def test_a_parameter_change_updates_the_preview(window, tmp_path, qtbot):
     path, _ = _camera(64, tmp_path)
     window.load_paths([path])
@@ -367,6 +393,36 @@ def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
     rec = window.session.record(window.current_entry(), params)
     assert rec is not None and set(rec.ranks) == {2, None}
     assert window.grid.rank_panels[2].metrics.text().startswith("remaining noise")
+
+
+def test_the_preview_decisions_are_made_when_an_image_is_selected(window, tmp_path, qtbot):
+    """Selected and left alone, an image gets its whole-image decisions in the background
+    (quietly: Run stays enabled); the first preview then denoises only its region, and a
+    run asked for during the decisions stops them and runs."""
+    path, _ = _camera(64, tmp_path)
+    other, _ = _camera(64, tmp_path, "other.png")
+    window.prepare_delay_ms = 0
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "prepare"):
+        window.load_paths([path])
+    assert window.act_run.isEnabled() and not window.progress.cancel_button.isEnabled()
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        pass
+    pv = _preview(qtbot, window)
+    assert pv is not None and not pv.error and pv.decided_before
+    assert "(the image's decisions made before)" in window.log_view.toPlainText()
+    # a run during the decisions of another image
+    params = DenoiseParams(ranks=(None,), noise_sigma=15.0)
+    window.params_panel.set_params(params)
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "prepare"):
+        window.load_paths([other])
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda s: s.job.purpose == "run"):
+        assert window.run_current()  # not refused: the decisions give way
+    rec = window.session.record(window.current_entry(), params)
+    assert rec is not None and None in rec.ranks
 
 
 def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(

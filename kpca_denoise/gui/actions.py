@@ -154,7 +154,7 @@ class WindowActions:
 
     def _update_actions(self) -> None:
         """Enable what can be done now: something loaded, no run going on."""
-        running = self.runner.is_running()
+        running = self.runner.busy()
         has = bool(self.entries)
         self.act_run.setEnabled(has and not running)
         self.act_run_all.setEnabled(has and not running)

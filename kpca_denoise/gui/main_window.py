@@ -187,7 +187,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
 
     def closeEvent(self, event) -> None:  # noqa: N802
         # a run going on is not thrown away unasked (quitting would lose it silently)
-        if self.runner.is_running() and self.ask(
+        if self.runner.busy() and self.ask(
                 "Quit", "A run is going on; its unfinished results will be lost. Quit anyway?",
                 ("Quit", "Cancel")) != "Quit":
             event.ignore()
