@@ -30,6 +30,7 @@ from .io import (SUPPORTED_SUFFIXES, InputError, check_not_input, collect_inputs
                  output_path, rank_tag, read_item, read_items, remove_stale_parts, write_item,
                  write_sidecar)
 from .io.lazy_tiff import memory_budget
+from .numba_cache import compile_seconds
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import DenoiseParams, ParamError
@@ -328,6 +329,7 @@ def _denoise(args) -> int:
     sequences = _sequences(items, params)
     bar = ProgressBar(enabled=not args.quiet, estimate=_estimate(images, patch_sets, lazy, params))
     images.started = bar.begin
+    _note_first_compile(params, patch_sets + [it.is_patchset for it in lazy])
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
@@ -394,6 +396,20 @@ def _denoise(args) -> int:
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+#: a first compile at least this long (seconds) is announced
+COMPILE_NOTE = 10
+
+
+def _note_first_compile(params: DenoiseParams, patch_sets) -> None:
+    """One line before the compute when numba's cache does not hold the kernels the run
+    needs (a first run: half a minute or more of compiling before any progress)."""
+    methods = {"global" if p or params.method == "global" else "grouped" for p in patch_sets}
+    seconds = compile_seconds(methods)
+    if seconds >= COMPILE_NOTE:
+        print(f"note: compiling the numba kernels once (about {seconds:.0f} s; cached for "
+              "later runs)", file=sys.stderr)
 
 
 def _sequences(items, params: DenoiseParams) -> list[tuple[int, int]]:
