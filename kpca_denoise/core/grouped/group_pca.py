@@ -27,7 +27,7 @@ _ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.void
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_out):
+def _eig(B, rbf, gamma, floor, every, count, lam_out, V_out, rowmean_out, K_out):
     """Per group: Gram (RBF or linear), exact centring, eigenpairs in descending order.
 
     ``rowmean_out`` keeps the row means of the uncentred Gram, needed to centre the
@@ -35,10 +35,10 @@ def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_ou
     eigenpairs with eigenvalues above ``floor`` are computed (LAPACK ``ssyevr``; the
     others are returned as zeros), except in every ``every``-th group (``r % every
     == 0``; 0: none), which gets all of them (the spectrum a run reports).  With
-    ``certify``, a group whose ``tr(Kc^4)`` shows that no eigenvalue reaches
-    ``floor`` skips LAPACK (``lambda_max^4 <= tr(Kc^4)`` for the positive
-    semi-definite centred Gram): the same zeros, for a quarter of its cost.
-    ``K_out`` (nref, n, n), unless it is empty, receives the uncentred Gram.
+    ``count``, their number ``k`` comes first from the inertia of ``Kc - floor I``
+    (a sixth of LAPACK's work), a group with ``k = 0`` skips LAPACK and the others
+    ask it for ``k`` pairs.  ``K_out`` (nref, n, n), unless it is empty, receives the
+    uncentred Gram.
     """
     nref, n, d = B.shape
     keep_k = K_out.shape[0] == nref
@@ -88,19 +88,21 @@ def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_ou
             for j in range(n):
                 Kc[i, j] = K[i, j] - rm[i] - rm[j] + tm
         full = floor <= 0.0 or (every > 0 and r % every == 0)
-        if not full and certify and _fourth_moment(Kc) <= (floor * (1.0 - 1e-3)) ** 4:
-            for k in range(n):
-                lam_out[r, k] = 0.0
-                for i in range(n):
-                    V_out[r, i, k] = 0.0
-            continue
-        # float32 LAPACK is ~15-25% faster on these small matrices and the kept
-        # components are far above float32 round-off; components below 1e-6 of the
-        # largest eigenvalue are never used (see the thresholds in _project*)
-        # (ssyevr overwrites its input: the full solver, the fallback if LAPACK
-        # reports a failure, gets a fresh copy)
-        if not full and _eig_above(Kc.astype(np.float32), floor, lam_out[r], V_out[r]):
-            continue
+        if not full:
+            nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n))) if count else -1
+            if nk == 0:
+                for k in range(n):
+                    lam_out[r, k] = 0.0
+                    for i in range(n):
+                        V_out[r, i, k] = 0.0
+                continue
+            # float32 LAPACK is ~15-25% faster on these small matrices and the kept
+            # components are far above float32 round-off; components below 1e-6 of the
+            # largest eigenvalue are never used (see the thresholds in _project*)
+            # (ssyevr overwrites its input: the full solver, the fallback if LAPACK
+            # reports a failure, gets a fresh copy)
+            if _eig_above(Kc.astype(np.float32), floor, nk, lam_out[r], V_out[r]):
+                continue
         w, v = np.linalg.eigh(Kc.astype(np.float32))
         for k in range(n):
             lam_out[r, k] = w[n - 1 - k]
@@ -109,32 +111,45 @@ def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_ou
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def _fourth_moment(A):
-    """``tr(A^4) = ||A^2||_F^2`` of the symmetric matrix ``A`` (rows dotted with rows)."""
+def _count_above(A, floor, W):
+    """The number of eigenvalues of the symmetric ``A`` above ``floor``: the positive
+    pivots of the LDL^T factorisation of ``A - floor I`` (Sylvester's law of inertia;
+    a zero pivot counts as negative).  ``W`` (n, n) is scratch: its upper triangle is
+    overwritten.  About a sixth of a tridiagonalisation's work."""
     n = A.shape[0]
-    s = 0.0
     for i in range(n):
         for j in range(i, n):
-            c = 0.0
-            for k in range(n):
-                c += A[i, k] * A[j, k]
-            s += c * c if j == i else 2.0 * c * c
-    return s
+            W[i, j] = A[i, j]
+        W[i, i] -= floor
+    cnt = 0
+    for k in range(n):
+        p = W[k, k]
+        if p > 0.0:
+            cnt += 1
+        elif p > -1e-300:
+            p = -1e-300
+        inv = 1.0 / p
+        for i in range(k + 1, n):
+            f = W[k, i] * inv
+            for j in range(i, n):  # rows, contiguous
+                W[i, j] -= f * W[k, j]
+    return cnt
 
 
 @njit(cache=True, nogil=True)
-def _eig_above(A, floor, lam, V):
+def _eig_above(A, floor, k, lam, V):
     """The eigenpairs of the symmetric float32 matrix ``A`` with eigenvalues above
-    ``floor`` (descending, in ``lam`` and the columns of ``V``; zeros after them)
-    through ``ssyevr``.  False if LAPACK reports a failure (``A`` is overwritten)."""
+    ``floor``, or its ``k`` leading ones if ``k >= 0`` (descending, in ``lam`` and the
+    columns of ``V``; zeros after them) through ``ssyevr``.  False if LAPACK reports a
+    failure (``A`` is overwritten)."""
     n = A.shape[0]
     jobz = np.array([ord("V")], np.uint8)
-    rng = np.array([ord("V")], np.uint8)
+    rng = np.array([ord("V" if k < 0 else "I")], np.uint8)
     uplo = np.array([ord("L")], np.uint8)  # A is symmetric: either storage order
     nn = np.array([n], np.int32)
     vl = np.array([floor], np.float32)
     vu = np.array([np.inf], np.float32)
-    il = np.array([1], np.int32)
+    il = np.array([n - k + 1 if k >= 0 else 1], np.int32)
     abstol = np.zeros(1, np.float32)
     m = np.zeros(1, np.int32)
     w = np.empty(n, np.float32)
@@ -165,20 +180,20 @@ def _eig_above(A, floor, lam, V):
 
 
 def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0,
-               gram: bool = False, every: int = 0, certify: bool = False):
+               gram: bool = False, every: int = 0, count: bool = False):
     """Per-group kernel PCA of the members ``P`` (m, n, d): eigenvalues ``lam`` (m, n)
     descending, eigenvectors ``V`` (m, n, n) in columns and the uncentred Gram's row
     means (m, n).  With ``floor > 0`` only the eigenpairs above it (the rest zeros),
-    except in every ``every``-th group (0: none), which gets them all.  ``certify``
-    skips the solver where a cheap bound shows that none is above ``floor`` (worth it
-    when most groups have none, as in stage 1).  ``gram=True`` adds the uncentred Gram
-    matrices (m, n, n), which save the pre-image's first step."""
+    except in every ``every``-th group (0: none), which gets them all.  ``count``
+    counts them first and skips the solver where there are none (worth it when many
+    groups have none, as in stage 1 and in the chrominances).  ``gram=True`` adds the
+    uncentred Gram matrices (m, n, n), which save the pre-image's first step."""
     m, n, _ = P.shape
     lam = np.empty((m, n))
     V = np.empty((m, n, n))
     rowmean = np.empty((m, n))
     K = np.empty((m, n, n) if gram else (0, 0, 0))
-    _eig(P, rbf, gamma, float(floor), int(every), bool(certify), lam, V, rowmean, K)
+    _eig(P, rbf, gamma, float(floor), int(every), bool(count), lam, V, rowmean, K)
     return (lam, V, rowmean, K) if gram else (lam, V, rowmean)
 
 
