@@ -59,8 +59,8 @@ class RunEstimate:
     executor's ``image`` event, which finishes the oldest begun).  Between the two, its
     share done comes from the events: finished tiles, and within a tile (or an image in
     one piece) the grouped method's chunks of groups in each stage.  The rate is measured
-    from the first work done inside an item, so the kernels' first compile is not taken
-    for the pace of the run.  Without weights, each image of the executor's count weighs
+    from the first work done inside an item (or, when none is reported, from the first
+    item's end), so the kernels' first compile is not taken for the pace of the run.  Without weights, each image of the executor's count weighs
     one.  ``tiles``: the tiles each item is planned in (its first tile is not taken for
     the whole image); ``stages``: the passes over each tile; ``clock``: the time source
     (seconds)."""
@@ -107,6 +107,9 @@ class RunEstimate:
         self._done += self.weights.get(key, mean)
         if not self._open:
             self._reset_item()
+        if self._coarse:  # no work measured inside an item (the global method's set-wide
+            # fit, images on a cluster's workers): the rate from the first image's end
+            self._anchor, self._coarse = (self._clock(), self.fraction() or 0.0), False
 
     def __call__(self, ev: ProgressEvent) -> None:
         if self._anchor is None and ev.stage != "done":
@@ -129,7 +132,7 @@ class RunEstimate:
             within = (max(ev.done - 1, 0) + step) / ev.total if ev.done else 0.0
             share = (min(int(m.group(1)), self.stages) - 1 + min(within, 1.0)) / self.stages
             self._piece = max(self._piece, min(share, 1.0))
-        if self._coarse and not self._finished:
+        if self._coarse:
             f = self.fraction()
             if f is not None and f > 0:  # the first work measured inside an item
                 self._anchor, self._coarse = (self._clock(), f), False
