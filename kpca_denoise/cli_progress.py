@@ -194,6 +194,7 @@ class ProgressBar:
         self._t0 = self._clock()
         self._last_tiles = -float("inf")
         self._last_line = self._t0
+        self._partial = False  # a terminal's bar drawn and not ended
 
     def begin(self, key) -> None:
         """Item ``key`` starts (see :class:`RunEstimate`)."""
@@ -226,8 +227,16 @@ class ProgressBar:
         self.stream.write("\r" + text.ljust(78))
         if finished:
             self.stream.write("\n")
+        self._partial = not finished
         self.stream.flush()
         self._last_stage = ev.stage
+
+    def note(self, text: str) -> None:
+        """A line of its own (on a terminal, below the bar), even when the bar is off."""
+        if self._partial:
+            self.stream.write("\n")
+            self._partial = False
+        self._line(text)
 
     def _plain(self, ev: ProgressEvent) -> None:
         now = self._clock()
