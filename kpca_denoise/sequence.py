@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .core.grouped.sequence import RADIUS, WINDOW, denoise_grouped_stack, link_scores, page_shifts
+from .core.grouped.sequence import link_scores, page_shifts
 from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
 from .prepare import PreparedItem, _stabiliser
 from .results import _Run
-from .tiling import _from_working, _guide_range, _to_working, luminance
+from .tiling import _to_working, denoise_stack_tiled, luminance
 
 __all__ = ["denoise_stack", "decide", "run_sequences", "SequenceDecision", "LINK_THRESHOLD",
            "CUT_THRESHOLD", "MAX_DECISION_PAGES"]
@@ -36,10 +36,6 @@ CUT_THRESHOLD = 0.45
 #: at most this many pages are compared for 'auto' before the stack's pairs are
 #: scored one by one (the decision's cost stays a small part of a page's)
 MAX_DECISION_PAGES = 64
-#: the largest working set (bytes) of the stack path, which holds the whole stack
-#: in float64; a larger stack runs page by page, in tiles of bounded memory, with a
-#: note (the stack path has no tiles yet)
-MAX_STACK_BYTES = 1 << 30
 
 
 @dataclass
@@ -123,12 +119,6 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             [it.result.noise_sigma for it in seq])) / params.strength, params.sequence)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
-        need = _stack_bytes(seq, len(params.ranks))
-        if dec.decision == "sequence" and need > MAX_STACK_BYTES:
-            dec.decision = "pages"
-            dec.reason = (f"{len(seq)} pages need about {need / 2**30:.1f} GB together, more "
-                          f"than {MAX_STACK_BYTES / 2**30:g} GB: denoised page by page")
-            run.resolved["sequence"][-1].update(decision=dec.decision, reason=dec.reason)
         for k, it in enumerate(seq):
             it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
                                                reason=dec.reason, page=k, pages=len(seq))
@@ -138,13 +128,6 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         spectra += _run_stack(run, seq, _shared_noise(params, seq), dec)
     order = {id(it): k for k, it in enumerate(items)}
     return sorted(alone, key=lambda it: order[id(it)]), spectra
-
-
-def _stack_bytes(seq: list[PreparedItem], n_ranks: int) -> int:
-    """About the bytes the stack path holds for ``seq``: per working channel the
-    stack, its pilot and guides, and two accumulators per rank, in float64."""
-    px = sum(int(np.prod(it.data.shape[:2])) for it in seq) * max(it.channels for it in seq)
-    return px * 8 * (4 + 2 * max(n_ranks, 1))
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:
@@ -170,9 +153,9 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
         vst = _stabiliser(np.concatenate([np.asarray(it.data) for it in pick], axis=0), params)
         for it in seq:
             it.vst = vst
-            it.result.stats["noise_model"] = dict(model=params.noise_model,
-                                                  gain=np.ravel(vst.gain).tolist(),
-                                                  sigma=np.ravel(vst.sigma).tolist())
+            it.result.stats["noise_model"] = dict(
+                it.result.stats["noise_model"], gain=np.ravel(vst.gain).tolist(),
+                sigma=np.ravel(vst.sigma).tolist())  # the model (and 'chosen') kept
         sigma = params.strength  # after the stabiliser, times the strength
     for it in seq:
         it.result.noise_sigma = sigma
@@ -181,38 +164,37 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
 
 def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
                dec: SequenceDecision) -> list:
-    """The sequence's pages through the stack path; each page's outputs and stats go
-    to its result.  Returns the spectra."""
+    """The sequence's pages through the stack path, in tiles of bounded memory that
+    carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`); each page's
+    outputs and stats go to its result.  Returns the spectra."""
     params = run.params
     t0 = time.perf_counter()
-    works, keep = [], []
-    for it in seq:
-        w, alpha, colour = _to_working(it.data, it.vst)
-        works.append(w)
-        keep.append((alpha, colour))
-    like = seq[0].data
-    rng = _guide_range(like.dtype, seq[0].vst, keep[0][1])
+
+    def put(k: int, tile, done: dict) -> None:
+        res = seq[k].result
+        for rk, o in done.items():
+            if rk not in res.outputs:
+                res.outputs[rk] = np.empty_like(seq[k].data)
+            res.outputs[rk][tile.core] = o
+
     try:
-        outs, stats = denoise_grouped_stack(
-            np.stack(works), sigma, ranks=tuple(params.ranks),
-            options=params.grouped_options(rng), window=WINDOW, radius=RADIUS,
-            linked=np.asarray(dec.linked, dtype=bool), shifts=np.asarray(dec.shifts),
-            progress=run.clock, cancel=run.cancel)
+        _, stats = denoise_stack_tiled(
+            [it.data for it in seq], sigma, params, linked=np.asarray(dec.linked, dtype=bool),
+            shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2), vst=seq[0].vst,
+            progress=run.clock, cancel=run.cancel, sink=put)
     except Cancelled:
         raise
     except ValueError as exc:
         for it in seq:
             it.result.error = f"{it.result.name}: {exc}"
+            it.result.outputs = {}
         return []
     seconds = (time.perf_counter() - t0) / len(seq)
     info = stats[0]["sequence"]
     run.resolved.setdefault("grouped", {k: v for k, v in stats[0].items()
-                                        if k not in ("seconds", "spectrum", "sequence")})
+                                        if k not in ("seconds", "spectrum", "sequence", "tiles")})
     for k, it in enumerate(seq):
-        alpha, colour = keep[k]
         res = it.result
-        for rk, o in outs.items():
-            res.outputs[rk] = _from_working(o[k], alpha, colour, it.data[:1, :1], it.vst)
         res.stats["grouped"] = [{kk: v for kk, v in st.items() if kk != "sequence"}
                                 for st in stats]
         w = info["window"]

@@ -45,12 +45,16 @@ from .params import DenoiseParams
 
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
            "luminance", "LazyLuminance", "channels", "colour_part", "training_patches",
-           "merge_grouped_stats",
+           "merge_grouped_stats", "plan_stack", "denoise_stack_tile", "denoise_stack_tiled",
+           "resolve_stack", "STACK_TILE_BYTES",
            "denoise_with_model"]
 
 GLOBAL_PATCH_SIZE = 8
 #: core side of a tile per method when ``DenoiseParams.tile_size`` is None
 DEFAULT_TILE = {"grouped": 1024, "global": 256}
+#: the working set of one tile of the stack path when ``DenoiseParams.tile_size`` is None
+#: (bytes): a tile of the pages carries them all, streamed (``docs/stacks.md``)
+STACK_TILE_BYTES = 600 << 20
 #: rows converted to float64 at a time when a whole image is read (luminance)
 _ROWS = 256
 
@@ -208,6 +212,26 @@ def grouped_halo(image: np.ndarray, sigma: float, params: DenoiseParams, vst=Non
     return _grouped_geometry(params, (sigma, _guide_range(np.asarray(image).dtype, vst, c == 3), c))
 
 
+def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tuple[int, int]:
+    """(halo, align) of the stack path (:mod:`.core.grouped.sequence`) with these
+    parameters on pages moving by ``shifts`` (P - 1, 2): per stage the single image's
+    halo with the search radius widened to how far a reference's members on the
+    neighbouring pages (and their slices) may lie, :func:`spatial_reach` (``reach``: a
+    :class:`~.core.grouped.sequence.StackReach`, default the stack path's)."""
+    from .core.grouped import resolve_geometry
+    from .core.grouped.sequence import StackReach, spatial_reach
+
+    kw = (reach or StackReach()).keywords()
+
+    opts = params.grouped_options()
+    g = resolve_geometry(opts, noise_fraction=1.0, periodic=bool(opts.periodic))
+    p = g.patch_size
+    halo = 2 * (spatial_reach(shifts, search=g.search_radius1, **kw) + p) + (g.match_size1 - p)
+    if opts.two_stage:
+        halo += 2 * (spatial_reach(shifts, search=g.search_radius, **kw) + p) + (g.match_size - p)
+    return halo, g.stride
+
+
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:
     """(halo, align, patch size, stride) of the global method."""
     p = params.patch_size or GLOBAL_PATCH_SIZE
@@ -223,6 +247,179 @@ def plan(shape: tuple[int, ...], params: DenoiseParams) -> list[Tile]:
         halo, align, _, _ = _global_geometry(params)
     side = params.tile_size or DEFAULT_TILE[params.method]
     return tile_grid(shape[:2], max(side, align), halo, align)
+
+
+def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray,
+               reach=None) -> list[Tile]:
+    """The spatial tiles of a stack of pages of ``shape`` (P, H, W[, C]) for the stack
+    path: every tile carries all the pages (they are streamed, :mod:`.core.grouped.sequence`)
+    and the halo :func:`_stack_geometry`.  The core side is ``params.tile_size``, or
+    what keeps a tile's working set (:func:`~.core.grouped.sequence.stack_planes` planes)
+    within :data:`STACK_TILE_BYTES`."""
+    from .core.grouped.sequence import StackReach, stack_planes
+
+    reach = reach or StackReach()
+    halo, align = _stack_geometry(params, shifts, reach)
+    side = params.tile_size
+    if side is None:
+        c = channels(np.empty((1, 1) + tuple(shape[3:]), np.uint8))
+        planes = stack_planes(len(params.ranks), reach.window, reach.depth,
+                              params.grouped_options().two_stage)
+        region = int((STACK_TILE_BYTES / (8 * c * planes)) ** 0.5)
+        side = max(region - 2 * halo, 4 * align)
+    return tile_grid(shape[1:3], max(side, align), halo, align)
+
+
+class _WorkingPages:
+    """The pages of a block ``(P, h, w[, C])`` as the stack path reads them: ``[k]`` is
+    page ``k``'s working channels ``(h, w, c)`` float64, converted when asked for."""
+
+    def __init__(self, block, vst=None):
+        self.block, self.vst = block, vst
+        c = channels(np.asarray(block[0][:1, :1]))
+        self.shape = (len(block),) + tuple(block[0].shape[:2]) + (c,)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        return _to_working(np.asarray(self.block[k]), self.vst)[0]
+
+
+def denoise_stack_tile(block, tile: Tile | None, sigma: float, params: DenoiseParams, *,
+                       linked: np.ndarray, shifts: np.ndarray, vst=None, reach=None,
+                       progress=None, cancel=None, sink=None):
+    """Denoise one tile's ``block`` of a stack: the pages' region, ``block[k]`` page
+    ``k``'s pixels ``page[tile.region]`` (``tile`` None: the whole pages), through the
+    stack path with the stack's ``linked`` pairs and global ``shifts`` and
+    ``params``' grouped options (their image-dependent decisions made once for the
+    stack, :func:`resolve_stack`).
+
+    Returns ``({rank: (P, core...) in the block's dtype}, stats)``; with ``sink``,
+    ``sink(k, {rank: page k's core})`` gets each page as it is done and the dict is
+    empty.  ``vst``: the stack's variance-stabilising transform; ``reach``: a
+    :class:`~.core.grouped.sequence.StackReach` (default the stack path's)."""
+    from .core.grouped.sequence import StackReach, denoise_grouped_stack
+
+    pages = _WorkingPages(block, vst)
+    first = np.asarray(block[0])
+    like = first[:1, :1]
+    colour = channels(first) == 3
+    core = tile.core_in_region if tile is not None else (slice(None), slice(None))
+    outs: dict = {}
+
+    def put(k: int, est: dict) -> None:
+        alpha = None
+        if first.ndim == 3 and first.shape[2] in (2, 4):
+            alpha = np.asarray(block[k])[core][..., -1]
+        done = {rk: _from_working(o[core], alpha, colour, like, vst) for rk, o in est.items()}
+        if sink is not None:
+            sink(k, done)
+            return
+        for rk, o in done.items():
+            if rk not in outs:
+                outs[rk] = np.empty((pages.shape[0],) + o.shape, o.dtype)
+            outs[rk][k] = o
+
+    _, stats = denoise_grouped_stack(
+        pages, sigma, ranks=tuple(params.ranks),
+        options=params.grouped_options(_guide_range(first.dtype, vst, colour)),
+        linked=linked, shifts=shifts, progress=progress, cancel=cancel, sink=put,
+        **(reach or StackReach()).keywords())
+    return outs, stats
+
+
+def resolve_stack(middle: np.ndarray, sigma: float, params: DenoiseParams,
+                  vst=None) -> DenoiseParams:
+    """``params`` with the stack path's image-dependent decisions made once, on the
+    central crop of the ``middle`` page, as the stack path makes them on the whole
+    stack (:func:`~.core.grouped.sequence.calibrate_stack`), so that every tile of the
+    stack gets them."""
+    from .core.grouped.calibrate import central_crop
+    from .core.grouped.sequence import calibrate_stack
+
+    region = central_crop(np.asarray(middle))
+    work, _, colour = _to_working(region, vst)
+    opts = calibrate_stack([work[..., c] for c in range(work.shape[2])], sigma,
+                           params.grouped_options(_guide_range(region.dtype, vst, colour)))
+    decided = {k: getattr(opts, k) for k in ("periodic", "lags", "contrast", "detail")
+               if getattr(params.grouped, k) is None and getattr(opts, k) is not None}
+    if not opts.periodic:
+        decided.pop("lags", None)
+    return params.replace(grouped=params.grouped.replace(**decided)) if decided else params
+
+
+def denoise_stack_tiled(pages, sigma: float, params: DenoiseParams, *, linked: np.ndarray,
+                        shifts: np.ndarray, vst=None, reach=None, progress=None,
+                        cancel=None, sink=None, tile_map=None):
+    """Denoise a stack through the stack path tile by tile: ``pages`` is a sequence of
+    ``(H, W[, C])`` arrays (read a tile's region at a time); each tile carries every
+    page and the halo the stack path needs (:func:`plan_stack`), so the result equals
+    the untiled stack path's.  ``sink(k, tile, {rank: core})`` receives the cores
+    (default: assembled into arrays like the pages, returned as ``{rank: [page
+    arrays]}``).  ``tile_map``: as for :func:`denoise_tiled`, with
+    :func:`denoise_stack_tile`'s keywords.  Returns ``(outputs, stats)``, the stats
+    merged over the tiles."""
+    P = len(pages)
+    first = np.asarray(pages[0])
+    shape = (P,) + first.shape
+    tiles = plan_stack(shape, params, shifts, reach)
+    if len(tiles) > 1:
+        params = resolve_stack(pages[P // 2], sigma, params, vst)
+        tiles = plan_stack(shape, params, shifts, reach)
+    outputs: dict = {}
+    if sink is None:
+        def sink(k, tile, done):
+            for rk, o in done.items():
+                if rk not in outputs:
+                    outputs[rk] = [np.empty_like(first, dtype=o.dtype) for _ in range(P)]
+                outputs[rk][k][tile.core] = o
+
+    per_tile: list = [None] * len(tiles)
+    kw = dict(linked=linked, shifts=shifts, vst=vst, reach=reach)
+    jobs = ((i, _PageRegions(pages, t.region), t) for i, t in enumerate(tiles))
+    if tile_map is None:
+        for i, block, t in jobs:
+            _, per_tile[i] = denoise_stack_tile(
+                block, t, sigma, params, progress=progress, cancel=cancel,
+                sink=lambda k, done, t=t: sink(k, t, done), **kw)
+            if len(tiles) > 1:
+                report(progress, "tiles", i + 1, len(tiles))
+    else:
+        done = tile_map(jobs, sigma=sigma, params=params, **kw)
+        try:
+            for n_done, (i, (outs, stats)) in enumerate(done, 1):
+                check_cancel(cancel)
+                for k in range(P):
+                    sink(k, tiles[i], {rk: o[k] for rk, o in outs.items()})
+                per_tile[i] = stats
+                report(progress, "tiles", n_done, len(tiles))
+        finally:
+            done.close()
+    return outputs, merge_stack_stats(per_tile)
+
+
+class _PageRegions:
+    """``pages``' region ``region`` (two slices), page by page, read when asked for."""
+
+    def __init__(self, pages, region):
+        self.pages, self.region = pages, region
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        return np.asarray(self.pages[k][self.region])
+
+
+def merge_stack_stats(per_tile: list[list[dict]]) -> list[dict]:
+    """:func:`merge_grouped_stats` of the stack path's tiles, with the share of each
+    page's members taken from each neighbour over all the tiles."""
+    merged = merge_grouped_stats(per_tile)
+    if len(per_tile) > 1:
+        counts = np.sum([np.asarray(t[0]["sequence"]["counts"]) for t in per_tile], axis=0)
+        share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+        for m in merged:
+            m["sequence"] = dict(m["sequence"], counts=counts.tolist(),
+                                 neighbours_used=share.tolist())
+    return merged
 
 
 # -- one tile -------------------------------------------------------------------------

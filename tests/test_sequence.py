@@ -128,16 +128,17 @@ def test_a_three_page_stack_through_the_command_line(tmp_path, capsys):
     assert psnr(clean * 200, got, 65535) > psnr(clean * 200, noisy, 65535) + 3
 
 
-def test_a_stack_too_large_for_memory_runs_page_by_page(monkeypatch):
-    import kpca_denoise.sequence as sequence
-
-    noisy = _noisy(_pan(3, 48))
-    monkeypatch.setattr(sequence, "MAX_STACK_BYTES", 100_000)
-    out, stats = denoise_stack(noisy, noise_sigma=25.0, sequence="yes", return_stats=True)
-    assert stats["sequence"]["decision"] == "pages"
-    assert stats["sequence"]["reason"] == ("3 pages need about 0.0 GB together, more than "
-                                           "9.31323e-05 GB: denoised page by page")
-    np.testing.assert_array_equal(out, denoise_stack(noisy, noise_sigma=25.0, sequence="no"))
+def test_a_stack_in_tiles_keeps_its_neighbours():
+    # tiles carry every page (docs/stacks.md#memory): the pipeline's tiled stack is the
+    # whole stack's, still a sequence
+    noisy = np.clip(_noisy(_pan(2, 128)), 0, 255).astype(np.uint8)
+    whole = denoise_stack(noisy, noise_sigma=25.0, sequence="yes")
+    out, stats = denoise_stack(noisy, noise_sigma=25.0, sequence="yes", tile_size=64,
+                               return_stats=True)
+    assert stats["sequence"]["decision"] == "sequence"
+    assert stats["pages"][1]["grouped"][0]["tiles"] == 4
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, whole)
 
 
 def test_progress_and_cancel_per_page():

@@ -16,6 +16,7 @@ also gets the estimates of its neighbours' groups.  ``docs/stacks.md``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,13 +25,20 @@ from numba import njit, prange
 from kpca_denoise.core.patches import patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
-from .calibrate import calibrate, central_crop
-from .driver import (_ChannelStats, _check_inputs, _chunk, _pass_grid,
-                     _report, _resolve, resolve_options, trial_denoiser)
-from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
+from kpca_denoise.core.patches import accumulate_groups
 
-__all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "WINDOW", "RADIUS", "KAPPA2",
-           "DEPTH"]
+from .calibrate import calibrate, central_crop
+from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _plan_pass, _report, _resolve,
+                     preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
+from .group_pca import fit_groups
+from .matching import (exact_sums, gather, match, pad_for_matching, quantise_guide,
+                       search_mask)
+from .options import GroupedOptions
+from .shrinkage import correct_means
+
+__all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_stack",
+           "stack_options", "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
+           "KAPPA2", "DEPTH"]
 
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
@@ -185,7 +193,7 @@ def _best_ssd_at(a, b, ys, xs, cys, cxs, m, R, out, oy, ox):
 
 @njit(cache=True, inline="always")
 def _ssd(g, pa, ya, xa, pb, yb, xb, m, bound):
-    """SSD of the ``m x m`` windows of pages ``pa`` and ``pb`` of ``g`` (P, C, Hg, Wg),
+    """SSD of the ``m x m`` windows of pages (slots) ``pa`` and ``pb`` of ``g`` (Q, C, Hg, Wg),
     summed over channels; stops once past ``bound`` (returns a value above it)."""
     s = 0.0
     for c in range(g.shape[1]):
@@ -221,13 +229,14 @@ def _insert(hd, hp, hy, hx, cnt, d, q, y, x):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _cross_match(g, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
+def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
                  out_p, out_y, out_x):
     """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` and
     the candidates of the neighbour pages, followed page by page from the reference
     (see the module docstring); the reference first, then by distance (ties: the
-    order met).  ``out_p`` holds the members' pages."""
-    P = g.shape[0]
+    order met).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
+    pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages."""
+    Q = g.shape[0]
     H = g.shape[2] - (m - p)
     W = g.shape[3] - (m - p)
     nref = ry.shape[0]
@@ -242,7 +251,8 @@ def _cross_match(g, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
         # the own-page members (the reference among them, kept with distance -1)
         for i in range(n_own):
             y, x = own_y[r, i], own_x[r, i]
-            d = -1.0 if (y == y0 and x == x0) else _ssd(g, page, y0, x0, page, y, x, m, np.inf)
+            d = -1.0 if (y == y0 and x == x0) else _ssd(g, page % Q, y0, x0, page % Q, y, x, m,
+                                                        np.inf)
             cnt = _insert(hd, hp, hy, hx, cnt, d, page, y, x)
         for step in (1, -1):
             cy, cx = y0, x0
@@ -270,7 +280,7 @@ def _cross_match(g, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
                         if x < 0 or x > W - p:
                             continue
                         top = hd[n - 1] if cnt == n else np.inf
-                        d = _ssd(g, page, y0, x0, q, y, x, m, max(best, top))
+                        d = _ssd(g, page % Q, y0, x0, q % Q, y, x, m, max(best, top))
                         if d < best:
                             best, by, bx = d, y, x
                         cnt = _insert(hd, hp, hy, hx, cnt, d, q, y, x)
@@ -282,43 +292,121 @@ def _cross_match(g, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
             out_x[r, j] = hx[j]
 
 
+# -- reach: what a page's result depends on ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class StackReach:
+    """How far the stack path's groups reach: ``window`` pages either way, ``radius``
+    pixels around where the motion predicts a patch, ``depth`` pages per patch (the
+    keywords of :func:`denoise_grouped_stack`)."""
+
+    window: int = WINDOW
+    radius: int = RADIUS
+    depth: int = DEPTH
+
+    def keywords(self) -> dict:
+        return dict(window=self.window, radius=self.radius, depth=self.depth)
+
+
+def page_reach(window: int = WINDOW, depth: int = DEPTH) -> int:
+    """Pages either side of a reference page that its groups read and write to: the
+    ``window`` of the cross-page search plus the slices of a ``depth``-page patch."""
+    return max(0, int(window)) + (max(1, int(depth)) | 1) // 2
+
+
+def motion_reach(shifts: np.ndarray, pages: int) -> int:
+    """The farthest (pixels, either axis) the global ``shifts`` (P - 1, 2) carry content
+    over at most ``pages`` consecutive pages."""
+    s = np.asarray(shifts, dtype=np.int64).reshape(-1, 2)
+    S = np.concatenate([np.zeros((1, 2), np.int64), np.cumsum(s, axis=0)])
+    far = 0
+    for j in range(1, min(int(pages), len(S) - 1) + 1):
+        far = max(far, int(np.abs(S[j:] - S[:-j]).max()))
+    return far
+
+
+def spatial_reach(shifts: np.ndarray, window: int = WINDOW, radius: int = RADIUS,
+                  depth: int = DEPTH, search: int = 0) -> int:
+    """The farthest (pixels, either axis) a reference's members and their slices lie
+    from it: ``search`` on its own page, on the neighbours the global motion over up
+    to ``window`` pages and ``radius`` more on each page the search follows, plus the
+    motion over the patch's depth."""
+    w, R = max(0, int(window)), max(0, int(radius))
+    follow = max([motion_reach(shifts, j) + j * R for j in range(1, w + 1)], default=0)
+    return max(int(search), follow) + motion_reach(shifts, (max(1, int(depth)) | 1) // 2)
+
+
+def stack_planes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
+                 two_stage: bool = True) -> int:
+    """Page-sized float64 planes per channel the stack path holds at once, whatever
+    the number of pages (:func:`denoise_grouped_stack` streams them): ``4 e + 1`` noisy
+    pages and ``2 e + 1`` of the pilot, each stage's guides and each stage's sums and
+    weights per rank (``e`` = :func:`page_reach`); one stage: ``2 e + 1`` of each."""
+    e, nr = page_reach(window, depth), max(1, int(n_ranks))
+    if two_stage:
+        return (4 * e + 1) + (2 * e + 1) * (1 + 2 + 2 + 2 * nr)
+    return (2 * e + 1) * (1 + 1 + 2 * nr)
+
+
 # -- the driver ----------------------------------------------------------------------
 
 
-def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = (None,),
+def stack_options(options: Any = None, **overrides: Any) -> GroupedOptions:
+    """The options of the stack path: ``options`` with the stage-2 Wiener strength
+    :data:`KAPPA2` where they leave it unset."""
+    opts = resolve_options(options, **overrides)
+    return opts.replace(kappa2=KAPPA2) if opts.kappa2 is None else opts
+
+
+def calibrate_stack(page: list, sigma: float, options: Any = None,
+                    cancel: Any = None) -> GroupedOptions:
+    """The stack path's options with the image-dependent decisions made on ``page`` (the
+    middle page's channels, or their central crop: the same decisions), as
+    :func:`denoise_grouped_stack` makes them; every tile of a stack gets these."""
+    chans = [np.ascontiguousarray(c, dtype=np.float64) for c in page]
+    return calibrate(chans, float(sigma), stack_options(options), trial_denoiser(cancel)).options
+
+
+def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,),
                           options: Any = None, window: int = WINDOW, radius: int = RADIUS,
                           linked: np.ndarray | None = None, shifts: np.ndarray | None = None,
-                          depth: int = DEPTH, progress: ProgressCallback | None = None, cancel: Any = None,
+                          depth: int = DEPTH, progress: ProgressCallback | None = None,
+                          cancel: Any = None, sink: Any = None,
                           **overrides: Any) -> tuple[dict, list]:
     """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
     groups (as :func:`.driver.denoise_grouped_channels`), with groups reaching
     ``window`` pages either way.
 
+    ``stack`` is any array-like whose ``stack[k]`` gives page ``k``; the pages are read
+    in order and at most :func:`stack_planes` page-sized planes are held at once, so
+    the memory does not grow with the number of pages.  ``sink(k, {rank: (H, W, C)})``,
+    when given, receives each page's result as soon as it is final (nothing is kept
+    and the returned dict is empty).
+
     ``linked`` (P - 1 bools, default all) says which neighbouring pages are of one
     scene: a group never crosses an unlinked pair.  ``depth`` (odd) pages make a
     patch: its slices on the pages either side follow the global motion (1: plain
-    2-D patches).  ``shifts`` (P - 1, 2) are the
-    global shifts from page to page (default :func:`page_shifts` on channel 0).
-    Progress: the single-image stages, then ``"page"`` per page done (pass 2).
+    2-D patches).  ``shifts`` (P - 1, 2) are the global shifts from page to page
+    (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
+    on the middle page (:func:`calibrate_stack`; given options keep theirs).
+    Progress: the single-image stages, then ``"page"`` per page done in each pass.
 
     Returns ``({rank: (P, H, W, C) float64}, stats)``: per channel, as the driver's,
     plus ``sequence``: the window, radius, shifts, links and, per page, the share of
     its groups' members that came from each relative page ``-window .. window``.
     """
     t_all = time.perf_counter()
-    a = np.asarray(stack)
-    if a.ndim != 4 or a.shape[0] < 1 or a.shape[3] < 1:
-        raise ValueError(f"stack must be 4-D (P, H, W, C), got shape {a.shape}")
-    P, H, W, C = a.shape
-    opts = resolve_options(options, **overrides)
-    if opts.kappa2 is None:
-        opts = opts.replace(kappa2=KAPPA2)
-    pages = []
-    for k in range(P):
-        chans, sigma_f, rank_list = _check_inputs([a[k, ..., c] for c in range(C)], sigma,
-                                                  ranks)
-        pages.append(chans)
-    sigma = sigma_f
+    shape = tuple(getattr(stack, "shape", ()))
+    if len(shape) != 4 or shape[0] < 1 or shape[3] < 1:
+        raise ValueError(f"stack must be 4-D (P, H, W, C), got shape {shape}")
+    P, H, W, C = shape
+
+    def read(k: int) -> list:
+        page = np.asarray(stack[k])
+        return _check_inputs([page[..., c] for c in range(C)], sigma, ranks)[0]
+
+    _, sigma, rank_list = _check_inputs([np.zeros((1, 1))], sigma, ranks)
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
     w = max(0, int(window))
     linked = (np.ones(max(P - 1, 0), np.bool_) if linked is None
@@ -326,32 +414,31 @@ def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = 
     if linked.shape != (max(P - 1, 0),):
         raise ValueError(f"linked must hold {max(P - 1, 0)} values, got {linked.shape}")
     if shifts is None:
-        shifts = page_shifts([pg[0] for pg in pages])
+        shifts = page_shifts([read(k)[0] for k in range(P)])
     shifts = np.ascontiguousarray(shifts, dtype=np.int64).reshape(max(P - 1, 0), 2)
-    # the image-dependent decisions once, on the middle page
-    cal = calibrate(pages[P // 2], sigma, opts, trial_denoiser(cancel))
-    run = _resolve(pages[P // 2], sigma, cal)
+    middle = read(P // 2)
+    cal = calibrate(middle, sigma, stack_options(options, **overrides), trial_denoiser(cancel))
+    run = _resolve(middle, sigma, cal)
+    del middle
     stats = [_ChannelStats() for _ in range(C)]
     floors: dict = {}
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
                depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked))
-    tall = [np.concatenate([pg[c] for pg in pages]) for c in range(C)]
-    if run.options.two_stage:
-        pilot = [o[0] for o in _stack_pass(tall, tall, 1, np.asarray([-1], np.int64), run,
-                                           stats, floors, False, seq, progress, cancel)]
-        check_cancel(cancel)
-        used[:] = 0.0
-        outs = _stack_pass(tall, pilot, 2, ranks_arr, run, stats, floors, True, seq, progress,
-                           cancel)
-    else:
-        outs = _stack_pass(tall, tall, 1, ranks_arr, run, stats, floors, True, seq, progress,
-                           cancel)
+    results: dict = {}
+    if sink is None:
+        results = {rk: np.empty((P, H, W, C)) for rk in rank_list}
+
+        def sink(k: int, outs: dict) -> None:
+            for rk, o in outs.items():
+                results[rk][k] = o
+    _sweep(read, (P, H, W, C), rank_list, ranks_arr, run, stats, floors, seq,
+           sink, progress, cancel)
     params = _report(run, cal, floors)
     total = time.perf_counter() - t_all
     share = used / np.maximum(used.sum(axis=1, keepdims=True), 1.0)
     info = dict(window=w, radius=seq["R"], shifts=shifts.tolist(), linked=linked.tolist(),
-                neighbours_used=share.tolist())
+                neighbours_used=share.tolist(), counts=used.tolist())
     all_stats = []
     for st in stats:
         ng = max(st.final_groups, 1)
@@ -364,68 +451,163 @@ def denoise_grouped_stack(stack: np.ndarray, sigma: float, *, ranks: Sequence = 
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
             sequence=info))
-    results = {rk: np.stack([o[i].reshape(P, H, W) for o in outs], axis=-1)
-               for i, rk in enumerate(rank_list)}
     return results, all_stats
 
 
-def _stack_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run, stats: list,
-                floors_report: dict, final: bool, seq: dict,
-                progress: ProgressCallback | None, cancel: Any) -> list:
-    """One pass over every page's reference patches: ``(nr, P H, W)`` estimates per
-    channel (the pages one above the other).  ``imgs`` and ``guides`` are the
-    channels of the stack, pages stacked on the rows."""
-    P, w, R = seq["P"], seq["w"], seq["R"]
-    TH, W = imgs[0].shape
-    H = TH // P
-    C = len(imgs)
-    g = run.geometry
-    p = g.patch_size
-    nr = len(ranks)
-    ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
-        run, stage, final, floors_report, nr, stats, H, W, C, pages=P)
-    t0 = time.perf_counter()
-    m = ps.match_size
-    guide_m = np.stack([quantise_guide(np.stack([pad_for_matching(gd[k * H:(k + 1) * H], p, m)
-                                                 for gd in guides]), run.sigma)
-                        for k in range(P)])
-    running = all(exact_sums(guide_m[k], m) for k in range(P))
-    lags = run.options.lags
-    work = np.empty((int(search_mask(ps.search_radius, g.dense_radius, lags).sum()),
-                     min(rows_per_chunk, len(ys)) * len(xs)))
-    for st in stats:
-        st.seconds["grouping"] += (time.perf_counter() - t0) / C
-    used = seq["used"]
-    ps3 = _depth_pass(run, ps, stage, seq["depth"]) if seq["depth"] > 1 else ps
-    for k in range(P):
-        for ci in range(nchunks):
-            check_cancel(cancel)
-            yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
-            ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
-            rx = np.ascontiguousarray(np.tile(xs, len(yy)))
-            t0 = time.perf_counter()
-            oy, ox = match(guide_m[k], ry, rx, p, m, ps.search_radius, ps.n, g.dense_radius,
-                           lags, running, work)
-            gp = np.empty_like(oy)
-            gy = np.empty_like(oy)
-            gx = np.empty_like(ox)
-            _cross_match(guide_m, k, ry, rx, oy, ox, seq["shifts"], seq["linked"], w, R,
-                         ps.n, p, m, gp, gy, gx)
-            rel = np.clip(gp - k + w, 0, 2 * w)
-            used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
-            gy = gy + gp * H  # rows of the stacked pages
-            tm = (time.perf_counter() - t0) / C
-            for ch in range(C):
-                if seq["depth"] > 1:
-                    _chunk_depth(imgs[ch], guides[ch], ch, gy, gx, H, P, seq["depth"],
-                                 seq["motion"], ranks, run, ps3, stats[ch], nums[ch], dens[ch])
-                    continue
-                _chunk(imgs[ch], guides[ch], ch, gy, gx, tm,
-                       (k * nchunks + ci + 1, P * nchunks), ranks, run, ps, stats[ch],
-                       nums[ch], dens[ch], progress)
-        report(progress, "page", k + 1, P, message=f"stage {stage}")
-    return [num / den for num, den in zip(nums, dens)]
+class _Ring:
+    """Pages ``k`` of a stream at slot ``k % Q`` of one tall ``(lead..., Q H, W)`` float64
+    array per channel (the pages one above the other, as the gather reads them)."""
 
+    def __init__(self, Q: int, H: int, W: int, C: int, lead: tuple = ()):
+        self.Q, self.H = Q, H
+        self.arrays = [np.zeros(lead + (Q * H, W)) for _ in range(C)]
+
+    def rows(self, k: int) -> slice:
+        s = (k % self.Q) * self.H
+        return slice(s, s + self.H)
+
+    def put(self, k: int, chans: list) -> None:
+        for a, c in zip(self.arrays, chans):
+            a[..., self.rows(k), :] = c
+
+    def get(self, k: int) -> list:
+        return [a[..., self.rows(k), :] for a in self.arrays]
+
+    def clear(self, k: int) -> None:
+        for a in self.arrays:
+            a[..., self.rows(k), :] = 0.0
+
+
+class _Guides:
+    """The quantised, padded matching guides of a stream's pages (``(Q, C, Hg, Wg)``,
+    page ``k`` at slot ``k % Q``) and whether each keeps exact running sums."""
+
+    def __init__(self, Q: int, run, m: int):
+        self.Q, self.run, self.m = Q, run, m
+        self.g = None
+        self.exact = {}
+
+    def put(self, k: int, chans: list) -> None:
+        p = self.run.geometry.patch_size
+        q = quantise_guide(np.stack([pad_for_matching(c, p, self.m) for c in chans]),
+                           self.run.sigma)
+        if self.g is None:
+            self.g = np.zeros((self.Q,) + q.shape)
+        self.g[k % self.Q] = q
+        self.exact[k] = exact_sums(q, self.m)
+        self.exact.pop(k - self.Q, None)
+
+
+class _Stage:
+    """One pass of the sweep: its settings, reference grid, guides and sums."""
+
+    def __init__(self, stage: int, final: bool, ranks: np.ndarray, run, floors: dict,
+                 stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring):
+        P, H, W, C = shape
+        e = page_reach(seq["w"], seq["depth"])
+        g = run.geometry
+        self.stage, self.ranks, self.imgs, self.guide_pages = stage, ranks, imgs, guides
+        self.ps = _plan_pass(run, stage, final, floors)
+        self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
+        p = g.patch_size
+        self.ys = patch_positions(H, p, self.ps.stride)
+        self.xs = patch_positions(W, p, self.ps.stride)
+        for st in stats:
+            st.groups += P * len(self.ys) * len(self.xs)
+        self.rows_per_chunk = max(1, CHUNK_GROUPS // (len(self.xs) * len(ranks)))
+        self.nchunks = (len(self.ys) + self.rows_per_chunk - 1) // self.rows_per_chunk
+        self.match = _Guides(2 * e + 1, run, self.ps.match_size)
+        self.sums = _Ring(2 * e + 1, H, W, C, (len(ranks),))
+        self.dens = _Ring(2 * e + 1, H, W, C, (len(ranks),))
+        self.work = np.empty((int(search_mask(self.ps.search_radius, g.dense_radius,
+                                              run.options.lags).sum()),
+                              min(self.rows_per_chunk, len(self.ys)) * len(self.xs)))
+        self.done = 0
+
+    def result(self, k: int) -> list:
+        """Page ``k``'s estimates ``(nr, H, W)`` per channel (its sums are final)."""
+        return [n / d for n, d in zip(self.sums.get(k), self.dens.get(k))]
+
+
+def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: list,
+           floors: dict, seq: dict, sink, progress, cancel) -> None:
+    """Both passes in one sweep over the pages: stage 1 on reference page ``t`` while
+    stage 2 runs ``2 e`` pages behind (``e`` = :func:`page_reach`), once the pilot of
+    every page its groups read is final; each page's result goes to ``sink`` as soon as
+    no later group reaches it.  Holds :func:`stack_planes` planes, whatever ``P``."""
+    P, H, W, C = shape
+    e, w = page_reach(seq["w"], seq["depth"]), seq["w"]
+    two = run.options.two_stage
+    noisy = _Ring(4 * e + 1 if two else 2 * e + 1, H, W, C)
+    if two:
+        pilot = _Ring(2 * e + 1, H, W, C)
+        s1 = _Stage(1, False, np.asarray([-1], np.int64), run, floors, stats, shape, seq,
+                    noisy, noisy)
+        s2 = _Stage(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot)
+        lag = 2 * e
+    else:
+        s1 = _Stage(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy)
+        s2, lag = None, 0
+    last = s2 or s1
+    loaded = 0
+    for t in range(P + lag + e):
+        check_cancel(cancel)
+        while loaded < min(P, t + e + 1):  # the noisy pages stage 1's reference t reads
+            noisy.put(loaded, read(loaded))
+            loaded += 1
+        if t < P:
+            for k in range(0 if t == 0 else t + w, min(P, t + w + 1)):
+                s1.match.put(k, noisy.get(k))
+            if t + e < P:
+                s1.sums.clear(t + e)
+                s1.dens.clear(t + e)
+            _reference_page(s1, t, run, seq, stats, shape, progress, cancel)
+        f = t - e  # no later stage-1 group reaches page f
+        if s2 is not None and 0 <= f < P:
+            pilot.put(f, [r[0] for r in s1.result(f)])
+            s2.match.put(f, pilot.get(f))
+        b = t - lag
+        if s2 is not None and 0 <= b < P:
+            if b + e < P:
+                s2.sums.clear(b + e)
+                s2.dens.clear(b + e)
+            _reference_page(s2, b, run, seq, stats, shape, progress, cancel)
+        o = t - lag - e
+        if 0 <= o < P:
+            est = last.result(o)
+            sink(o, {rk: np.stack([c[i] for c in est], axis=-1)
+                     for i, rk in enumerate(rank_list)})
+
+
+def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple,
+                    progress, cancel) -> None:
+    """Stage ``s``'s groups of the references on page ``k``: matched on page ``k`` and
+    followed onto its neighbours, each member's estimate added to its own page's sums."""
+    P, H, W, C = shape
+    w, R = seq["w"], seq["R"]
+    g = run.geometry
+    p, ps = g.patch_size, s.ps
+    m = ps.match_size
+    used = seq["used"]
+    for ci in range(s.nchunks):
+        check_cancel(cancel)
+        yy = s.ys[ci * s.rows_per_chunk:(ci + 1) * s.rows_per_chunk]
+        ry = np.ascontiguousarray(np.repeat(yy, len(s.xs)))
+        rx = np.ascontiguousarray(np.tile(s.xs, len(yy)))
+        t0 = time.perf_counter()
+        oy, ox = match(s.match.g[k % s.match.Q], ry, rx, p, m, ps.search_radius, ps.n,
+                       g.dense_radius, run.options.lags, s.match.exact[k], s.work)
+        gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
+        _cross_match(s.match.g, P, k, ry, rx, oy, ox, seq["shifts"], seq["linked"], w, R,
+                     ps.n, p, m, gp, gy, gx)
+        rel = np.clip(gp - k + w, 0, 2 * w)
+        if ps.final:
+            used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
+        for st in stats:
+            st.seconds["grouping"] += (time.perf_counter() - t0) / C
+        for ch in range(C):
+            _chunk_depth(s, ch, gp, gy, gx, H, P, seq, run, stats[ch])
+    report(progress, "page", k + 1, P, message=f"stage {ps.stage}")
 
 
 # -- 3-D patches -------------------------------------------------------------------------
@@ -457,36 +639,33 @@ def _depth_pass(run, ps, stage: int, depth: int):
                    tol2=ps.tol2 * depth, own_gamma=own.gamma)
 
 
-def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps, st, num,
-                 den):
-    """As the driver's chunk, with each member the ``depth`` pages around it (mirrored
-    at the stack's ends) at the same place: one kernel PCA of the 3-D patches, each
-    slice's estimate averaged into its page."""
-    from kpca_denoise.core.patches import accumulate_groups
-
-    from .group_pca import fit_groups
-    from .matching import gather
-    from .driver import preimage_by_rank, shrink_by_rank
-    from .shrinkage import correct_means
-
+def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
+                 st: _ChannelStats) -> None:
+    """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
+    pages around it (mirrored at the stack's ends) where the global motion carries it
+    (its own page across a cut): one kernel PCA of the 3-D patches, each slice's
+    estimate added to its page's sums."""
+    depth = seq["depth"]
     p = run.geometry.patch_size
+    ps = s.ps3
     fl = ps.floors
-    W = img.shape[1]
-    page = gy // H
-    y = gy - page * H
-    # each slice where the global motion carries the member (its own page across a cut)
-    S, cut = seq_motion
-    rows, cols = [], []
+    W = s.imgs.arrays[ch].shape[1]
+    S, cut = seq["motion"]
+    slices = []
     for dz in range(-(depth // 2), depth // 2 + 1):
-        q = np.abs(page + dz)
-        q = np.where(q > P - 1, 2 * (P - 1) - q, q)
-        q = np.where(cut[np.minimum(page, q), np.maximum(page, q)], page, q)
-        rows.append(np.ascontiguousarray(
-            q * H + np.clip(y + S[q, 0] - S[page, 0], 0, H - p)))
-        cols.append(np.ascontiguousarray(np.clip(gx + S[q, 1] - S[page, 1], 0, W - p)))
-    X = np.concatenate([gather(img, r, c, p) for r, c in zip(rows, cols)], axis=2)
-    G = (np.concatenate([gather(guide, r, c, p) for r, c in zip(rows, cols)], axis=2)
-         if ps.stage == 2 else X)
+        q = np.abs(gp + dz)
+        q = np.clip(np.where(q > P - 1, 2 * (P - 1) - q, q), 0, P - 1)
+        q = np.where(cut[np.minimum(gp, q), np.maximum(gp, q)], gp, q)
+        slices.append((q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
+                       np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p))))
+
+    def rows(ring: _Ring, q, y):
+        return np.ascontiguousarray((q % ring.Q) * H + y)
+
+    X = np.concatenate([gather(s.imgs.arrays[ch], rows(s.imgs, q, y), x, p)
+                        for q, y, x in slices], axis=2)
+    G = (np.concatenate([gather(s.guide_pages.arrays[ch], rows(s.guide_pages, q, y), x, p)
+                         for q, y, x in slices], axis=2) if ps.stage == 2 else X)
     fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
                      gram=run.rbf)
     lam, V, rowmean = fit[:3]
@@ -495,7 +674,7 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
         st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
-                                 fl if ch == 0 else ps.floors_rest, ranks, run.rbf, st)
+                                 fl if ch == 0 else ps.floors_rest, s.ranks, run.rbf, st)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
                                           ps.tol2)
     mk = run.options.mean_kappa1
@@ -504,6 +683,7 @@ def _chunk_depth(img, guide, ch, gy, gx, H, P, depth, seq_motion, ranks, run, ps
     st.fallbacks += fb
     st.iterations += its
     d = p * p
-    for i, (r, c) in enumerate(zip(rows, cols)):
-        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw, r, c, p,
-                          num, den, run.window)
+    num, den = s.sums.arrays[ch], s.dens.arrays[ch]
+    for i, (q, y, x) in enumerate(slices):
+        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
+                          rows(s.sums, q, y), x, p, num, den, run.window)

@@ -1,0 +1,66 @@
+"""A stack in tiles: every tile carries all the pages (streamed) and the halo the stack
+path needs, so the tiled result equals the whole stack's (docs/stacks.md#memory)."""
+
+import numpy as np
+
+from kpca_denoise import DenoiseParams
+from kpca_denoise.core.grouped import GroupedOptions
+from kpca_denoise.core.grouped.sequence import StackReach, page_shifts, stack_planes
+from kpca_denoise.tiling import denoise_stack_tiled, plan_stack
+
+#: a small search and reach, so that small pages have tiles with a halo on every side
+SMALL = GroupedOptions(search_radius=3, search_radius1=3, match_size1=5, match_size=5)
+REACH = StackReach(window=1, radius=1, depth=3)
+
+
+def _pan(pages, size, seed=0):
+    from scipy import ndimage as ndi
+
+    rng = np.random.default_rng(seed)
+    a = ndi.gaussian_filter(rng.normal(size=(size + 40, size + 40)), 2.0)
+    a = 30 + 190 * (a - a.min()) / np.ptp(a)
+    clean = np.stack([a[10:10 + size, 5 + k:5 + k + size] for k in range(pages)])
+    return clean + np.random.default_rng(seed + 1).normal(0, 20, clean.shape)
+
+
+def test_tiles_carrying_every_page_equal_the_whole_stack():
+    noisy = _pan(3, 144)
+    pages = list(noisy)
+    shifts = page_shifts(pages)
+    params = DenoiseParams(noise_sigma=20.0, grouped=SMALL, patch_size=4, tile_size=48,
+                           ranks=(None, 3))
+    tiles = plan_stack(noisy.shape, params, shifts, REACH)
+    inner = [t for t in tiles if t.ry0 > 0 and t.rx0 > 0 and t.ry1 < 144 and t.rx1 < 144]
+    assert len(tiles) == 9 and inner
+    kw = dict(linked=np.ones(2, bool), shifts=shifts, reach=REACH)
+    whole, _ = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
+    tiled, stats = denoise_stack_tiled(pages, 20.0, params, **kw)
+    assert stats[0]["tiles"] == 9
+    for rk in (None, 3):
+        np.testing.assert_allclose(np.stack(tiled[rk]), np.stack(whole[rk]), rtol=0, atol=1e-9)
+    used = np.asarray(stats[0]["sequence"]["neighbours_used"])
+    assert used.shape == (3, 3) and np.allclose(used.sum(axis=1), 1.0) and used[1, 0] > 0.05
+
+
+def test_a_colour_uint8_stack_in_tiles_with_a_cut():
+    rgb = np.clip(np.stack([_pan(4, 72, seed) for seed in (3, 5, 7)], axis=-1), 0, 255)
+    pages = list(rgb.astype(np.uint8))
+    linked = np.array([True, False, True])
+    params = DenoiseParams(noise_sigma=20.0, grouped=SMALL.replace(two_stage=False),
+                           patch_size=4, tile_size=24)
+    kw = dict(linked=linked, shifts=page_shifts([p[..., 0] for p in pages]), reach=REACH)
+    whole, _ = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
+    tiled, _ = denoise_stack_tiled(pages, 20.0, params, **kw)
+    assert tiled[None][0].dtype == np.uint8 and tiled[None][0].shape == (72, 72, 3)
+    # rounding to 8 bits: a float difference of 1e-9 may flip a value by one step
+    diff = np.abs(np.stack(tiled[None]).astype(int) - np.stack(whole[None]))
+    assert diff.max() <= 1 and (diff > 0).mean() < 1e-4
+
+
+def test_the_working_set_does_not_grow_with_pages():
+    # the stack is streamed: two passes hold 4 e + 1 noisy pages and 2 e + 1 of the
+    # pilot, of each stage's guides, sums and weights (e = window + depth // 2 = 9),
+    # whatever the number of pages
+    assert stack_planes(1) == 37 + 19 * 7
+    assert stack_planes(2, two_stage=False) == 19 * 6
+    assert stack_planes(1, window=1, depth=1) == 5 + 3 * 7
