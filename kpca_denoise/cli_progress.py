@@ -247,14 +247,14 @@ class ProgressBar:
             left = self.estimate.left() if ev.done < ev.total else None
             more = f", about {duration(left)} left" if left is not None else ""
             self._line(f"image {ev.done}/{ev.total} {what} ({now - self._t0:.1f} s{more})")
-        elif ev.stage not in self._seen:
-            self._seen.add(ev.stage)
-            self._line(f"{ev.stage} ...")
         elif ev.stage == "tiles" and ev.total and (ev.done >= ev.total
                                                     or now - self._last_tiles >= 5):
             # a large image's tiles: a line at most every 5 s, with the time left
             self._last_tiles = now
             self._line(f"tiles {ev.done}/{ev.total} ({now - self._t0:.0f} s){self._run(', ')}")
+        elif ev.stage not in self._seen and ev.stage != "tiles":
+            self._seen.add(ev.stage)
+            self._line(f"{ev.stage} ...")
         elif now - self._last_line >= HEARTBEAT and self.estimate.text():
             # a long image (or a stack denoised as one) between its other lines
             self._line(f"{now - self._t0:.0f} s, {self.estimate.text()}")

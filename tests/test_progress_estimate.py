@@ -108,8 +108,8 @@ def test_a_log_gets_the_run_s_time_left_per_tile_and_per_image():
     clock.t += 40.0
     bar(ProgressEvent("image", 2, 2))
     assert buf.getvalue().splitlines() == [
-        "tiles ...",  # the first tile announces the stage
-        "tiles 2/4 (20 s), about 60 s left (run 25 %)",  # the rate from the first tile's end
+        "tiles 1/4 (10 s), run 12 %",  # the rate is measured from the first tile's end
+        "tiles 2/4 (20 s), about 60 s left (run 25 %)",
         "tiles 3/4 (30 s), about 50 s left (run 38 %)",
         "tiles 4/4 (40 s), about 40 s left (run 50 %)",
         "image 1/2 done (40.0 s, about 40 s left)",
