@@ -15,7 +15,7 @@ from .core.progress import ProgressEvent
 __all__ = ["ProgressBar", "RunEstimate", "work_weight", "duration"]
 
 #: the share of a chunk of groups finished when each step of the grouped method reports
-#: it (the steps' shares of the time in the grouped core's own statistics)
+#: it (the steps' shares of the time in the grouped core's statistics, 1 Mpx grey, issue 34)
 STEP_SHARE = {"grouping": 0.39, "eigensolver": 0.74, "projection": 0.80, "preimage": 0.98,
               "reassembly": 1.0}
 
@@ -60,10 +60,10 @@ class RunEstimate:
     share done comes from the events: finished tiles, and within a tile (or an image in
     one piece) the grouped method's chunks of groups in each stage.  The rate is measured
     from the first work done inside an item (or, when none is reported, from the first
-    item's end), so the kernels' first compile is not taken for the pace of the run.  Without weights, each image of the executor's count weighs
-    one.  ``tiles``: the tiles each item is planned in (its first tile is not taken for
-    the whole image); ``stages``: the passes over each tile; ``clock``: the time source
-    (seconds)."""
+    item's end), so the kernels' first compile is not taken for the pace of the run.
+    Without weights, each image of the executor's count weighs one.  ``tiles``: the
+    tiles each item is planned in (its first tile is not taken for the whole image);
+    ``stages``: the passes over each tile; ``clock``: the time source (seconds)."""
 
     def __init__(self, weights: dict | None = None, stages: int = 2, clock=None,
                  tiles: dict | None = None):
