@@ -13,241 +13,37 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
-from .core.progress import Cancelled, ProgressEvent
-from .io import (MAX_PIXELS, OUTPUT_FORMATS, SUPPORTED_SUFFIXES, InputError, check_not_input,
-                 in_format,
-                 collect_inputs, output_path, rank_tag, read_item, read_items,
-                 remove_stale_parts, write_item, write_sidecar)
+from .cli_args import OPTIONS, build_parser
+from .cli_progress import ProgressBar, RunEstimate, work_weight
+from .core.progress import Cancelled
+from .io import (SUPPORTED_SUFFIXES, InputError, check_not_input, collect_inputs, in_format,
+                 output_path, rank_tag, read_item, read_items, remove_stale_parts, write_item,
+                 write_sidecar)
 from .io.lazy_tiff import memory_budget
+from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
-from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, DenoiseParams,
-                     ParamError, parse_ranks)
+from .params import DenoiseParams, ParamError
 from .evaluation import noise_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
+from .tiling import plan
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
-
-#: parameter name -> the command-line option that sets it (for error messages)
-OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",
-           "stride": "--stride", "gamma": "--gamma", "n_train": "--train-patches",
-           "n_landmarks": "--landmarks", "preimage_iterations": "--iterations",
-           "noise_sigma": "--noise-sigma", "kernel": "--kernel", "seed": "--seed",
-           "add_noise": "--add-noise", "noise_model": "--noise-model",
-           "poisson_gain": "--poisson-gain", "tile_size": "--tile-size",
-           "strength": "--strength", "sequence": "--sequence", "profile": "--profile"}
-
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
 
 
 class UsageError(ValueError):
     """Bad usage found before computing: exit code 2."""
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr; when stderr is not a terminal (a log file,
-    a pipe), one line per stage the first time it starts and one per finished image."""
-
-    def __init__(self, stream=None, enabled=True, names=None):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.names = list(names or [])
-        self._last_stage = None
-        self._seen: set = set()
-        self._last_draw = 0.0
-        self._t0 = time.monotonic()
-        self._stage_t0: dict = {}  # stage -> (when its count last restarted, count then)
-        self._last_tiles = 0.0
-
-    def time_left(self, ev: ProgressEvent) -> str:
-        """``, about N s left`` in this stage from its rate so far (blank until known)."""
-        now = time.monotonic()
-        t0, d0 = self._stage_t0.get(ev.stage, (now, ev.done))
-        if ev.done < d0 or ev.stage not in self._stage_t0:
-            self._stage_t0[ev.stage] = (now, ev.done)
-            return ""
-        if ev.done <= d0 or now - t0 < 2 or not ev.total:
-            return ""
-        left = (now - t0) / (ev.done - d0) * max(ev.total - ev.done, 0)
-        text = f"{left / 60:.0f} min" if left >= 90 else f"{left:.0f} s"
-        return f", about {text} left" if ev.done < ev.total else ""
-
-    def __call__(self, ev: ProgressEvent) -> None:
-        if not self.enabled or ev.stage == "done":
-            return
-        if not self.tty:
-            self._plain(ev)
-            return
-        now = time.monotonic()
-        new_stage = ev.stage != self._last_stage
-        finished = ev.total and ev.done >= ev.total
-        if not (new_stage or finished or now - self._last_draw > 0.2):
-            return
-        self._last_draw = now
-        frac = ev.done / ev.total if ev.total else 0.0
-        width = 30
-        bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
-        text = f"{ev.stage:<12} [{bar}] {ev.done}/{ev.total}{self.time_left(ev)}"
-        self.stream.write("\r" + text.ljust(70))
-        if finished:
-            self.stream.write("\n")
-        self.stream.flush()
-        self._last_stage = ev.stage
-
-    def _plain(self, ev: ProgressEvent) -> None:
-        if ev.stage == "image":
-            if ev.done:
-                what = "failed" if ev.message == "failed" else "done"
-                self.stream.write(f"image {ev.done}/{ev.total} {what} "
-                                  f"({time.monotonic() - self._t0:.1f} s)\n")
-        elif ev.stage not in self._seen:
-            self._seen.add(ev.stage)
-            self.time_left(ev)
-            self.stream.write(f"{ev.stage} ...\n")
-        elif ev.stage == "tiles" and ev.total and (
-                ev.done >= ev.total or time.monotonic() - self._last_tiles >= 5):
-            # a large image's tiles: a line at most every 5 s, with the time left
-            self._last_tiles = time.monotonic()
-            self.stream.write(f"tiles {ev.done}/{ev.total} ({self._last_tiles - self._t0:.0f} s"
-                              f"{self.time_left(ev)})\n")
-        else:
-            self.time_left(ev)
-            return
-        self.stream.flush()
-
-
-def _ranks_option(text: str) -> tuple:
-    """--ranks as :func:`~kpca_denoise.params.parse_ranks` reads it: a value that is not
-    a rank is argparse's error (as --patch-size abc), a rank below 1 or given twice the
-    parameters' check (as --patch-size 0)."""
-    try:
-        return parse_ranks(text, check=False)
-    except ParamError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return v
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with its errors in one line, as every other error of the command (it
-    printed the whole usage first)."""
-
-    #: the arguments of the last parse (a name starting with '-' is explained with them)
-    _args: list = []
-
-    def parse_known_args(self, args=None, namespace=None):
-        _Parser._args = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message: str):
-        self.exit(2, f"error: {message}{self._dash_hint()} (see '{self.prog} -h')\n")
-
-    def _dash_hint(self) -> str:
-        """A file whose name starts with '-' is read as an option ('-dash.png' alone
-        gave "the following arguments are required: INPUT"): say how to name it."""
-        from .io import SUPPORTED_SUFFIXES
-
-        options = {o for p in (self, *self._subparsers_of()) for o in p._option_string_actions}
-        args = _Parser._args[:_Parser._args.index("--")] if "--" in _Parser._args else _Parser._args
-        for a in args:
-            if (a.startswith("-") and a != "-" and a.split("=")[0] not in options
-                    and (Path(a).suffix.lower() in SUPPORTED_SUFFIXES or os.path.exists(a))):
-                return (f"; {a} starts with '-' and was read as an option: write ./{a}, or "
-                        f"put it after --")
-        return ""
-
-    def _subparsers_of(self):
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                yield from action.choices.values()
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
-    ap.add_argument("--version", action="version", version=f"kpca-denoise {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("denoise", help="denoise images, folders and patch sets")
-    d.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="image files, folders (walked recursively), .npy/.npz patch sets")
-    d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                   help="folder for the results (sub-folders of the inputs are kept)")
-    d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
-    d.add_argument("--profile", choices=tuple(PROFILES),
-                   help="; ".join(f"'{k}': {v}" for k, v in PROFILES.items()))
-    d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
-    d.add_argument("--patch-size", type=int, help="patch side in pixels")
-    d.add_argument("--stride", type=int, help="step between patches ('global')")
-    d.add_argument("--gamma", type=float, help="RBF kernel parameter ('global' and patch sets; default: automatic)")
-    d.add_argument("--train-patches", type=int, dest="n_train", help="training patches ('global')")
-    d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
-                   help="Nystrom approximation with M landmarks ('global'; default: exact)")
-    d.add_argument("--iterations", type=int, dest="preimage_iterations",
-                   help="pre-image iteration cap (default: 100 for 'global', 1 per group for 'grouped')")
-    d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
-    d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
-    d.add_argument("--noise-model", choices=NOISE_MODELS,
-                   help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
-                        "--noise-sigma is then its Gaussian part)")
-    d.add_argument("--sequence", choices=SEQUENCE_CHOICES,
-                   help="denoise a stack's pages with their neighbours: 'auto' (default: when "
-                        "they show one scene), 'yes', 'no'; 'yes' also takes the separate "
-                        "images given as one ordered sequence (docs/stacks.md)")
-    d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
-                   help="Poisson gain in pixel units per photon (default: estimated)")
-    d.add_argument("--strength", type=float, metavar="FACTOR",
-                   help="factor on the noise level the denoiser is given (default 1; below 1 "
-                        "keeps more detail, above 1 smooths more)")
-    d.add_argument("--seed", type=int, help="random seed (>= 0)")
-    d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
-    d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
-    d.add_argument("--params", metavar="JSON", help="parameters from a sidecar written by the GUI or a run")
-    d.add_argument("--overwrite", action="store_true",
-                   help="replace output files that already exist (inputs are never replaced)")
-    d.add_argument("--max-pixels", type=_positive_int, default=MAX_PIXELS, metavar="N",
-                   help=f"largest image accepted, in pixels per image or page (default {MAX_PIXELS}); "
-                        "larger headers are refused as decompression bombs")
-    d.add_argument("--tile-size", type=int, metavar="PX",
-                   help="side of the overlapping tiles images are denoised in (bounds memory; "
-                        "default: automatic, the result does not depend on it)")
-    d.add_argument("--workers", type=_positive_int, metavar="N",
-                   help="spread the images over N local Dask worker processes "
-                        "(needs kpca-denoise[distributed])")
-    d.add_argument("--scheduler", metavar="ADDRESS",
-                   help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
-    d.add_argument("--format", choices=(*OUTPUT_FORMATS, "tif", "jpg"), type=str.lower,
-                   metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
-                   help="write the images in this format (default: each input's own; png or "
-                        "tiff are lossless)")
-    d.add_argument("--to-zarr", action="store_true",
-                   help="write the outputs of TIFFs read lazily (too large to hold) as OME-Zarr "
-                        "folders NAME_kpca.zarr (needs kpca-denoise[zarr]; default: tiled TIFF)")
-    d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    g = sub.add_parser("gui", help="open the desktop application")
-    g.add_argument("files", nargs="*")
-    g.add_argument("--demo", action="store_true", help="load the sample images, add noise, run a comparison")
-    g.add_argument("--screenshot", metavar="PATH", help="with --demo: save a screenshot and exit")
-    return ap
 
 
 def _param_error(exc: ParamError, source: str | None = None) -> UsageError:
@@ -531,7 +327,8 @@ def _denoise(args) -> int:
             patch_sets.append(it.is_patchset)
             owner.append(it)
     sequences = _sequences(items, params)
-    bar = ProgressBar(enabled=not args.quiet)
+    bar = ProgressBar(enabled=not args.quiet, estimate=_estimate(images, patch_sets, lazy, params))
+    images.started = bar.begin
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
@@ -540,11 +337,14 @@ def _denoise(args) -> int:
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
     interrupted: KeyboardInterrupt | None = None
+    quiet_again = _note_first_compile(params, patch_sets + [it.is_patchset for it in lazy], bar)
     try:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
+            bar.begin(("lazy", id(it)))
             ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
                                                    args.overwrite, outdir, bar)
+            bar.finish(("lazy", id(it)))
             failed += not ok
             finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
@@ -567,6 +367,7 @@ def _denoise(args) -> int:
         # stands without a record of how it was made
         interrupted = exc
     finally:
+        quiet_again()
         executor.close()
     result = executor.summary
     rows, written = [], []
@@ -596,6 +397,18 @@ def _denoise(args) -> int:
     _print_table(rows)
     print(f"results in {outdir.resolve()}")
     return 1 if failed else 0
+
+
+def _note_first_compile(params: DenoiseParams, patch_sets, bar: ProgressBar):
+    """One line as numba starts compiling the kernels the run needs, when its cache does not
+    hold them (a first run: half a minute or more before any progress); returns the
+    function that stops listening."""
+    def say(seconds: float) -> None:
+        bar.note(f"note: compiling the numba kernels once (about {seconds:.0f} s; cached for "
+                 "later runs)")
+
+    methods = {"global" if p or params.method == "global" else "grouped" for p in patch_sets}
+    return announce_compile(methods, say)
 
 
 def _sequences(items, params: DenoiseParams) -> list[tuple[int, int]]:
@@ -628,13 +441,41 @@ def _connect(executor: Executor) -> None:
         raise UsageError(str(exc)) from None
 
 
+def _estimate(images, patch_sets, lazy, params: DenoiseParams) -> RunEstimate:
+    """The run's estimate of the time left: each page and each input read lazily weighed
+    by the pixels it is denoised in (cli_progress.work_weight; a tiled image's tiles
+    with their overlaps), with the tiles it is planned in."""
+    def planned(shape, patch_set=False, stack=False) -> tuple[float, int]:
+        weight = work_weight(shape, patch_set, stack)
+        try:
+            tiles = [] if patch_set else plan(shape[1:] if stack else shape, params)
+        except ValueError:  # an image the pipeline refuses (it says why)
+            tiles = []
+        if len(tiles) < 2:
+            return weight, 1
+        page = int(np.prod(shape[1:3] if stack else shape[:2]))
+        area = sum((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles)
+        return weight * area / page, len(tiles) * (shape[0] if stack else 1)
+
+    weights, tiles = {}, {}
+    for i in range(len(images)):
+        weights[i], tiles[i] = planned(images.shape_of(i), patch_sets[i])
+    for it in lazy:
+        key = ("lazy", id(it))
+        weights[key], tiles[key] = planned(it.shape, it.is_patchset, it.is_stack)
+    two = params.method == "grouped" and params.grouped.two_stage
+    return RunEstimate(weights, stages=2 if two else 1, tiles=tiles)
+
+
 class _PageSource(Sequence):
     """The set's images page by page, read from their files when asked for: one
-    file's pixels are held at a time (the last one read, for a stack's pages)."""
+    file's pixels are held at a time (the last one read, for a stack's pages).
+    ``started(i)`` is called as page i is read (the run's estimate begins it)."""
 
     def __init__(self, items):
         self._index = [(it, k) for it in items for k in range(it.n_pages)]
         self._held: tuple = (None, None)
+        self.started = None
 
     def __len__(self) -> int:
         return len(self._index)
@@ -645,6 +486,8 @@ class _PageSource(Sequence):
 
     def __getitem__(self, i):
         it, k = self._index[i]
+        if self.started is not None:
+            self.started(i)
         if self._held[0] is not it:
             self._held = (None, None)  # let the previous file go before reading the next
             self._held = (it, it.reread())

@@ -324,7 +324,7 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
             bounds = _value_bounds(stub) if np.issubdtype(page.dtype, np.integer) else None
             colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
             model = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds)
-            sigma, stats["noise"] = model.sigma, model.to_dict()
+            sigma, stats["noise"] = model.level, model.to_dict()
             if noise_hint(model):
                 stats["hint"] = noise_hint(model)
     try:

@@ -1,6 +1,7 @@
 """Where numba caches the engine's compiled functions, decided before numba is imported
 (the package's ``__init__`` calls it, so the library, the command line and the window
-all get it).  Nothing here imports numba."""
+all get it), and whether a run will compile them first (:func:`compile_seconds`,
+:func:`announce_compile`: the command line's note; only they import numba)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["use_writable_numba_cache"]
+__all__ = ["use_writable_numba_cache", "compile_seconds", "announce_compile", "COMPILE_SECONDS"]
+
+#: each method's kernels, by module (every kernel of these modules is compiled on the
+#: method's first run and loaded from numba's cache after)
+KERNEL_MODULES = {"grouped": ("core.grouped.matching", "core.grouped.group_pca",
+                              "core.grouped.shrinkage"),
+                  "global": ("core.kernels",)}
+
+#: seconds of one core the first compile of each method's kernels takes: a 128x128
+#: image's run with an empty cache less the same run with it (docs/speed.md#the-first-run)
+COMPILE_SECONDS = {"grouped": 26, "global": 4}
 
 
 def use_writable_numba_cache() -> None:
@@ -65,3 +76,60 @@ def use_writable_numba_cache() -> None:
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     print(f"note: no writable cache folder for numba's compiled code; using {folder} for "
           "this run (set NUMBA_CACHE_DIR to keep it between runs)", file=sys.stderr)
+
+
+def compile_seconds(methods) -> float:
+    """Seconds of compiling the kernels of these methods (``'grouped'``, ``'global'``)
+    before a run's first result: each method's :data:`COMPILE_SECONDS` in the share of
+    its kernel modules with nothing in numba's cache (a module changed since it was
+    cached counts as empty, as numba then compiles it again); 0 when all are cached or
+    numba's cache cannot be read."""
+    import importlib
+
+    try:
+        from numba.core.registry import CPUDispatcher
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for method in dict.fromkeys(methods):
+        modules = KERNEL_MODULES.get(method, ())
+        cold = 0
+        for name in modules:
+            mod = importlib.import_module(f"{__package__}.{name}")
+            kernels = [f for f in vars(mod).values() if isinstance(f, CPUDispatcher)
+                       and f.py_func.__module__ == mod.__name__
+                       and f.targetoptions.get("inline", "never") == "never"]
+            try:
+                cold += bool(kernels) and not any(f._cache._cache_file._load_index()
+                                                  for f in kernels)
+            except (AttributeError, OSError, ValueError, EOFError):
+                pass  # no cache, or numba's internals changed: no claim
+        total += COMPILE_SECONDS[method] * cold / len(modules) if modules else 0.0
+    return total
+
+
+def announce_compile(methods, say, at_least: float = 10.0):
+    """Call ``say(seconds)`` once, when numba starts compiling one of the engine's kernels
+    (not when it loads them from its cache), if the compile expected for these methods
+    (:func:`compile_seconds`) is at least ``at_least`` seconds.  Returns the function that
+    stops listening."""
+    seconds = compile_seconds(methods)
+    if seconds < at_least:
+        return lambda: None
+    from numba.core import event
+
+    said: list = []
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev) -> None:
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not said and getattr(func, "__module__", "").startswith(__package__ + "."):
+                said.append(True)
+                say(seconds)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    listener = _FirstCompile()
+    event.register("numba:compile", listener)
+    return lambda: event.unregister("numba:compile", listener)

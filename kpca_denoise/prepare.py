@@ -162,6 +162,9 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
     elif params.noise_model == "gaussian":
         sigma = (params.noise_sigma if params.noise_sigma is not None
                  else _estimated_sigma(x, res))
+        if params.noise_sigma is None and res.stats.get("hint") == SIGNAL_DEPENDENT_HINT:
+            vst = _chosen_stabiliser(x, params, res)
+            sigma = 1.0 if vst is not None else sigma
     else:
         vst = _stabiliser(x, params)
         _check_counts(x, vst)
@@ -182,6 +185,43 @@ SIGNAL_DEPENDENT_HINT = ("the noise grows with the signal: try --noise-model poi
                          "(noise_model='poisson-gaussian')")
 
 
+#: what a run says when it chose the Poisson-Gaussian model itself (white noise that
+#: grows with the signal, under the default model with the level estimated)
+CHOSEN_HINT = ("the noise grows with the signal: denoised as Poisson-Gaussian noise; give "
+               "--noise-sigma to remove one Gaussian level instead")
+
+
+#: the Poisson-Gaussian model is chosen when the fitted line's variance grows at least
+#: this many times from the darkest level of the noise-level function to the brightest
+#: (the line must agree with the level function's growth, :data:`~kpca_denoise.core.nlf.SIGNAL_DEPENDENT_RATIO`)
+CHOSEN_GROWTH = 2.0
+
+
+def _chosen_stabiliser(x: np.ndarray, params: DenoiseParams, res: ImageResult):
+    """Under the Gaussian model with the level estimated, the Poisson-Gaussian
+    stabiliser when the measured noise is white and grows with the signal (the hint's
+    case) and the fitted gain and sigma agree (the variance grows by
+    :data:`CHOSEN_GROWTH` over the level function's brightness levels) and the data
+    are counts (:func:`_check_counts`); else None, the Gaussian level kept with the
+    hint.  The stabiliser's gain and sigma go to ``res.stats['noise_model']``
+    (``chosen``: true) and the one-line reason to ``res.stats['hint']``."""
+    levels = res.stats["noise"]["levels"]
+    vst = _stabiliser(x, params)
+    try:
+        _check_counts(x, vst)
+    except ValueError:
+        return None
+    g, s = np.ravel(vst.gain), np.ravel(vst.sigma)
+    lo, hi = max(float(min(levels)), 0.0), float(max(levels))
+    growth = float(np.mean((g * hi + s * s) / np.maximum(g * lo + s * s, 1e-300)))
+    if not growth >= CHOSEN_GROWTH:
+        return None
+    res.stats["noise_model"] = dict(model="poisson-gaussian", gain=g.tolist(), sigma=s.tolist(),
+                                    chosen=True)
+    res.stats["hint"] = CHOSEN_HINT
+    return vst
+
+
 #: ... and when, under the Poisson-Gaussian model, it does not
 FLAT_NOISE_HINT = ("the noise does not grow with the signal: the Gaussian model (the default, "
                    "--noise-model gaussian) fits better")
@@ -199,7 +239,7 @@ def _estimated_sigma(x: np.ndarray, res: ImageResult) -> float:
     res.stats["noise"] = model.to_dict()
     if noise_hint(model):
         res.stats["hint"] = noise_hint(model)
-    return model.sigma
+    return model.level
 
 
 def noise_hint(model) -> str | None:

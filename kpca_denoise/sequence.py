@@ -162,9 +162,9 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
     for it in seq:
         if vst is not None:
             it.vst = vst
-            it.result.stats["noise_model"] = dict(model=params.noise_model,
-                                                  gain=np.ravel(vst.gain).tolist(),
-                                                  sigma=np.ravel(vst.sigma).tolist())
+            it.result.stats["noise_model"] = dict(
+                it.result.stats["noise_model"], gain=np.ravel(vst.gain).tolist(),
+                sigma=np.ravel(vst.sigma).tolist())  # the model (and 'chosen') kept
         it.result.noise_sigma = sigma
     return sigma
 

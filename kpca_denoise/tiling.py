@@ -179,20 +179,37 @@ class LazyLuminance:
 # -- geometry -------------------------------------------------------------------------
 
 
-def _grouped_geometry(params: DenoiseParams) -> tuple[int, int]:
-    """(halo, align) of the grouped method with these parameters."""
+def _grouped_geometry(params: DenoiseParams, noise: tuple | None = None) -> tuple[int, int]:
+    """(halo, align) of the grouped method with these parameters.  ``noise``: ``(sigma,
+    guide data range, channels)`` of an image whose options are calibrated
+    (:func:`resolve_periodic`), for the windows the core resolves at that noise level;
+    None for the widest any noise level gets (the tiles are planned before it is known)."""
     from .core.grouped import resolve_geometry
+    from .core.grouped.calibrate import texture_noise
 
-    opts = params.grouped_options()
-    # noise_fraction 1: the widest stage-1 window any noise level gets (the tiles are
-    # planned before the noise level is known); a regular texture searches further
-    # (denoise_tiled decides ``periodic`` before it plans)
-    g = resolve_geometry(opts, noise_fraction=1.0, periodic=bool(opts.periodic))
+    opts = params.grouped_options(None if noise is None else noise[1])
+    periodic = bool(opts.periodic)  # a regular texture searches further
+    nf, detail = 1.0, None
+    if noise is not None and opts.periodic is not None:
+        sigma, _, c = noise
+        nf = None if opts.data_range is None else sigma / float(opts.data_range)
+        if periodic:  # as core.grouped.driver._resolve; an unknown contrast: the widest
+            nf = 1.0 if opts.contrast is None else texture_noise(nf, sigma, opts.contrast, c)
+        detail = 0.0 if opts.detail is None else opts.detail  # unknown: the widest window
+    g = resolve_geometry(opts, noise_fraction=nf, periodic=periodic, detail=detail)
     p = g.patch_size
     halo = 2 * (g.search_radius1 + p) + (g.match_size1 - p)  # stage 1
     if opts.two_stage:
         halo += 2 * (g.search_radius + p) + (g.match_size - p)  # stage 2, on the pilot
     return halo, g.stride
+
+
+def grouped_halo(image: np.ndarray, sigma: float, params: DenoiseParams, vst=None) -> tuple[int, int]:
+    """(halo, align) of the grouped method for ``image`` at noise ``sigma`` (``vst``: its
+    stabiliser), ``params`` calibrated by :func:`resolve_periodic`: what a core pixel
+    depends on at this noise level (a preview's tile)."""
+    c = channels(image)
+    return _grouped_geometry(params, (sigma, _guide_range(np.asarray(image).dtype, vst, c == 3), c))
 
 
 def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tuple[int, int]:

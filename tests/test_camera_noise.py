@@ -68,11 +68,45 @@ def test_correlated_noise_of_known_psd_is_read_within_ten_percent(sigma):
     assert abs(model.sigma / sigma - 1) < 0.10, model
     # and the pipeline tells the denoiser that level, reporting the model
     res = denoise_set([noisy], DenoiseParams(method="global", ranks=(4,), n_train=300)).images[0]
-    assert res.noise_sigma == pytest.approx(model.sigma)
+    assert res.noise_sigma == pytest.approx(model.level)
     assert res.stats["noise"]["kind"] == "correlated"
     back = type(model).from_dict(res.stats["noise"])
-    assert back.sigma == pytest.approx(model.sigma)
+    assert back.sigma == pytest.approx(model.sigma) and back.level == pytest.approx(model.level)
     assert back.describe(ascii=True).startswith(f"correlated noise, sigma {model.sigma:.3g} (")
+    assert back.describe(ascii=True).endswith(f"removed at {model.level:.3g}")
+
+
+def _psd_factor_121(patch=5):
+    """The effective factor of the [1 2 1] x [1 2 1] noise, from its exact covariance:
+    the Kronecker square of the 1-D Toeplitz matrix of r = (1, 2/3, 1/6)."""
+    r = np.zeros(patch)
+    r[:3] = [1.0, 2.0 / 3.0, 1.0 / 6.0]
+    T = r[np.abs(np.subtract.outer(np.arange(patch), np.arange(patch)))]
+    C = np.kron(T, T)
+    return np.sqrt(np.linalg.norm(C) / patch)
+
+
+def test_effective_factor_is_the_rms_of_the_patch_noise_spectrum():
+    from kpca_denoise.core.nlf import _lags, effective_factor
+
+    lags = _lags(3)
+    white = np.zeros(len(lags))
+    white[0] = 4.0
+    assert effective_factor(white, 3) == 1.0  # white noise: told its own std
+    r = {0: 1.0, 1: 2.0 / 3.0, 2: 1.0 / 6.0}
+    R = np.array([9.0 * r.get(abs(dy), 0.0) * r.get(abs(dx), 0.0) for dy, dx in lags])
+    assert effective_factor(R, 3) == pytest.approx(_psd_factor_121())
+    assert 1.3 < effective_factor(R, 3) < 1.45
+
+
+def test_correlated_noise_is_removed_above_its_per_pixel_std():
+    """The fitted autocovariance gives the known PSD's factor within 5 %."""
+    from kpca_denoise.core.nlf import estimate_noise_model
+    from kpca_denoise.core.noise import estimate_sigma_image
+
+    noisy = _smooth_scene(192) + _correlated_noise((192, 192), 8.0, 11)
+    model = estimate_noise_model(noisy, estimate_sigma_image(noisy))
+    assert abs(model.level / model.sigma / _psd_factor_121() - 1) < 0.05, model
 
 
 def test_white_noise_keeps_the_finest_scale_estimate():
@@ -100,7 +134,9 @@ def test_noise_free_images_read_no_noise_and_come_back_unchanged():
         assert "returned unchanged" in res.stats["note"]
 
 
-def test_cli_hints_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys):
+def test_cli_chooses_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys):
+    import json
+
     import tifffile
 
     rng = np.random.default_rng(5)
@@ -110,13 +146,20 @@ def test_cli_hints_the_poisson_model_for_signal_dependent_noise(tmp_path, capsys
                "--method", "global", "--ranks", "4", "--train-patches", "300"])
     err = capsys.readouterr().err
     assert rc == 0
-    assert ("note: counts.tif: the noise grows with the signal: try --noise-model "
-            "poisson-gaussian") in err
-    # told the model, it says nothing of the kind
+    # the Poisson-Gaussian model is chosen from the data, and the run says so
+    assert ("note: counts.tif: the noise grows with the signal: denoised as Poisson-Gaussian "
+            "noise; give --noise-sigma to remove one Gaussian level instead") in err
+    assert "note: counts.tif: Poisson-Gaussian noise, gain " in err
+    side = json.loads(next((tmp_path / "o").glob("kpca-denoise-*.json")).read_text())
+    stats = side["items"][0]["stats"]
+    assert stats["noise_model"]["chosen"] is True and stats["noise"]["signal_dependent"]
+    # told the model, it says nothing of the kind, and gives the same pixels
     rc = main(["denoise", str(tmp_path / "counts.tif"), "-o", str(tmp_path / "p"), "-q",
                "--method", "global", "--ranks", "4", "--train-patches", "300",
                "--noise-model", "poisson-gaussian"])
     assert rc == 0 and "grows with the signal" not in capsys.readouterr().err
+    chosen, told = (tifffile.imread(next((tmp_path / d).glob("*.tif"))) for d in "op")
+    np.testing.assert_array_equal(chosen, told)
 
 
 def test_cli_hints_the_gaussian_model_for_noise_that_does_not_grow(tmp_path, capsys):

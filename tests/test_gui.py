@@ -35,6 +35,10 @@ from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
 from helpers import assert_same_result
 
+# every job of a test is one the test starts and waits for: no background preview decisions
+# (tests/test_gui_desktop.py turns them on for the one test about them)
+MainWindow.prepare_delay_ms = None
+
 RUN_TIMEOUT_MS = 60_000
 FAST = DenoiseParams(method="global", ranks=(2, 4, 8), n_train=300, preimage_iterations=30)
 

@@ -227,6 +227,7 @@ def test_sigint_during_the_tiles_stops_the_run_cleanly(tmp_path):
 def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):
     import io
 
+    from kpca_denoise import cli_progress
     from kpca_denoise.core.progress import ProgressEvent
 
     class Tty(io.StringIO):
@@ -234,7 +235,7 @@ def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):
             return True
 
     now = [100.0]
-    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(cli_progress, "_now", lambda: now[0])
     buf = Tty()
     bar = cli.ProgressBar(stream=buf)
     for done, t in ((1, 100.0), (2, 110.0), (4, 130.0)):

@@ -70,6 +70,7 @@ class _Design:
                 E = E + E.T
             self.E.append(E)
         self.X = np.stack([(self.P @ E @ self.P).ravel() for E in self.E], axis=1)
+        self.X_pinv = np.linalg.pinv(self.X)  # the least-squares fit, once per design
         # own gradient energy x^T A x: squared horizontal and vertical differences
         Dx = np.zeros((p * (p - 1), d))
         Dy = np.zeros((p * (p - 1), d))
@@ -85,8 +86,7 @@ class _Design:
         """The autocovariance at :attr:`lags` of the noise of ``rows`` (N, p*p)."""
         Xc = rows - rows.mean(axis=0)
         C = Xc.T @ Xc / max(rows.shape[0] - 1, 1)
-        M = self.P @ C @ self.P
-        return np.linalg.lstsq(self.X, M.ravel(), rcond=None)[0]
+        return self.X_pinv @ (self.P @ C @ self.P).ravel()
 
     def cov(self, R: np.ndarray) -> np.ndarray:
         return sum(r * E for r, E in zip(R, self.E))
@@ -145,6 +145,10 @@ class NoiseModel:
     signal_dependent : the variance grows with the brightness (by
         :data:`SIGNAL_DEPENDENT_RATIO` from the darkest level to the brightest, leaving
         out the levels within two noise stds of the clipping bounds).
+    effective : the level the denoiser is told (:attr:`level`): for correlated noise
+        ``sigma`` times :func:`effective_factor` of the fitted autocovariance (the
+        noise of a patch as white noise of the same covariance size sees it); 0 for
+        white noise (``sigma`` itself), and in models saved before it existed.
     """
 
     kind: str
@@ -155,10 +159,16 @@ class NoiseModel:
     levels: tuple = ()
     level_sigmas: tuple = ()
     signal_dependent: bool = False
+    effective: float = 0.0
 
     @property
     def correlated(self) -> bool:
         return self.kind == "correlated"
+
+    @property
+    def level(self) -> float:
+        """The noise level the denoiser is told (before ``strength``)."""
+        return self.effective if self.effective > 0 else self.sigma
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (what ``ImageResult.stats['noise']`` holds)."""
@@ -182,9 +192,26 @@ class NoiseModel:
             return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
         text = (f"correlated noise, {s} {num(self.sigma)} ({self.correlation:.2g} x the finest "
-                f"scale's {num(self.white_sigma)})" if self.correlated
-                else f"white noise, {s} {num(self.sigma)}")
+                f"scale's {num(self.white_sigma)}), removed at {num(self.level)}"
+                if self.correlated else f"white noise, {s} {num(self.sigma)}")
         return text + (", growing with the signal" if self.signal_dependent else "")
+
+
+def effective_factor(R: np.ndarray, lag: int, patch: int = 5) -> float:
+    """How much above the per-pixel std ``sqrt(R[0])`` the level a white-noise
+    denoiser is told should be for noise of autocovariance ``R`` (:attr:`_Design.lags`
+    up to ``lag`` px): with ``C`` the noise covariance of a ``patch`` x ``patch``
+    patch, the white noise whose covariance has the same Frobenius norm, i.e. the root
+    mean square of ``C``'s eigenvalues (the noise power spectrum sampled by the
+    patch), has variance ``||C||_F / patch``; the factor is its std over ``sqrt(R[0])``.
+    White noise gives 1; the more the noise power sits in few (smooth) directions, the
+    more those, where a patch's signal also lies, hold above the mean (demosaiced
+    camera noise: 1.2 to 1.45, docs/noise.md).  At least 1."""
+    if not R[0] > 0:
+        return 1.0
+    C = _design(patch, lag).cov(R)
+    rms = float(np.linalg.norm(C)) / patch
+    return max(float(np.sqrt(rms / R[0])), 1.0)
 
 
 def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
@@ -231,19 +258,27 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
     return R
 
 
+#: the patches one level of the level function reads its noise std from at most (a
+#: random choice): a quarter of the whole-image fit's, the level function then costs
+#: about what the covariance fit of one channel does (docs/noise.md)
+LEVEL_PATCHES = 5000
+
+
 def _level_function(img: np.ndarray, p: int, max_patches: int, max_pixels: int,
                     block_size: int, seed: int, nlev: int = 6, frac: float = 0.3
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The finest-scale noise std per brightness level of a 2-D image (``nlev``
-    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`):
-    ``(level means, stds)``, empty for an image too small."""
+    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`,
+    each from at most :data:`LEVEL_PATCHES` patches): ``(level means, stds)``, empty for
+    an image too small."""
     st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=True)
     min_keep = 40 * p * p
     nlev = min(nlev, int(st.t.size * frac) // min_keep)
     if nlev < 2:
         return np.zeros(0), np.zeros(0)
-    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep, max_patches, seed)
+    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep,
+                               min(max_patches, LEVEL_PATCHES), seed)
     return m, np.sqrt(np.maximum(v, 0.0))
 
 
@@ -283,6 +318,7 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     ratio = float(np.sqrt(r0)) / white if white > 0 and r0 > 0 else 1.0
     correlated = ratio >= CORRELATED_RATIO and neighbour - 2.0 * far >= CORRELATED_SHORT
     sigma = float(np.sqrt(r0)) if correlated else white
+    effective = sigma * effective_factor(np.mean(R, axis=0), lag) if correlated else 0.0
     # the level function, of the luminance (one pass whatever the channels)
     levels, stds = _level_function(chans[0] if luminance is None else luminance, patch_size,
                                    **kw)
@@ -300,4 +336,5 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     return NoiseModel(kind="correlated" if correlated else "white", sigma=sigma,
                       white_sigma=white, correlation=ratio if correlated else 1.0,
                       neighbour=neighbour, levels=tuple(float(v) for v in levels),
-                      level_sigmas=tuple(float(v) for v in stds), signal_dependent=dependent)
+                      level_sigmas=tuple(float(v) for v in stds), signal_dependent=dependent,
+                      effective=effective)

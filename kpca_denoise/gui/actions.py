@@ -70,7 +70,8 @@ class WindowActions:
         self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
         self.act_preview = self._act("Preview", self.toggle_preview, "P",
                                      "Denoise a region (the rectangle on the input, first the part "
-                                     "in view) at every rank: the full run's pixels there, in seconds")
+                                     "in view; Shift + drag on a view draws another) at every rank: "
+                                     "the full run's pixels there, in seconds")
         self.act_preview.setCheckable(True)
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")
@@ -154,7 +155,7 @@ class WindowActions:
 
     def _update_actions(self) -> None:
         """Enable what can be done now: something loaded, no run going on."""
-        running = self.runner.is_running()
+        running = self.runner.busy()
         has = bool(self.entries)
         self.act_run.setEnabled(has and not running)
         self.act_run_all.setEnabled(has and not running)

@@ -37,6 +37,7 @@ __all__ = [
     "PreviewOutcome",
     "run_preview",
     "preview_tile",
+    "prepare_preview",
     "compute_metrics",
     "params_key",
     "rank_sort_key",
@@ -111,7 +112,8 @@ class JobItem:
 class Job:
     items: list
     params: DenoiseParams
-    purpose: str = "run"  # 'run', 'export' (what the window does when it finishes) or 'preview'
+    purpose: str = "run"  # 'run', 'export' (what the window does when it finishes), 'preview'
+    #: or 'prepare' (a preview's whole-image decisions, in the background)
     box: tuple = ()  # a preview's region (y0, y1, x0, x1) of its one item
     job_id: int = 0
     #: tuples of indices into ``items`` denoised together by one ``denoise_set``
@@ -142,6 +144,7 @@ class PreviewOutcome:
     seconds: float = 0.0
     error: str | None = None
     note: str | None = None
+    decided_before: bool = False  # the whole image's decisions were made before (kept)
 
 
 @dataclass
@@ -343,7 +346,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
     """Denoise ``items`` with one ``denoise_set`` call; yields their outcomes.
 
     One model is fitted for all items of a kind (grey, colour, patch sets of
-    one size), exactly as ``kpca-denoise denoise FOLDER`` does.
+    one size), exactly as ``kpca-denoise denoise FOLDER`` does; under the grouped
+    method the items are a stack's pages, denoised as a sequence (``params.sequence``).
 
     Every item is denoised at every rank missing for any of them: they share
     the model, and ranks up to its size reuse its eigendecomposition.
@@ -415,6 +419,8 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     for k in ("noise", "hint"):  # the measured noise (white or correlated), a word on it
         if img.stats.get(k):
             resolved[k] = img.stats[k]
+    if img.stats.get("sequence"):  # a page of a sequence: the decision, the neighbours it used
+        resolved["page_sequence"] = img.stats["sequence"]
     if eigenvalues is not None:
         out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         out.total_variance = total_variance
@@ -440,6 +446,49 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
 #: whole-image decisions of previews in this (worker) process, by (image key, parameters
 #: without ranks): moving the region re-uses them, only the region is denoised again
 _DECISIONS: dict = {}
+#: the grouped method's noise measurement (``denoise_set(fit_only=True)``: the noise level,
+#: the stabiliser, the added noise) by (image key, what it depends on): a new strength or
+#: grouped knob only calibrates again
+_MEASURED: dict = {}
+_KEPT = 4  # each holds an image
+
+
+def _keep(cache: dict, key, value) -> None:
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > _KEPT:
+        cache.pop(next(iter(cache)))
+
+
+def _measurement_params(params: DenoiseParams) -> DenoiseParams:
+    """The parameters the grouped method's measurement of an image depends on (the
+    preparation's: noise model and level, added noise and its seed), at strength 1."""
+    return DenoiseParams(method=params.method, patch_size=params.patch_size,
+                         noise_model=params.noise_model, noise_sigma=params.noise_sigma,
+                         poisson_gain=params.poisson_gain, add_noise=params.add_noise,
+                         seed=params.seed)
+
+
+def _measure(item: JobItem, params: DenoiseParams, progress, cancel):
+    """The whole image's ``ImageResult`` after the preparation (``denoise_set`` up to the
+    fit); for the grouped method cached without the strength and the grouped knobs, the
+    strength applied here as the preparation applies it."""
+    if params.method != "grouped":
+        model_key = (item.key, params_key(params))
+        res = denoise_set([item.array], params, names=[item.name], progress=progress,
+                          cancel=cancel, model=_MODELS.get(model_key), fit_only=True)
+        _keep_model(model_key, res.model)
+        return res.images[0], res.model
+    mp = _measurement_params(params)
+    mkey = (item.key, params_key(mp))
+    img = _MEASURED.get(mkey)
+    if img is None:
+        img = denoise_set([item.array], mp, names=[item.name], progress=progress, cancel=cancel,
+                          fit_only=True).images[0]
+        _keep(_MEASURED, mkey, img)
+    if not img.error and not img.outputs:  # noise to remove: the level the denoiser gets
+        img = replace(img, noise_sigma=img.noise_sigma * params.strength)
+    return img, None
 
 
 def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
@@ -457,34 +506,39 @@ def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
     if found is not None and (params.method != "global" or (
             model is not None and model.eigenvalues_.size >= top)):
         return found[:4] + (model,) + found[5:]
-    res = denoise_set([item.array], params, names=[item.name], progress=progress, cancel=cancel,
-                      model=model, fit_only=True)
-    _keep_model(model_key, res.model)
-    img = res.images[0]
+    img, model = _measure(item, params, progress, cancel)
     nm = img.stats.get("noise_model")
     vst = GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
     calibrated = params
     if not img.error and not img.outputs and params.method == "grouped":
         calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst)
-    found = (img.noisy, img.noise_sigma, vst, calibrated, res.model, img)
-    _DECISIONS.pop(model_key, None)
-    _DECISIONS[model_key] = found
-    while len(_DECISIONS) > 4:  # each holds an image
-        _DECISIONS.pop(next(iter(_DECISIONS)))
+    found = (img.noisy, img.noise_sigma, vst, calibrated, model, img)
+    _keep(_DECISIONS, model_key, found)
     return found
 
 
-def preview_tile(shape: tuple, params: DenoiseParams, box: tuple):
-    """The tile whose core covers ``box`` (y0, y1, x0, x1), grown to the method's
-    reference grid, with the halo the tiled engine gives a tile (so its core is the
-    whole image's result there)."""
-    from ..core.tiles import Tile
-    from ..tiling import _global_geometry, _grouped_geometry
+def prepare_preview(item: JobItem, params: DenoiseParams, cancel=None) -> bool:
+    """Make the whole-image decisions of a preview of ``item`` ahead of it (the window
+    asks when an image is selected); True when they were made now, False when kept."""
+    if (item.key, params_key(params)) in _DECISIONS:
+        return False
+    _decisions(item, params, None, cancel)
+    return True
 
-    halo, align = (_grouped_geometry(params) if params.method == "grouped"
+
+def preview_tile(image: np.ndarray, params: DenoiseParams, box: tuple, sigma: float,
+                 vst=None):
+    """The tile whose core covers ``box`` (y0, y1, x0, x1) of ``image``, grown to the
+    method's reference grid, with the halo a core pixel depends on (the grouped method's
+    at this noise level ``sigma``, ``params`` calibrated), so its core is the whole
+    image's result there."""
+    from ..core.tiles import Tile
+    from ..tiling import _global_geometry, grouped_halo
+
+    halo, align = (grouped_halo(image, sigma, params, vst) if params.method == "grouped"
                    else _global_geometry(params)[:2])
     halo = -(-halo // align) * align
-    h, w = shape[:2]
+    h, w = image.shape[:2]
     y0, y1, x0, x1 = (int(v) for v in box)
     y0, x0 = max(0, y0 // align * align), max(0, x0 // align * align)
     y1, x1 = min(h, -(-y1 // align) * align), min(w, -(-x1 // align) * align)
@@ -502,7 +556,8 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     from ..tiling import denoise_tile
 
     t = time.perf_counter()
-    out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params)
+    out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params,
+                         decided_before=(item.key, params_key(params)) in _DECISIONS)
     try:
         noisy, sigma, vst, calibrated, model, img = _decisions(item, params, progress, cancel)
     except _FIT_ERRORS as exc:
@@ -518,14 +573,14 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     if params.add_noise:
         out.noisy = noisy
     try:
-        tile = preview_tile(noisy.shape, calibrated, box)
+        tile = preview_tile(noisy, calibrated, box, sigma, vst)
     except ValueError as exc:
         out.error = str(exc)
         return out
     out.box = (tile.y0, tile.y1, tile.x0, tile.x1)
     keys = result_keys(params, False)
     if img.outputs:  # no noise to remove: every rank is the input
-        outs = {r: noisy[tile.core] for r in img.outputs}
+        outs = {r: noisy[tile.core] for r in keys}
     else:
         outs, stats = denoise_tile(noisy[tile.region], tile, sigma, calibrated, model=model,
                                    ranks=keys if params.method == "global" else (), vst=vst,
@@ -580,6 +635,12 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
             summary["failed" if outcome.error else "done"] += 1
             emit("preview", outcome)
             job = replace(job, items=[])
+        elif job.purpose == "prepare":  # a failure is the preview's to report
+            try:
+                prepare_preview(job.items[0], job.params, cancel)
+            except _FIT_ERRORS:
+                pass
+            job = replace(job, items=[])
         for i, item in enumerate(job.items):
             if cancel.is_set():
                 raise Cancelled("cancelled by the user")
@@ -591,7 +652,9 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 continue
             else:
                 started.add(group)
-                emit("item_started", (-1, len(group), f"set of {len(group)} images fitted together"))
+                emit("item_started", (-1, len(group), f"{len(group)} pages denoised as one stack"
+                                      if job.params.method == "grouped" else
+                                      f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)
             for outcome in outcomes:
                 if not outcome.partial:

@@ -28,7 +28,7 @@ class ViewDrawing:
         """Redraw once at the next event-loop turn, however many results arrived."""
         if not self._refresh_pending:
             self._refresh_pending = True
-            QTimer.singleShot(0, self._deferred_refresh)
+            QTimer.singleShot(0, self, self._deferred_refresh)  # none once the window is gone
 
     def _deferred_refresh(self) -> None:
         if self._refresh_pending:
@@ -191,9 +191,9 @@ class ViewDrawing:
         """The fitted eigen-spectrum of the result shown (the grouped method: its groups'
         mean spectrum, what a rank cuts), or why there is none."""
         pv = self.session.preview(e, self.current_params()) if rec is None else None
-        spec, what = group_spectrum(rec, pv) if not e.is_patchset else (None, "")
+        spec, what, spread = group_spectrum(rec, pv) if not e.is_patchset else (None, "", None)
         if spec is not None:
-            self.spectrum.set_group_spectrum(spec, what)
+            self.spectrum.set_group_spectrum(spec, what, spread)
         elif pv is not None and pv.spectrum is not None:
             self.spectrum.set_eigenvalues(pv.spectrum, final=True)
         elif rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:

@@ -183,3 +183,4 @@ class ImageLoading:
         if self.preview_roi is not None:  # the rectangle was the last image's
             self.toggle_preview()
         self.refresh_views(reset_zoom=True)
+        self.schedule_prepare()

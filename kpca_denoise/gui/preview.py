@@ -24,11 +24,19 @@ __all__ = ["PreviewControl", "PREVIEW_SIDE"]
 
 #: the side of the first preview region, in image pixels (at most; the part in view)
 PREVIEW_SIDE = 256
+#: the largest image (pixels) whose preview decisions are made in the background when it is
+#: selected (the grouped method: the noise measurement and the calibration, some seconds a
+#: megapixel; a run asked for meanwhile stops them)
+PREPARE_MAX_PIXELS = 4_000_000
 _PEN = "#39c5e0"
 
 
 class PreviewControl:
     """The preview rectangle, its requests and its results (mixed into the window)."""
+
+    #: milliseconds an image or a parameter stays unchanged before the preview's decisions
+    #: are made in the background; None: never (the tests drive every job themselves)
+    prepare_delay_ms: int | None = 800
 
     def _init_preview(self) -> None:
         self.preview_roi: pg.RectROI | None = None
@@ -39,6 +47,10 @@ class PreviewControl:
         self._preview_timer.setInterval(250)  # a drag sends one request, not fifty
         self._preview_timer.timeout.connect(self.request_preview)
         self.runner.previewDone.connect(self._on_preview_done)
+        self._prepared: set = set()  # (image key, parameters) whose decisions were asked for
+        self._prepare_timer = QTimer(self)
+        self._prepare_timer.setSingleShot(True)
+        self._prepare_timer.timeout.connect(self.prepare_preview)
 
     # -- the rectangle ------------------------------------------------------------------
     def toggle_preview(self) -> None:
@@ -55,7 +67,31 @@ class PreviewControl:
             self.act_preview.setChecked(False)
             self.report_info("A preview needs an image (patch sets are denoised whole).")
             return
-        x0, y0, x1, y1 = self.visible_box(data.shape)
+        self._show_preview_roi(self.visible_box(data.shape))
+
+    def draw_preview(self, rect: tuple) -> bool:
+        """The preview of the region drawn on a view (Shift + drag): ``rect`` (x0, y0, x1,
+        y1) in image pixels, clipped to the image; a region under 8 pixels a side is a slip
+        of the mouse.  True if the region is shown (and its preview asked for)."""
+        data = self.grid.input_panel.data
+        e = self.current_entry()
+        if data is None or e is None or e.is_patchset:
+            return False
+        h, w = data.shape[:2]
+        x0, y0 = max(0, int(round(rect[0]))), max(0, int(round(rect[1])))
+        x1, y1 = min(w, int(round(rect[2]))), min(h, int(round(rect[3])))
+        if x1 - x0 < 8 or y1 - y0 < 8:
+            return False
+        if self.preview_roi is None:
+            self._show_preview_roi((x0, y0, x1, y1))
+        else:
+            self.preview_roi.setPos([x0, y0], update=False)
+            self.preview_roi.setSize([x1 - x0, y1 - y0])
+            self._preview_timer.start()
+        return True
+
+    def _show_preview_roi(self, box: tuple) -> None:
+        x0, y0, x1, y1 = box
         self.preview_roi = pg.RectROI([x0, y0], [x1 - x0, y1 - y0], pen=pg.mkPen(_PEN, width=2),
                                       snapSize=1.0, translateSnap=True, scaleSnap=True)
         self.preview_roi.setZValue(20)
@@ -90,11 +126,40 @@ class PreviewControl:
     # -- requests -------------------------------------------------------------------------
     def preview_wanted(self) -> bool:
         """A preview is asked for and the full result is not there already."""
+        return self.preview_roi is not None and self._result_missing()
+
+    def _result_missing(self) -> bool:
+        """The current image has an image (not a patch set) whose result for the panel's
+        parameters is not all there."""
         e, p = self.current_entry(), self.current_params()
-        if self.preview_roi is None or e is None or p is None:
+        if e is None or p is None or e.is_patchset:
             return False
         rec = self.session.record(e, p)
         return rec is None or bool(self.cache.missing(e.key, self.result_key(e, p), p.ranks))
+
+    def schedule_prepare(self) -> None:
+        """Make the current image's preview decisions once it has stayed selected (and the
+        parameters unchanged) for :attr:`prepare_delay_ms`."""
+        if self.prepare_delay_ms is not None:
+            self._prepare_timer.start(self.prepare_delay_ms)
+
+    def prepare_preview(self) -> bool:
+        """Start the background job that makes the current image's whole-image decisions
+        (:func:`kpca_denoise.gui.compute.prepare_preview`), so that its first preview
+        denoises only its region: the grouped method, an image of at most
+        :data:`PREPARE_MAX_PIXELS`, nothing running.  True if it started."""
+        e, p = self.current_entry(), self.current_params()
+        if (self.runner.is_running() or not self._result_missing() or p.method != "grouped"
+                or e.array.shape[0] * e.array.shape[1] > PREPARE_MAX_PIXELS):
+            return False
+        key = (e.key, params_key(p))
+        if key in self._prepared:
+            return False
+        self._prepared.add(key)
+        item = JobItem(key=e.key, name=e.name, array=e.array, is_patchset=False, ranks=tuple(p.ranks))
+        from .worker import Job
+
+        return self.runner.start(Job(items=[item], params=p, purpose="prepare"))
 
     def request_preview(self) -> bool:
         """Denoise the rectangle now, or after the run going on; True if it started."""
@@ -118,7 +183,7 @@ class PreviewControl:
 
     def _preview_after_run(self) -> None:
         if self._preview_pending:
-            QTimer.singleShot(0, self.request_preview)
+            QTimer.singleShot(0, self, self.request_preview)
 
     def _on_preview_done(self, pv: PreviewOutcome) -> None:
         if self.session.row_of(pv.key) < 0:
@@ -129,7 +194,8 @@ class PreviewControl:
         self.session.add_preview(pv)
         y0, y1, x0, x1 = pv.box
         self.log(f"preview of {x1 - x0}×{y1 - y0} pixels at ({x0}, {y0}), ranks "
-                 f"{', '.join(rank_label(r) for r in pv.outputs)}: {pv.seconds:.1f} s")
+                 f"{', '.join(rank_label(r) for r in pv.outputs)}: {pv.seconds:.1f} s"
+                 + (" (the image's decisions made before)" if pv.decided_before else ""))
         if pv.note:
             self.log(pv.note)
         self.schedule_refresh()

@@ -58,7 +58,8 @@ class RunControl:
             self.progress.set_method(p.method)  # the stages this method will go through
         if self.preview_wanted():
             self._preview_timer.start()
-        if e is not None and not self.runner.is_running():
+        self.schedule_prepare()
+        if e is not None and not self.runner.busy():
             rkey = self.result_key(e, p)
             rec = self.cache.get(e.key, rkey)
             if rec is not None and self.cache.missing(e.key, rkey, p.ranks):
@@ -66,7 +67,7 @@ class RunControl:
 
     def _auto_run_missing(self) -> None:
         e, p = self.current_entry(), self.current_params()
-        if e is None or p is None or self.runner.is_running():
+        if e is None or p is None or self.runner.busy():
             return
         if self.cache.get(e.key, self.result_key(e, p)) is not None:
             self.log("computing only the ranks not computed yet for these parameters")
@@ -114,10 +115,11 @@ class RunControl:
     def _start(self, entries: list[ImageEntry], purpose: str, ranks=None, set_fit: bool = False) -> bool:
         """Start a run for the ranks of ``entries`` not cached yet; False if none started."""
         if self.runner.is_running():
-            if self.runner.purpose() == "preview":  # the run is what the preview was for
+            if self.runner.purpose() in ("preview", "prepare"):  # the run is what they were for
                 self._queued_run = (entries, purpose, ranks, set_fit)
                 self.runner.cancel()
-                self.log("preview stopped: the run starts as soon as it has")
+                if self.runner.purpose() == "preview":
+                    self.log("preview stopped: the run starts as soon as it has")
                 return True
             self.report_info("A run is in progress; wait for it or cancel it (Esc).")
             return False
@@ -135,7 +137,7 @@ class RunControl:
         return self.runner.start(Job(items=items, params=params, purpose=purpose, sets=sets))
 
     def cancel_run(self) -> None:
-        if self.runner.is_running():
+        if self.runner.busy():
             self.runner.cancel()
             self.progress.overall.setText("cancelling…")
             self.log("cancel requested")
@@ -143,6 +145,9 @@ class RunControl:
 
     # -- what the worker sends ------------------------------------------------------------
     def _on_run_started(self, job: Job) -> None:
+        if job.purpose == "prepare":  # in the background: nothing to show
+            self._update_actions()
+            return
         n = len(job.items)
         self.progress.start(job.params.method, n, one_model=bool(job.sets))
         if job.purpose != "preview":
@@ -189,8 +194,20 @@ class RunControl:
             return
         self.imageset.set_status(row, status_text(len(sh.record.ranks), sh.matches))
 
+    def _after_prepare(self) -> None:
+        """The background decisions ended (or gave way): what waited for them starts."""
+        self._update_actions()
+        queued, self._queued_run = self._queued_run, None
+        if queued is not None:
+            self._start(*queued)
+        else:
+            self._preview_after_run()
+
     def _on_run_finished(self, summary: RunSummary) -> None:
         self._running_keys = set()
+        if summary.job.purpose == "prepare":
+            self._after_prepare()
+            return
         progress_text, msg = run_end_texts(summary.status, summary.seconds, summary.done,
                                            summary.failed, summary.message)
         preview = summary.job.purpose == "preview"
@@ -216,6 +233,8 @@ class RunControl:
         if summary.status == "done" and not preview:
             self._add_auto_neighbours()
         self._preview_after_run()
+        if not self.runner.is_running():
+            self.schedule_prepare()
         pending, self._pending_export = self._pending_export, None
         if pending is not None and summary.status == "done" and summary.job.purpose == "export":
             self._export_after_run(*pending)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 # the texts under the views are built without Qt (texts.py); kept importable from here
 from .texts import format_metrics, format_value, region_stats
 
-__all__ = ["ImagePanel", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
+__all__ = ["ImagePanel", "DrawingViewBox", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
            "region_stats", "one_to_one"]
 
 # images are (row, column) arrays everywhere in this project
@@ -130,6 +130,27 @@ class _FittedLines(QLabel):
         p.end()
 
 
+class DrawingViewBox(pg.ViewBox):
+    """A ViewBox on which Shift + left drag draws a rectangle (rubber band) instead of
+    panning; ``regionDrawn`` gives it in view coordinates (x0, y0, x1, y1)."""
+
+    regionDrawn = Signal(object)
+
+    def mouseDragEvent(self, ev, axis=None) -> None:  # noqa: N802 (pyqtgraph's name)
+        if (ev.button() != Qt.MouseButton.LeftButton
+                or not ev.modifiers() & Qt.KeyboardModifier.ShiftModifier):
+            super().mouseDragEvent(ev, axis)
+            return
+        ev.accept()
+        if ev.isFinish():
+            self.rbScaleBox.hide()
+            a, b = self.mapToView(ev.buttonDownPos()), self.mapToView(ev.pos())
+            self.regionDrawn.emit((min(a.x(), b.x()), min(a.y(), b.y()),
+                                   max(a.x(), b.x()), max(a.y(), b.y())))
+        else:
+            self.updateScaleBox(ev.buttonDownPos(), ev.pos())
+
+
 class ImagePanel(QFrame):
     """A titled image view with a line of metrics under it.
 
@@ -153,7 +174,7 @@ class ImagePanel(QFrame):
         self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.view = pg.GraphicsView(self)
         self.view.setBackground("#202020")
-        self.vb = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
+        self.vb = DrawingViewBox(lockAspect=True, invertY=True, enableMenu=False)
         self.vb.setDefaultPadding(0.0)
         self.view.setCentralItem(self.vb)
         # drawn at screen resolution: a 12 Mpx photo in a small panel is drawn from a
@@ -288,6 +309,7 @@ class ComparisonGrid(QWidget):
     """
 
     rankClicked = Signal(object)  # rank (int or None)
+    regionDrawn = Signal(object)  # Shift + drag on a panel: (x0, y0, x1, y1) in image pixels
     userZoomed = Signal()  # the user zoomed or panned a panel (mouse wheel, drag)
     layoutChanged = Signal()  # a panel was shown large, or all of them again
     hovered = Signal(object, object)  # panel, (x, y, value) or None
@@ -302,6 +324,7 @@ class ComparisonGrid(QWidget):
         self.master = self.input_panel.vb
         for p in (self.input_panel, self.ref_panel):
             p.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+            p.vb.regionDrawn.connect(self.regionDrawn)
             p.hovered.connect(lambda info, p=p: self.hovered.emit(p, info))
             p.doubleClicked.connect(lambda p=p: self.toggle_large(p))
         #: the one panel shown large (double-click a panel; again to go back), or None
@@ -382,6 +405,7 @@ class ComparisonGrid(QWidget):
                 for panel in (p, q):
                     panel.doubleClicked.connect(lambda panel=panel: self.toggle_large(panel))
                     panel.vb.sigRangeChangedManually.connect(lambda *_: self.userZoomed.emit())
+                    panel.vb.regionDrawn.connect(self.regionDrawn)
                     panel.hovered.connect(lambda info, panel=panel: self.hovered.emit(panel, info))
                     panel.vb.setXLink(self.master)
                     panel.vb.setYLink(self.master)

@@ -259,6 +259,10 @@ class RunController(QObject):
     def is_running(self) -> bool:
         return self._thread is not None
 
+    def busy(self) -> bool:
+        """A job the user asked for is going on (not the background preview decisions)."""
+        return self._thread is not None and self.purpose() != "prepare"
+
     def purpose(self) -> str | None:
         """What the job going on is for ('run', 'export', 'preview'), None when idle."""
         return self._worker.job.purpose if self._worker is not None else None
