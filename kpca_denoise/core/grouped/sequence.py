@@ -390,7 +390,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     2-D patches).  ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
-    Progress: the single-image stages, then ``"page"`` per page done in each pass.
+    Progress: ``"page"`` per reference page done, the two passes' (interleaved) counted
+    as the first pass's ``P`` pages and then the second's.
 
     Returns ``({rank: (P, H, W, C) float64}, stats)``: per channel, as the driver's,
     plus ``sequence``: the window, radius, shifts, links and, per page, the share of
@@ -609,7 +610,11 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
             st.seconds["grouping"] += (time.perf_counter() - t0) / C
         for ch in range(C):
             _chunk_depth(s, ch, gp, gy, gx, H, P, seq, run, stats[ch])
-    report(progress, "page", k + 1, P, message=f"stage {ps.stage}")
+    # the sweep's share done: the reference pages of both passes (which run
+    # interleaved), told as the first pass's pages and then the second's
+    seq["refs"] = n = seq.get("refs", 0) + 1
+    stage = min((n - 1) // P + 1, 2 if run.options.two_stage else 1)
+    report(progress, "page", n - (stage - 1) * P, P, message=f"stage {stage}")
 
 
 # -- 3-D patches -------------------------------------------------------------------------
