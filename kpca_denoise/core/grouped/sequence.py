@@ -31,8 +31,7 @@ from .calibrate import calibrate, central_crop
 from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _plan_pass, _report, _resolve,
                      preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
 from .group_pca import fit_groups
-from .matching import (exact_sums, gather, match, pad_for_matching, quantise_guide,
-                       search_mask)
+from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
 from .shrinkage import correct_means
 
@@ -639,6 +638,23 @@ def _depth_pass(run, ps, stage: int, depth: int):
                    tol2=ps.tol2 * depth, own_gamma=own.gamma)
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def _gather_slices(img, rows, cols, p, out):
+    """Each member's slices side by side: ``out[r, k]`` is the ``p x p`` patches of
+    ``img`` at ``(rows[d, r, k], cols[d, r, k])`` for ``d = 0, 1, ...``, one after the
+    other (each row-major, as :func:`.matching.gather` lays one out)."""
+    D, nref, n = rows.shape
+    for r in prange(nref):
+        for k in range(n):
+            for d in range(D):
+                y = rows[d, r, k]
+                x = cols[d, r, k]
+                base = d * p * p
+                for a in range(p):
+                    for b in range(p):
+                        out[r, k, base + a * p + b] = img[y + a, x + b]
+
+
 def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                  st: _ChannelStats) -> None:
     """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
@@ -662,10 +678,16 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     def rows(ring: _Ring, q, y):
         return np.ascontiguousarray((q % ring.Q) * H + y)
 
-    X = np.concatenate([gather(s.imgs.arrays[ch], rows(s.imgs, q, y), x, p)
-                        for q, y, x in slices], axis=2)
-    G = (np.concatenate([gather(s.guide_pages.arrays[ch], rows(s.guide_pages, q, y), x, p)
-                         for q, y, x in slices], axis=2) if ps.stage == 2 else X)
+    cols = np.stack([x for _, _, x in slices])
+
+    def members(ring: _Ring) -> np.ndarray:
+        out = np.empty(gy.shape + (depth * p * p,))
+        _gather_slices(ring.arrays[ch], np.stack([rows(ring, q, y) for q, y, _ in slices]),
+                       cols, p, out)
+        return out
+
+    X = members(s.imgs)
+    G = members(s.guide_pages) if ps.stage == 2 else X
     fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
                      gram=run.rbf)
     lam, V, rowmean = fit[:3]
