@@ -68,7 +68,7 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 < 96 // 1.5
     # the rank views show it, in place
     panel = window.grid.rank_panels[params.ranks[0]]
-    assert panel.metrics.text().startswith("PSNR") and panel.metrics.text().endswith(
+    assert panel.metrics.text().startswith("PSNR") and panel.metrics.toolTip().endswith(
         "in the preview's region")
     assert panel.frame is not None and panel.frame.isVisible()
     shown = panel.data

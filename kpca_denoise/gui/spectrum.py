@@ -72,7 +72,7 @@ class SpectrumPlot(pg.PlotWidget):
         right.linkToView(self.cum_vb)
         right.setLogMode(False, False)  # setLogMode(y=True) above switched every axis
         right.enableAutoSIPrefix(False)  # a fraction, not "x0.001" milli-units
-        right.setLabel("cumulative explained variance", color="#c0392b")
+        right.setLabel("cumulative variance", color="#c0392b")  # fits a 768-pixel screen's dock
         self.cum_vb.setXLink(pi)
         self.cum_vb.setYRange(0.0, 1.02, padding=0)
         self.cum_vb.setMouseEnabled(x=False, y=False)
