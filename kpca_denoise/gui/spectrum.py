@@ -185,6 +185,7 @@ class SpectrumPlot(pg.PlotWidget):
         k = np.arange(1, q.shape[1] + 1) if q is not None else []
         for item, row in ((self.band_lo, 0), (self.median, 1), (self.band_hi, 2)):
             item.setData(k, q[row] if q is not None else [])
+        self.band.setVisible(q is not None)  # the fill keeps its last shape when emptied
 
     def _status_for_rank(self) -> None:
         """The grouped spectrum's line: which groups, and what the selected rank keeps."""
