@@ -68,7 +68,7 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 < 96 // 1.5
     # the rank views show it, in place
     panel = window.grid.rank_panels[params.ranks[0]]
-    assert panel.metrics.text().startswith("PSNR") and panel.metrics.text().endswith(
+    assert panel.metrics.text().startswith("PSNR") and panel.metrics.toolTip().endswith(
         "in the preview's region")
     assert panel.frame is not None and panel.frame.isVisible()
     shown = panel.data
@@ -221,7 +221,7 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     lo, med, hi = (c.yData for c in (sp.band_lo, sp.median, sp.band_hi))
     assert lo.size == med.size == hi.size == sp.eigenvalues.size
     assert np.all(lo <= med) and np.all(med <= hi) and np.any(lo < hi)
-    assert lo[0] <= sp.eigenvalues[0] <= hi[0]
+    assert lo[0] <= sp.eigenvalues[0] <= hi[0] and sp.band.isVisible()
     assert {key for key, _ in sp.ranks} == {1, 2, 4, None}
     auto_at = dict(sp.ranks)[None]
     assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
@@ -229,6 +229,8 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     cum = sp.cum_curve.yData
     assert sp.status.textItem.toPlainText().endswith(
         f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+    sp.clear_spectrum("a run starts")  # no band left from the last result
+    assert not sp.band.isVisible() and sp.median.yData is None
 
 
 # -- the window at 1366 x 768, enlarged panels, keys, a second window ----------------------

@@ -167,6 +167,8 @@ class PreviewControl:
             return False
         if self.runner.is_running():
             self._preview_pending = True
+            if self.runner.purpose() == "prepare":  # quiet until now: say what the wait is
+                self.progress.overall.setText("preview: the image's noise and calibration first…")
             return False
         e, p, box = self.current_entry(), self._params_or_report(), self.preview_box()
         if p is None or box is None:

@@ -72,7 +72,7 @@ class SpectrumPlot(pg.PlotWidget):
         right.linkToView(self.cum_vb)
         right.setLogMode(False, False)  # setLogMode(y=True) above switched every axis
         right.enableAutoSIPrefix(False)  # a fraction, not "x0.001" milli-units
-        right.setLabel("cumulative explained variance", color="#c0392b")
+        right.setLabel("cumulative variance", color="#c0392b")  # fits a 768-pixel screen's dock
         self.cum_vb.setXLink(pi)
         self.cum_vb.setYRange(0.0, 1.02, padding=0)
         self.cum_vb.setMouseEnabled(x=False, y=False)
@@ -185,6 +185,7 @@ class SpectrumPlot(pg.PlotWidget):
         k = np.arange(1, q.shape[1] + 1) if q is not None else []
         for item, row in ((self.band_lo, 0), (self.median, 1), (self.band_hi, 2)):
             item.setData(k, q[row] if q is not None else [])
+        self.band.setVisible(q is not None)  # the fill keeps its last shape when emptied
 
     def _status_for_rank(self) -> None:
         """The grouped spectrum's line: which groups, and what the selected rank keeps."""

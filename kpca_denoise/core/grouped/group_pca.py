@@ -30,9 +30,9 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
     ``rowmean_out`` keeps the row means of the uncentred Gram, needed to centre the
     kernel values of new points (stage 2) consistently.  With ``floor > 0`` only the
     eigenpairs with eigenvalues above ``floor`` are computed (the others are returned
-    as zeros), except in every ``every``-th group (``r % every
-    == 0``; 0: none), which gets all of them (the spectrum a run reports).  Their
-    number ``k`` comes first from the inertia of ``Kc - floor I`` (a sixth of a
+    as zeros), except in every ``every``-th group (``r % every == 0``; 0: none), which
+    also gets the eigenvalues below it (the spectrum a run reports).  Their number
+    ``k`` comes first from the inertia of ``Kc - floor I`` (a sixth of a
     tridiagonalisation's work): a group with ``k = 0`` (most in flat areas, in
     stage 1 and in the chrominances) needs nothing more, the others get their ``k``
     leading pairs from a few Lanczos steps (``docs/speed.md``).  ``K_out`` (nref, n,
@@ -85,16 +85,21 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
             rowmean_out[r, i] = rm[i]
             for j in range(n):
                 Kc[i, j] = K[i, j] - rm[i] - rm[j] + tm
-        full = floor <= 0.0 or (every > 0 and r % every == 0)
-        if not full:
+        if floor > 0.0:
             nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
             if nk == 0:
                 for k in range(n):
                     lam_out[r, k] = 0.0
                     for i in range(n):
                         V_out[r, i, k] = 0.0
-                continue
-            if _lanczos_top(Kc, nk, floor, LANCZOS_TOL, lam_out[r], V_out[r]) >= 0:
+                done = True
+            else:
+                done = _lanczos_top(Kc, nk, floor, LANCZOS_TOL, lam_out[r], V_out[r]) >= 0
+            if done:
+                if every > 0 and r % every == 0:  # the spectrum: the eigenvalues below
+                    w = np.linalg.eigvalsh(Kc.astype(np.float32))  # the floor too
+                    for k in range(nk, n):
+                        lam_out[r, k] = min(w[n - 1 - k], floor)
                 continue
         # the full decomposition (and the fallback): float32 LAPACK is ~15-25% faster
         # on these small matrices and the kept components are far above float32
@@ -306,7 +311,8 @@ def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0,
     """Per-group kernel PCA of the members ``P`` (m, n, d): eigenvalues ``lam`` (m, n)
     descending, eigenvectors ``V`` (m, n, n) in columns and the uncentred Gram's row
     means (m, n).  With ``floor > 0`` only the eigenpairs above it (the rest zeros),
-    except in every ``every``-th group (0: none), which gets them all.  ``gram=True``
+    except in every ``every``-th group (0: none), which gets all the eigenvalues (its
+    eigenvectors below the floor are zeros too).  ``gram=True``
     adds the uncentred Gram matrices (m, n, n), which save the pre-image's first
     step."""
     m, n, _ = P.shape
