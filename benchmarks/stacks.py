@@ -7,7 +7,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] | tee -a benchmarks/results/stacks.txt
-    python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap]
+    python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
 
 ``--memory``: the peak resident memory of a uint16 pan stack (sigma 25) of each page
 count, built page by page as a Dask array (the input is never whole) and denoised by
@@ -182,7 +182,7 @@ def _timed(fn):
     return out, time.perf_counter() - t
 
 
-def _memory_child(pages: int, size: int, cheap: bool, target: str) -> None:
+def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | None) -> None:
     """One ``--memory`` run (in its own process): prints peak memory, time, tiles, PSNR."""
     import resource
 
@@ -208,7 +208,7 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str) -> None:
                            for k in range(pages)])
     grouped = GroupedOptions(search_radius=8, search_radius1=8, group_size=16,
                              group_size1=16) if cheap else GroupedOptions()
-    params = DenoiseParams(noise_sigma=25.0 * 200, grouped=grouped)
+    params = DenoiseParams(noise_sigma=25.0 * 200, grouped=grouped, tile_size=tile)
     out = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint16,
                                     shape=(pages, size, size))
     t = time.perf_counter()
@@ -227,7 +227,7 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str) -> None:
           f"{psnr(clean(k)[crop] * 200, out[k][crop], 65535):7.2f}", flush=True)
 
 
-def memory(counts: list, size: int, cheap: bool) -> None:
+def memory(counts: list, size: int, cheap: bool, tile: int | None = None) -> None:
     """``--memory``: each page count in a fresh process (see the module docstring)."""
     import os
     import subprocess
@@ -242,6 +242,7 @@ def memory(counts: list, size: int, cheap: bool) -> None:
         with tempfile.TemporaryDirectory(prefix="kpca-stack-memory-") as tmp:
             cmd = [sys.executable, "-m", "benchmarks.stacks", "--memory-child", str(n),
                    "--size", str(size), "--target", os.path.join(tmp, "out.npy")]
+            cmd += ["--tile-size", str(tile)] if tile else []
             subprocess.run(cmd + (["--cheap"] if cheap else []), check=True,
                            env=dict(os.environ, MALLOC_ARENA_MAX="2"))
 
@@ -255,14 +256,17 @@ def main(argv=None) -> None:
     ap.add_argument("--no-baselines", action="store_true", help="ours only")
     ap.add_argument("--memory", help="page counts: the peak memory mode")
     ap.add_argument("--cheap", action="store_true", help="--memory: a cheaper search")
+    ap.add_argument("--tile-size", type=int, help="--memory: the tiles' core side")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
-        return _memory_child(args.memory_child, args.size, args.cheap, args.target)
+        return _memory_child(args.memory_child, args.size, args.cheap, args.target,
+                             args.tile_size)
     if args.memory:
         print(results_header())
-        return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap)
+        return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap,
+                      args.tile_size)
     print(results_header())
     print("# PSNR dB (s); 'default' is sequence 'auto': its decision (linked page pairs / "
           "all) in the last column")
