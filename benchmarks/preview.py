@@ -11,7 +11,8 @@ kept), and the largest pixel difference between the preview and the full result 
 then the decisions made alone (``prepare_preview``, what the window does when an image
 is selected: "prep") and the first preview after them ("after").  "halo" is the tile's
 halo at this noise level, "computed px" the pixels of the centre region's tile.
-The times are ratios to the full run: the machine is shared.
+Times are wall and CPU seconds; the ratios are of CPU time to the full run's, the steadier
+measure on a shared machine.
 
 Usage::
 
@@ -57,9 +58,10 @@ def main(argv=None) -> None:
     h, w = a.shape[:2]
     boxes = [(h // 2 - 128, h // 2 + 128, w // 2 - 128, w // 2 + 128),
              (h // 4 - 128, h // 4 + 128, w // 4 - 128, w // 4 + 128)]
-    print(f"image {args.image} {w}x{h}, sigma 25 added; preview region 256x256")
-    print(f"{'profile':<10} {'full s':>8} {'prep s':>7} {'preview s':>10} {'after s':>9} "
-          f"{'moved s':>8} {'ratio':>7} {'after ratio':>11} {'moved ratio':>11} {'halo':>5} "
+    print(f"image {args.image} {w}x{h}, sigma 25 added; preview region 256x256; "
+          "seconds wall / CPU (all threads), ratios of CPU to the full run's CPU")
+    print(f"{'profile':<10} {'full s':>11} {'prep s':>9} {'preview s':>10} {'after s':>9} "
+          f"{'moved s':>9} {'ratio':>6} {'after':>6} {'moved':>6} {'halo':>5} "
           f"{'computed px':>12} {'max diff':>9}")
     for profile in args.profiles.split(","):
         try:
@@ -69,15 +71,12 @@ def main(argv=None) -> None:
             continue
         for cache in (_DECISIONS, _MEASURED, _MODELS):
             cache.clear()
-        t = time.perf_counter()
-        full = denoise_set([a], params).images[0]
-        t_full = time.perf_counter() - t
+        full, t_full = _timed(lambda: denoise_set([a], params).images[0])
         item = JobItem(key="bench", name=args.image, array=a, is_patchset=False, ranks=params.ranks)
         times, diff = [], 0
         for box in boxes:
-            t = time.perf_counter()
-            pv = run_preview(item, params, box, None, None)
-            times.append(time.perf_counter() - t)
+            pv, t = _timed(lambda: run_preview(item, params, box, None, None))
+            times.append(t)
             y0, y1, x0, x1 = pv.box
             keys = {r: result_keys(params.replace(ranks=(r,)), False)[0] for r in params.ranks}
             for r, out in pv.outputs.items():
@@ -89,16 +88,24 @@ def main(argv=None) -> None:
         # the window makes the decisions when the image is selected: a preview after that
         for cache in (_DECISIONS, _MEASURED):
             cache.clear()
-        t = time.perf_counter()
-        prepare_preview(item, params)
-        t_prep = time.perf_counter() - t
-        t = time.perf_counter()
-        run_preview(item, params, boxes[0], None, None)
-        t_ready = time.perf_counter() - t
-        print(f"{profile:<10} {t_full:8.1f} {t_prep:7.1f} {times[0]:10.1f} {t_ready:9.1f} "
-              f"{times[1]:8.1f} {times[0] / t_full:7.2f} {t_ready / t_full:11.2f} "
-              f"{times[1] / t_full:11.2f} {tile.y0 - tile.ry0:5d} {px:12d} {diff:9d}", flush=True)
+        _, t_prep = _timed(lambda: prepare_preview(item, params))
+        _, t_ready = _timed(lambda: run_preview(item, params, boxes[0], None, None))
 
+        def col(t, n):
+            return f"{t[0]:.1f}/{t[1]:.1f}".rjust(n)
+
+        print(f"{profile:<10} {col(t_full, 11)} {col(t_prep, 9)} {col(times[0], 10)} "
+              f"{col(t_ready, 9)} {col(times[1], 9)} {times[0][1] / t_full[1]:6.2f} "
+              f"{t_ready[1] / t_full[1]:6.2f} {times[1][1] / t_full[1]:6.2f} "
+              f"{tile.y0 - tile.ry0:5d} {px:12d} {diff:9d}", flush=True)
+
+
+def _timed(fn):
+    """``(fn(), (wall seconds, CPU seconds of every thread of this process))``: on a
+    shared machine the CPU time is the steadier measure of the work."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, (time.perf_counter() - t, time.process_time() - c)
 
 if __name__ == "__main__":
     main()

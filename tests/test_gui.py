@@ -416,7 +416,8 @@ def test_views_share_zoom_and_split_slider(window, images, qtbot):
 
     for vb in window.grid.viewboxes():
         same_view(vb, window.grid.master)
-    assert np.ptp(window.grid.master.viewRange()[1]) < 25  # really zoomed in, not reset
+    # really zoomed in, not reset: the 20 pixels asked for across the view's narrower side
+    assert min(np.ptp(r) for r in window.grid.master.viewRange()) == pytest.approx(20, rel=0.05)
     # zooming any other panel moves the master too
     window.grid.rank_panels[8].vb.setRange(xRange=(0, 24), yRange=(0, 24), padding=0)
     window.grid.rank_panels[8].vb.sigRangeChangedManually.emit([True, True])  # as the mouse does

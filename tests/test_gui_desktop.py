@@ -18,6 +18,8 @@ from PIL import Image
 
 pytest.importorskip("pytestqt")
 
+import pyqtgraph as pg  # noqa: E402
+
 from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.io import read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
@@ -66,7 +68,7 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 < 96 // 1.5
     # the rank views show it, in place
     panel = window.grid.rank_panels[params.ranks[0]]
-    assert panel.metrics.text().startswith("PSNR") and panel.metrics.text().endswith(
+    assert panel.metrics.text().startswith("PSNR") and panel.metrics.toolTip().endswith(
         "in the preview's region")
     assert panel.frame is not None and panel.frame.isVisible()
     shown = panel.data
@@ -213,8 +215,13 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     # the spectrum: the groups' own kernel PCA, every compared rank marked, the selected
     # one's share of the variance said
     sp = window.spectrum
-    assert sp.group_text.startswith("mean spectrum of the groups' own kernel PCA")
+    assert sp.group_text == "groups' own kernel PCA (what a rank keeps): mean, 10–90 % band, median dashed"
     assert sp.eigenvalues.size > 4 and np.all(np.diff(sp.eigenvalues) <= 1e-9 * sp.eigenvalues[0])
+    # the spread over the groups: the median and the band around the mean's components
+    lo, med, hi = (c.yData for c in (sp.band_lo, sp.median, sp.band_hi))
+    assert lo.size == med.size == hi.size == sp.eigenvalues.size
+    assert np.all(lo <= med) and np.all(med <= hi) and np.any(lo < hi)
+    assert lo[0] <= sp.eigenvalues[0] <= hi[0] and sp.band.isVisible()
     assert {key for key, _ in sp.ranks} == {1, 2, 4, None}
     auto_at = dict(sp.ranks)[None]
     assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
@@ -222,6 +229,8 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     cum = sp.cum_curve.yData
     assert sp.status.textItem.toPlainText().endswith(
         f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+    sp.clear_spectrum("a run starts")  # no band left from the last result
+    assert not sp.band.isVisible() and sp.median.yData is None
 
 
 # -- the window at 1366 x 768, enlarged panels, keys, a second window ----------------------
@@ -265,6 +274,22 @@ def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path)
             fm = panel.title.fontMetrics()
             assert fm.horizontalAdvance(panel.title.text()) <= panel.title.contentsRect().width(), \
                 panel.title.text()
+    # five ranks at 1366x768: narrow columns, the views taller than their images, so a
+    # third line under every view keeps PSNR, SSIM and the effective rank whole
+    w.params_panel.set_params(DenoiseParams(ranks=(1, 2, 4, 8, None)))
+    w.refresh_views()
+    QApplication.processEvents()
+    text = "PSNR 28.26 dB · SSIM 0.664 · eff. rank 1.0"
+    panel = w.grid.rank_panels[1]
+    panel.set_metrics(text)
+    assert panel.metrics.n_lines == 3 and "…" not in " ".join(panel.metrics.lines())
+    assert {p.metrics.n_lines for p in w.grid.panels()} == {3}  # one height per row
+    # a long title drops its remark in brackets before it is elided ("auto …kage)")
+    panel.set_title("auto (shrinkage of every group's components)")
+    assert panel.title.shown(panel.title.contentsRect().width()) == "auto"
+    # the line over the views: the whole width, broken between words, not cut by the
+    # rank choice ("(wl")
+    assert w.info.wordWrap() and w.info.width() >= w.grid_scroll.width()
 
 
 def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):
@@ -375,6 +400,15 @@ def test_the_noise_in_words():
                                         "neighbour": 0.31}) == (
         "σ estimated 20 (correlated noise: 1.4× the finest scale, neighbours 0.31) "
         "× strength 1.5 = 30 removed")
+    # the noise level against brightness, from the darkest level to the brightest
+    nlf = {"kind": "correlated", "correlation": 1.42, "neighbour": 0.31, "levels": [20, 120, 230],
+           "level_sigmas": [4.5, 9.0, 13.25], "signal_dependent": True}
+    assert noise_text(13.0, True, 1.0, nlf) == (
+        "σ estimated 13 (correlated noise: 1.4× the finest scale, neighbours 0.31; "
+        "brightness 20→230: σ 4.5→13.2; grows with the signal)")
+    assert noise_text(20.0, True, 1.0, {"kind": "white", "levels": [50.0, 200.0],
+                                        "level_sigmas": [20.1, 19.9]}) == (
+        "σ estimated 20 (white; brightness 50→200: σ 20.1→19.9)")
 
 
 def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
@@ -473,3 +507,119 @@ def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
     panel.method.setCurrentIndex(panel.method.findData("global"))
     assert not panel.profile.isEnabled() and panel.params().profile == "default"
     w2.shutdown()
+
+
+# -- a stack as a sequence (issue 32), a region drawn -------------------------------------
+
+
+def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
+        window, tmp_path, qtbot):
+    """The sequence choice is in the panel; with 'yes' a page's run denoises the stack's
+    pages together (the pipeline's sequence path: the same pixels as denoise_set on the
+    pages), and the line over the views and the log say which neighbouring pages a
+    page's groups took patches from; with 'no' the page runs alone."""
+    tifffile = pytest.importorskip("tifffile")
+    _, a = _camera(72, tmp_path)
+    pages = np.stack([a[k:k + 48, k:k + 48] for k in range(3)])  # a view panning 1 px a page
+    stack = tmp_path / "pan.tif"
+    tifffile.imwrite(stack, pages, photometric="minisblack")
+    window.load_paths([stack])
+    panel = window.params_panel
+    assert [panel.sequence.itemData(i) for i in range(panel.sequence.count())] == ["auto", "yes", "no"]
+    params = DenoiseParams(ranks=(None,), add_noise=20.0, sequence="yes")
+    window.imageset.set_current(1)
+    _run(qtbot, window, params)
+    assert panel.params().sequence == "yes"
+    want = denoise_set(list(pages), params)
+    for k in range(3):
+        window.imageset.set_current(k)
+        rec = window.session.record(window.current_entry(), params)
+        assert rec is not None and len(rec.fit_set) == 3
+        np.testing.assert_array_equal(rec.ranks[None].output, want.images[k].outputs[None])
+        seq = rec.resolved["page_sequence"]
+        assert seq["decision"] == "sequence" and seq["page"] == k
+        used = set(seq["neighbours_used"])
+        assert "0" in used and used - {"0"} and used <= {str(j - k) for j in range(3)}
+        assert sum(seq["neighbours_used"].values()) == pytest.approx(1.0, abs=1e-3)
+    _settle(qtbot, window)
+    shares = ", ".join(f"{'this' if int(d) == 0 else int(d)} {100 * s:.0f}%" for d, s in sorted(
+        seq["neighbours_used"].items(), key=lambda ds: int(ds[0])))
+    assert f"page 3 of 3 with its neighbours (patches from pages {shares})" in window.info.text()
+    assert any("page 2 of 3 with its neighbours" in line for line in window.log_view.lines)
+    # 'no': the page alone, as the pipeline gives it alone
+    alone = params.replace(sequence="no")
+    _run(qtbot, window, alone)
+    rec = window.session.record(window.current_entry(), alone)
+    assert rec.fit_set == () and "page_sequence" not in rec.resolved
+    np.testing.assert_array_equal(rec.ranks[None].output,
+                                  denoise_set([pages[2]], alone).images[0].outputs[None])
+    window.save_settings()
+    assert json.loads(window.settings.value("params"))["sequence"] == "no"
+
+
+class _Drag:
+    """A pyqtgraph mouse drag (one move from a to b, view coordinates) as a ViewBox reads it."""
+
+    def __init__(self, vb, a, b, shift=True, finish=True):
+        from PySide6.QtCore import Qt
+
+        self.vb, self.a, self.b, self.finish = vb, a, b, finish
+        self.mods = Qt.KeyboardModifier.ShiftModifier if shift else Qt.KeyboardModifier.NoModifier
+        self.accepted = False
+
+    def button(self):
+        from PySide6.QtCore import Qt
+        return Qt.MouseButton.LeftButton
+
+    def modifiers(self):
+        return self.mods
+
+    def isFinish(self):  # noqa: N802
+        return self.finish
+
+    def isStart(self):  # noqa: N802
+        return False
+
+    def buttonDownPos(self, *_):  # noqa: N802
+        return pg.Point(self.vb.mapFromView(self.a))
+
+    def pos(self):
+        return pg.Point(self.vb.mapFromView(self.b))
+
+    def lastPos(self):  # noqa: N802 (one move from the press)
+        return pg.Point(self.vb.mapFromView(self.a))
+
+    def accept(self):
+        self.accepted = True
+
+    def ignore(self):
+        pass
+
+
+def test_shift_drag_draws_a_preview_region(window, tmp_path, qtbot):
+    from PySide6.QtCore import QPointF
+
+    path, _ = _camera(64, tmp_path)
+    window.load_paths([path])
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    _settle(qtbot, window)
+    vb = window.grid.input_panel.vb
+    # a slip of the mouse (under 8 pixels) draws nothing
+    vb.mouseDragEvent(_Drag(vb, QPointF(10, 10), QPointF(14, 30)))
+    assert window.preview_roi is None
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        vb.mouseDragEvent(_Drag(vb, QPointF(40.2, 44), QPointF(8, 20.4)))  # any direction
+    _settle(qtbot, window)
+    assert window.preview_box() == (20, 44, 8, 40)
+    pv = window.session.preview(window.current_entry(), window.current_params())
+    y0, y1, x0, x1 = pv.box
+    assert (y0, x0) <= (20, 8) and (y1, x1) >= (44, 40)
+    # drawn again on a rank's view (the views share their coordinates): the region moves
+    rank_vb = window.grid.rank_panels[None].vb
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        rank_vb.mouseDragEvent(_Drag(rank_vb, QPointF(30, 30), QPointF(60, 50)))
+    assert window.preview_box() == (30, 50, 30, 60)
+    # without Shift a drag pans, as before
+    before = vb.viewRange()
+    vb.mouseDragEvent(_Drag(vb, QPointF(30, 30), QPointF(20, 20), shift=False))
+    assert window.preview_box() == (30, 50, 30, 60) and vb.viewRange() != before

@@ -70,7 +70,8 @@ class WindowActions:
         self.act_cancel = self._act("Cancel", self.cancel_run, "Esc", "Stop the run; earlier results are kept")
         self.act_preview = self._act("Preview", self.toggle_preview, "P",
                                      "Denoise a region (the rectangle on the input, first the part "
-                                     "in view) at every rank: the full run's pixels there, in seconds")
+                                     "in view; Shift + drag on a view draws another) at every rank: "
+                                     "the full run's pixels there, in seconds")
         self.act_preview.setCheckable(True)
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")

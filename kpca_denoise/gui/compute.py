@@ -346,7 +346,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
     """Denoise ``items`` with one ``denoise_set`` call; yields their outcomes.
 
     One model is fitted for all items of a kind (grey, colour, patch sets of
-    one size), exactly as ``kpca-denoise denoise FOLDER`` does.
+    one size), exactly as ``kpca-denoise denoise FOLDER`` does; under the grouped
+    method the items are a stack's pages, denoised as a sequence (``params.sequence``).
 
     Every item is denoised at every rank missing for any of them: they share
     the model, and ranks up to its size reuse its eigendecomposition.
@@ -418,6 +419,8 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     for k in ("noise", "hint"):  # the measured noise (white or correlated), a word on it
         if img.stats.get(k):
             resolved[k] = img.stats[k]
+    if img.stats.get("sequence"):  # a page of a sequence: the decision, the neighbours it used
+        resolved["page_sequence"] = img.stats["sequence"]
     if eigenvalues is not None:
         out.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         out.total_variance = total_variance
@@ -649,7 +652,9 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 continue
             else:
                 started.add(group)
-                emit("item_started", (-1, len(group), f"set of {len(group)} images fitted together"))
+                emit("item_started", (-1, len(group), f"{len(group)} pages denoised as one stack"
+                                      if job.params.method == "grouped" else
+                                      f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)
             for outcome in outcomes:
                 if not outcome.partial:

@@ -28,7 +28,7 @@ class ViewDrawing:
         """Redraw once at the next event-loop turn, however many results arrived."""
         if not self._refresh_pending:
             self._refresh_pending = True
-            QTimer.singleShot(0, self._deferred_refresh)
+            QTimer.singleShot(0, self, self._deferred_refresh)  # none once the window is gone
 
     def _deferred_refresh(self) -> None:
         if self._refresh_pending:
@@ -46,6 +46,8 @@ class ViewDrawing:
         self._show_mismatch(shown, p)
         self.set_fit_box.setEnabled(e is not None and p is not None
                                     and bool(self.session.set_group(e, p)))
+        # only where a set can be fitted: one image leaves the line room
+        self.set_fit_box.setVisible(len(self.entries) > 1)
         for row in range(len(self.entries)):
             self._update_status(row, p)
         self._show_rank_choice(ranks, rec)
@@ -181,7 +183,9 @@ class ViewDrawing:
         upright = e.item.meta.get("orientation") in (None, 1)
         panel.set_frame(pv.box if upright else self.preview_box())
         # the frame says it is a preview; the line, what it measures: the region only
-        panel.set_metrics(format_metrics(pv.metrics.get(r)) + " · in the preview's region")
+        # the frame says it is the preview's region; the tooltip says it in words
+        panel.set_metrics(format_metrics(pv.metrics.get(r)))
+        panel.metrics.setToolTip(panel.metrics.text() + " · in the preview's region")
         res = residual_map(e, base, out)
         sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
         rpanel.set_image(res, (-3.0 * sigma, 3.0 * sigma))
@@ -191,9 +195,9 @@ class ViewDrawing:
         """The fitted eigen-spectrum of the result shown (the grouped method: its groups'
         mean spectrum, what a rank cuts), or why there is none."""
         pv = self.session.preview(e, self.current_params()) if rec is None else None
-        spec, what = group_spectrum(rec, pv) if not e.is_patchset else (None, "")
+        spec, what, spread = group_spectrum(rec, pv) if not e.is_patchset else (None, "", None)
         if spec is not None:
-            self.spectrum.set_group_spectrum(spec, what)
+            self.spectrum.set_group_spectrum(spec, what, spread)
         elif pv is not None and pv.spectrum is not None:
             self.spectrum.set_eigenvalues(pv.spectrum, final=True)
         elif rec is not None and rec.eigenvalues is not None and rec.eigenvalues.size:

@@ -47,7 +47,13 @@ class WindowLayout:
         v.setSpacing(4)
         self.banner = MessageBanner(central)
         v.addWidget(self.banner)
-        v.addLayout(self._build_view_bar(central))
+        self.info = QLabel(WELCOME_TEXT, central)
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # the whole width, broken between words when narrow (1366x768 cut it at "(wl"); it
+        # must not widen the window
+        self.info.setWordWrap(True)
+        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        v.addWidget(self.info)
         self.mismatch = QLabel("", central)
         self.mismatch.setWordWrap(True)
         self.mismatch.setStyleSheet("background:#fff4e5; color:#663c00; border:1px solid #ffd8a8; "
@@ -65,29 +71,26 @@ class WindowLayout:
         self.statusBar().addPermanentWidget(self.cursor_label)
         self.statusBar().showMessage("ready")
 
-    def _build_view_bar(self, central: QWidget) -> QHBoxLayout:
-        """The line over the views: what is shown, the selected rank, residuals, set fit."""
-        bar = QHBoxLayout()
-        self.info = QLabel(WELCOME_TEXT, central)
-        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # a long line is cut (full text in the tooltip), it must not widen the window
-        self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        bar.addWidget(self.info, 1)
-        bar.addWidget(QLabel("selected rank:", central))
-        self.rank_combo = QComboBox(central)
+    def _build_view_bar(self, parent: QWidget) -> QWidget:
+        """The controls beside the view tabs: the selected rank, residuals, set fit."""
+        box = QWidget(parent)
+        bar = QHBoxLayout(box)
+        bar.setContentsMargins(0, 0, 2, 2)
+        bar.addWidget(QLabel("rank:", box))
+        self.rank_combo = QComboBox(box)
         self.rank_combo.setToolTip("rank shown in the split view and exported (keys 1–9, or click "
                                    "a view or the spectrum)")
         self.rank_combo.setMinimumContentsLength(5)
         bar.addWidget(self.rank_combo)
-        self.residuals_box = QCheckBox("residuals", central)
+        self.residuals_box = QCheckBox("residuals", box)
         self.residuals_box.setChecked(True)
         self.residuals_box.setToolTip("show noisy − denoised under each rank")
         bar.addWidget(self.residuals_box)
-        self.set_fit_box = QCheckBox("set fit", central)
+        self.set_fit_box = QCheckBox("set fit", box)
         self.set_fit_box.setToolTip("show (and export) the results of the set fit, one model for the "
                                     "images of one kind (Run ▸ Set fit); unticked: each image's own fit")
         bar.addWidget(self.set_fit_box)
-        return bar
+        return box
 
     def _build_views(self, central: QWidget) -> QHBoxLayout:
         """The rank grid and the before/after split on two tabs, and the contrast histogram."""
@@ -103,6 +106,11 @@ class WindowLayout:
         self.grid_scroll.setWidget(self.grid)
         self.tabs.addTab(self.grid_scroll, "Compare ranks")
         self.tabs.addTab(self.split, "Before / after")
+        # the rank controls on the tabs' row: the line over the views gets the whole width
+        # (the tabs' titles elided in a narrow window rather than widen it)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
+        self.tabs.setUsesScrollButtons(True)
+        self.tabs.setCornerWidget(self._build_view_bar(central), Qt.Corner.TopRightCorner)
         # the grid's panels are linked (setXLink/setYLink); the split view is a
         # wider widget on another tab, where copying ranges would fight the
         # aspect lock, so it follows the grid's centre and scale live (ZoomLink)

@@ -120,6 +120,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
         self.params_panel.suggestRequested.connect(self.suggest_ranks)
         self.grid.rankClicked.connect(self.select_rank)
+        self.grid.regionDrawn.connect(self.draw_preview)
         self.spectrum.rankClicked.connect(self._on_spectrum_click)
         self.rank_combo.activated.connect(lambda i: self.select_rank(self.rank_combo.itemData(i)))
         self.residuals_box.toggled.connect(self.grid.set_show_residuals)
@@ -168,7 +169,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
             self._geometry_restored = True  # the size chosen before showing is kept
             self.place_on_screen()
             self.register_open_window()
-            QTimer.singleShot(0, self._arrange_docks_for_height)  # docks take sizes once laid out
+            QTimer.singleShot(0, self, self._arrange_docks_for_height)  # docks take sizes once laid out
         self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:

@@ -112,28 +112,37 @@ def pasted(base: np.ndarray, box: tuple, part: np.ndarray) -> np.ndarray:
     return out
 
 
-def group_spectrum(rec: "FitRecord | None", preview=None) -> tuple[np.ndarray | None, str]:
+def group_spectrum(rec: "FitRecord | None", preview=None
+                   ) -> tuple[np.ndarray | None, str, np.ndarray | None]:
     """The grouped method's spectrum to show for a result (or a preview): the mean
     spectrum of its noisy groups' own kernel PCA, whose leading components an explicit
     rank keeps whole (``stats['grouped'][..]['rank_spectrum']``), else the final stage's
-    groups' (only 'auto' was asked); ``(None, '')`` for another method."""
+    groups' (only 'auto' was asked), with its spread over the groups (the 10/50/90 %
+    quantiles, (3, n), or None); ``(None, '', None)`` for another method."""
     if rec is not None:
         if rec.params.method != "grouped":
-            return None, ""
+            return None, "", None
         stats = rec.resolved.get("grouped") or {}
-        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
         final = rec.eigenvalues if rec.eigenvalues is not None else np.zeros(0)
     elif preview is not None and preview.group_spectra:
         stats = preview.group_spectra[0]
-        own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
         final = np.asarray(stats.get("spectrum", ()), dtype=np.float64)
     else:
-        return None, ""
+        return None, "", None
+    own = np.asarray(stats.get("rank_spectrum", ()), dtype=np.float64)
+
+    def band(key: str, n: int) -> np.ndarray | None:
+        q = np.asarray(stats.get(key, np.zeros((3, 0))), dtype=np.float64)
+        return q if q.ndim == 2 and q.shape[0] == 3 and q.shape[1] == n and n else None
+
     if own.size:
-        return own, "mean spectrum of the groups' own kernel PCA (what a rank keeps)"
+        return (own, "groups' own kernel PCA (what a rank keeps)",
+                band("rank_spectrum_quantiles", own.size))
     if np.size(final):
-        return np.asarray(final, dtype=np.float64), "mean spectrum of the final groups (auto: the shrinkage)"
-    return None, ""
+        final = np.asarray(final, dtype=np.float64)
+        return (final, "final groups (auto: the shrinkage)",
+                band("spectrum_quantiles", final.size))
+    return None, "", None
 
 
 @dataclass(eq=False)
@@ -374,10 +383,20 @@ class Session:
         """The images ``e`` was set-fitted with under ``params``; () if none."""
         return self._set_fits.get((e.key, params_key(params)), ())
 
+    def sequence_group(self, e: ImageEntry, params: DenoiseParams) -> tuple:
+        """The pages denoised with ``e`` as one set, whose groups may take patches from
+        neighbouring pages (``params.sequence`` 'auto' or 'yes', the grouped method): every
+        loaded page of its stack, in set order; () for an image alone."""
+        if e.stack is None or params.method != "grouped" or params.sequence == "no":
+            return ()
+        pages = tuple(x.key for x in self.entries if x.stack is e.stack)
+        return pages if len(pages) > 1 else ()
+
     def result_key(self, e: ImageEntry, params: DenoiseParams, set_fit: bool | None = None) -> str:
-        """Cache key of the result shown for ``e``: its set fit's (when shown and present) or its own."""
+        """Cache key of the result shown for ``e``: its stack's (a sequence), its set fit's
+        (when shown and present) or its own."""
         set_fit = self.show_set_fit if set_fit is None else set_fit
-        group = self.set_group(e, params) if set_fit else ()
+        group = self.sequence_group(e, params) or (self.set_group(e, params) if set_fit else ())
         return params_key(params, group)
 
     def record(self, e: ImageEntry, params: DenoiseParams, set_fit: bool | None = None) -> FitRecord | None:
@@ -401,7 +420,7 @@ class Session:
 
     def add_outcome(self, out: ItemOutcome) -> FitRecord:
         rec = self.cache.add(out)
-        if len(out.fit_set) > 1:
+        if len(out.fit_set) > 1 and out.params.method == "global":  # a stack's pages: its sequence
             self._set_fits[(out.key, params_key(out.params))] = out.fit_set
         self._latest[out.key] = out.params_key
         return rec
@@ -439,7 +458,8 @@ class Session:
 
         ``set_fit`` (method 'global'): one kernel PCA per kind of image among
         ``entries`` (:func:`fit_kind`), as ``kpca-denoise denoise FOLDER`` fits
-        one; an image alone of its kind is fitted alone.  Otherwise each image
+        one; an image alone of its kind is fitted alone.  The pages of a stack are
+        denoised together as a sequence (:meth:`sequence_group`).  Otherwise each image
         is fitted on its own.  A rank added later to a shown set fit comes from
         the same set again (its model is reused by the compute process).
         """
@@ -450,7 +470,8 @@ class Session:
         else:
             groups = []
             for e in entries:
-                g = self.set_group(e, params) if self.show_set_fit else ()
+                g = self.sequence_group(e, params) or (
+                    self.set_group(e, params) if self.show_set_fit else ())
                 if len(g) > 1 and all(k in loaded for k in g):
                     groups.append([loaded[k] for k in g])
                 else:

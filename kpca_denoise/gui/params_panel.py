@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..params import MAX_STRENGTH, PROFILES, DenoiseParams
+from ..params import MAX_STRENGTH, PROFILES, SEQUENCE_CHOICES, DenoiseParams
 from .model import DEFAULT_RANKS, default_ranks
 from .texts import format_ranks, parse_ranks
 
@@ -117,6 +117,19 @@ def _form(parent: QWidget) -> QFormLayout:
     return f
 
 
+def _choice(form: QFormLayout, label: str, items: dict, tooltip: str,
+            item_tips: dict | None = None) -> QComboBox:
+    """A row of ``form``: a list of ``items`` (value: text shown), with tooltips."""
+    box = QComboBox(form.parentWidget())
+    for value, text in items.items():
+        box.addItem(text, value)
+        if item_tips:
+            box.setItemData(box.count() - 1, item_tips[value], Qt.ItemDataRole.ToolTipRole)
+    box.setToolTip(tooltip)
+    form.addRow(label, box)
+    return box
+
+
 class _WheelGuard(QObject):
     """Keeps the mouse wheel from changing a list, or a number field that is not
     focused: the wheel event goes to the form around it, which scrolls.  A list keeps
@@ -174,21 +187,17 @@ class ParamsPanel(QScrollArea):
         """The method and the ranks to compare."""
         g_method = QGroupBox("Method", body)
         f = _form(g_method)
-        self.method = QComboBox(g_method)
-        for m, text in _METHOD_TEXT.items():
-            self.method.addItem(text, m)
-        self.method.setToolTip(
+        self.method = _choice(f, "method", _METHOD_TEXT, (
             "grouped: kernel PCA on groups of similar patches with shrinkage, two stages.\n"
             "global: one kernel PCA on patches sampled from the image (Mika et al. 1998);\n"
-            "its eigen-spectrum is shown live.")
-        f.addRow("method", self.method)
-        self.profile = QComboBox(g_method)
-        for name, text in PROFILES.items():
-            self.profile.addItem(name, name)
-            self.profile.setItemData(self.profile.count() - 1, text, Qt.ItemDataRole.ToolTipRole)
-        self.profile.setToolTip("the grouped method's speed/quality preset (docs/speed.md):\n"
-                                + "\n".join(f"{k}: {v}" for k, v in PROFILES.items()))
-        f.addRow("profile", self.profile)
+            "its eigen-spectrum is shown live."))
+        self.profile = _choice(f, "profile", {k: k for k in PROFILES}, (
+            "the grouped method's speed/quality preset (docs/speed.md):\n"
+            + "\n".join(f"{k}: {v}" for k, v in PROFILES.items())), PROFILES)
+        self.sequence = _choice(f, "stack as sequence", {k: k for k in SEQUENCE_CHOICES}, (
+            "the pages of a stack (a z-stack, a time-lapse, a burst) denoised together, groups\n"
+            "taking patches from neighbouring pages (docs/stacks.md):\n"
+            "auto: when neighbouring pages show one scene; yes: always; no: each page alone"))
         self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
                               "grouped: components each group keeps whole (low: smooth, high: noisy); "
@@ -327,6 +336,7 @@ class ParamsPanel(QScrollArea):
         """Every edit re-validates and tells the window (which shows cached ranks)."""
         self.method.currentIndexChanged.connect(self._on_method)
         self.profile.currentIndexChanged.connect(self._emit)
+        self.sequence.currentIndexChanged.connect(self._emit)
         self.ranks.editingFinished.connect(self._emit)
         for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed,
                   self.strength):
@@ -352,6 +362,7 @@ class ParamsPanel(QScrollArea):
         self.n_train.setEnabled(is_global)
         self.gamma.setEnabled(is_global)
         self.profile.setEnabled(not is_global)  # a preset of the grouped method
+        self.sequence.setEnabled(not is_global)
         self.iterations.setEnabled(is_global)  # grouped: 1 per group, not a choice here
         self.landmarks_on.setEnabled(is_global)
         self.n_landmarks.setEnabled(is_global and self.landmarks_on.isChecked())
@@ -391,6 +402,7 @@ class ParamsPanel(QScrollArea):
             strength=round(float(self.strength.value()), 2),
             # a preset of the grouped method: 'global' keeps the default (one cache entry)
             profile=self.profile.currentData() if method == "grouped" else "default",
+            sequence=self.sequence.currentData() if method == "grouped" else "auto",
         )
         if method == "global":
             # 'auto' is the noise-level rank for patch sets and 16 for images
@@ -413,6 +425,7 @@ class ParamsPanel(QScrollArea):
             i = self.method.findData(p.method)
             self.method.setCurrentIndex(max(i, 0))
             self.profile.setCurrentIndex(max(self.profile.findData(p.profile), 0))
+            self.sequence.setCurrentIndex(max(self.sequence.findData(p.sequence), 0))
             self.ranks.setText(format_ranks(p.ranks))
             self.patch_size.setValue(p.patch_size if p.patch_size else 1)
             self.stride.setValue(p.stride if p.stride else 0)

@@ -67,7 +67,31 @@ class PreviewControl:
             self.act_preview.setChecked(False)
             self.report_info("A preview needs an image (patch sets are denoised whole).")
             return
-        x0, y0, x1, y1 = self.visible_box(data.shape)
+        self._show_preview_roi(self.visible_box(data.shape))
+
+    def draw_preview(self, rect: tuple) -> bool:
+        """The preview of the region drawn on a view (Shift + drag): ``rect`` (x0, y0, x1,
+        y1) in image pixels, clipped to the image; a region under 8 pixels a side is a slip
+        of the mouse.  True if the region is shown (and its preview asked for)."""
+        data = self.grid.input_panel.data
+        e = self.current_entry()
+        if data is None or e is None or e.is_patchset:
+            return False
+        h, w = data.shape[:2]
+        x0, y0 = max(0, int(round(rect[0]))), max(0, int(round(rect[1])))
+        x1, y1 = min(w, int(round(rect[2]))), min(h, int(round(rect[3])))
+        if x1 - x0 < 8 or y1 - y0 < 8:
+            return False
+        if self.preview_roi is None:
+            self._show_preview_roi((x0, y0, x1, y1))
+        else:
+            self.preview_roi.setPos([x0, y0], update=False)
+            self.preview_roi.setSize([x1 - x0, y1 - y0])
+            self._preview_timer.start()
+        return True
+
+    def _show_preview_roi(self, box: tuple) -> None:
+        x0, y0, x1, y1 = box
         self.preview_roi = pg.RectROI([x0, y0], [x1 - x0, y1 - y0], pen=pg.mkPen(_PEN, width=2),
                                       snapSize=1.0, translateSnap=True, scaleSnap=True)
         self.preview_roi.setZValue(20)
@@ -143,6 +167,8 @@ class PreviewControl:
             return False
         if self.runner.is_running():
             self._preview_pending = True
+            if self.runner.purpose() == "prepare":  # quiet until now: say what the wait is
+                self.progress.overall.setText("preview: the image's noise and calibration first…")
             return False
         e, p, box = self.current_entry(), self._params_or_report(), self.preview_box()
         if p is None or box is None:
@@ -159,7 +185,7 @@ class PreviewControl:
 
     def _preview_after_run(self) -> None:
         if self._preview_pending:
-            QTimer.singleShot(0, self.request_preview)
+            QTimer.singleShot(0, self, self.request_preview)
 
     def _on_preview_done(self, pv: PreviewOutcome) -> None:
         if self.session.row_of(pv.key) < 0:

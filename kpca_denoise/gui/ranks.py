@@ -105,7 +105,8 @@ class RankSelection:
         if shown.record is not None:
             self.params_panel.set_params(shown.record.params.replace(
                 ranks=tuple(sorted(shown.record.ranks, key=rank_sort_key))))
-            self.session.show_set_fit = bool(shown.record.fit_set)
+            self.session.show_set_fit = (bool(shown.record.fit_set)
+                                         and shown.record.params.method == "global")
             self.set_fit_box.setChecked(self.session.show_set_fit)
             self.refresh_views()
 

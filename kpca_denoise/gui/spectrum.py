@@ -55,6 +55,13 @@ class SpectrumPlot(pg.PlotWidget):
         pi.setYRange(-4.0, 1.0, padding=0)
         pi.setMenuEnabled(False)
         pi.hideButtons()
+        # the grouped method's spread over its groups: a 10-90 % band and the median
+        edge = pg.mkPen((31, 95, 191, 110), width=1)
+        self.band_lo = pi.plot([], [], pen=edge)
+        self.band_hi = pi.plot([], [], pen=edge)
+        self.band = pg.FillBetweenItem(self.band_lo, self.band_hi, brush=(31, 95, 191, 45))
+        pi.addItem(self.band)
+        self.median = pi.plot([], [], pen=pg.mkPen("#1f5fbf", width=1, style=Qt.PenStyle.DashLine))
         self.curve = pi.plot([], [], pen=pg.mkPen("#1f5fbf", width=2), symbol="o", symbolSize=5,
                              symbolBrush="#1f5fbf", symbolPen=None, name="λₖ")
         # the cumulative curve lives in its own ViewBox bound to the right axis
@@ -65,7 +72,7 @@ class SpectrumPlot(pg.PlotWidget):
         right.linkToView(self.cum_vb)
         right.setLogMode(False, False)  # setLogMode(y=True) above switched every axis
         right.enableAutoSIPrefix(False)  # a fraction, not "x0.001" milli-units
-        right.setLabel("cumulative explained variance", color="#c0392b")
+        right.setLabel("cumulative variance", color="#c0392b")  # fits a 768-pixel screen's dock
         self.cum_vb.setXLink(pi)
         self.cum_vb.setYRange(0.0, 1.02, padding=0)
         self.cum_vb.setMouseEnabled(x=False, y=False)
@@ -109,6 +116,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.total_variance = None
         self.group_text = ""
         self.curve.setData([], [])
+        self._set_spread(None)
         self.cum_curve.setData([], [])
         self._show_cumulative(False)
         self.status.setText("")
@@ -120,6 +128,7 @@ class SpectrumPlot(pg.PlotWidget):
         ev = np.asarray(eigenvalues, dtype=np.float64).ravel()
         self.eigenvalues = ev
         self.group_text = ""
+        self._set_spread(None)
         self.getPlotItem().setLabel("left", "eigenvalue λₖ (centred Gram)")
         self.n_updates += 1
         k = np.arange(1, ev.size + 1)
@@ -148,18 +157,35 @@ class SpectrumPlot(pg.PlotWidget):
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
         self._update_rank_lines()
 
-    def set_group_spectrum(self, spectrum: np.ndarray, what: str) -> None:
+    def set_group_spectrum(self, spectrum: np.ndarray, what: str,
+                           spread: np.ndarray | None = None) -> None:
         """The grouped method's mean spectrum of its groups' kernel PCA (``what`` says which
-        groups): the components an explicit rank keeps whole are its first ones, and the
-        cumulative curve says the share of a group's variance that rank keeps."""
+        groups, the status line shows it): the components an explicit rank keeps whole are its first ones, and the
+        cumulative curve says the share of a group's variance that rank keeps.  ``spread``:
+        the 10 %, 50 % and 90 % quantiles over the groups, (3, n), drawn as a band and a
+        dashed median."""
         ev = np.clip(np.asarray(spectrum, dtype=np.float64).ravel(), 0.0, None)
         total = float(ev.sum()) or None
         if ev.size and ev[0] > 0:  # the centring's null component: no room on a log axis
             ev = ev[: max(1, int(np.count_nonzero(ev > 1e-6 * ev[0])))]
         self.set_eigenvalues(ev, final=True, total_variance=total)
-        self.getPlotItem().setLabel("left", "mean eigenvalue per group")
+        self.getPlotItem().setLabel("left", "eigenvalue per group")
+        if spread is not None and ev.size and ev[0] > 0:
+            q = np.clip(np.asarray(spread, dtype=np.float64)[:, :ev.size], 1e-6 * ev[0], None)
+            self._set_spread(q)
+            self._fit_y(np.concatenate([ev[ev > 0], q.ravel()]))
+            what += ": mean, 10–90 % band, median dashed"
+        else:
+            what += ": mean"
         self.group_text = what
         self._status_for_rank()
+
+    def _set_spread(self, q: np.ndarray | None) -> None:
+        """The band between the 10 % and 90 % quantiles and the median; None: none."""
+        k = np.arange(1, q.shape[1] + 1) if q is not None else []
+        for item, row in ((self.band_lo, 0), (self.median, 1), (self.band_hi, 2)):
+            item.setData(k, q[row] if q is not None else [])
+        self.band.setVisible(q is not None)  # the fill keeps its last shape when emptied
 
     def _status_for_rank(self) -> None:
         """The grouped spectrum's line: which groups, and what the selected rank keeps."""

@@ -163,12 +163,23 @@ def noise_text(sigma: float, estimated: bool, strength: float = 1.0,
     text = f"σ {'estimated ' if estimated else ''}{level:.3g}"
     if measured and measured.get("kind") == "correlated":
         text += (f" (correlated noise: {measured.get('correlation', 1):.2g}× the finest scale, "
-                 f"neighbours {measured.get('neighbour', 0):.2f})")
+                 f"neighbours {measured.get('neighbour', 0):.2f}{_nlf_text(measured)})")
     elif measured and estimated:
-        text += " (white)"
+        text += f" (white{_nlf_text(measured)})"
     if strength != 1.0:
         text += f" × strength {strength:g} = {sigma:.3g} removed"
     return text
+
+
+def _nlf_text(measured: dict) -> str:
+    """The noise level against brightness (the noise-level function of ``stats['noise']``)
+    in a few words: from the darkest level to the brightest, and whether it grows."""
+    sig = [float(v) for v in measured.get("level_sigmas") or ()]
+    lev = [float(v) for v in measured.get("levels") or ()]
+    if len(sig) < 2 or len(lev) != len(sig):
+        return ""
+    grows = "; grows with the signal" if measured.get("signal_dependent") else ""
+    return f"; brightness {lev[0]:.3g}→{lev[-1]:.3g}: σ {sig[0]:.3g}→{sig[-1]:.3g}{grows}"
 
 
 def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
@@ -185,10 +196,25 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
             parts.append(f"γ {rec.resolved['gamma']:.3g}")
         if rec.resolved.get("n_landmarks"):
             parts.append(f"Nyström, {rec.resolved['n_landmarks']} landmarks")
-        if rec.fit_set:
+        if rec.resolved.get("page_sequence"):
+            parts.append(sequence_text(rec.resolved["page_sequence"]))
+        elif rec.fit_set:
             parts.append(shared_model_text(rec.resolved, len(rec.fit_set)))
         parts.append(f"{rec.timings.get('total', 0):.1f} s")
     return " · ".join(parts)
+
+
+def sequence_text(seq: dict) -> str:
+    """A stack page's part of a sequence run (``stats['sequence']`` of the pipeline): the
+    neighbouring pages its groups took patches from, with their shares, or why its pages
+    were denoised alone."""
+    where = f"page {seq.get('page', 0) + 1} of {seq.get('pages', 1)}"
+    if seq.get("decision") != "sequence":
+        return f"{where} denoised alone (sequence {seq.get('choice')}: {seq.get('reason')})"
+    used = sorted(((int(d), float(s)) for d, s in (seq.get("neighbours_used") or {}).items()),
+                  key=lambda ds: ds[0])
+    shares = ", ".join(f"{'this' if d == 0 else f'{d:+d}'} {100 * s:.0f}%" for d, s in used)
+    return f"{where} with its neighbours (patches from pages {shares})"
 
 
 def empty_spectrum_text(rec: FitRecord | None, is_patchset: bool) -> str:
@@ -261,7 +287,10 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
     else:
         ranks += f"; method {out.params.method}"
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
-    if out.fit_set:
+    if out.fit_set and out.params.method == "grouped" and not is_patchset:  # a stack's pages
+        lines = [f"{out.name}: ranks {ranks}; {len(out.fit_set)} pages of its stack together, "
+                 f"{out.seconds:.1f} s for the stack ({timing})"]
+    elif out.fit_set:
         lines = [f"{out.name}: ranks {ranks}; {shared_model_text(out.resolved, len(out.fit_set))}, "
                  f"{out.seconds:.1f} s for the set ({timing})"]
     else:
@@ -274,6 +303,8 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
                                                         out.params.strength, out.resolved.get("noise")))
     if out.resolved.get("hint"):  # e.g. the noise grows with the signal
         lines.append(f"{out.name}: {out.resolved['hint']}")
+    if out.resolved.get("page_sequence"):
+        lines.append(f"{out.name}: {sequence_text(out.resolved['page_sequence'])}")
     if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
         lines.append(out.note)
     return lines

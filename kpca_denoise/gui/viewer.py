@@ -153,7 +153,7 @@ class ImageViewer:
         otherwise show another region); once, at the next event-loop turn (after layout)."""
         if not self._fit_pending:
             self._fit_pending = True
-            QTimer.singleShot(0, self._fit_now)
+            QTimer.singleShot(0, self, self._fit_now)  # none once the window is gone
 
     def _fit_now(self) -> None:
         self._fit_pending = False

@@ -88,6 +88,16 @@ class _ChannelStats:
     final_groups: int = 0
     kept: Any = 0
     rank_spectrum: np.ndarray | None = None  # stage 2's noisy groups, for explicit ranks
+    # every SPECTRUM_EVERY-th group's spectrum of each kind, for the quantiles over groups
+    samples: dict = field(default_factory=lambda: {"spectrum": [], "rank_spectrum": []})
+
+
+def _quantiles(samples: list) -> np.ndarray:
+    """(3, n): the 10 %, 50 % and 90 % quantiles over the sampled groups' spectra."""
+    if not samples:
+        return np.zeros((3, 0))
+    n = min(s.shape[1] for s in samples)
+    return np.quantile(np.concatenate([s[:, :n] for s in samples]), (0.1, 0.5, 0.9), axis=0)
 
 
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
@@ -277,6 +287,9 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
             # explicit rank keeps (empty when only the auto rank was asked)
             rank_spectrum=(st.rank_spectrum / ng if st.rank_spectrum is not None
                            else np.zeros(0)),
+            # their spread over the groups: the 10 %, 50 % and 90 % quantiles, (3, n)
+            spectrum_quantiles=_quantiles(st.samples["spectrum"]),
+            rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
@@ -425,8 +438,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         floor = 0.0 if (ranks >= 0).any() else fl.tau1
     else:
         floor = STAGE2_CUT * ps.n * fl_ch.tau2
-    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0,
-                     certify=ps.stage == 1)
+    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()
@@ -435,6 +447,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         sampled = lam[::SPECTRUM_EVERY]
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
+        st.samples["spectrum"].append(np.array(sampled))
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
            eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
@@ -501,6 +514,7 @@ def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
     lam, V = fit[0], fit[1]
     st.rank_spectrum = lam.sum(axis=0) + (st.rank_spectrum if st.rank_spectrum is not None
                                           else 0.0)
+    st.samples["rank_spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
     Gam, aggw, kept = shrink_own(lam, V, math.inf, ranks)
     return Gam, aggw, kept, X, gamma, (fit[3] if rbf else None)
 
