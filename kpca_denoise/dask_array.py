@@ -2,8 +2,9 @@
 
 An image (or a stack of pages) held as a Dask array, of any chunking, is denoised
 into a lazy Dask array of the same shape, dtype and chunks whose pixels are
-:func:`kpca_denoise.denoise_image`'s on the whole image (each page's own, for a
-stack).
+:func:`kpca_denoise.denoise_image`'s on the whole image (for a stack,
+:func:`kpca_denoise.denoise_stack`'s: its pages with their neighbours when they are one
+scene, one task per spatial tile carrying every page; ``docs/stacks.md``).
 
 How the result stays exact:
 
@@ -86,8 +87,8 @@ def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grou
     ----------
     array : a ``dask.array.Array`` of any chunking: one image (H, W) or (H, W, C)
         with C in 1..4 (grey, grey + alpha, RGB, RGBA, as :func:`denoise_image`
-        takes), or a stack of pages (P, H, W) or (P, H, W, C), each page denoised on
-        its own as :func:`denoise_image` would (its own noise level and decisions).
+        takes), or a stack of pages (P, H, W) or (P, H, W, C), denoised as
+        :func:`denoise_stack` would (``params.sequence``; 'no': each page on its own).
         A 3-D array whose last axis has at most 4 entries is one image with
         channels.  Any other array (numpy, zarr, h5py) is wrapped with
         ``dask.array.asarray`` (dask's automatic chunks).
@@ -389,7 +390,7 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
     The decision goes into every page's stats and ``run.sequence``."""
     import dask
 
-    from .sequence import decide_stack, shared_noise
+    from .sequence import decide_stack, shared_noise, stabiliser_stats
 
     if (params.method != "grouped" or params.sequence == "no" or len(pages) < 2
             or any(d is None for d in decisions)):
@@ -406,6 +407,9 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
     vst0 = decisions[0].vst
     sigma, vst = shared_noise(params, pages, [d.sigma for d in decisions], vst0)
     run.noise_sigma = [sigma] * len(pages)
+    if vst is not None:  # as the pipeline's step reports the stack's stabiliser
+        for st in run.stats:
+            st["noise_model"] = stabiliser_stats(st.get("noise_model", {}), vst)
     shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
     tiles = tiling.plan_stack(a.shape, params, shifts)
     if len(tiles) > 1:
@@ -416,14 +420,21 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
                           np.asarray(dec.linked, dtype=bool), shifts, vst)
 
 
+#: one stack tile at a time per process: a tile's working set is the stack path's bound
+#: (``tiling.STACK_TILE_BYTES``), and its numba kernels use every core already
+_STACK_TILE_LOCK = threading.Lock()
+
+
 def _stack_tile_cores(block, tile, sigma, params, linked, shifts, vst, run_id):
     """The task of a stack's tile: ``{key: (P, core...)}`` for every page (runs on a
-    worker; cancel and progress as :func:`_tile_cores`)."""
+    worker, one at a time per process; cancel and progress as :func:`_tile_cores`)."""
     entry = _RUNS.get(run_id)
     cancel = entry[1] if entry else None
-    check_cancel(cancel)
-    outs, _ = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params, linked=linked,
-                                        shifts=shifts, vst=vst, cancel=cancel)
+    with _STACK_TILE_LOCK:
+        check_cancel(cancel)
+        outs, _ = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
+                                            linked=linked, shifts=shifts, vst=vst,
+                                            cancel=cancel)
     _report_tile(run_id, entry)
     return outs
 

@@ -25,8 +25,8 @@ from .prepare import PreparedItem, _stabiliser
 from .results import _Run
 from .tiling import _to_working, denoise_stack_tiled, luminance
 
-__all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "run_sequences",
-           "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
+__all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
+           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
 #: :func:`link_scores` is above this (pages of one scene score 0.85 to 1, faint
@@ -155,6 +155,12 @@ def _decision_pages(seq: list[PreparedItem]) -> list:
     return [central_crop(np.asarray(it.data)) for it in seq], [it.vst for it in seq]
 
 
+def stabiliser_stats(page: dict, vst) -> dict:
+    """A page's ``stats["noise_model"]`` with the stack's shared stabiliser ``vst``: its
+    gain and sigma (the model, and what chose it, kept)."""
+    return dict(page, gain=np.ravel(vst.gain).tolist(), sigma=np.ravel(vst.sigma).tolist())
+
+
 def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
     """:func:`shared_noise` given to every page of ``seq``; returns the level."""
     sigma, vst = shared_noise(params, [it.data for it in seq],
@@ -162,9 +168,8 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
     for it in seq:
         if vst is not None:
             it.vst = vst
-            it.result.stats["noise_model"] = dict(
-                it.result.stats["noise_model"], gain=np.ravel(vst.gain).tolist(),
-                sigma=np.ravel(vst.sigma).tolist())  # the model (and 'chosen') kept
+            it.result.stats["noise_model"] = stabiliser_stats(it.result.stats["noise_model"],
+                                                              vst)
         it.result.noise_sigma = sigma
     return sigma
 
@@ -220,14 +225,15 @@ def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
 
 
 def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
-                  sequence: str = "auto", params: DenoiseParams | dict | None = None,
+                  sequence: str | None = None, params: DenoiseParams | dict | None = None,
                   progress: ProgressCallback | None = None, cancel: Any = None,
                   return_stats: bool = False, **fields: Any):
     """Denoise a stack ``(P, H, W)`` or ``(P, H, W, C)`` (pages of a z-stack, a
     time-lapse, a burst): returns an array of the same shape and dtype.
 
     ``sequence`` 'auto' uses the neighbouring pages where they show one scene (a
-    stack of unrelated images runs page by page), 'yes' always, 'no' never.
+    stack of unrelated images runs page by page), 'yes' always, 'no' never; None:
+    ``params.sequence`` ('auto' by default).
     ``noise_sigma`` None estimates one noise level for the stack.  ``params`` (a
     :class:`DenoiseParams` or dict) and the other keywords (its fields, such as
     ``noise_model='poisson-gaussian'``) set the rest.  With ``return_stats`` the
@@ -251,8 +257,9 @@ def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
     if a.shape[0] < 1:
         raise ValueError("stack has no pages; give at least one (P >= 1)")
     base = _checked_params(params)
-    p = base.replace(sequence=sequence, **fields) if fields or sequence != base.sequence \
-        else base
+    if sequence is not None:
+        fields["sequence"] = sequence
+    p = base.replace(**fields) if fields else base
     if noise_sigma is not None:
         p = p.replace(noise_sigma=noise_sigma)
     res = denoise_set([a[k] for k in range(a.shape[0])], p.validate(), progress=progress,

@@ -62,3 +62,13 @@ def test_a_stack_under_the_executor_runs_its_tiles_on_the_cluster():
     assert [r.stats["sequence"]["decision"] for r in got] == ["sequence"] * 2
     for a, b in zip(got, here.images):
         np.testing.assert_array_equal(a.outputs[None], b.outputs[None])
+
+
+def test_a_poisson_gaussian_dask_stack_has_the_in_memory_stabiliser():
+    rng = np.random.default_rng(4)
+    clean = _pan(3, 64).astype(np.float64)
+    noisy = np.clip(2.0 * rng.poisson(clean / 2.0) + rng.normal(0, 3, clean.shape), 0,
+                    255).astype(np.uint8)
+    params = DenoiseParams(noise_model="poisson-gaussian", sequence="yes")
+    out = denoise_dask(da.from_array(noisy, chunks=(1, 64, 64)), params=params).compute()
+    np.testing.assert_array_equal(out, denoise_stack(noisy, params=params))

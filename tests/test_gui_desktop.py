@@ -274,6 +274,22 @@ def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path)
             fm = panel.title.fontMetrics()
             assert fm.horizontalAdvance(panel.title.text()) <= panel.title.contentsRect().width(), \
                 panel.title.text()
+    # five ranks at 1366x768: narrow columns, the views taller than their images, so a
+    # third line under every view keeps PSNR, SSIM and the effective rank whole
+    w.params_panel.set_params(DenoiseParams(ranks=(1, 2, 4, 8, None)))
+    w.refresh_views()
+    QApplication.processEvents()
+    text = "PSNR 28.26 dB · SSIM 0.664 · eff. rank 1.0"
+    panel = w.grid.rank_panels[1]
+    panel.set_metrics(text)
+    assert panel.metrics.n_lines == 3 and "…" not in " ".join(panel.metrics.lines())
+    assert {p.metrics.n_lines for p in w.grid.panels()} == {3}  # one height per row
+    # a long title drops its remark in brackets before it is elided ("auto …kage)")
+    panel.set_title("auto (shrinkage of every group's components)")
+    assert panel.title.shown(panel.title.contentsRect().width()) == "auto"
+    # the line over the views: the whole width, broken between words, not cut by the
+    # rank choice ("(wl")
+    assert w.info.wordWrap() and w.info.width() >= w.grid_scroll.width()
 
 
 def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):

@@ -28,8 +28,9 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from kpca_denoise.core.patches import accumulate_groups
 
 from .calibrate import calibrate, central_crop
-from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _plan_pass, _report, _resolve,
-                     preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
+from .driver import (CHUNK_GROUPS, SPECTRUM_EVERY, _ChannelStats, _check_inputs, _plan_pass,
+                     _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
+                     shrink_by_rank, trial_denoiser)
 from .group_pca import fit_groups
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
@@ -389,7 +390,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     2-D patches).  ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
-    Progress: the single-image stages, then ``"page"`` per page done in each pass.
+    Progress: ``"page"`` per reference page done, the two passes' (interleaved) counted
+    as the first pass's ``P`` pages and then the second's.
 
     Returns ``({rank: (P, H, W, C) float64}, stats)``: per channel, as the driver's,
     plus ``sequence``: the window, radius, shifts, links and, per page, the share of
@@ -447,6 +449,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
             # the mean over the groups decomposed whole (driver.SPECTRUM_EVERY)
             spectrum=(st.spectrum / max(st.spectrum_groups, 1) if st.spectrum is not None
                       else np.zeros(0)),
+            spectrum_quantiles=_quantiles(st.samples["spectrum"]),
+            rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
             sequence=info))
@@ -606,7 +610,11 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
             st.seconds["grouping"] += (time.perf_counter() - t0) / C
         for ch in range(C):
             _chunk_depth(s, ch, gp, gy, gx, H, P, seq, run, stats[ch])
-    report(progress, "page", k + 1, P, message=f"stage {ps.stage}")
+    # the sweep's share done: the reference pages of both passes (which run
+    # interleaved), told as the first pass's pages and then the second's
+    seq["refs"] = n = seq.get("refs", 0) + 1
+    stage = min((n - 1) // P + 1, 2 if run.options.two_stage else 1)
+    report(progress, "page", n - (stage - 1) * P, P, message=f"stage {stage}")
 
 
 # -- 3-D patches -------------------------------------------------------------------------
@@ -695,6 +703,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
+        st.samples["spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
                                  fl if ch == 0 else ps.floors_rest, s.ranks, run.rbf, st)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
