@@ -6,7 +6,13 @@ camera noise ``z = gain * Poisson(y / gain) + N(0, sigma_g^2)`` (not clipped) at
 gains below with ``sigma_g = 2``.  Columns (PSNR in dB against the clean crop):
 
 * ``noisy``;
-* ``awgn``       - the product with the default Gaussian noise model (sigma estimated);
+* ``default``    - the product with nothing given (``denoise_set`` with the defaults):
+  the Gaussian model, which chooses the stabiliser itself when the measured noise is
+  white and grows with the signal (``prepare._chosen_stabiliser``); the table's last
+  column says whether it did (``vst``) or kept one Gaussian level (``awgn``);
+* ``awgn``       - the Gaussian model at the one level the default path measures
+  (``prepare._noise_model``), told as ``noise_sigma``: what the default did before it
+  could choose;
 * ``awgn-eq``    - the grouped method told the equivalent sigma ``sqrt(mean(gain y + sigma_g^2))``;
 * ``vst``        - the product with ``noise_model="poisson-gaussian"``: gain and sigma_g
   estimated (:func:`kpca_denoise.core.noise.estimate_poisson_gaussian`), generalised
@@ -28,6 +34,7 @@ wallpapers of ``benchmarks/outside.py``).
 Usage::
 
     python -m benchmarks.poisson              # denoising table
+    python -m benchmarks.poisson --columns default,awgn,vst   # some columns only
     python -m benchmarks.poisson --estimate   # estimator accuracy, then the table
     python -m benchmarks.poisson --estimate --no-denoise
     python -m benchmarks.poisson --estimate --no-denoise --dir DIR
@@ -91,13 +98,34 @@ def photos(folder: str):
             yield f.stem, np.asarray(im.convert("L"), dtype=np.float64)
 
 
-def denoise_table(crop: int, gains) -> None:
+COLUMNS = ("noisy", "default", "awgn", "awgn-eq", "vst", "vst-lin", "vst-nlm", "vst-bm3d")
+
+
+def _default(z: np.ndarray, chose: list):
+    """The product with nothing given; appends whether it chose the stabiliser."""
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    res = denoise_set([z], DenoiseParams()).images[0]
+    chose.append(bool(res.stats.get("noise_model", {}).get("chosen")))
+    return res.outputs[None]
+
+
+def _one_level(z: np.ndarray) -> float:
+    """The Gaussian level the default path measures (no stabiliser)."""
+    from kpca_denoise.prepare import _noise_model
+
+    white, model = _noise_model(z)
+    return white if model is None else model.level
+
+
+def denoise_table(crop: int, gains, cols=COLUMNS) -> None:
     try:
         import bm3d
     except ImportError:  # pragma: no cover
         bm3d = None  # the vst-bm3d column then repeats the noisy one
-    cols = ("noisy", "awgn", "awgn-eq", "vst", "vst-lin", "vst-nlm", "vst-bm3d")
-    print(f"{'image':10s} {'gain':>5s} " + " ".join(f"{c:>8s}" for c in cols))
+    chose: list = []
+    print(f"{'image':10s} {'gain':>5s} " + " ".join(f"{c:>8s}" for c in cols)
+          + ("   chosen" if "default" in cols else ""))
     rows, times = [], {c: 0.0 for c in cols}
     for gain in gains:
         for name in NAMES:
@@ -108,7 +136,8 @@ def denoise_table(crop: int, gains) -> None:
             f = vst.forward(z)
             run = {
                 "noisy": lambda: z,
-                "awgn": lambda: denoise_image(z),
+                "default": lambda: _default(z, chose),
+                "awgn": lambda: denoise_image(z, noise_sigma=_one_level(z)),
                 "awgn-eq": lambda: denoise_grouped(z, s_eq)[0][None],
                 "vst": lambda: denoise_image(z, noise_model="poisson-gaussian"),
                 "vst-lin": lambda: vst.inverse(denoise_grouped(f, 1.0, kernel="linear")[0][None]),
@@ -122,17 +151,27 @@ def denoise_table(crop: int, gains) -> None:
                 times[c] += time.perf_counter() - t
                 row.append(psnr(img, out))
             rows.append((gain, row))
-            print(f"{name:10s} {gain:5.0f} " + " ".join(f"{v:8.2f}" for v in row), flush=True)
+            print(f"{name:10s} {gain:5.0f} " + " ".join(f"{v:8.2f}" for v in row)
+                  + (("      vst" if chose[-1] else "     awgn") if "default" in cols else ""),
+                  flush=True)
     print()
     for gain in gains:
         m = np.mean([r for g, r in rows if g == gain], axis=0)
         print(f"{'mean':10s} {gain:5.0f} " + " ".join(f"{v:8.2f}" for v in m))
     allr = np.asarray([r for _, r in rows])
     i = {c: k for k, c in enumerate(cols)}
-    d_awgn = allr[:, i["vst"]] - np.maximum(allr[:, i["awgn"]], allr[:, i["awgn-eq"]])
-    d_bm3d = allr[:, i["vst"]] - allr[:, i["vst-bm3d"]]
-    print(f"\nvst - best awgn path: mean {d_awgn.mean():+.2f} dB, worst {d_awgn.min():+.2f} dB")
-    print(f"vst - vst-bm3d:       mean {d_bm3d.mean():+.2f} dB, worst {d_bm3d.min():+.2f} dB")
+
+    def diff(what: str, a: str, b) -> None:
+        if a in i and all(c in i for c in b):
+            d = allr[:, i[a]] - np.max(allr[:, [i[c] for c in b]], axis=1)
+            print(f"{what:<26s} mean {d.mean():+.2f} dB, worst {d.min():+.2f} dB")
+    print()
+    diff("vst - best awgn path:", "vst", ("awgn", "awgn-eq"))
+    diff("vst - vst-bm3d:", "vst", ("vst-bm3d",))
+    diff("default - awgn:", "default", ("awgn",))
+    diff("default - vst:", "default", ("vst",))
+    if chose:
+        print(f"the default chose the stabiliser in {sum(chose)} of {len(chose)} cases")
     print("seconds (sum): " + ", ".join(f"{c} {t:.1f}" for c, t in times.items() if c != "noisy"))
 
 
@@ -142,6 +181,8 @@ def main() -> None:
     ap.add_argument("--no-denoise", action="store_true", help="skip the denoising table")
     ap.add_argument("--crop", type=int, default=256)
     ap.add_argument("--gains", type=float, nargs="+", default=list(GAINS))
+    ap.add_argument("--columns", default=",".join(COLUMNS),
+                    help="the denoising table's columns, comma-separated (default: all)")
     ap.add_argument("--dir", help="--estimate on the photographs in this folder (luminance) "
                                   "instead of the development images")
     a = ap.parse_args()
@@ -149,7 +190,11 @@ def main() -> None:
     if a.estimate:
         estimator_table(photos(a.dir) if a.dir else ((n, load(n, None)) for n in NAMES))
     if not a.no_denoise:
-        denoise_table(a.crop, a.gains)
+        cols = tuple(c for c in a.columns.split(",") if c)
+        bad = [c for c in cols if c not in COLUMNS]
+        if bad:
+            ap.error(f"unknown column {bad[0]!r}; choose from {', '.join(COLUMNS)}")
+        denoise_table(a.crop, a.gains, cols)
 
 
 if __name__ == "__main__":

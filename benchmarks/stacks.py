@@ -7,6 +7,14 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] | tee -a benchmarks/results/stacks.txt
+    python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap]
+
+``--memory``: the peak resident memory of a uint16 pan stack (sigma 25) of each page
+count, built page by page as a Dask array (the input is never whole) and denoised by
+``lazy_denoise`` (``denoise_dask``'s pass) into a file, in a fresh process each (the synchronous scheduler: one
+tile at a time; the numba kernels still use every core).  ``--cheap`` searches 8 px
+(not 32) on a page and groups 16 patches, which changes the time, not the working set
+(the tile side comes from the memory budget, ``tiling.STACK_TILE_BYTES``).
 
 Kinds: ``pan`` (a view panning 1 px per frame over the astronaut), ``rotate`` (the
 cameraman turning 0.4 degrees and drifting 0.7 / 0.3 px per frame), ``zoom`` (the
@@ -174,6 +182,70 @@ def _timed(fn):
     return out, time.perf_counter() - t
 
 
+def _memory_child(pages: int, size: int, cheap: bool, target: str) -> None:
+    """One ``--memory`` run (in its own process): prints peak memory, time, tiles, PSNR."""
+    import resource
+
+    import dask
+    import dask.array as da
+
+    from kpca_denoise import DenoiseParams
+    from kpca_denoise.core.grouped import GroupedOptions
+    from kpca_denoise.dask_array import lazy_denoise
+
+    scene = np.tile(_grey("astronaut.png"), (int(np.ceil((size + 64) / 512)),
+                                             int(np.ceil((size + pages + 64) / 512))))
+
+    def clean(k: int) -> np.ndarray:
+        return scene[32:32 + size, 32 + k:32 + k + size]
+
+    def page(k: int) -> np.ndarray:
+        rng = np.random.default_rng(k)
+        return np.clip(np.rint((clean(k) + rng.normal(0, 25, (size, size))) * 200), 0,
+                       65535).astype(np.uint16)[None]
+
+    lazy = da.concatenate([da.from_delayed(dask.delayed(page)(k), (1, size, size), np.uint16)
+                           for k in range(pages)])
+    grouped = GroupedOptions(search_radius=8, search_radius1=8, group_size=16,
+                             group_size1=16) if cheap else GroupedOptions()
+    params = DenoiseParams(noise_sigma=25.0 * 200, grouped=grouped)
+    out = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint16,
+                                    shape=(pages, size, size))
+    t = time.perf_counter()
+    with dask.config.set(scheduler="synchronous"):
+        run = lazy_denoise(lazy, params)
+        res = run.outputs[run.keys[-1]]
+        da.store(res, out, lock=False)  # tile by tile: no page waits for the others
+        run.close()
+    seconds = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    k, c = pages // 2, size // 2
+    crop = (slice(c - 128, c + 128), slice(c - 128, c + 128))
+    print(f"{pages:>5} {size:>5} {pages * size * size * 2 / 2**30:8.2f} {peak:9.0f} "
+          f"{seconds:8.1f} {run.tiles:6d} "
+          f"{psnr(clean(k)[crop] * 200, page(k)[0][crop], 65535):7.2f} "
+          f"{psnr(clean(k)[crop] * 200, out[k][crop], 65535):7.2f}", flush=True)
+
+
+def memory(counts: list, size: int, cheap: bool) -> None:
+    """``--memory``: each page count in a fresh process (see the module docstring)."""
+    import os
+    import subprocess
+    import tempfile
+
+    print(f"# peak resident memory (MB) of denoise_dask on a uint16 pan stack, sigma 25 x 200,"
+          f" {'cheap search' if cheap else 'default settings'}, synchronous scheduler")
+    print(f"{'pages':>5} {'side':>5} {'input GB':>8} {'peak MB':>9} {'seconds':>8} "
+          f"{'tiles':>6} {'noisy':>7} {'ours':>7}  (PSNR of a middle page's central 256^2)",
+          flush=True)
+    for n in counts:
+        with tempfile.TemporaryDirectory(prefix="kpca-stack-memory-") as tmp:
+            cmd = [sys.executable, "-m", "benchmarks.stacks", "--memory-child", str(n),
+                   "--size", str(size), "--target", os.path.join(tmp, "out.npy")]
+            subprocess.run(cmd + (["--cheap"] if cheap else []), check=True,
+                           env=dict(os.environ, MALLOC_ARENA_MAX="2"))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", default=",".join(KINDS))
@@ -181,7 +253,16 @@ def main(argv=None) -> None:
     ap.add_argument("--pages", type=int, default=16)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--no-baselines", action="store_true", help="ours only")
+    ap.add_argument("--memory", help="page counts: the peak memory mode")
+    ap.add_argument("--cheap", action="store_true", help="--memory: a cheaper search")
+    ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.memory_child:
+        return _memory_child(args.memory_child, args.size, args.cheap, args.target)
+    if args.memory:
+        print(results_header())
+        return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap)
     print(results_header())
     print("# PSNR dB (s); 'default' is sequence 'auto': its decision (linked page pairs / "
           "all) in the last column")

@@ -30,7 +30,7 @@ from .io import (SUPPORTED_SUFFIXES, InputError, check_not_input, collect_inputs
                  output_path, rank_tag, read_item, read_items, remove_stale_parts, write_item,
                  write_sidecar)
 from .io.lazy_tiff import memory_budget
-from .numba_cache import compile_seconds
+from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import DenoiseParams, ParamError
@@ -329,7 +329,6 @@ def _denoise(args) -> int:
     sequences = _sequences(items, params)
     bar = ProgressBar(enabled=not args.quiet, estimate=_estimate(images, patch_sets, lazy, params))
     images.started = bar.begin
-    _note_first_compile(params, patch_sets + [it.is_patchset for it in lazy])
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
     finished: dict = {}  # item position -> (entry, rows)
@@ -338,6 +337,7 @@ def _denoise(args) -> int:
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
     interrupted: KeyboardInterrupt | None = None
+    quiet_again = _note_first_compile(params, patch_sets + [it.is_patchset for it in lazy], bar)
     try:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
@@ -367,6 +367,7 @@ def _denoise(args) -> int:
         # stands without a record of how it was made
         interrupted = exc
     finally:
+        quiet_again()
         executor.close()
     result = executor.summary
     rows, written = [], []
@@ -398,18 +399,16 @@ def _denoise(args) -> int:
     return 1 if failed else 0
 
 
-#: a first compile at least this long (seconds) is announced
-COMPILE_NOTE = 10
+def _note_first_compile(params: DenoiseParams, patch_sets, bar: ProgressBar):
+    """One line as numba starts compiling the kernels the run needs, when its cache does not
+    hold them (a first run: half a minute or more before any progress); returns the
+    function that stops listening."""
+    def say(seconds: float) -> None:
+        bar.note(f"note: compiling the numba kernels once (about {seconds:.0f} s; cached for "
+                 "later runs)")
 
-
-def _note_first_compile(params: DenoiseParams, patch_sets) -> None:
-    """One line before the compute when numba's cache does not hold the kernels the run
-    needs (a first run: half a minute or more of compiling before any progress)."""
     methods = {"global" if p or params.method == "global" else "grouped" for p in patch_sets}
-    seconds = compile_seconds(methods)
-    if seconds >= COMPILE_NOTE:
-        print(f"note: compiling the numba kernels once (about {seconds:.0f} s; cached for "
-              "later runs)", file=sys.stderr)
+    return announce_compile(methods, say)
 
 
 def _sequences(items, params: DenoiseParams) -> list[tuple[int, int]]:

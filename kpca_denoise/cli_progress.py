@@ -15,7 +15,7 @@ from .core.progress import ProgressEvent
 __all__ = ["ProgressBar", "RunEstimate", "work_weight", "duration"]
 
 #: the share of a chunk of groups finished when each step of the grouped method reports
-#: it (the steps' shares of the time in the grouped core's own statistics)
+#: it (the steps' shares of the time in the grouped core's statistics, 1 Mpx grey, issue 34)
 STEP_SHARE = {"grouping": 0.39, "eigensolver": 0.74, "projection": 0.80, "preimage": 0.98,
               "reassembly": 1.0}
 
@@ -59,11 +59,11 @@ class RunEstimate:
     executor's ``image`` event, which finishes the oldest begun).  Between the two, its
     share done comes from the events: finished tiles, and within a tile (or an image in
     one piece) the grouped method's chunks of groups in each stage.  The rate is measured
-    from the first work done inside an item, so the kernels' first compile is not taken
-    for the pace of the run.  Without weights, each image of the executor's count weighs
-    one.  ``tiles``: the tiles each item is planned in (its first tile is not taken for
-    the whole image); ``stages``: the passes over each tile; ``clock``: the time source
-    (seconds)."""
+    from the first work done inside an item (or, when none is reported, from the first
+    item's end), so the kernels' first compile is not taken for the pace of the run.
+    Without weights, each image of the executor's count weighs one.  ``tiles``: the
+    tiles each item is planned in (its first tile is not taken for the whole image);
+    ``stages``: the passes over each tile; ``clock``: the time source (seconds)."""
 
     def __init__(self, weights: dict | None = None, stages: int = 2, clock=None,
                  tiles: dict | None = None):
@@ -107,6 +107,9 @@ class RunEstimate:
         self._done += self.weights.get(key, mean)
         if not self._open:
             self._reset_item()
+        if self._coarse:  # no work measured inside an item (the global method's set-wide
+            # fit, images on a cluster's workers): the rate from the first image's end
+            self._anchor, self._coarse = (self._clock(), self.fraction() or 0.0), False
 
     def __call__(self, ev: ProgressEvent) -> None:
         if self._anchor is None and ev.stage != "done":
@@ -129,7 +132,7 @@ class RunEstimate:
             within = (max(ev.done - 1, 0) + step) / ev.total if ev.done else 0.0
             share = (min(int(m.group(1)), self.stages) - 1 + min(within, 1.0)) / self.stages
             self._piece = max(self._piece, min(share, 1.0))
-        if self._coarse and not self._finished:
+        if self._coarse:
             f = self.fraction()
             if f is not None and f > 0:  # the first work measured inside an item
                 self._anchor, self._coarse = (self._clock(), f), False
@@ -191,6 +194,7 @@ class ProgressBar:
         self._t0 = self._clock()
         self._last_tiles = -float("inf")
         self._last_line = self._t0
+        self._partial = False  # a terminal's bar drawn and not ended
 
     def begin(self, key) -> None:
         """Item ``key`` starts (see :class:`RunEstimate`)."""
@@ -223,8 +227,16 @@ class ProgressBar:
         self.stream.write("\r" + text.ljust(78))
         if finished:
             self.stream.write("\n")
+        self._partial = not finished
         self.stream.flush()
         self._last_stage = ev.stage
+
+    def note(self, text: str) -> None:
+        """A line of its own (on a terminal, below the bar), even when the bar is off."""
+        if self._partial:
+            self.stream.write("\n")
+            self._partial = False
+        self._line(text)
 
     def _plain(self, ev: ProgressEvent) -> None:
         now = self._clock()
@@ -235,14 +247,14 @@ class ProgressBar:
             left = self.estimate.left() if ev.done < ev.total else None
             more = f", about {duration(left)} left" if left is not None else ""
             self._line(f"image {ev.done}/{ev.total} {what} ({now - self._t0:.1f} s{more})")
-        elif ev.stage not in self._seen:
-            self._seen.add(ev.stage)
-            self._line(f"{ev.stage} ...")
         elif ev.stage == "tiles" and ev.total and (ev.done >= ev.total
                                                     or now - self._last_tiles >= 5):
             # a large image's tiles: a line at most every 5 s, with the time left
             self._last_tiles = now
             self._line(f"tiles {ev.done}/{ev.total} ({now - self._t0:.0f} s){self._run(', ')}")
+        elif ev.stage not in self._seen and ev.stage != "tiles":
+            self._seen.add(ev.stage)
+            self._line(f"{ev.stage} ...")
         elif now - self._last_line >= HEARTBEAT and self.estimate.text():
             # a long image (or a stack denoised as one) between its other lines
             self._line(f"{now - self._t0:.0f} s, {self.estimate.text()}")

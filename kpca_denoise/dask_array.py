@@ -2,8 +2,9 @@
 
 An image (or a stack of pages) held as a Dask array, of any chunking, is denoised
 into a lazy Dask array of the same shape, dtype and chunks whose pixels are
-:func:`kpca_denoise.denoise_image`'s on the whole image (each page's own, for a
-stack).
+:func:`kpca_denoise.denoise_image`'s on the whole image (for a stack,
+:func:`kpca_denoise.denoise_stack`'s: its pages with their neighbours when they are one
+scene, one task per spatial tile carrying every page; ``docs/stacks.md``).
 
 How the result stays exact:
 
@@ -86,8 +87,8 @@ def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grou
     ----------
     array : a ``dask.array.Array`` of any chunking: one image (H, W) or (H, W, C)
         with C in 1..4 (grey, grey + alpha, RGB, RGBA, as :func:`denoise_image`
-        takes), or a stack of pages (P, H, W) or (P, H, W, C), each page denoised on
-        its own as :func:`denoise_image` would (its own noise level and decisions).
+        takes), or a stack of pages (P, H, W) or (P, H, W, C), denoised as
+        :func:`denoise_stack` would (``params.sequence``; 'no': each page on its own).
         A 3-D array whose last axis has at most 4 entries is one image with
         channels.  Any other array (numpy, zarr, h5py) is wrapped with
         ``dask.array.asarray`` (dask's automatic chunks).
@@ -132,6 +133,8 @@ class LazyRun:
     stats: list  # per page: the noise stats ImageResult.stats reports ('noise', 'hint', ...)
     tiles: int  # tile tasks that compute them
     run_id: str = ""
+    #: a stack's sequence decision (``docs/stacks.md``), None for an image
+    sequence: dict | None = None
     _token: CancelToken = field(default_factory=CancelToken, repr=False)
     _client: Any = field(default=None, repr=False)  # the distributed client reporting tiles
 
@@ -182,6 +185,12 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     if client is not None:  # tiles on other processes report through the scheduler
         client.subscribe_topic(_topic(run.run_id), lambda event: _tile_done(run.run_id))
         run._client = client
+    whole = _stack_decision(a, pages, decisions, params, run) if stack else None
+    if whole is not None:  # the pages denoised as one, tiles carrying every page
+        run.tiles = len(whole.tiles)
+        _RUNS[run.run_id][3] = run.tiles
+        run.outputs.update(_assemble_stack(a, whole, run))
+        return run
     built = [None if d is None else _assemble(page, d, run) for page, d in zip(pages, decisions)]
     for key in keys:
         outs = [page if b is None else b[key] for page, b in zip(pages, built)]
@@ -360,6 +369,89 @@ def _calibrated(page, keys, params: DenoiseParams, sigma: float, vst, model,
     return _Decision(sigma, params, tiles, tuple(keys), vst, model, ranks, stats)
 
 
+@dataclass
+class _StackDecision:
+    """What the tiles of a stack denoised as one share: decided once, for all pages."""
+
+    sigma: float
+    params: DenoiseParams  # with the stack path's calibration
+    tiles: list  # spatial tiles, each carrying every page
+    keys: tuple
+    linked: np.ndarray
+    shifts: np.ndarray
+    vst: Any = None
+
+
+def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
+                    run: LazyRun) -> _StackDecision | None:
+    """Whether a stack's pages are denoised as one (``params.sequence``), decided as the
+    pipeline's step decides it (:func:`kpca_denoise.sequence.decide_stack` on the
+    pages' central crops, one noise level for the stack); its tiles when they are.
+    The decision goes into every page's stats and ``run.sequence``."""
+    import dask
+
+    from .sequence import decide_stack, shared_noise, stabiliser_stats
+
+    if (params.method != "grouped" or params.sequence == "no" or len(pages) < 2
+            or any(d is None for d in decisions)):
+        return None
+    crops = [np.asarray(c) for c in dask.compute(*[central_crop(p) for p in pages])]
+    dec = decide_stack(crops, [d.vst for d in decisions], [d.sigma for d in decisions],
+                       params)
+    run.sequence = dec.as_dict()
+    for k, st in enumerate(run.stats):
+        st["sequence"] = dict(decision=dec.decision, choice=dec.choice, reason=dec.reason,
+                              page=k, pages=len(pages))
+    if dec.decision != "sequence":
+        return None
+    vst0 = decisions[0].vst
+    sigma, vst = shared_noise(params, pages, [d.sigma for d in decisions], vst0)
+    run.noise_sigma = [sigma] * len(pages)
+    if vst is not None:  # as the pipeline's step reports the stack's stabiliser
+        for st in run.stats:
+            st["noise_model"] = stabiliser_stats(st.get("noise_model", {}), vst)
+    shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
+    tiles = tiling.plan_stack(a.shape, params, shifts)
+    if len(tiles) > 1:
+        params = tiling.resolve_stack(np.asarray(central_crop(pages[len(pages) // 2])), sigma,
+                                      params, vst)
+        tiles = tiling.plan_stack(a.shape, params, shifts)
+    return _StackDecision(sigma, params, tiles, result_keys(params, False),
+                          np.asarray(dec.linked, dtype=bool), shifts, vst)
+
+
+#: one stack tile at a time per process: a tile's working set is the stack path's bound
+#: (``tiling.STACK_TILE_BYTES``), and its numba kernels use every core already
+_STACK_TILE_LOCK = threading.Lock()
+
+
+def _stack_tile_cores(block, tile, sigma, params, linked, shifts, vst, run_id):
+    """The task of a stack's tile: ``{key: (P, core...)}`` for every page (runs on a
+    worker, one at a time per process; cancel and progress as :func:`_tile_cores`)."""
+    entry = _RUNS.get(run_id)
+    cancel = entry[1] if entry else None
+    with _STACK_TILE_LOCK:
+        check_cancel(cancel)
+        outs, _ = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
+                                            linked=linked, shifts=shifts, vst=vst,
+                                            cancel=cancel)
+    _report_tile(run_id, entry)
+    return outs
+
+
+def _assemble_stack(a, d: _StackDecision, run: LazyRun) -> dict:
+    """The stack's outputs ``{key: lazy (P, H, W[, C])}``: one delayed
+    :func:`_stack_tile_cores` per spatial tile, every page's cores put together."""
+    import dask
+
+    task = dask.delayed(_stack_tile_cores, nout=None)
+    blocks = [task(a[(slice(None),) + t.region], t, d.sigma, d.params, d.linked, d.shifts,
+                   d.vst, run.run_id,
+                   dask_key_name=f"kpca-denoise-stack-tile-{run.run_id}-{t.y0}-{t.x0}")
+              for t in d.tiles]
+    return _put_together(d.tiles, blocks, (a.shape[0],), tuple(a.shape[3:]), d.keys, a.dtype)
+
+
 # -- the tiles ----------------------------------------------------------------------
 
 
@@ -372,6 +464,13 @@ def _tile_cores(region, tile, sigma, params, model, ranks, vst, run_id):
     check_cancel(cancel)
     outs, _ = tiling.denoise_tile(np.asarray(region), tile, sigma, params, model=model,
                                   ranks=ranks, vst=vst, cancel=cancel)
+    _report_tile(run_id, entry)
+    return outs
+
+
+def _report_tile(run_id: str, entry) -> None:
+    """A tile of the run ended: counted here, or through the scheduler's events on a
+    dask.distributed worker elsewhere."""
     if entry is not None:
         _tile_done(run_id)
     else:
@@ -381,7 +480,6 @@ def _tile_cores(region, tile, sigma, params, model, ranks, vst, run_id):
             get_worker().log_event(_topic(run_id), 1)
         except (ImportError, ValueError):  # not on a distributed worker
             pass
-    return outs
 
 
 def _topic(run_id: str) -> str:
@@ -413,18 +511,28 @@ def _assemble(page, d: _Decision, run: LazyRun) -> dict:
     """The page's outputs ``{key: lazy array}``: one delayed :func:`_tile_cores` per tile
     of the plan, each key's cores put together (lazy)."""
     import dask
-    import dask.array as da
 
     rid = run.run_id
     model = None if d.model is None else dask.delayed(d.model, name=f"kpca-denoise-model-{rid}")
     task = dask.delayed(_tile_cores, nout=None)
+    blocks = [task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, rid,
+                   dask_key_name=f"kpca-denoise-tile-{rid}-{id(d)}-{t.y0}-{t.x0}")
+              for t in d.tiles]
+    return _put_together(d.tiles, blocks, (), tuple(page.shape[2:]), d.keys, page.dtype)
+
+
+def _put_together(tiles: list, blocks: list, lead: tuple, tail: tuple, keys: tuple,
+                  dtype) -> dict:
+    """Each key's lazy array from the tiles' delayed ``{key: core}`` blocks (tiles
+    row-major), a core being ``lead + (its rows, its columns) + tail``."""
+    import dask.array as da
+
     rows: dict = {}
-    for t in d.tiles:  # row-major
-        block = task(page[t.region], t, d.sigma, d.params, model, d.ranks, d.vst, rid,
-                     dask_key_name=f"kpca-denoise-tile-{rid}-{id(d)}-{t.y0}-{t.x0}")
-        shape = (t.y1 - t.y0, t.x1 - t.x0) + tuple(page.shape[2:])
-        for key in d.keys:
+    for t, block in zip(tiles, blocks):
+        shape = lead + (t.y1 - t.y0, t.x1 - t.x0) + tail
+        for key in keys:
             rows.setdefault(key, {}).setdefault(t.y0, []).append(
-                da.from_delayed(block[key], shape, dtype=page.dtype))
-    return {key: da.concatenate([da.concatenate(r, axis=1) for r in rows[key].values()], axis=0)
-            for key in d.keys}
+                da.from_delayed(block[key], shape, dtype=dtype))
+    ax = len(lead)
+    return {key: da.concatenate([da.concatenate(r, axis=ax + 1) for r in rows[key].values()],
+                                axis=ax) for key in keys}

@@ -38,7 +38,7 @@ import numpy as np
 from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
 from .params import DenoiseParams
 from .pipeline import ImageResult, SetResult, denoise_set
-from .tiling import denoise_tile, plan
+from .tiling import denoise_stack_tile, denoise_tile, plan
 
 __all__ = ["Executor", "ExecutorError"]
 
@@ -60,6 +60,12 @@ def _denoise_one(image, index: int, name: str, patch_set: bool, params: DenoiseP
 def _denoise_tile(region, tile, sigma, params, model, ranks, vst):
     """The task for one tile of a large image (runs on a worker)."""
     return denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst)
+
+
+def _denoise_stack_tile(block, tile, sigma, params, linked, shifts, vst, reach):
+    """The task for one spatial tile of a stack, every page (runs on a worker)."""
+    return denoise_stack_tile(block, tile, sigma, params, linked=linked, shifts=shifts,
+                              vst=vst, reach=reach)
 
 
 def _is_tiled(images, i: int, patch_set: bool, params: DenoiseParams) -> bool:
@@ -92,16 +98,27 @@ class _DaskTiles:
         return self._models[id(model)][1]
 
     def __call__(self, jobs, *, sigma, params, model, ranks, vst):
+        shared = self._shared(model)
+        return self._run(((k, np.ascontiguousarray(region), tile) for k, region, tile in jobs),
+                         _denoise_tile, sigma, params, shared, ranks, vst)
+
+    def stacks(self, jobs, *, sigma, params, linked, shifts, vst, reach):
+        """The ``tile_map`` of a stack's tiles (:func:`kpca_denoise.tiling.denoise_stack_tiled`):
+        each tile, every page of its region, one task."""
+        pages = ((k, np.stack([np.asarray(block[i]) for i in range(len(block))]), tile)
+                 for k, block, tile in jobs)
+        return self._run(pages, _denoise_stack_tile, sigma, params, linked, shifts, vst, reach)
+
+    def _run(self, jobs, task, *args):
         from dask.distributed import as_completed
 
         client = self.client
-        shared = self._shared(model)
         futures: dict = {}
         try:
             for k, region, tile in jobs:
                 self._n += 1
-                data = client.scatter(np.ascontiguousarray(region), hash=False)
-                fut = client.submit(_denoise_tile, data, tile, sigma, params, shared, ranks, vst,
+                data = client.scatter(region, hash=False)
+                fut = client.submit(task, data, tile, *args,
                                     key=f"kpca-denoise-{self.run_id}-tile-{self._n}", pure=False)
                 futures[fut] = k
             for fut in as_completed(list(futures)):
@@ -249,9 +266,10 @@ class Executor:
         """Denoise every item; yield each :class:`ImageResult` as it completes.
 
         ``sequences``: ``(start, stop)`` ranges of items that are the pages of one
-        stack; each goes to the pipeline in one call, in this process, so that its
-        pages can be denoised with their neighbours (``params.sequence``,
-        ``docs/stacks.md``).
+        stack; each goes to the pipeline in one call, so that its pages can be
+        denoised with their neighbours (``params.sequence``, ``docs/stacks.md``): its
+        decisions here, and on a cluster its tiles (every page of a region each) as
+        tasks.
 
         ``denoise`` is the pipeline function run in this process (the set's fit,
         and every image when there is no cluster); workers run
@@ -306,7 +324,9 @@ class Executor:
 
     def _sequences(self, images, names, patch_sets, params, progress, cancel, denoise,
                    sequences):
-        """The stacks' pages, one pipeline call per stack (here), one part per page."""
+        """The stacks' pages, one pipeline call per stack (here; on a cluster its tiles
+        are the tasks), one part per page."""
+        tiles = _DaskTiles(self.client, uuid.uuid4().hex) if self.distributed else None
         for a, b in sequences:
             check_cancel(cancel)
             try:
@@ -316,7 +336,8 @@ class Executor:
                     yield _failed(params, i, names[i], exc)
                 continue
             res = denoise(pages, params, names=list(names[a:b]), patch_sets=list(patch_sets[a:b]),
-                          first_index=a, progress=_ItemProgress(progress), cancel=cancel)
+                          first_index=a, progress=_ItemProgress(progress), cancel=cancel,
+                          tile_map=tiles)
             for img in res.images:
                 yield dataclasses.replace(res, images=[img])
 

@@ -63,10 +63,12 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
         entry["stats"] = run.stats[0]
     if sigma is None:
         print(f"note: {it.name}: no noise to remove; written unchanged", file=sys.stderr)
-    if it.is_stack and params.method == "grouped" and params.sequence != "no":
-        # the sequence path holds the whole stack in memory: a lazy stack runs page by page
-        print(f"note: {it.name}: read lazily, denoised page by page (sequence "
-              f"{params.sequence} needs the whole stack in memory)", file=sys.stderr)
+    if run.sequence is not None:  # as cli's note for a stack read whole
+        how = ("with its neighbouring pages" if run.sequence["decision"] == "sequence"
+               else "page by page")
+        print(f"note: {it.name}: denoised {how} (sequence {run.sequence['choice']}: "
+              f"{run.sequence['reason']})", file=sys.stderr)
+        entry["sequence"] = {k: v for k, v in run.stats[0]["sequence"].items() if k != "page"}
     for note in noise_notes(it.name, run.stats):
         print(f"note: {note}", file=sys.stderr)
     shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)

@@ -1,7 +1,7 @@
 """Where numba caches the engine's compiled functions, decided before numba is imported
 (the package's ``__init__`` calls it, so the library, the command line and the window
-all get it), and whether a run will compile them first (:func:`compile_seconds`, which
-the command line's notice uses; only it imports numba)."""
+all get it), and whether a run will compile them first (:func:`compile_seconds`,
+:func:`announce_compile`: the command line's note; only they import numba)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["use_writable_numba_cache", "compile_seconds", "COMPILE_SECONDS"]
+__all__ = ["use_writable_numba_cache", "compile_seconds", "announce_compile", "COMPILE_SECONDS"]
 
 #: each method's kernels, by module (every kernel of these modules is compiled on the
 #: method's first run and loaded from numba's cache after)
@@ -106,3 +106,30 @@ def compile_seconds(methods) -> float:
                 pass  # no cache, or numba's internals changed: no claim
         total += COMPILE_SECONDS[method] * cold / len(modules) if modules else 0.0
     return total
+
+
+def announce_compile(methods, say, at_least: float = 10.0):
+    """Call ``say(seconds)`` once, when numba starts compiling one of the engine's kernels
+    (not when it loads them from its cache), if the compile expected for these methods
+    (:func:`compile_seconds`) is at least ``at_least`` seconds.  Returns the function that
+    stops listening."""
+    seconds = compile_seconds(methods)
+    if seconds < at_least:
+        return lambda: None
+    from numba.core import event
+
+    said: list = []
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev) -> None:
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not said and getattr(func, "__module__", "").startswith(__package__ + "."):
+                said.append(True)
+                say(seconds)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    listener = _FirstCompile()
+    event.register("numba:compile", listener)
+    return lambda: event.unregister("numba:compile", listener)

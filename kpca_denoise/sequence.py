@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .core.grouped.calibrate import central_crop
 from .core.grouped.sequence import link_scores, page_shifts
 from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
@@ -24,8 +25,8 @@ from .prepare import PreparedItem, _stabiliser
 from .results import _Run
 from .tiling import _to_working, denoise_stack_tiled, luminance
 
-__all__ = ["denoise_stack", "decide", "run_sequences", "SequenceDecision", "LINK_THRESHOLD",
-           "CUT_THRESHOLD", "MAX_DECISION_PAGES"]
+__all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
+           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
 #: :func:`link_scores` is above this (pages of one scene score 0.85 to 1, faint
@@ -33,9 +34,6 @@ __all__ = ["denoise_stack", "decide", "run_sequences", "SequenceDecision", "LINK
 LINK_THRESHOLD = 0.55
 #: ... and then links every pair but those scoring below this (a cut between scenes)
 CUT_THRESHOLD = 0.45
-#: at most this many pages are compared for 'auto' before the stack's pairs are
-#: scored one by one (the decision's cost stays a small part of a page's)
-MAX_DECISION_PAGES = 64
 
 
 @dataclass
@@ -77,6 +75,28 @@ def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
                             shifts.tolist(), f"{k} of {n - 1} neighbouring pairs alike")
 
 
+def decide_stack(crops: list, vsts: list, sigmas: list,
+                 params: DenoiseParams) -> SequenceDecision:
+    """:func:`decide` for a stack's pages as the pipeline's step decides it, from each
+    page's central crop (:func:`~.core.grouped.calibrate.central_crop`: all the decision
+    reads), its stabiliser (None under Gaussian noise) and its noise level (times the
+    strength)."""
+    pages = [np.asarray(luminance(c), dtype=np.float64) if v is None
+             else _to_working(c, v)[0][..., 0] for c, v in zip(crops, vsts)]
+    return decide(pages, float(np.median(sigmas)) / params.strength, params.sequence)
+
+
+def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple[float, Any]:
+    """One noise level for the pages of a sequence (they share a sensor): ``(sigma,
+    stabiliser)``, the median of the pages' ``sigmas`` (times the strength already),
+    or, when the pages have a stabiliser ``vst``, one measured on up to 8 of ``pages``
+    side by side (then sigma is the strength)."""
+    if vst is None:
+        return float(np.median(sigmas)), None
+    pick = list(pages[:: max(1, len(pages) // 8)][:8])
+    return params.strength, _stabiliser(np.concatenate([np.asarray(p) for p in pick]), params)
+
+
 # -- the pipeline's step ------------------------------------------------------------------
 
 
@@ -115,8 +135,8 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             continue
         # decided on each page's own noise measure (stabilised: std 1), then one
         # noise level for the pages of a sequence
-        dec = decide(_decision_pages(seq), float(np.median(
-            [it.result.noise_sigma for it in seq])) / params.strength, params.sequence)
+        dec = decide_stack(*_decision_pages(seq), [it.result.noise_sigma for it in seq],
+                           params)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
         for k, it in enumerate(seq):
@@ -131,33 +151,25 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:
-    """The pages' luminance (or their stabilised one) as the decision sees it."""
-    out = []
-    for it in seq[:MAX_DECISION_PAGES] if len(seq) > MAX_DECISION_PAGES else seq:
-        if it.vst is not None:
-            work, _, _ = _to_working(it.data, it.vst)
-            out.append(work[..., 0])
-        else:
-            out.append(np.asarray(luminance(it.data), dtype=np.float64))
-    return out
+    """The pages' central crops (all the decision reads) with their stabilisers."""
+    return [central_crop(np.asarray(it.data)) for it in seq], [it.vst for it in seq]
+
+
+def stabiliser_stats(page: dict, vst) -> dict:
+    """A page's ``stats["noise_model"]`` with the stack's shared stabiliser ``vst``: its
+    gain and sigma (the model, and what chose it, kept)."""
+    return dict(page, gain=np.ravel(vst.gain).tolist(), sigma=np.ravel(vst.sigma).tolist())
 
 
 def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
-    """One noise level for the pages (they share a sensor): the median of the pages'
-    levels (times ``params.strength`` already), or for the Poisson-Gaussian model one stabiliser measured on up to 8
-    pages side by side, given to every page."""
-    if seq[0].vst is None:
-        sigma = float(np.median([it.result.noise_sigma for it in seq]))
-    else:
-        pick = seq[:: max(1, len(seq) // 8)][:8]
-        vst = _stabiliser(np.concatenate([np.asarray(it.data) for it in pick], axis=0), params)
-        for it in seq:
-            it.vst = vst
-            it.result.stats["noise_model"] = dict(
-                it.result.stats["noise_model"], gain=np.ravel(vst.gain).tolist(),
-                sigma=np.ravel(vst.sigma).tolist())  # the model (and 'chosen') kept
-        sigma = params.strength  # after the stabiliser, times the strength
+    """:func:`shared_noise` given to every page of ``seq``; returns the level."""
+    sigma, vst = shared_noise(params, [it.data for it in seq],
+                              [it.result.noise_sigma for it in seq], seq[0].vst)
     for it in seq:
+        if vst is not None:
+            it.vst = vst
+            it.result.stats["noise_model"] = stabiliser_stats(it.result.stats["noise_model"],
+                                                              vst)
         it.result.noise_sigma = sigma
     return sigma
 
@@ -165,7 +177,8 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
 def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
                dec: SequenceDecision) -> list:
     """The sequence's pages through the stack path, in tiles of bounded memory that
-    carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`); each page's
+    carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`; on the
+    executor's cluster, the run's ``tile_map.stacks``, each tile a task); each page's
     outputs and stats go to its result.  Returns the spectra."""
     params = run.params
     t0 = time.perf_counter()
@@ -181,7 +194,8 @@ def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
         _, stats = denoise_stack_tiled(
             [it.data for it in seq], sigma, params, linked=np.asarray(dec.linked, dtype=bool),
             shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2), vst=seq[0].vst,
-            progress=run.clock, cancel=run.cancel, sink=put)
+            progress=run.clock, cancel=run.cancel, sink=put,
+            tile_map=getattr(run.tile_map, "stacks", None))  # the executor's cluster
     except Cancelled:
         raise
     except ValueError as exc:
@@ -211,14 +225,15 @@ def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
 
 
 def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
-                  sequence: str = "auto", params: DenoiseParams | dict | None = None,
+                  sequence: str | None = None, params: DenoiseParams | dict | None = None,
                   progress: ProgressCallback | None = None, cancel: Any = None,
                   return_stats: bool = False, **fields: Any):
     """Denoise a stack ``(P, H, W)`` or ``(P, H, W, C)`` (pages of a z-stack, a
     time-lapse, a burst): returns an array of the same shape and dtype.
 
     ``sequence`` 'auto' uses the neighbouring pages where they show one scene (a
-    stack of unrelated images runs page by page), 'yes' always, 'no' never.
+    stack of unrelated images runs page by page), 'yes' always, 'no' never; None:
+    ``params.sequence`` ('auto' by default).
     ``noise_sigma`` None estimates one noise level for the stack.  ``params`` (a
     :class:`DenoiseParams` or dict) and the other keywords (its fields, such as
     ``noise_model='poisson-gaussian'``) set the rest.  With ``return_stats`` the
@@ -242,8 +257,9 @@ def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
     if a.shape[0] < 1:
         raise ValueError("stack has no pages; give at least one (P >= 1)")
     base = _checked_params(params)
-    p = base.replace(sequence=sequence, **fields) if fields or sequence != base.sequence \
-        else base
+    if sequence is not None:
+        fields["sequence"] = sequence
+    p = base.replace(**fields) if fields else base
     if noise_sigma is not None:
         p = p.replace(noise_sigma=noise_sigma)
     res = denoise_set([a[k] for k in range(a.shape[0])], p.validate(), progress=progress,

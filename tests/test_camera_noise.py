@@ -211,3 +211,25 @@ def test_no_poisson_hint_for_correlated_noise():
     # a 16-bit level reads as a whole number, not 4.93e+03
     assert "sigma 4931 " in NoiseModel(kind="correlated", sigma=4931.2, white_sigma=2000.0,
                                        correlation=2.47).describe(ascii=True)
+
+
+def test_a_stack_of_signal_dependent_pages_shares_the_chosen_stabiliser():
+    """Pages whose white noise grows with the signal are stabilised as the
+    Poisson-Gaussian model chooses for one image; a sequence gets one gain and sigma,
+    still reported as chosen on every page (the stack path's noise step)."""
+    from kpca_denoise.prepare import _prepare_item
+    from kpca_denoise.results import ImageResult
+    from kpca_denoise.sequence import _shared_noise
+
+    y = 20.0 + 220.0 * (_smooth_scene(192) - 68.0) / 120.0  # 20 .. 240
+    rng = np.random.default_rng(8)
+    pages = [2.0 * rng.poisson(y[:, 2 * k:2 * k + 184] / 2.0) for k in range(2)]
+    params = DenoiseParams()
+    items = [_prepare_item(params, p, ImageResult(index=k, name=f"p{k}"), False, seed=k)
+             for k, p in enumerate(pages)]
+    assert all(it.vst is not None and it.result.stats["noise_model"]["chosen"] for it in items)
+    assert _shared_noise(params, items) == 1.0
+    models = [it.result.stats["noise_model"] for it in items]
+    assert models[0] == models[1] and models[0]["chosen"] is True
+    assert models[0]["model"] == "poisson-gaussian" and 1.0 < models[0]["gain"][0] < 3.0
+    assert items[0].vst is items[1].vst

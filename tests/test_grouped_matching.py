@@ -310,7 +310,7 @@ def test_channels_share_one_grouping():
 
 @pytest.mark.parametrize("rbf", [True, False])
 def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(rbf):
-    # stage 1 asks LAPACK (ssyevr) only for the components above its threshold
+    # stage 1 computes only the components above its threshold (count, then Lanczos)
     from kpca_denoise.core.grouped.group_pca import fit_groups
 
     rng = np.random.default_rng(4)
@@ -324,7 +324,7 @@ def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(
     for r in range(64):
         k = int((lam[r] > floor).sum())
         assert (lam_p[r, k:] == 0).all() and (V_p[r, :, k:] == 0).all()
-        # float32 LAPACK: relative to the largest eigenvalue
+        # relative to the largest eigenvalue (the full solver is float32 LAPACK)
         np.testing.assert_allclose(lam_p[r, :k], lam[r, :k], atol=1e-5 * lam[r, 0])
         # the kept eigenvectors up to sign (their eigenvalues are distinct here)
         dots = np.abs(np.sum(V_p[r, :, :k] * V[r, :, :k], axis=0))

@@ -166,6 +166,10 @@ def test_the_spectrum_is_a_mean_over_groups():
     # eigenvalues of kernel matrices of values in 0..1: the mean is at most 1 each
     for st in (stats[0], alone[0]):
         assert 0 < st["spectrum"][0] <= 1.0 and np.all(np.diff(st["spectrum"]) <= 1e-12)
+        # the spread over the groups, for the window's spectrum panel
+        q = np.asarray(st["spectrum_quantiles"])
+        assert q.shape == (3, st["spectrum"].size) and np.all(q[0] <= q[1] + 1e-12)
+        assert np.all(q[1] <= q[2] + 1e-12) and q[2, 0] > 0
 
 
 def test_explicit_ranks_keep_that_many_components_on_a_sequence():

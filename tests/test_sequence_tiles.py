@@ -64,3 +64,15 @@ def test_the_working_set_does_not_grow_with_pages():
     assert stack_planes(1) == 37 + 19 * 7
     assert stack_planes(2, two_stage=False) == 19 * 6
     assert stack_planes(1, window=1, depth=1) == 5 + 3 * 7
+
+
+def test_the_sweep_reports_its_pages_in_order():
+    # both passes run interleaved: the 'page' events count their reference pages as the
+    # first pass's and then the second's, so the share done only grows
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
+
+    events = []
+    denoise_grouped_stack(_pan(5, 40)[..., None], 20.0, options=SMALL, window=1,
+                          progress=lambda ev: events.append((ev.message, ev.done, ev.total))
+                          if ev.stage == "page" else None)
+    assert events == [(f"stage {1 + i // 5}", 1 + i % 5, 5) for i in range(10)]

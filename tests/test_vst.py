@@ -9,6 +9,7 @@ from kpca_denoise.core.grouped import denoise_grouped
 from kpca_denoise.core.noise import estimate_poisson_gaussian
 from kpca_denoise.core.vst import GeneralizedAnscombe, gat_expectation
 from kpca_denoise.params import DenoiseParams, ParamError
+from kpca_denoise.prepare import _noise_model
 
 
 def simulate(y, gain, sigma, seed=0):
@@ -151,8 +152,11 @@ def test_estimator_keeps_the_coarse_line_on_a_textureless_ramp():
 def test_library_path_beats_the_gaussian_model_on_poisson_noise(camera):
     img = camera[200:328, 200:328].astype(float)
     z = simulate(img, 16.0, 2.0, seed=4)
-    awgn = denoise_image(z)
     stab = denoise_image(z, noise_model="poisson-gaussian")
+    # the default model reads noise that grows with the signal and chooses the stabiliser
+    np.testing.assert_array_equal(denoise_image(z), stab)
+    white, model = _noise_model(z)  # one Gaussian level: what the default would remove
+    awgn = denoise_image(z, noise_sigma=white if model is None else model.level)
     given = denoise_image(z, noise_model="poisson-gaussian", poisson_gain=16.0, noise_sigma=2.0)
     # the library path is the transform, the grouped method at sigma 1 and the inverse
     vst = GeneralizedAnscombe(*estimate_poisson_gaussian(z))

@@ -70,6 +70,7 @@ class _Design:
                 E = E + E.T
             self.E.append(E)
         self.X = np.stack([(self.P @ E @ self.P).ravel() for E in self.E], axis=1)
+        self.X_pinv = np.linalg.pinv(self.X)  # the least-squares fit, once per design
         # own gradient energy x^T A x: squared horizontal and vertical differences
         Dx = np.zeros((p * (p - 1), d))
         Dy = np.zeros((p * (p - 1), d))
@@ -85,8 +86,7 @@ class _Design:
         """The autocovariance at :attr:`lags` of the noise of ``rows`` (N, p*p)."""
         Xc = rows - rows.mean(axis=0)
         C = Xc.T @ Xc / max(rows.shape[0] - 1, 1)
-        M = self.P @ C @ self.P
-        return np.linalg.lstsq(self.X, M.ravel(), rcond=None)[0]
+        return self.X_pinv @ (self.P @ C @ self.P).ravel()
 
     def cov(self, R: np.ndarray) -> np.ndarray:
         return sum(r * E for r, E in zip(R, self.E))
@@ -258,19 +258,27 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
     return R
 
 
+#: the patches one level of the level function reads its noise std from at most (a
+#: random choice): a quarter of the whole-image fit's, the level function then costs
+#: about what the covariance fit of one channel does (docs/noise.md)
+LEVEL_PATCHES = 5000
+
+
 def _level_function(img: np.ndarray, p: int, max_patches: int, max_pixels: int,
                     block_size: int, seed: int, nlev: int = 6, frac: float = 0.3
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The finest-scale noise std per brightness level of a 2-D image (``nlev``
-    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`):
-    ``(level means, stds)``, empty for an image too small."""
+    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`,
+    each from at most :data:`LEVEL_PATCHES` patches): ``(level means, stds)``, empty for
+    an image too small."""
     st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=True)
     min_keep = 40 * p * p
     nlev = min(nlev, int(st.t.size * frac) // min_keep)
     if nlev < 2:
         return np.zeros(0), np.zeros(0)
-    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep, max_patches, seed)
+    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep,
+                               min(max_patches, LEVEL_PATCHES), seed)
     return m, np.sqrt(np.maximum(v, 0.0))
 
 

@@ -438,8 +438,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         floor = 0.0 if (ranks >= 0).any() else fl.tau1
     else:
         floor = STAGE2_CUT * ps.n * fl_ch.tau2
-    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0,
-                     certify=ps.stage == 1)
+    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()

@@ -1,6 +1,7 @@
 """One kernel PCA per group: Gram matrix (RBF or linear), exact feature-space
-centring, eigenpairs in descending order (LAPACK ``ssyevr`` for the pairs above a
-floor only), and the noise levels that the shrinkage compares them with.
+centring, eigenpairs in descending order (only the pairs above a floor: counted
+exactly, then found by Lanczos), and the noise levels that the shrinkage compares
+them with.
 
 Equations in ``docs/method.md``.
 """
@@ -10,35 +11,32 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import llvmlite.binding as llvm_binding
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import get_cython_function_address
+from numba import njit, prange
 
 from kpca_denoise.core.kpca import noise_eigenvalue
 
 __all__ = ["fit_groups", "noise_floors", "NoiseFloors"]
 
-# LAPACK's ssyevr (the eigenpairs above a value only) from scipy's Cython LAPACK,
-# registered as a named symbol so that the numba kernels that call it can be cached
-llvm_binding.add_symbol("kpca_denoise_ssyevr",
-                        get_cython_function_address("scipy.linalg.cython_lapack", "ssyevr"))
-_ssyevr = types.ExternalFunction("kpca_denoise_ssyevr", types.void(*([types.voidptr] * 21)))
+#: the Lanczos iteration stops when the kept Ritz pairs' residuals are below this
+#: fraction of the largest eigenvalue (float32 LAPACK's accuracy, which it replaces)
+LANCZOS_TOL = 1e-7
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_out):
+def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
     """Per group: Gram (RBF or linear), exact centring, eigenpairs in descending order.
 
     ``rowmean_out`` keeps the row means of the uncentred Gram, needed to centre the
     kernel values of new points (stage 2) consistently.  With ``floor > 0`` only the
-    eigenpairs with eigenvalues above ``floor`` are computed (LAPACK ``ssyevr``; the
-    others are returned as zeros), except in every ``every``-th group (``r % every
-    == 0``; 0: none), which gets all of them (the spectrum a run reports).  With
-    ``certify``, a group whose ``tr(Kc^4)`` shows that no eigenvalue reaches
-    ``floor`` skips LAPACK (``lambda_max^4 <= tr(Kc^4)`` for the positive
-    semi-definite centred Gram): the same zeros, for a quarter of its cost.
-    ``K_out`` (nref, n, n), unless it is empty, receives the uncentred Gram.
+    eigenpairs with eigenvalues above ``floor`` are computed (the others are returned
+    as zeros), except in every ``every``-th group (``r % every == 0``; 0: none), which
+    also gets the eigenvalues below it (the spectrum a run reports).  Their number
+    ``k`` comes first from the inertia of ``Kc - floor I`` (a sixth of a
+    tridiagonalisation's work): a group with ``k = 0`` (most in flat areas, in
+    stage 1 and in the chrominances) needs nothing more, the others get their ``k``
+    leading pairs from a few Lanczos steps (``docs/speed.md``).  ``K_out`` (nref, n,
+    n), unless it is empty, receives the uncentred Gram.
     """
     nref, n, d = B.shape
     keep_k = K_out.shape[0] == nref
@@ -87,20 +85,26 @@ def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_ou
             rowmean_out[r, i] = rm[i]
             for j in range(n):
                 Kc[i, j] = K[i, j] - rm[i] - rm[j] + tm
-        full = floor <= 0.0 or (every > 0 and r % every == 0)
-        if not full and certify and _fourth_moment(Kc) <= (floor * (1.0 - 1e-3)) ** 4:
-            for k in range(n):
-                lam_out[r, k] = 0.0
-                for i in range(n):
-                    V_out[r, i, k] = 0.0
-            continue
-        # float32 LAPACK is ~15-25% faster on these small matrices and the kept
-        # components are far above float32 round-off; components below 1e-6 of the
-        # largest eigenvalue are never used (see the thresholds in _project*)
-        # (ssyevr overwrites its input: the full solver, the fallback if LAPACK
-        # reports a failure, gets a fresh copy)
-        if not full and _eig_above(Kc.astype(np.float32), floor, lam_out[r], V_out[r]):
-            continue
+        if floor > 0.0:
+            nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
+            if nk == 0:
+                for k in range(n):
+                    lam_out[r, k] = 0.0
+                    for i in range(n):
+                        V_out[r, i, k] = 0.0
+                done = True
+            else:
+                done = _lanczos_top(Kc, nk, floor, LANCZOS_TOL, lam_out[r], V_out[r]) >= 0
+            if done:
+                if every > 0 and r % every == 0:  # the spectrum: the eigenvalues below
+                    w = np.linalg.eigvalsh(Kc.astype(np.float32))  # the floor too
+                    for k in range(nk, n):
+                        lam_out[r, k] = min(w[n - 1 - k], floor)
+                continue
+        # the full decomposition (and the fallback): float32 LAPACK is ~15-25% faster
+        # on these small matrices and the kept components are far above float32
+        # round-off; components below 1e-6 of the largest eigenvalue are never used
+        # (see the thresholds in _project*)
         w, v = np.linalg.eigh(Kc.astype(np.float32))
         for k in range(n):
             lam_out[r, k] = w[n - 1 - k]
@@ -109,76 +113,214 @@ def _eig(B, rbf, gamma, floor, every, certify, lam_out, V_out, rowmean_out, K_ou
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def _fourth_moment(A):
-    """``tr(A^4) = ||A^2||_F^2`` of the symmetric matrix ``A`` (rows dotted with rows)."""
+def _count_above(A, floor, W):
+    """The number of eigenvalues of the symmetric ``A`` above ``floor``: the positive
+    pivots of the LDL^T factorisation of ``A - floor I`` (Sylvester's law of inertia;
+    a zero pivot counts as negative).  ``W`` (n, n) is scratch: its upper triangle is
+    overwritten.  About a sixth of a tridiagonalisation's work."""
     n = A.shape[0]
-    s = 0.0
     for i in range(n):
         for j in range(i, n):
-            c = 0.0
-            for k in range(n):
-                c += A[i, k] * A[j, k]
-            s += c * c if j == i else 2.0 * c * c
-    return s
+            W[i, j] = A[i, j]
+        W[i, i] -= floor
+    cnt = 0
+    for k in range(n):
+        p = W[k, k]
+        if p > 0.0:
+            cnt += 1
+        elif p > -1e-300:
+            p = -1e-300
+        inv = 1.0 / p
+        for i in range(k + 1, n):
+            f = W[k, i] * inv
+            for j in range(i, n):  # rows, contiguous
+                W[i, j] -= f * W[k, j]
+    return cnt
 
 
 @njit(cache=True, nogil=True)
-def _eig_above(A, floor, lam, V):
-    """The eigenpairs of the symmetric float32 matrix ``A`` with eigenvalues above
-    ``floor`` (descending, in ``lam`` and the columns of ``V``; zeros after them)
-    through ``ssyevr``.  False if LAPACK reports a failure (``A`` is overwritten)."""
-    n = A.shape[0]
-    jobz = np.array([ord("V")], np.uint8)
-    rng = np.array([ord("V")], np.uint8)
-    uplo = np.array([ord("L")], np.uint8)  # A is symmetric: either storage order
-    nn = np.array([n], np.int32)
-    vl = np.array([floor], np.float32)
-    vu = np.array([np.inf], np.float32)
-    il = np.array([1], np.int32)
-    abstol = np.zeros(1, np.float32)
-    m = np.zeros(1, np.int32)
-    w = np.empty(n, np.float32)
-    z = np.empty((n, n), np.float32)  # column j of LAPACK's Z is row j here
-    isuppz = np.empty(2 * n, np.int32)
-    lwork = np.array([26 * n], np.int32)
-    work = np.empty(26 * n, np.float32)
-    liwork = np.array([10 * n], np.int32)
-    iwork = np.empty(10 * n, np.int32)
-    info = np.zeros(1, np.int32)
-    _ssyevr(jobz.ctypes, rng.ctypes, uplo.ctypes, nn.ctypes, A.ctypes, nn.ctypes, vl.ctypes,
-            vu.ctypes, il.ctypes, nn.ctypes, abstol.ctypes, m.ctypes, w.ctypes, z.ctypes,
-            nn.ctypes, isuppz.ctypes, work.ctypes, lwork.ctypes, iwork.ctypes, liwork.ctypes,
-            info.ctypes)
-    if info[0] != 0:
-        return False
-    mk = m[0]
-    for k in range(n):
-        if k < mk:
-            lam[k] = w[mk - 1 - k]
-            for i in range(n):
-                V[i, k] = z[mk - 1 - k, i]
-        else:
-            lam[k] = 0.0
-            for i in range(n):
-                V[i, k] = 0.0
+def _tql(d, e, z, m):
+    """Eigen-decomposition of the symmetric tridiagonal matrix (diagonal ``d[:m]``,
+    off-diagonal ``e[:m-1]``) by implicit QL: eigenvalues in ``d``, eigenvectors in the
+    columns of ``z`` (m, m; it must hold the identity).  ``e`` is destroyed.  False if an
+    eigenvalue took more than 60 sweeps."""
+    e[m - 1] = 0.0
+    for l in range(m):
+        it = 0
+        while True:
+            mm = l
+            while mm < m - 1:
+                dd = abs(d[mm]) + abs(d[mm + 1])
+                if abs(e[mm]) <= 2.3e-16 * dd:
+                    break
+                mm += 1
+            if mm == l:
+                break
+            it += 1
+            if it > 60:
+                return False
+            g = (d[l + 1] - d[l]) / (2.0 * e[l])
+            r = math.sqrt(g * g + 1.0)
+            g = d[mm] - d[l] + e[l] / (g + (r if g >= 0.0 else -r))
+            s = 1.0
+            c = 1.0
+            p = 0.0
+            i = mm - 1
+            under = False
+            while i >= l:
+                f = s * e[i]
+                b = c * e[i]
+                r = math.sqrt(f * f + g * g)
+                e[i + 1] = r
+                if r == 0.0:
+                    d[i + 1] -= p
+                    e[mm] = 0.0
+                    under = True
+                    break
+                s = f / r
+                c = g / r
+                g = d[i + 1] - p
+                r = (d[i] - g) * s + 2.0 * c * b
+                p = s * r
+                d[i + 1] = g + p
+                g = c * r - b
+                for k in range(m):
+                    f = z[k, i + 1]
+                    z[k, i + 1] = s * z[k, i] + c * f
+                    z[k, i] = c * z[k, i] - s * f
+                i -= 1
+            if under:
+                continue
+            d[l] -= p
+            e[l] = g
+            e[mm] = 0.0
     return True
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def _lanczos_top(A, want, floor, tol, lam, V):
+    """The ``want`` leading eigenpairs of the symmetric positive semi-definite ``A``
+    (descending in ``lam`` and the columns of ``V``; zeros after them), whose
+    eigenvalues are known to be above ``floor``: Lanczos with full
+    reorthogonalisation from a fixed start, ``want + 10`` steps and 6 more until each
+    of those Ritz values is above ``floor`` with a residual below ``tol`` times the
+    largest (at most ``n`` steps: then exact).  Returns the number of steps, or -1 if
+    it could not start or the tridiagonal solver failed (then ``lam``, ``V`` are
+    unset)."""
+    n = A.shape[0]
+    Q = np.empty((n, n))
+    alpha = np.empty(n)
+    beta = np.empty(n)
+    d = np.empty(n)
+    e = np.empty(n)
+    z = np.empty(n)
+    Z = np.empty((n, n))
+    tr = 0.0
+    for i in range(n):
+        tr += A[i, i]
+    for j in range(n):  # a fixed, generic start: A times a golden-ratio sequence
+        u = 0.6180339887498949 * (j + 1)
+        e[j] = u - math.floor(u) - 0.5
+    nz = 0.0
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += A[i, j] * e[j]
+        z[i] = s
+        nz += s * s
+    nz = math.sqrt(nz)
+    if not (tr > 0.0) or nz <= 1e-150 * tr:
+        return -1
+    for i in range(n):
+        Q[0, i] = z[i] / nz
+    m = 0
+    target = min(n, want + 10)
+    while True:
+        b = 0.0
+        while m < target:
+            j = m
+            for i in range(n):
+                s = 0.0
+                for t in range(n):
+                    s += A[i, t] * Q[j, t]
+                z[i] = s
+            a = 0.0
+            for i in range(n):
+                a += Q[j, i] * z[i]
+            alpha[j] = a
+            for _ in range(2):  # full reorthogonalisation, twice
+                for q in range(j + 1):
+                    c = 0.0
+                    for i in range(n):
+                        c += Q[q, i] * z[i]
+                    for i in range(n):
+                        z[i] -= c * Q[q, i]
+            b = 0.0
+            for i in range(n):
+                b += z[i] * z[i]
+            b = math.sqrt(b)
+            beta[j] = b
+            m = j + 1
+            if b <= 1e-13 * tr:
+                break
+            if m < n:
+                for i in range(n):
+                    Q[m, i] = z[i] / b
+        for i in range(m):
+            d[i] = alpha[i]
+            e[i] = beta[i]
+            for k in range(m):
+                Z[i, k] = 0.0
+            Z[i, i] = 1.0
+        if not _tql(d, e, Z, m):
+            return -1
+        # the want largest Ritz values, by selection
+        top = 0.0
+        for i in range(m):
+            top = max(top, d[i])
+        order = np.argsort(-d[:m])
+        ok = m >= want
+        if ok:
+            for q in range(want):
+                i = order[q]
+                if d[i] <= floor or b * abs(Z[m - 1, i]) > tol * top:
+                    ok = False
+        if ok or m == n:
+            break
+        if b <= 1e-13 * tr:  # an invariant subspace without them all (a repeated
+            return -1  # eigenvalue): the caller's full solver
+        target = min(n, m + 6)
+    for k in range(n):
+        lam[k] = 0.0
+        for i in range(n):
+            V[i, k] = 0.0
+    got = min(want, m)
+    for q in range(got):
+        i = order[q]
+        lam[q] = d[i]
+        for r in range(n):
+            s = 0.0
+            for t in range(m):
+                s += Q[t, r] * Z[t, i]
+            V[r, q] = s
+    return m
+
+
 def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0,
-               gram: bool = False, every: int = 0, certify: bool = False):
+               gram: bool = False, every: int = 0):
     """Per-group kernel PCA of the members ``P`` (m, n, d): eigenvalues ``lam`` (m, n)
     descending, eigenvectors ``V`` (m, n, n) in columns and the uncentred Gram's row
     means (m, n).  With ``floor > 0`` only the eigenpairs above it (the rest zeros),
-    except in every ``every``-th group (0: none), which gets them all.  ``certify``
-    skips the solver where a cheap bound shows that none is above ``floor`` (worth it
-    when most groups have none, as in stage 1).  ``gram=True`` adds the uncentred Gram
-    matrices (m, n, n), which save the pre-image's first step."""
+    except in every ``every``-th group (0: none), which gets all the eigenvalues (its
+    eigenvectors below the floor are zeros too).  ``gram=True``
+    adds the uncentred Gram matrices (m, n, n), which save the pre-image's first
+    step."""
     m, n, _ = P.shape
     lam = np.empty((m, n))
     V = np.empty((m, n, n))
     rowmean = np.empty((m, n))
     K = np.empty((m, n, n) if gram else (0, 0, 0))
-    _eig(P, rbf, gamma, float(floor), int(every), bool(certify), lam, V, rowmean, K)
+    _eig(P, rbf, gamma, float(floor), int(every), lam, V, rowmean, K)
     return (lam, V, rowmean, K) if gram else (lam, V, rowmean)
 
 

@@ -28,11 +28,11 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from kpca_denoise.core.patches import accumulate_groups
 
 from .calibrate import calibrate, central_crop
-from .driver import (CHUNK_GROUPS, _ChannelStats, _check_inputs, _plan_pass, _report, _resolve,
-                     preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
+from .driver import (CHUNK_GROUPS, SPECTRUM_EVERY, _ChannelStats, _check_inputs, _plan_pass,
+                     _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
+                     shrink_by_rank, trial_denoiser)
 from .group_pca import fit_groups
-from .matching import (exact_sums, gather, match, pad_for_matching, quantise_guide,
-                       search_mask)
+from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
 from .shrinkage import correct_means
 
@@ -390,7 +390,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     2-D patches).  ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
-    Progress: the single-image stages, then ``"page"`` per page done in each pass.
+    Progress: ``"page"`` per reference page done, the two passes' (interleaved) counted
+    as the first pass's ``P`` pages and then the second's.
 
     Returns ``({rank: (P, H, W, C) float64}, stats)``: per channel, as the driver's,
     plus ``sequence``: the window, radius, shifts, links and, per page, the share of
@@ -448,6 +449,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
             # the mean over the groups decomposed whole (driver.SPECTRUM_EVERY)
             spectrum=(st.spectrum / max(st.spectrum_groups, 1) if st.spectrum is not None
                       else np.zeros(0)),
+            spectrum_quantiles=_quantiles(st.samples["spectrum"]),
+            rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
             sequence=info))
@@ -607,7 +610,11 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
             st.seconds["grouping"] += (time.perf_counter() - t0) / C
         for ch in range(C):
             _chunk_depth(s, ch, gp, gy, gx, H, P, seq, run, stats[ch])
-    report(progress, "page", k + 1, P, message=f"stage {ps.stage}")
+    # the sweep's share done: the reference pages of both passes (which run
+    # interleaved), told as the first pass's pages and then the second's
+    seq["refs"] = n = seq.get("refs", 0) + 1
+    stage = min((n - 1) // P + 1, 2 if run.options.two_stage else 1)
+    report(progress, "page", n - (stage - 1) * P, P, message=f"stage {stage}")
 
 
 # -- 3-D patches -------------------------------------------------------------------------
@@ -639,6 +646,23 @@ def _depth_pass(run, ps, stage: int, depth: int):
                    tol2=ps.tol2 * depth, own_gamma=own.gamma)
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def _gather_slices(img, rows, cols, p, out):
+    """Each member's slices side by side: ``out[r, k]`` is the ``p x p`` patches of
+    ``img`` at ``(rows[d, r, k], cols[d, r, k])`` for ``d = 0, 1, ...``, one after the
+    other (each row-major, as :func:`.matching.gather` lays one out)."""
+    D, nref, n = rows.shape
+    for r in prange(nref):
+        for k in range(n):
+            for d in range(D):
+                y = rows[d, r, k]
+                x = cols[d, r, k]
+                base = d * p * p
+                for a in range(p):
+                    for b in range(p):
+                        out[r, k, base + a * p + b] = img[y + a, x + b]
+
+
 def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                  st: _ChannelStats) -> None:
     """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
@@ -662,10 +686,16 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     def rows(ring: _Ring, q, y):
         return np.ascontiguousarray((q % ring.Q) * H + y)
 
-    X = np.concatenate([gather(s.imgs.arrays[ch], rows(s.imgs, q, y), x, p)
-                        for q, y, x in slices], axis=2)
-    G = (np.concatenate([gather(s.guide_pages.arrays[ch], rows(s.guide_pages, q, y), x, p)
-                         for q, y, x in slices], axis=2) if ps.stage == 2 else X)
+    cols = np.stack([x for _, _, x in slices])
+
+    def members(ring: _Ring) -> np.ndarray:
+        out = np.empty(gy.shape + (depth * p * p,))
+        _gather_slices(ring.arrays[ch], np.stack([rows(ring, q, y) for q, y, _ in slices]),
+                       cols, p, out)
+        return out
+
+    X = members(s.imgs)
+    G = members(s.guide_pages) if ps.stage == 2 else X
     fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
                      gram=run.rbf)
     lam, V, rowmean = fit[:3]
@@ -673,6 +703,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(gy)
         st.final_groups += len(gy)
+        st.samples["spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
                                  fl if ch == 0 else ps.floors_rest, s.ranks, run.rbf, st)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),

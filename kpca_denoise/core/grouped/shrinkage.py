@@ -95,6 +95,14 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam
                 ncomp += 1
             else:
                 break
+        if ncomp == 0:  # no component: every estimate is the group's mean (most groups
+            for q in range(nr):  # of the chrominances), without the cross kernel
+                kept[r, q] = 0
+                for i in range(n):
+                    for j in range(n):
+                        Gam[r, q, i, j] = 1.0 / n
+                    aggw[r, q, i] = 1.0
+            continue
         # centred cross-kernel between noisy members (rows) and pilot members (cols)
         Kx = np.empty((n, n))
         if rbf:
