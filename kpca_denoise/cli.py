@@ -36,7 +36,7 @@ from .executor import Executor, ExecutorError
 from .params import DenoiseParams, ParamError
 from .evaluation import noise_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
-from .tiling import plan
+from .tiling import plan, plan_stack
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
@@ -327,7 +327,8 @@ def _denoise(args) -> int:
             patch_sets.append(it.is_patchset)
             owner.append(it)
     sequences = _sequences(items, params)
-    bar = ProgressBar(enabled=not args.quiet, estimate=_estimate(images, patch_sets, lazy, params))
+    bar = ProgressBar(enabled=not args.quiet,
+                      estimate=_estimate(images, patch_sets, lazy, sequences, params))
     images.started = bar.begin
     failed = len(errors) + len(read_errors) + unnamed
     done: dict = {}  # item -> {image index: ImageResult}
@@ -441,10 +442,11 @@ def _connect(executor: Executor) -> None:
         raise UsageError(str(exc)) from None
 
 
-def _estimate(images, patch_sets, lazy, params: DenoiseParams) -> RunEstimate:
+def _estimate(images, patch_sets, lazy, sequences, params: DenoiseParams) -> RunEstimate:
     """The run's estimate of the time left: each page and each input read lazily weighed
     by the pixels it is denoised in (cli_progress.work_weight; a tiled image's tiles
-    with their overlaps), with the tiles it is planned in."""
+    with their overlaps), with the tiles it is planned in, alone and in its sequence
+    (as planned for pages that do not move: the tiles' own events correct it)."""
     def planned(shape, patch_set=False, stack=False) -> tuple[float, int]:
         weight = work_weight(shape, patch_set, stack)
         try:
@@ -463,8 +465,16 @@ def _estimate(images, patch_sets, lazy, params: DenoiseParams) -> RunEstimate:
     for it in lazy:
         key = ("lazy", id(it))
         weights[key], tiles[key] = planned(it.shape, it.is_patchset, it.is_stack)
+    as_one = {}
+    for a, b in sequences:
+        shape = (b - a, *images.shape_of(a))
+        try:
+            n = len(plan_stack(shape, params, np.zeros((b - a - 1, 2))))
+        except ValueError:
+            n = 1
+        as_one.update(dict.fromkeys(range(a, b), n))
     two = params.method == "grouped" and params.grouped.two_stage
-    return RunEstimate(weights, stages=2 if two else 1, tiles=tiles)
+    return RunEstimate(weights, stages=2 if two else 1, tiles=tiles, stack_tiles=as_one)
 
 
 class _PageSource(Sequence):

@@ -56,19 +56,24 @@ class RunEstimate:
 
     Each item (an image, a page, a file read lazily) weighs :func:`work_weight`; an item
     counts from :meth:`begin` (its pixels read for denoising) to :meth:`finish` (or the
-    executor's ``image`` event, which finishes the oldest begun).  Between the two, its
-    share done comes from the events: finished tiles, and within a tile (or an image in
-    one piece) the grouped method's chunks of groups in each stage.  The rate is measured
+    executor's ``image`` event, which finishes the oldest begun).  The items under way
+    (one image, or a stack's pages denoised in one call) are done in pieces: tiles, and
+    a stack's pages one by one unless it is denoised as one; a piece's share done comes
+    from the grouped method's chunks of groups in each stage (and a stack's pages).  A
+    piece ends at a ``tiles`` event or when the stages start again.  The rate is measured
     from the first work done inside an item (or, when none is reported, from the first
     item's end), so the kernels' first compile is not taken for the pace of the run.
-    Without weights, each image of the executor's count weighs one.  ``tiles``: the
-    tiles each item is planned in (its first tile is not taken for the whole image);
-    ``stages``: the passes over each tile; ``clock``: the time source (seconds)."""
+
+    Without weights, each image of the executor's count weighs one.  ``tiles``: the tiles
+    each item is planned in; ``stack_tiles``: those of the stack a page belongs to when
+    it is denoised as one (the sequence path, told by its ``page`` events); ``stages``:
+    the passes over each piece; ``clock``: the time source (seconds)."""
 
     def __init__(self, weights: dict | None = None, stages: int = 2, clock=None,
-                 tiles: dict | None = None):
+                 tiles: dict | None = None, stack_tiles: dict | None = None):
         self.weights = dict(weights or {})
         self.tiles = dict(tiles or {})
+        self.stack_tiles = dict(stack_tiles or {})
         self.total = float(sum(self.weights.values()))
         self.stages = max(int(stages), 1)
         self._clock = clock or _now
@@ -80,16 +85,25 @@ class RunEstimate:
         self._coarse = True  # the anchor is an item's start (no work measured inside one)
         self._reset_item()
 
-    def _reset_item(self, key=None) -> None:
-        self._tiles = (0, self.tiles.get(key, 1))  # tiles finished, tiles of the current item
-        self._piece = 0.0  # share of the current tile done
+    def _reset_item(self) -> None:
+        self._pieces = 0  # pieces of the items under way finished
+        self._piece = 0.0  # share of the current piece done
+        self._per_unit = None  # tiles per image (or per stack as one), from the tiles events
+        self._as_one = False  # a stack denoised as one ('page' events)
+        self._last = None  # (stage, done) of the last chunk reported
+
+    def _n_pieces(self) -> int:
+        first = self._open[0] if self._open else None
+        if self._as_one:
+            return self._per_unit or self.stack_tiles.get(first, 1)
+        return max(len(self._open), 1) * (self._per_unit or self.tiles.get(first, 1))
 
     def begin(self, key) -> None:
         """Item ``key`` starts (again: nothing)."""
         if key in self._open or key in self._finished:
             return
         if not self._open:
-            self._reset_item(key)
+            self._reset_item()
         self._open.append(key)
         if self._anchor is None:
             self._anchor = (self._clock(), self.fraction() or 0.0)
@@ -122,15 +136,24 @@ class RunEstimate:
             self._images = ev.done
             return
         if ev.stage == "tiles" and ev.total:
-            self._tiles = (min(ev.done, ev.total), ev.total)
-            self._piece = 0.0
+            self._per_unit = ev.total
+            self._pieces, self._piece, self._last = self._pieces + 1, 0.0, None
         else:
             m = _STAGE.fullmatch(ev.message or "")
             if m is None or not ev.total or (ev.stage not in STEP_SHARE and ev.stage != "page"):
                 return
-            step = 1.0 if ev.stage == "page" else STEP_SHARE[ev.stage]
+            stage = min(int(m.group(1)), self.stages)
+            if ev.stage == "page":
+                self._as_one = True
+                step = 1.0
+            else:
+                step = STEP_SHARE[ev.stage]
+                if (not self._as_one and self._last is not None
+                        and (stage, ev.done) < self._last):  # the stages start again
+                    self._pieces, self._piece = self._pieces + 1, 0.0
+                self._last = (stage, ev.done)
             within = (max(ev.done - 1, 0) + step) / ev.total if ev.done else 0.0
-            share = (min(int(m.group(1)), self.stages) - 1 + min(within, 1.0)) / self.stages
+            share = (stage - 1 + min(within, 1.0)) / self.stages
             self._piece = max(self._piece, min(share, 1.0))
         if self._coarse:
             f = self.fraction()
@@ -148,8 +171,7 @@ class RunEstimate:
         image's)."""
         if self.total <= 0 and self.weights:
             return None
-        done, n = self._tiles
-        item = min((done + self._piece) / n, 1.0) if n else 0.0
+        item = min((self._pieces + self._piece) / self._n_pieces(), 1.0)
         return min((self._done + item * self._current()) / (self.total or 1.0), 1.0)
 
     def left(self) -> float | None:
@@ -171,7 +193,7 @@ class RunEstimate:
             return ""
         left = self.left()
         pct = f"run {100 * f:.0f} %"
-        return pct if left is None or f >= 1 else f"about {duration(left)} left ({pct})"
+        return pct if left is None or left < 0.5 else f"about {duration(left)} left ({pct})"
 
 
 class ProgressBar:
@@ -245,7 +267,7 @@ class ProgressBar:
                 return
             what = "failed" if ev.message == "failed" else "done"
             left = self.estimate.left() if ev.done < ev.total else None
-            more = f", about {duration(left)} left" if left is not None else ""
+            more = f", about {duration(left)} left" if left is not None and left >= 0.5 else ""
             self._line(f"image {ev.done}/{ev.total} {what} ({now - self._t0:.1f} s{more})")
         elif ev.stage == "tiles" and ev.total and (ev.done >= ev.total
                                                     or now - self._last_tiles >= 5):

@@ -233,3 +233,20 @@ def test_a_stack_of_signal_dependent_pages_shares_the_chosen_stabiliser():
     assert models[0] == models[1] and models[0]["chosen"] is True
     assert models[0]["model"] == "poisson-gaussian" and 1.0 < models[0]["gain"][0] < 3.0
     assert items[0].vst is items[1].vst
+
+
+def test_offset_counts_keep_one_gaussian_level_and_the_hint():
+    """Noise that grows with the signal on data the Poisson-Gaussian model cannot take
+    (a black level subtracted too far: 70 % of the pixels below 0) is not stabilised;
+    the run keeps one Gaussian level and says which model to try."""
+    from kpca_denoise.prepare import SIGNAL_DEPENDENT_HINT, _prepare_item
+    from kpca_denoise.results import ImageResult
+
+    y = 20.0 + 220.0 * (_smooth_scene(192) - 68.0) / 120.0
+    z = 2.0 * np.random.default_rng(9).poisson(y / 2.0) - 200.0
+    res = ImageResult(index=0, name="offset")
+    item = _prepare_item(DenoiseParams(), z, res, False, seed=0)
+    assert np.mean(z < 0) > 0.6 and res.stats["noise"]["signal_dependent"]
+    assert item.vst is None and "noise_model" not in res.stats
+    assert res.stats["hint"] == SIGNAL_DEPENDENT_HINT
+    assert res.noise_sigma == pytest.approx(res.stats["noise"]["sigma"])

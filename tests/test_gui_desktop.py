@@ -274,6 +274,22 @@ def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path)
             fm = panel.title.fontMetrics()
             assert fm.horizontalAdvance(panel.title.text()) <= panel.title.contentsRect().width(), \
                 panel.title.text()
+    # five ranks at 1366x768: narrow columns, the views taller than their images, so a
+    # third line under every view keeps PSNR, SSIM and the effective rank whole
+    w.params_panel.set_params(DenoiseParams(ranks=(1, 2, 4, 8, None)))
+    w.refresh_views()
+    QApplication.processEvents()
+    text = "PSNR 28.26 dB · SSIM 0.664 · eff. rank 1.0"
+    panel = w.grid.rank_panels[1]
+    panel.set_metrics(text)
+    assert panel.metrics.n_lines == 3 and "…" not in " ".join(panel.metrics.lines())
+    assert {p.metrics.n_lines for p in w.grid.panels()} == {3}  # one height per row
+    # a long title drops its remark in brackets before it is elided ("auto …kage)")
+    panel.set_title("auto (shrinkage of every group's components)")
+    assert panel.title.shown(panel.title.contentsRect().width()) == "auto"
+    # the line over the views: the whole width, broken between words, not cut by the
+    # rank choice ("(wl")
+    assert w.info.wordWrap() and w.info.width() >= w.grid_scroll.width()
 
 
 def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):
@@ -530,6 +546,17 @@ def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
         seq["neighbours_used"].items(), key=lambda ds: int(ds[0])))
     assert f"page 3 of 3 with its neighbours (patches from pages {shares})" in window.info.text()
     assert any("page 2 of 3 with its neighbours" in line for line in window.log_view.lines)
+    # the sidecar of the stack's export says it, so the command line gives these pages
+    window.export_current(tmp_path / "gui")
+    sidecar = json.loads(next((tmp_path / "gui").glob("*.json")).read_text())
+    assert sidecar["params"]["sequence"] == "yes"
+    # a page's preview is the page alone, and says so (parameters not run yet: no rank
+    # of a record is missing, nothing runs by itself after the preview)
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
+        window.params_panel.set_params(params.replace(strength=1.5))
+        window.toggle_preview()
+    assert any("the preview shows the page alone" in line for line in window.log_view.lines)
+    window.toggle_preview()
     # 'no': the page alone, as the pipeline gives it alone
     alone = params.replace(sequence="no")
     _run(qtbot, window, alone)

@@ -166,3 +166,26 @@ def test_the_command_line_estimates_a_run_of_several_images(tmp_path, capsys, mo
     assert [ln.split(" (")[0] for ln in images] == ["image 1/3 done", "image 2/3 done",
                                                      "image 3/3 done"]
     assert images[1].endswith(" left)") and images[2].endswith(" s)")
+
+
+def test_a_stack_s_pages_count_one_by_one_or_as_one_in_its_tiles():
+    # a stack's pages are begun together: denoised one by one, each page is a piece (the
+    # first page's stages were taken for the whole stack); denoised as one ('page'
+    # events), its tiles are the pieces (the first tile's pages were taken for the stack)
+    clock = Clock()
+    run = RunEstimate({0: 1.0, 1: 1.0, 2: 1.0}, clock=clock)
+    for k in range(3):
+        run.begin(k)
+    _piece(run, clock, chunks=2, seconds=1.0)
+    assert run.fraction() == pytest.approx(1 / 3)
+    _piece(run, clock, chunks=2, seconds=1.0, stages=1)  # the second page's stage 1
+    assert run.fraction() == pytest.approx(1.5 / 3)
+    as_one = RunEstimate({0: 1.0, 1: 1.0}, stack_tiles={0: 4, 1: 4}, clock=clock)
+    as_one.begin(0), as_one.begin(1)
+    for stage in (1, 2):
+        for page in (1, 2):
+            as_one(ProgressEvent("page", page, 2, message=f"stage {stage}"))
+    assert as_one.fraction() == pytest.approx(1 / 4)
+    as_one(ProgressEvent("tiles", 1, 16))  # the motion widened the halo: 16 tiles
+    as_one(ProgressEvent("page", 1, 2, message="stage 1"))
+    assert as_one.fraction() == pytest.approx((1 + 0.25) / 16)

@@ -715,7 +715,7 @@ def serve(jobs, events, cancel) -> None:
     except (AttributeError, OSError):
         pass
     _warm_up()
-    events.put(("ready", None))
+    events.put(("ready", None, None))
     while True:
         try:
             job = jobs.get()
@@ -724,11 +724,11 @@ def serve(jobs, events, cancel) -> None:
         if job is None:
             return
 
-        def emit(kind: str, payload: Any) -> None:
-            events.put((kind, payload))
+        def emit(kind: str, payload: Any, job_id: int = job.job_id) -> None:
+            events.put((kind, payload, job_id))  # tagged: a reader skips an older job's
 
         summary = run_job(job, emit, cancel)
-        events.put(("finished", summary))
+        events.put(("finished", summary, job.job_id))
 
 
 def drain(q, timeout: float):

@@ -200,6 +200,10 @@ class PreviewControl:
                  + (" (the image's decisions made before)" if pv.decided_before else ""))
         if pv.note:
             self.log(pv.note)
+        e = self.current_entry()
+        if e is not None and e.key == pv.key and self.session.sequence_group(e, pv.params):
+            self.log("the preview shows the page alone; the run denoises it with its "
+                     "neighbouring pages (stack as sequence)")
         self.schedule_refresh()
 
 

@@ -45,20 +45,31 @@ _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
 
 
 class _ElidedLabel(QLabel):
-    """A one-line label drawn elided in the middle ("resi…ank auto") when its panel is
-    narrower than the text, instead of cut at both ends, so the end (which rank) stays
+    """A one-line label that, when its panel is narrower than the text, drops a closing
+    remark in brackets ("auto (shrinkage)" -> "auto") or else is drawn elided in the
+    middle ("resi…ank auto"), instead of cut at both ends, so which view it is stays
     readable; ``text()`` and the tooltip keep it all."""
 
     def paintEvent(self, event) -> None:  # noqa: N802
         r = self.contentsRect()
         fm = self.fontMetrics()
-        if fm.horizontalAdvance(self.text()) <= r.width():
+        text = self.text()
+        if fm.horizontalAdvance(text) <= r.width():
             super().paintEvent(event)
             return
         p = QPainter(self)
-        p.drawText(r, int(self.alignment()),
-                   fm.elidedText(self.text(), Qt.TextElideMode.ElideMiddle, r.width()))
+        p.drawText(r, int(self.alignment()), self.shown(r.width()))
         p.end()
+
+    def shown(self, width: int) -> str:
+        """What fits in ``width`` pixels: the text, without its closing remark in
+        brackets, or elided in the middle."""
+        fm, text = self.fontMetrics(), self.text()
+        if fm.horizontalAdvance(text) <= width:
+            return text
+        head = text.split(" (")[0] if text.endswith(")") else text
+        return head if fm.horizontalAdvance(head) <= width else fm.elidedText(
+            head, Qt.TextElideMode.ElideMiddle, width)
 
 
 def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
@@ -108,9 +119,15 @@ class _FittedLines(QLabel):
 
     def __init__(self, n_lines: int, parent: QWidget | None = None) -> None:
         super().__init__("", parent)
-        self.n_lines = n_lines
-        self.setFixedHeight(n_lines * self.fontMetrics().lineSpacing() + 2)
+        self.n_lines = 0
+        self.set_lines(n_lines)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def set_lines(self, n_lines: int) -> None:
+        if n_lines != self.n_lines:
+            self.n_lines = n_lines
+            self.setFixedHeight(n_lines * self.fontMetrics().lineSpacing() + 2)
+            self.update()
 
     def lines(self) -> list[str]:
         fm = self.fontMetrics()
@@ -367,6 +384,21 @@ class ComparisonGrid(QWidget):
             self.layoutChanged.emit()  # the large view is no view the window watches
         elif self.columns_for(self.width(), self._height()) != self.columns:
             self._relayout()
+        else:
+            self._fit_metric_lines()
+
+    def _fit_metric_lines(self) -> None:
+        """Three lines under every view where narrow columns leave the views room to spare
+        in height (PSNR, SSIM and the effective rank whole at 1366x768), else two; one
+        count for all, so that linked views keep one height per row."""
+        per = 2 if self.show_residuals else 1
+        rows = -(-(len(self.ranks) + 1) // max(self.columns, 1))
+        line = self.input_panel.metrics.fontMetrics().lineSpacing()
+        spare = (self._height() / (rows * per) - 40
+                 - self.width() / max(self.columns, 1) / max(self.aspect, 1e-6))
+        n = 3 if self.large is None and spare > line else 2
+        for p in self.panels():
+            p.metrics.set_lines(n)
 
     def _height(self) -> int:
         # inside a scroll area the grid may be taller than what is visible: use the view's height
@@ -469,6 +501,7 @@ class ComparisonGrid(QWidget):
             self.grid.setColumnStretch(c, 1 if c < cols else 0)
         for r in range(self.grid.rowCount()):
             self.grid.setRowStretch(r, 1 if r < used_rows else 0)
+        self._fit_metric_lines()
 
     def set_selected(self, rank) -> None:
         for r, p in self.rank_panels.items():

@@ -215,7 +215,9 @@ class DenoiseWorker(QObject):
                     summary.message = f"the compute process stopped unexpectedly (exit code {code})"
                     return
                 continue
-            kind, payload = msg
+            kind, payload, job_id = msg
+            if job_id != job.job_id:
+                continue  # left by an earlier job ended without its last words (or 'ready')
             if kind == "progress":
                 self.progress.emit(*payload)
             elif kind == "spectrum":
