@@ -15,7 +15,7 @@ from .core.progress import ProgressEvent
 __all__ = ["ProgressBar", "RunEstimate", "work_weight", "duration"]
 
 #: the share of a chunk of groups finished when each step of the grouped method reports
-#: it (the steps' shares of the time in the grouped core's statistics, 1 Mpx grey, issue 34)
+#: it (cumulative shares of the time in the grouped core's statistics, 1 Mpx grey: docs/speed.md)
 STEP_SHARE = {"grouping": 0.39, "eigensolver": 0.74, "projection": 0.80, "preimage": 0.98,
               "reassembly": 1.0}
 
