@@ -137,7 +137,8 @@ class RunEstimate:
             return
         if ev.stage == "tiles" and ev.total:
             self._per_unit = ev.total
-            self._pieces, self._piece, self._last = self._pieces + 1, 0.0, None
+            # a tile ends: tiles of one image may finish between two events
+            self._pieces, self._piece, self._last = max(self._pieces + 1, ev.done), 0.0, None
         else:
             m = _STAGE.fullmatch(ev.message or "")
             if m is None or not ev.total or (ev.stage not in STEP_SHARE and ev.stage != "page"):

@@ -266,7 +266,10 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
         planes = stack_planes(len(params.ranks), reach.window, reach.depth,
                               params.grouped_options().two_stage)
         region = int((STACK_TILE_BYTES / (8 * c * planes)) ** 0.5)
-        side = max(region - 2 * halo, 4 * align)
+        # a core at least the halo: a colour stack's budget alone would leave cores of
+        # tens of pixels, each recomputing a ring many times its size (the working set
+        # then exceeds the budget rather than the work growing without bound)
+        side = max(region - 2 * halo, halo, 4 * align)
     return tile_grid(shape[1:3], max(side, align), halo, align)
 
 

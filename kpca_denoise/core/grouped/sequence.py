@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from numba import njit, prange
@@ -69,7 +69,7 @@ def _shift(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
     return (int(iy - H if iy > H // 2 else iy), int(ix - W if ix > W // 2 else ix))
 
 
-def page_shifts(pages: Sequence[np.ndarray], limit: int | None = None) -> np.ndarray:
+def page_shifts(pages: Iterable[np.ndarray], limit: int | None = None) -> np.ndarray:
     """``(P - 1, 2)`` integer shifts of the content from each page to the next (phase
     correlation on the central 256x256 of each (H, W) page); a shift beyond ``limit``
     pixels (default: a quarter of the crop) is taken as none."""
@@ -415,7 +415,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     if linked.shape != (max(P - 1, 0),):
         raise ValueError(f"linked must hold {max(P - 1, 0)} values, got {linked.shape}")
     if shifts is None:
-        shifts = page_shifts([read(k)[0] for k in range(P)])
+        shifts = page_shifts(read(k)[0] for k in range(P))  # one page at a time
     shifts = np.ascontiguousarray(shifts, dtype=np.int64).reshape(max(P - 1, 0), 2)
     middle = read(P // 2)
     cal = calibrate(middle, sigma, stack_options(options, **overrides), trial_denoiser(cancel))
