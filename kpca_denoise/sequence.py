@@ -29,8 +29,8 @@ __all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabilise
            "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
-#: :func:`link_scores` is above this (pages of one scene score 0.85 to 1, faint
-#: z-stacks under heavy noise 0.5 to 0.7, unrelated photographs 0.22 to 0.44) ...
+#: :func:`link_scores` is above this (the scores measured on each kind of set:
+#: docs/stacks.md) ...
 LINK_THRESHOLD = 0.55
 #: ... and then links every pair but those scoring below this (a cut between scenes)
 CUT_THRESHOLD = 0.45

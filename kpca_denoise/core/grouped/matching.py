@@ -19,8 +19,8 @@ __all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "m
 
 
 # The heaps of one chunk's references are rows ``j`` of 2-D arrays, indexed in place:
-# passing a row as a view to a function call cost more than the comparisons (the
-# selection ran 1.75x slower)
+# passing a row as a view to a function call costs more than the comparisons
+# (docs/speed.md)
 
 
 @njit(cache=True, inline="always")
