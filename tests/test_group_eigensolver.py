@@ -74,3 +74,23 @@ def test_an_exactly_repeated_eigenvalue_gets_all_its_pairs():
     assert (lam[0, 6:] == 0).all()
     np.testing.assert_allclose(A @ V[0, :, :6], V[0, :, :6] * lam[0, :6], atol=1e-5)
     np.testing.assert_allclose(V[0, :, :6].T @ V[0, :, :6], np.eye(6), atol=1e-6)
+
+
+@pytest.mark.parametrize("floor", [0.0, 1e-3])
+def test_every_eigenvector_has_its_largest_entry_positive_whatever_the_solver(floor):
+    """The signs are fixed (house rule): LAPACK's full decomposition (floor 0) and the
+    counted Lanczos pairs (floor > 0) both turn each vector to a positive largest entry,
+    and the two agree on the pairs above the floor."""
+    from kpca_denoise.core.grouped.group_pca import fit_groups
+
+    rng = np.random.default_rng(3)
+    P = rng.normal(size=(40, 16, 25)) * 0.2
+    lam, V, _ = fit_groups(P, True, 0.5, floor)
+    full_lam, full_V, _ = fit_groups(P, True, 0.5, 0.0)
+    for r in range(P.shape[0]):
+        for k in range(P.shape[1]):
+            v = V[r, :, k]
+            if np.abs(v).max() > 0:
+                assert v[np.argmax(np.abs(v))] > 0
+                if lam[r, k] > 1e-2 * lam[r, 0]:  # a well separated pair: the same vector
+                    np.testing.assert_allclose(v, full_V[r, :, k], atol=2e-3)

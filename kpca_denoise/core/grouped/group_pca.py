@@ -100,6 +100,7 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
                     w = np.linalg.eigvalsh(Kc.astype(np.float32))  # the floor too
                     for k in range(nk, n):
                         lam_out[r, k] = min(w[n - 1 - k], floor)
+                _fix_signs(V_out[r])
                 continue
         # the full decomposition (and the fallback): float32 LAPACK is ~15-25% faster
         # on these small matrices and the kept components are far above float32
@@ -110,6 +111,22 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
             lam_out[r, k] = w[n - 1 - k]
             for i in range(n):
                 V_out[r, i, k] = v[i, n - 1 - k]
+        _fix_signs(V_out[r])
+
+
+@njit(cache=True, nogil=True)
+def _fix_signs(V):
+    """Each eigenvector (a column of ``V``) turned so that its largest entry in
+    magnitude is positive: the same vectors whatever the solver or thread count."""
+    n, m = V.shape
+    for k in range(m):
+        big, at = 0.0, 0
+        for i in range(n):
+            if abs(V[i, k]) > big:
+                big, at = abs(V[i, k]), i
+        if V[at, k] < 0.0:
+            for i in range(n):
+                V[i, k] = -V[i, k]
 
 
 @njit(cache=True, fastmath=True, nogil=True)
