@@ -185,16 +185,14 @@ def _grouped_geometry(params: DenoiseParams, noise: tuple | None = None) -> tupl
     (:func:`resolve_periodic`), for the windows the core resolves at that noise level;
     None for the widest any noise level gets (the tiles are planned before it is known)."""
     from .core.grouped import resolve_geometry
-    from .core.grouped.calibrate import texture_noise
+    from .core.grouped.calibrate import noise_fraction
 
     opts = params.grouped_options(None if noise is None else noise[1])
     periodic = bool(opts.periodic)  # a regular texture searches further
     nf, detail = 1.0, None
     if noise is not None and opts.periodic is not None:
-        sigma, _, c = noise
-        nf = None if opts.data_range is None else sigma / float(opts.data_range)
-        if periodic:  # as core.grouped.driver._resolve; an unknown contrast: the widest
-            nf = 1.0 if opts.contrast is None else texture_noise(nf, sigma, opts.contrast, c)
+        sigma, _, c = noise  # the core's rule; a texture of unknown contrast: the widest
+        nf = 1.0 if periodic and opts.contrast is None else noise_fraction(opts, sigma, c)
         detail = 0.0 if opts.detail is None else opts.detail  # unknown: the widest window
     g = resolve_geometry(opts, noise_fraction=nf, periodic=periodic, detail=detail)
     p = g.patch_size

@@ -20,6 +20,7 @@ from .options import GroupedOptions
 
 __all__ = ["calibrate", "Calibration", "central_crop", "coarse_detail", "periodic_lags",
            "periodic_lags_channels", "periodic_trial", "texture_contrast", "texture_noise",
+           "noise_fraction",
            "PERIODIC", "PERIODIC_CROP", "BORDERLINE", "TRIAL_ALPHA", "TRIAL_SEED",
            "TEXTURE_SPAN", "DETAIL_BLOCK"]
 
@@ -163,6 +164,15 @@ def texture_noise(noise_fraction: float | None, sigma: float, contrast: float,
     if noise_fraction is None:
         return own
     return max(float(noise_fraction * math.sqrt(C)), own)
+
+
+def noise_fraction(options: GroupedOptions, sigma: float, C: int = 1) -> float | None:
+    """The noise fraction calibrated ``options`` resolve their windows at
+    (:func:`.geometry.resolve_geometry`): ``sigma`` against the data range, or a regular
+    texture's :func:`texture_noise`."""
+    o = options
+    nf = None if o.data_range is None else sigma / float(o.data_range)
+    return texture_noise(nf, sigma, o.contrast, C) if o.periodic else nf
 
 
 def periodic_trial(chans: Sequence[np.ndarray], sigma: float, options: GroupedOptions,

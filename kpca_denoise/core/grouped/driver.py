@@ -23,7 +23,7 @@ from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.preimage import preimage_groups
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
-from .calibrate import Calibration, calibrate, texture_noise
+from .calibrate import Calibration, calibrate, noise_fraction
 from .geometry import Geometry, resolve_geometry
 from .group_pca import NoiseFloors, fit_groups, noise_floors
 from .matching import exact_sums, gather, match, pad_for_matching, quantise_guide, search_mask
@@ -189,10 +189,7 @@ def _resolve(imgs: list, sigma: float, cal: Calibration) -> _Run:
     """The :class:`_Run` of calibrated options on channels ``imgs``."""
     o = cal.options
     H, W = imgs[0].shape
-    nf = None if o.data_range is None else sigma / float(o.data_range)
-    if o.periodic:  # its stage-1 window: the noise against the span or its own contrast
-        nf = texture_noise(nf, sigma, o.contrast, len(imgs))
-    g = resolve_geometry(o, nf, o.periodic, o.detail)
+    g = resolve_geometry(o, noise_fraction(o, sigma, len(imgs)), o.periodic, o.detail)
     p = g.patch_size
     if H < p or W < p:
         raise ValueError(f"image {H}x{W} is smaller than patch_size {p}")
