@@ -490,15 +490,16 @@ def _guide_range(dtype, vst, colour: bool) -> float | None:
     return rng
 
 
-def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None):
+def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None, core=None):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels.  Colour shares one set of groups across the opponent channels, matched
-    on all three (the RGB distance; ``docs/method.md``)."""
+    on all three (the RGB distance; ``docs/method.md``).  ``core`` (y0, y1, x0, x1 in
+    the region): only what its pixels depend on is computed (the driver's ``core``)."""
     from .core.grouped import denoise_grouped_channels
 
     return denoise_grouped_channels(work, sigma, ranks=tuple(params.ranks),
                                     options=params.grouped_options(data_range),
-                                    progress=progress, cancel=cancel)
+                                    progress=progress, cancel=cancel, core=core)
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
@@ -512,9 +513,10 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
     """
     work, alpha, colour = _to_working(region, vst)
     core = tile.core_in_region
-    if params.method == "grouped":
-        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel,
-                                              _guide_range(region.dtype, vst, colour))
+    if params.method == "grouped":  # the halo's own pixels are never written: not computed
+        outs, stats = _denoise_region_grouped(
+            work, sigma, params, progress, cancel, _guide_range(region.dtype, vst, colour),
+            core=(core[0].start, core[0].stop, core[1].start, core[1].stop))
     else:
         _, _, p, stride = _global_geometry(params)
         outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)

@@ -97,6 +97,25 @@ def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
         np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
 
 
+def test_a_colour_preview_on_the_images_edge_is_its_result_there(tmp_path):
+    """The preview's tile computes only what its core depends on (the driver's ``core``):
+    a colour image, the region on its top and right edges."""
+    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.gui.compute import JobItem, run_preview
+
+    a = np.asarray(Image.open(sample_images_dir() / "astronaut.png"))[40:136, 200:296]
+    params = DenoiseParams(ranks=(2, None), add_noise=20.0, grouped={"search_radius": 8})
+    full = denoise_set([a], params).images[0]
+    pv = run_preview(JobItem("c", "astronaut", a, False, params.ranks), params, (0, 30, 60, 96),
+                     None, None)
+    y0, y1, x0, x1 = pv.box
+    assert not pv.error and (y0, x1) == (0, 96) and y1 >= 30 and x0 <= 60
+    assert pv.group_spectra[0]["groups"] < 0.8 * full.stats["grouped"][0]["groups"]
+    for r in params.ranks:
+        assert pv.outputs[r].shape == (y1, x1 - x0, 3)
+        np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
+
+
 def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     """At sigma 10 the stage-1 matching window is narrower than the widest any noise level
     gets: the preview's tile takes the narrower halo, the core's own geometry for this

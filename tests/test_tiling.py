@@ -149,3 +149,40 @@ def test_tiles_share_the_whole_images_smoothness():
     assert want["detail"] < 0.6 and want["match_size1"] in (9, 11)
     assert got["detail"] == want["detail"] and got["match_size1"] == want["match_size1"]
     assert np.abs(res.outputs[None].astype(int) - whole.outputs[None].astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["grey", "colour"])
+@pytest.mark.parametrize("extra", [{}, {"regroup": False}, {"two_stage": False}],
+                         ids=["two-stage", "groups-kept", "one-stage"])
+def test_a_core_computes_only_what_it_depends_on_and_is_exact_there(colour, extra):
+    """The driver's ``core``: the core's pixels are those of the whole call (float64, to
+    the last bit), the rest the input; fewer groups are computed.  A core inside, one
+    on the image's edge and one in its corner (search radius 5 keeps them apart from
+    the far edges on a 112 x 128 image)."""
+    from kpca_denoise.core.grouped import denoise_grouped_channels
+
+    planes = [_scene((112, 128), s) for s in range(3 if colour else 1)]
+    noisy = np.stack([np.clip(add_noise(p, 20, seed=9), 0, 255) for p in planes], -1)
+    opts = {"search_radius": 5, "periodic": False, **extra}
+    whole, st_whole = denoise_grouped_channels(noisy, 20.0, ranks=(2, None), options=opts)
+    for core in [(48, 72, 56, 80), (0, 20, 40, 70), (96, 112, 100, 128)]:
+        part, st = denoise_grouped_channels(noisy, 20.0, ranks=(2, None), options=opts,
+                                            core=core)
+        y0, y1, x0, x1 = core
+        inside = np.zeros(noisy.shape[:2], bool)
+        inside[y0:y1, x0:x1] = True
+        for r in (2, None):
+            np.testing.assert_array_equal(part[r][inside], whole[r][inside])
+            np.testing.assert_array_equal(part[r][~inside], noisy[~inside])
+        assert st[0]["groups"] < 0.6 * st_whole[0]["groups"]
+
+
+def test_a_core_outside_the_image_is_refused_in_one_line():
+    from kpca_denoise.core.grouped import denoise_grouped
+
+    img = _scene((40, 40), 0)
+    with pytest.raises(ValueError, match=r"^core \(0, 50, 0, 10\) is not a non-empty rectangle "
+                                         r"inside the image 40x40$"):
+        denoise_grouped(img, 20.0, core=(0, 50, 0, 10))
+    with pytest.raises(ValueError, match=r"^core must be \(y0, y1, x0, x1\) in pixels, got 5$"):
+        denoise_grouped(img, 20.0, core=5)
