@@ -22,7 +22,8 @@ output (up to floating-point summation order):
   ``search_radius1`` / ``search_radius``), and stage 2 matches on the stage-1 pilot,
   so the two stages add up.  Reference grids stay aligned
   with the image origin (cores and halos are multiples of the reference
-  strides).
+  strides).  The halo is read, not all computed: the driver computes only the
+  groups the core depends on (its ``core``; ``docs/large-images.md``).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 35 % (a
@@ -526,22 +527,32 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
 
 
 def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
-    """Per channel: counters and seconds summed over tiles, the spectrum averaged
-    with the tiles' group counts as weights, resolved parameters of the first tile."""
+    """Per channel: counters and seconds summed over tiles, the spectra (the final
+    groups', the noisy groups' own) averaged with the tiles' group counts as weights,
+    their spread over the groups (the
+    quantiles) from every tile's sampled spectra pooled (one tile: its own, from all
+    its samples), resolved parameters of the first tile."""
+    from .core.grouped.driver import pooled_quantiles
+
     merged = []
     for chans in zip(*per_tile):
         first = chans[0]
-        m = dict(first)
+        m = {k: v for k, v in first.items() if not k.endswith("_pool")}
+        for kind in ("spectrum", "rank_spectrum"):
+            pools = [s[f"{kind}_pool"] for s in chans if f"{kind}_pool" in s]
+            if len(chans) > 1 and len(pools) == len(chans):
+                m[f"{kind}_quantiles"] = pooled_quantiles(pools)
         for key in ("preimage_fallbacks", "preimage_iterations", "groups"):
             m[key] = int(sum(s[key] for s in chans))
         m["seconds"] = {k: float(sum(s["seconds"].get(k, 0.0) for s in chans))
                         for k in first["seconds"]}
-        spectra = [(np.asarray(s["spectrum"]), s["groups"]) for s in chans
-                   if np.size(s["spectrum"])]
-        if spectra:
-            L = min(sp.size for sp, _ in spectra)
-            w = np.asarray([g for _, g in spectra], dtype=np.float64)
-            m["spectrum"] = np.average([sp[:L] for sp, _ in spectra], axis=0, weights=w)
+        for kind in ("spectrum", "rank_spectrum"):
+            spectra = [(np.asarray(s[kind]), s["groups"]) for s in chans
+                       if np.size(s.get(kind, ()))]
+            if spectra:
+                L = min(sp.size for sp, _ in spectra)
+                w = np.asarray([g for _, g in spectra], dtype=np.float64)
+                m[kind] = np.average([sp[:L] for sp, _ in spectra], axis=0, weights=w)
         m["tiles"] = len(chans)
         merged.append(m)
     return merged

@@ -234,7 +234,7 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     # the spectrum: the groups' own kernel PCA, every compared rank marked, the selected
     # one's share of the variance said
     sp = window.spectrum
-    assert sp.group_text == "groups' own kernel PCA (what a rank keeps): mean, 10–90 % band, median dashed"
+    assert sp.group_text == "groups' own kernel PCA: mean, 10–90 % band, dashed median"
     assert sp.eigenvalues.size > 4 and np.all(np.diff(sp.eigenvalues) <= 1e-9 * sp.eigenvalues[0])
     # the spread over the groups: the median and the band around the mean's components
     lo, med, hi = (c.yData for c in (sp.band_lo, sp.median, sp.band_hi))
@@ -246,8 +246,14 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
     window.select_rank(2)
     cum = sp.cum_curve.yData
-    assert sp.status.textItem.toPlainText().endswith(
+    assert sp.status_text().endswith(
         f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+    # the status line sits over the plot, clear of the rank marks' labels inside it
+    pi = sp.getPlotItem()
+    assert pi.titleLabel.isVisible()
+    assert pi.titleLabel.sceneBoundingRect().bottom() <= pi.vb.sceneBoundingRect().top() + 1
+    assert all(not pi.titleLabel.sceneBoundingRect().intersects(line.label.sceneBoundingRect())
+               for line in sp._rank_lines.values())
     sp.clear_spectrum("a run starts")  # no band left from the last result
     assert not sp.band.isVisible() and sp.median.yData is None
 

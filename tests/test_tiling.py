@@ -186,3 +186,39 @@ def test_a_core_outside_the_image_is_refused_in_one_line():
         denoise_grouped(img, 20.0, core=(0, 50, 0, 10))
     with pytest.raises(ValueError, match=r"^core must be \(y0, y1, x0, x1\) in pixels, got 5$"):
         denoise_grouped(img, 20.0, core=5)
+
+
+def test_the_spread_of_the_group_spectra_pools_every_tile():
+    """The quantiles over the groups' spectra of an image run in tiles are those of every
+    tile's groups (the sampled spectra pooled), not the first tile's: here a flat first
+    tile, whose own spread is far below the image's."""
+    from kpca_denoise.tiling import denoise_tile
+
+    clean = _scene((192, 160), 0)
+    clean[:96, :80] = 128
+    noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
+    base = DenoiseParams(noise_sigma=20.0, ranks=(4, None),
+                         grouped={"search_radius": 4, "periodic": False})
+    whole = denoise_set([noisy], base).images[0].stats["grouped"][0]
+    params = base.replace(tile_size=64)
+    res = denoise_set([noisy], params).images[0].stats["grouped"][0]
+    t0 = plan(noisy.shape, params)[0]
+    first = denoise_tile(noisy[t0.region], t0, 20.0, params)[1][0]
+    assert res["tiles"] == 6 and not any(k.endswith("_pool") for k in res)
+    for key in ("rank_spectrum_quantiles", "spectrum_quantiles"):
+        want, got = whole[key][:, :4], res[key][:, :4]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got[1:], want[1:], rtol=0.25)  # median and 90 %
+        assert (first[key][1, :4] < 0.6 * want[1]).all()  # the first tile alone: far below
+    np.testing.assert_allclose(res["rank_spectrum"][:4], whole["rank_spectrum"][:4], rtol=0.1)
+
+
+def test_pooled_quantiles_weigh_each_pool_by_the_groups_it_stands_for():
+    from kpca_denoise.core.grouped.driver import pooled_quantiles
+
+    ones, twos = np.ones((10, 3)), np.full((10, 3), 2.0)
+    q = pooled_quantiles([(ones, 1.0), (twos, 9.0)])  # 10 groups of ones, 90 of twos
+    np.testing.assert_array_equal(q, [[1.0] * 3, [2.0] * 3, [2.0] * 3])
+    q = pooled_quantiles([(ones, 8.0), (twos, 2.0)])  # 80 of ones, 20 of twos
+    np.testing.assert_array_equal(q, [[1.0] * 3, [1.0] * 3, [2.0] * 3])
+    assert pooled_quantiles([(np.zeros((0, 0)), 0.0)]).shape == (3, 0)

@@ -553,7 +553,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     image's decisions (noise level, stabiliser, the global fit, the grouped calibration)
     once, then one tile of the tiled engine (:func:`kpca_denoise.tiling.denoise_tile`)
     whose core is the region: the full run's pixels there, in a fraction of its time."""
-    from ..tiling import denoise_tile
+    from ..tiling import denoise_tile, merge_grouped_stats
 
     t = time.perf_counter()
     out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params,
@@ -586,7 +586,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
                                    ranks=keys if params.method == "global" else (), vst=vst,
                                    progress=progress, cancel=cancel)
         if params.method == "grouped":
-            out.group_spectra = stats
+            out.group_spectra = merge_grouped_stats([stats])  # as a run's, without the pools
     if params.method == "global" and model is not None:
         out.spectrum = np.asarray(model.eigenvalues_, dtype=np.float64)
         if None in params.ranks:  # shown as 'auto', as the full run shows it

@@ -136,7 +136,7 @@ def group_spectrum(rec: "FitRecord | None", preview=None
         return q if q.ndim == 2 and q.shape[0] == 3 and q.shape[1] == n and n else None
 
     if own.size:
-        return (own, "groups' own kernel PCA (what a rank keeps)",
+        return (own, "groups' own kernel PCA",
                 band("rank_spectrum_quantiles", own.size))
     if np.size(final):
         final = np.asarray(final, dtype=np.float64)

@@ -34,7 +34,7 @@ from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, shrink_own, shrink_pilot
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
-           "region_plan", "RegionPlan", "PassRegion", "STAGES"]
+           "region_plan", "RegionPlan", "PassRegion", "pooled_quantiles", "STAGES"]
 
 #: the stages a pass reports progress and time for, in order
 STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
@@ -95,12 +95,49 @@ class _ChannelStats:
     samples: dict = field(default_factory=lambda: {"spectrum": [], "rank_spectrum": []})
 
 
+#: the quantiles over the groups a run reports (``spectrum_quantiles``)
+QUANTILES = (0.1, 0.5, 0.9)
+#: sampled spectra a call keeps for pooling with other calls' (the tiles of an image)
+POOL_ROWS = 512
+
+
 def _quantiles(samples: list) -> np.ndarray:
     """(3, n): the 10 %, 50 % and 90 % quantiles over the sampled groups' spectra."""
     if not samples:
         return np.zeros((3, 0))
     n = min(s.shape[1] for s in samples)
-    return np.quantile(np.concatenate([s[:, :n] for s in samples]), (0.1, 0.5, 0.9), axis=0)
+    return np.quantile(np.concatenate([s[:, :n] for s in samples]), QUANTILES, axis=0)
+
+
+def _pool(samples: list) -> tuple[np.ndarray, float]:
+    """``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
+    each standing for ``weight`` of them, for :func:`pooled_quantiles`."""
+    if not samples:
+        return np.zeros((0, 0)), 0.0
+    n = min(s.shape[1] for s in samples)
+    rows = np.concatenate([s[:, :n] for s in samples])
+    if len(rows) <= POOL_ROWS:
+        return rows, 1.0
+    pick = np.linspace(0, len(rows) - 1, POOL_ROWS).round().astype(np.int64)
+    return rows[pick], len(rows) / POOL_ROWS
+
+
+def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
+    """(3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
+    (``stats['spectrum_pool']``, each row weighted by its pool's weight): the spread over
+    every group of an image cut into tiles.  The lower quantile of the weights (no
+    interpolation)."""
+    pools = [(np.asarray(r, dtype=np.float64), float(w)) for r, w in pools if np.size(r)]
+    if not pools:
+        return np.zeros((3, 0))
+    n = min(r.shape[1] for r, _ in pools)
+    vals = np.concatenate([r[:, :n] for r, _ in pools])
+    wts = np.concatenate([np.full(len(r), w) for r, w in pools])
+    order = np.argsort(vals, axis=0, kind="stable")
+    cum = np.cumsum(wts[order], axis=0)
+    total = cum[-1]
+    idx = np.stack([np.minimum((cum < q * total).sum(axis=0), len(vals) - 1) for q in QUANTILES])
+    return np.take_along_axis(np.sort(vals, axis=0), idx, axis=0)
 
 
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
@@ -379,6 +416,9 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
             # their spread over the groups: the 10 %, 50 % and 90 % quantiles, (3, n)
             spectrum_quantiles=_quantiles(st.samples["spectrum"]),
             rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
+            # a bounded share of those spectra, to pool with other tiles' (pooled_quantiles)
+            spectrum_pool=_pool(st.samples["spectrum"]),
+            rank_spectrum_pool=_pool(st.samples["rank_spectrum"]),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
