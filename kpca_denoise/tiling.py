@@ -564,13 +564,14 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
-                     vst=None) -> DenoiseParams:
+                     vst=None, cancel=None) -> DenoiseParams:
     """``params`` with the grouped method's image-dependent options (a regular
     texture, its periods and contrast, the coarse detail) decided once for the whole
     image by ``core.grouped.calibrate`` on the working channels' central crop, as the
     core decides them for one piece, so that every tile gets the same settings and
     the tiles are planned with a texture's wider search.  Unchanged when the method
-    is not grouped."""
+    is not grouped.  ``cancel``: a token checked before the calibration and between
+    the chunks of its trial denoising."""
     from .core.grouped import calibrate
     from .core.grouped.calibrate import central_crop
     from .core.grouped.driver import trial_denoiser
@@ -581,7 +582,8 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     work, _, colour = _to_working(region, vst)
     chans = [np.ascontiguousarray(work[..., c]) for c in range(work.shape[2])]
     opts = params.grouped_options(_guide_range(region.dtype, vst, colour))
-    cal = calibrate(chans, sigma, opts, trial_denoiser())
+    check_cancel(cancel)
+    cal = calibrate(chans, sigma, opts, trial_denoiser(cancel))
     decided = {k: getattr(cal.options, k) for k in ("periodic", "lags", "contrast", "detail")
                if getattr(params.grouped, k) is None and getattr(cal.options, k) is not None}
     if not cal.options.periodic:
@@ -606,7 +608,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     a = np.asarray(image)
     tiles = plan(a.shape, params)
     if len(tiles) > 1:  # one tile decides on its own, on the same centre crop
-        params = resolve_periodic(a, sigma, params, vst)
+        params = resolve_periodic(a, sigma, params, vst, cancel)
         tiles = plan(a.shape, params)
     jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
     if tile_map is None:

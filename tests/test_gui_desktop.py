@@ -484,6 +484,29 @@ def test_the_preview_decisions_are_made_when_an_image_is_selected(window, tmp_pa
     assert rec is not None and None in rec.ranks
 
 
+def test_the_background_decisions_stop_cleanly_when_cancelled(window, tmp_path, qtbot):
+    """A run asked for during the decisions cancels them: they stop by themselves (the
+    token checked between their steps, the measurement waited for), the compute process
+    is not ended and started again."""
+    from kpca_denoise.gui.worker import compute_server
+
+    _, a = _camera(256, tmp_path)
+    path = tmp_path / "big.png"
+    Image.fromarray(np.tile(a, (3, 3))).save(path)  # 768 x 768
+    window.prepare_delay_ms = 0
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    pid = compute_server().proc.pid
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "prepare"):
+        window.load_paths([path])
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.runner.cancel()
+    summary = blocker.args[0]
+    assert summary.job.purpose == "prepare" and summary.status == "cancelled"
+    assert summary.message == "cancelled by the user"  # not "(compute process ended)"
+    assert compute_server().proc.pid == pid
+
+
 def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
         window, tmp_path, qtbot):
     from PySide6.QtCore import Qt

@@ -222,3 +222,20 @@ def test_pooled_quantiles_weigh_each_pool_by_the_groups_it_stands_for():
     q = pooled_quantiles([(ones, 8.0), (twos, 2.0)])  # 80 of ones, 20 of twos
     np.testing.assert_array_equal(q, [[1.0] * 3, [1.0] * 3, [2.0] * 3])
     assert pooled_quantiles([(np.zeros((0, 0)), 0.0)]).shape == (3, 0)
+
+
+def test_the_whole_images_calibration_stops_when_cancelled():
+    """resolve_periodic checks the token before the calibration and passes it to the
+    trial denoising, which checks it between chunks."""
+    from kpca_denoise.core.grouped import resolve_options
+    from kpca_denoise.core.grouped.driver import trial_denoiser
+    from kpca_denoise.core.progress import Cancelled
+    from kpca_denoise.tiling import resolve_periodic
+
+    img = _scene((96, 96), 0)
+    with pytest.raises(Cancelled):
+        resolve_periodic(img, 20.0, DenoiseParams(noise_sigma=20.0), cancel=lambda: True)
+    with pytest.raises(Cancelled):
+        trial_denoiser(lambda: True)([img], 20.0, resolve_options(periodic=False))
+    assert resolve_periodic(img, 20.0, DenoiseParams(noise_sigma=20.0),
+                            cancel=lambda: False).grouped.periodic is not None

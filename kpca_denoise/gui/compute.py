@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.metrics import residual_std
-from ..core.progress import Cancelled, ProgressEvent
+from ..core.progress import Cancelled, ProgressEvent, check_cancel
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
@@ -507,11 +507,12 @@ def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
             model is not None and model.eigenvalues_.size >= top)):
         return found[:4] + (model,) + found[5:]
     img, model = _measure(item, params, progress, cancel)
+    check_cancel(cancel)  # a run asked for during the measurement (one step) stops here
     nm = img.stats.get("noise_model")
     vst = GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
     calibrated = params
     if not img.error and not img.outputs and params.method == "grouped":
-        calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst)
+        calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst, cancel)
     found = (img.noisy, img.noise_sigma, vst, calibrated, model, img)
     _keep(_DECISIONS, model_key, found)
     return found
