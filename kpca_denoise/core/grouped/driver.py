@@ -125,8 +125,8 @@ def _pool(samples: list) -> tuple[np.ndarray, float]:
 def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
     """(3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
     (``stats['spectrum_pool']``, each row weighted by its pool's weight): the spread over
-    every group of an image cut into tiles.  The lower quantile of the weights (no
-    interpolation)."""
+    every group of an image cut into tiles.  Each quantile is the smallest value whose
+    cumulative weight reaches it (no interpolation)."""
     pools = [(np.asarray(r, dtype=np.float64), float(w)) for r, w in pools if np.size(r)]
     if not pools:
         return np.zeros((3, 0))
@@ -187,8 +187,8 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
     """Denoise an (H, W, C) image whose channels share one set of groups, matched on
     all channels (the summed SSD; for orthonormal opponent colour channels, the SSD
     in RGB).  Parameters (``core`` too) as :func:`denoise_grouped`;
-    ``options.data_range`` is that of channel 0.  Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel
-    (the shared matching time split evenly between them)."""
+    ``options.data_range`` is that of channel 0.  Returns ``{rank: (H, W, C) float64}``
+    and one stats dict per channel (the shared matching time split evenly between them)."""
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] < 1:
         raise ValueError(f"image must be 3-D (H, W, C), got shape {img.shape}")
