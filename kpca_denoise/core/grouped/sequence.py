@@ -36,7 +36,7 @@ from .driver import (CHUNK_GROUPS, SPECTRUM_EVERY, _ChannelStats, _check_inputs,
 from .group_pca import fit_groups
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
-from .shrinkage import correct_means
+from .shrinkage import correct_means, eigen_floor
 
 __all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_stack",
            "stack_options", "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
@@ -729,16 +729,18 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
 
     X = members(s.imgs)
     G = members(s.guide_pages) if ps.stage == 2 else X
-    fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
-                     gram=run.rbf)
+    fl_ch = fl if ch == 0 else ps.floors_rest
+    fit = fit_groups(G, run.rbf, fl.gamma, eigen_floor(ps.stage, s.ranks, fl_ch, ps.n),
+                     gram=run.rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
-    if ps.final:
-        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
-        st.spectrum_groups += len(gy)
+    if ps.final:  # the spectrum of the groups decomposed whole (driver.SPECTRUM_EVERY)
+        sampled = lam[::SPECTRUM_EVERY]
+        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
-        st.samples["spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
+        st.samples["spectrum"].append(np.array(sampled))
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
-                                 fl if ch == 0 else ps.floors_rest, s.ranks, run.rbf, st)
+                                 fl_ch, s.ranks, run.rbf, st)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
                                           ps.tol2)
     mk = run.options.mean_kappa1
