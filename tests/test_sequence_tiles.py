@@ -59,10 +59,10 @@ def test_a_colour_uint8_stack_in_tiles_with_a_cut():
 
 def test_the_working_set_does_not_grow_with_pages():
     # the stack is streamed: two passes hold 4 e + 1 noisy pages and 2 e + 1 of the
-    # pilot, of each stage's guides, sums and weights (e = window + depth // 2 = 9),
-    # whatever the number of pages
-    assert stack_planes(1) == 37 + 19 * 7
-    assert stack_planes(2, two_stage=False) == 19 * 6
+    # pilot, of each stage's guides (3 slices each: the 3-D matching), sums and
+    # weights (e = window + depth // 2 = 9), whatever the number of pages
+    assert stack_planes(1) == 37 + 19 * (1 + 2 * 3 + 2 + 2)
+    assert stack_planes(2, two_stage=False) == 19 * (1 + 3 + 4)
     assert stack_planes(1, window=1, depth=1) == 5 + 3 * 7
 
 

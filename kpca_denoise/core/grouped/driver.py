@@ -31,7 +31,7 @@ from .geometry import Geometry, resolve_geometry
 from .group_pca import NoiseFloors, fit_groups, noise_floors
 from .matching import exact_sums, gather, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
-from .shrinkage import STAGE2_CUT, correct_means, shrink_own, shrink_pilot
+from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
            "region_plan", "RegionPlan", "PassRegion", "pooled_quantiles", "STAGES"]
@@ -581,10 +581,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
     # an explicit rank in stage 1 may keep components below the threshold: all
     fl_ch = fl if ch == 0 else ps.floors_rest
-    if ps.stage == 1:
-        floor = 0.0 if (ranks >= 0).any() else fl.tau1
-    else:
-        floor = STAGE2_CUT * ps.n * fl_ch.tau2
+    floor = eigen_floor(ps.stage, ranks, fl_ch, ps.n)
     fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances

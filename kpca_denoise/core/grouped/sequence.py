@@ -10,7 +10,9 @@ page before went, moved by the two pages' global shift (phase correlation,
 :func:`page_shifts`), ``radius`` pixels either way (VBM3D's predictive search).  The
 ``n`` closest of the own-page members and of every neighbour candidate make the
 group, and every member's estimate is averaged into its own page, so that a page
-also gets the estimates of its neighbours' groups.  ``docs/stacks.md``.
+also gets the estimates of its neighbours' groups.  Members are 3-D patches (their
+slices on the pages either side, along the global motion), and so are the matching
+windows: a page's guide holds its neighbours' slices as channels.  ``docs/stacks.md``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .driver import (CHUNK_GROUPS, SPECTRUM_EVERY, _ChannelStats, _check_inputs,
 from .group_pca import fit_groups
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
-from .shrinkage import correct_means
+from .shrinkage import correct_means, eigen_floor
 
 __all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_stack",
            "stack_options", "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
@@ -341,12 +343,14 @@ def stack_planes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
                  two_stage: bool = True) -> int:
     """Page-sized float64 planes per channel the stack path holds at once, whatever
     the number of pages (:func:`denoise_grouped_stack` streams them): ``4 e + 1`` noisy
-    pages and ``2 e + 1`` of the pilot, each stage's guides and each stage's sums and
-    weights per rank (``e`` = :func:`page_reach`); one stage: ``2 e + 1`` of each."""
+    pages and ``2 e + 1`` of the pilot, each stage's guides (``depth`` slices each)
+    and each stage's sums and weights per rank (``e`` = :func:`page_reach`); one
+    stage: ``2 e + 1`` of each."""
     e, nr = page_reach(window, depth), max(1, int(n_ranks))
+    d = max(1, int(depth)) | 1
     if two_stage:
-        return (4 * e + 1) + (2 * e + 1) * (1 + 2 + 2 + 2 * nr)
-    return (2 * e + 1) * (1 + 1 + 2 * nr)
+        return (4 * e + 1) + (2 * e + 1) * (1 + 2 * d + 2 + 2 * nr)
+    return (2 * e + 1) * (1 + d + 2 * nr)
 
 
 # -- the driver ----------------------------------------------------------------------
@@ -371,7 +375,8 @@ def calibrate_stack(page: list, sigma: float, options: Any = None,
 def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,),
                           options: Any = None, window: int = WINDOW, radius: int = RADIUS,
                           linked: np.ndarray | None = None, shifts: np.ndarray | None = None,
-                          depth: int = DEPTH, progress: ProgressCallback | None = None,
+                          depth: int = DEPTH, match_depth: int | None = None,
+                          progress: ProgressCallback | None = None,
                           cancel: Any = None, sink: Any = None,
                           **overrides: Any) -> tuple[dict, list]:
     """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
@@ -387,7 +392,9 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     ``linked`` (P - 1 bools, default all) says which neighbouring pages are of one
     scene: a group never crosses an unlinked pair.  ``depth`` (odd) pages make a
     patch: its slices on the pages either side follow the global motion (1: plain
-    2-D patches).  ``shifts`` (P - 1, 2) are the global shifts from page to page
+    2-D patches); ``match_depth`` (odd, at most and by default ``depth``) pages make a
+    matching window.
+    ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
     Progress: ``"page"`` per reference page done, the two passes' (interleaved) counted
@@ -426,6 +433,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
                depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked))
+    seq["mdepth"] = (seq["depth"] if match_depth is None
+                     else min(max(1, int(match_depth)) | 1, seq["depth"]))
     results: dict = {}
     if sink is None:
         results = {rk: np.empty((P, H, W, C)) for rk in rank_list}
@@ -560,7 +569,7 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
             loaded += 1
         if t < P:
             for k in range(0 if t == 0 else t + w, min(P, t + w + 1)):
-                s1.match.put(k, noisy.get(k))
+                s1.match.put(k, _slab(noisy, k, seq, H, W))
             if t + e < P:
                 s1.sums.clear(t + e)
                 s1.dens.clear(t + e)
@@ -568,7 +577,9 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
         f = t - e  # no later stage-1 group reaches page f
         if s2 is not None and 0 <= f < P:
             pilot.put(f, [r[0] for r in s1.result(f)])
-            s2.match.put(f, pilot.get(f))
+        h = seq["mdepth"] // 2  # a guide reads the pilot pages up to h after its own
+        if s2 is not None and 0 <= f - h < P:
+            s2.match.put(f - h, _slab(pilot, f - h, seq, H, W))
         b = t - lag
         if s2 is not None and 0 <= b < P:
             if b + e < P:
@@ -630,6 +641,32 @@ def _motion(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np.ndar
     return S, breaks[None, :] != breaks[:, None]
 
 
+def _depth_pages(k, depth: int, P: int, cut: np.ndarray) -> list:
+    """The pages of the ``depth`` slices of patches on pages ``k`` (an int array):
+    ``k + dz`` mirrored at the stack's ends, ``k`` itself across a cut."""
+    out = []
+    for dz in range(-(depth // 2), depth // 2 + 1):
+        q = np.abs(k + dz)
+        q = np.clip(np.where(q > P - 1, 2 * (P - 1) - q, q), 0, P - 1)
+        out.append(np.where(cut[np.minimum(k, q), np.maximum(k, q)], k, q))
+    return out
+
+
+def _slab(ring: _Ring, k: int, seq: dict, H: int, W: int) -> list:
+    """Page ``k``'s matching guide: per channel, its ``mdepth`` slices (the pages of
+    :func:`_depth_pages`) moved onto page ``k`` by the global motion (edges repeated),
+    so that a window's SSD is that of the 3-D patches."""
+    S, cut = seq["motion"]
+    out = []
+    for q in _depth_pages(np.asarray(k), seq["mdepth"], seq["P"], cut):
+        q = int(q)
+        dy, dx = (int(v) for v in S[q] - S[k])
+        yy = np.clip(np.arange(H) + dy, 0, H - 1)
+        xx = np.clip(np.arange(W) + dx, 0, W - 1)
+        out += [c[np.ix_(yy, xx)] if (dy or dx) else c for c in ring.get(q)]
+    return out
+
+
 def _depth_pass(run, ps, stage: int, depth: int):
     """The pass's settings for patches ``depth`` pages deep: the floors and tolerance of
     ``depth p^2``-dimensional patches."""
@@ -675,13 +712,9 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     fl = ps.floors
     W = s.imgs.arrays[ch].shape[1]
     S, cut = seq["motion"]
-    slices = []
-    for dz in range(-(depth // 2), depth // 2 + 1):
-        q = np.abs(gp + dz)
-        q = np.clip(np.where(q > P - 1, 2 * (P - 1) - q, q), 0, P - 1)
-        q = np.where(cut[np.minimum(gp, q), np.maximum(gp, q)], gp, q)
-        slices.append((q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
-                       np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p))))
+    slices = [(q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
+               np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p)))
+              for q in _depth_pages(gp, depth, P, cut)]
 
     def rows(ring: _Ring, q, y):
         return np.ascontiguousarray((q % ring.Q) * H + y)
@@ -696,16 +729,18 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
 
     X = members(s.imgs)
     G = members(s.guide_pages) if ps.stage == 2 else X
-    fit = fit_groups(G, run.rbf, fl.gamma, fl.tau1 if ps.stage == 1 and not ps.final else 0.0,
-                     gram=run.rbf)
+    fl_ch = fl if ch == 0 else ps.floors_rest
+    fit = fit_groups(G, run.rbf, fl.gamma, eigen_floor(ps.stage, s.ranks, fl_ch, ps.n),
+                     gram=run.rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
-    if ps.final:
-        st.spectrum = lam.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
-        st.spectrum_groups += len(gy)
+    if ps.final:  # the spectrum of the groups decomposed whole (driver.SPECTRUM_EVERY)
+        sampled = lam[::SPECTRUM_EVERY]
+        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
-        st.samples["spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
+        st.samples["spectrum"].append(np.array(sampled))
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
-                                 fl if ch == 0 else ps.floors_rest, s.ranks, run.rbf, st)
+                                 fl_ch, s.ranks, run.rbf, st)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
                                           ps.tol2)
     mk = run.options.mean_kappa1

@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from .group_pca import NoiseFloors
 
-__all__ = ["shrink_own", "shrink_pilot", "correct_means", "STAGE2_CUT"]
+__all__ = ["shrink_own", "shrink_pilot", "correct_means", "eigen_floor", "STAGE2_CUT"]
 
 #: stage-2 components whose pilot eigenvalue is below ``STAGE2_CUT * n * tau2`` are
 #: dropped: their Wiener weights are ~0 for every member, and the pilot's residual
@@ -178,6 +178,17 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam
                 for j in range(n):
                     Gam[r, q, i, j] += c
                 aggw[r, q, i] = 1.0 / (1.0 + ss)
+
+
+def eigen_floor(stage: int, ranks: np.ndarray, floors: NoiseFloors, n: int) -> float:
+    """The eigenvalue under which a pass's group kernel PCA need not resolve its
+    eigenpairs (``group_pca.fit_groups``' ``floor``): what the shrinkage drops.  Stage 1
+    keeps the components above ``tau1`` (none dropped when an explicit rank, kept
+    whole, may reach below it: 0); stage 2 drops those under ``STAGE2_CUT n tau2``
+    (``floors``: the channel's, groups of ``n``)."""
+    if stage == 1:
+        return 0.0 if (np.asarray(ranks) >= 0).any() else floors.tau1
+    return STAGE2_CUT * n * floors.tau2
 
 
 def _outputs(lam: np.ndarray, nr: int):
