@@ -1,7 +1,8 @@
-"""The grouped core's eigensolver for the pairs above a floor: an exact count (the
-inertia of ``Kc - floor I``), then Lanczos for that many pairs; it must give what a
-full LAPACK decomposition gives, also where Lanczos is hard (a repeated eigenvalue, a
-rank-deficient matrix, an eigenvalue just above the floor)."""
+"""The grouped core's per-group solvers.  The eigensolver for the pairs above a
+floor: an exact count (the inertia of ``Kc - floor I``), then Lanczos for that many
+pairs; it must give what a full LAPACK decomposition gives, also where Lanczos is hard
+(a repeated eigenvalue, a rank-deficient matrix, an eigenvalue just above the floor).
+The Gram's vectorised exp and the pre-image's first step from the Gram."""
 
 import numpy as np
 import pytest
@@ -94,3 +95,57 @@ def test_every_eigenvector_has_its_largest_entry_positive_whatever_the_solver(fl
                 assert v[np.argmax(np.abs(v))] > 0
                 if lam[r, k] > 1e-2 * lam[r, 0]:  # a well separated pair: the same vector
                     np.testing.assert_allclose(v, full_V[r, :, k], atol=2e-3)
+
+
+def test_the_vectorised_exp_is_within_two_units_in_the_last_place():
+    """The Gram's exp (:func:`kernels.exp_nonpositive`) against numpy's, over the
+    exponents a kernel meets (down to where exp leaves the normal range, -708)."""
+    from numba import njit
+
+    from kpca_denoise.core.kernels import exp_nonpositive
+
+    @njit
+    def run(x):
+        exp_nonpositive(x, np.empty(len(x)), np.empty(len(x), np.int64))
+
+    rng = np.random.default_rng(4)
+    x = -np.concatenate([rng.exponential(2.0, 20000), np.linspace(0.0, 708.0, 7081), [0.0]])
+    got = x.copy()
+    run(got)
+    want = np.exp(x)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+    below = np.array([-709.0, -1e4, -np.inf])
+    run(below)
+    np.testing.assert_allclose(below, np.exp(-708.0), rtol=1e-15)
+
+
+def test_the_group_gram_is_the_rbf_kernel():
+    """The Gram each group's kernel PCA returns is ``exp(-gamma |x_i - x_j|^2)``."""
+    from kpca_denoise.core.grouped.group_pca import fit_groups
+
+    rng = np.random.default_rng(5)
+    P = rng.normal(size=(6, 12, 25))
+    K = fit_groups(P, True, 0.03, 0.1, gram=True)[3]
+    d2 = ((P[:, :, None, :] - P[:, None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(K, np.exp(-0.03 * d2), rtol=1e-13, atol=0)
+
+
+def test_the_preimage_first_step_from_the_gram_is_the_fixed_point_step():
+    """The grouped pre-image's first step, read from the Gram and done for all members
+    at once (one matrix product), is the fixed-point step computed from the distances;
+    with more steps both go on alike."""
+    from kpca_denoise.core.grouped.group_pca import fit_groups
+    from kpca_denoise.core.grouped.shrinkage import shrink_own
+    from kpca_denoise.core.preimage import preimage_groups
+
+    rng = np.random.default_rng(6)
+    base = rng.normal(size=(8, 1, 25)) * 3.0
+    P = base + rng.normal(size=(8, 16, 25))
+    gamma = 1.0 / (2 * 25 * 4.0)
+    lam, V, _, K = fit_groups(P, True, gamma, 0.0, gram=True)
+    Gam, _, _ = shrink_own(lam, V, 0.05, np.array([-1, 3], np.int64))
+    for steps in (1, 3):
+        fast, fb1, it1 = preimage_groups(Gam, P, True, gamma, steps, 0.0, K)
+        slow, fb2, it2 = preimage_groups(Gam, P, True, gamma, steps, 0.0, None)
+        np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-10)
+        assert (fb1 == fb2).all() and (it1 == it2).all() and it1.sum() == 8 * 2 * 16 * steps
