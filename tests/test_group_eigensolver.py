@@ -2,7 +2,7 @@
 floor: an exact count (the inertia of ``Kc - floor I``), then Lanczos for that many
 pairs; it must give what a full LAPACK decomposition gives, also where Lanczos is hard
 (a repeated eigenvalue, a rank-deficient matrix, an eigenvalue just above the floor).
-The Gram's vectorised exp and the pre-image's first step from the Gram."""
+The Gram's vectorised exp."""
 
 import numpy as np
 import pytest
@@ -118,34 +118,3 @@ def test_the_vectorised_exp_is_within_two_units_in_the_last_place():
     run(below)
     np.testing.assert_allclose(below, np.exp(-708.0), rtol=1e-15)
 
-
-def test_the_group_gram_is_the_rbf_kernel():
-    """The Gram each group's kernel PCA returns is ``exp(-gamma |x_i - x_j|^2)``."""
-    from kpca_denoise.core.grouped.group_pca import fit_groups
-
-    rng = np.random.default_rng(5)
-    P = rng.normal(size=(6, 12, 25))
-    K = fit_groups(P, True, 0.03, 0.1, gram=True)[3]
-    d2 = ((P[:, :, None, :] - P[:, None, :, :]) ** 2).sum(-1)
-    np.testing.assert_allclose(K, np.exp(-0.03 * d2), rtol=1e-13, atol=0)
-
-
-def test_the_preimage_first_step_from_the_gram_is_the_fixed_point_step():
-    """The grouped pre-image's first step, read from the Gram and done for all members
-    at once (one matrix product), is the fixed-point step computed from the distances;
-    with more steps both go on alike."""
-    from kpca_denoise.core.grouped.group_pca import fit_groups
-    from kpca_denoise.core.grouped.shrinkage import shrink_own
-    from kpca_denoise.core.preimage import preimage_groups
-
-    rng = np.random.default_rng(6)
-    base = rng.normal(size=(8, 1, 25)) * 3.0
-    P = base + rng.normal(size=(8, 16, 25))
-    gamma = 1.0 / (2 * 25 * 4.0)
-    lam, V, _, K = fit_groups(P, True, gamma, 0.0, gram=True)
-    Gam, _, _ = shrink_own(lam, V, 0.05, np.array([-1, 3], np.int64))
-    for steps in (1, 3):
-        fast, fb1, it1 = preimage_groups(Gam, P, True, gamma, steps, 0.0, K)
-        slow, fb2, it2 = preimage_groups(Gam, P, True, gamma, steps, 0.0, None)
-        np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-10)
-        assert (fb1 == fb2).all() and (it1 == it2).all() and it1.sum() == 8 * 2 * 16 * steps
