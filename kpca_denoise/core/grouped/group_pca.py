@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit, prange
 
+from kpca_denoise.core.kernels import exp_nonpositive
 from kpca_denoise.core.kpca import noise_eigenvalue
 
 __all__ = ["fit_groups", "noise_floors", "NoiseFloors"]
@@ -44,14 +45,22 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
         X = B[r]
         K = K_out[r] if keep_k else np.empty((n, n))
         if rbf:
+            # row by row: the exponents, then one vectorised exp over them
+            ex = np.empty(n)
+            kf = np.empty(n)
+            eb = np.empty(n, np.int64)
             for i in range(n):
                 K[i, i] = 1.0
+                nj = n - 1 - i
                 for j in range(i + 1, n):
                     s = 0.0
                     for t in range(d):
                         u = X[i, t] - X[j, t]
                         s += u * u
-                    v = math.exp(-gamma * s)
+                    ex[j - i - 1] = -gamma * s
+                exp_nonpositive(ex[:nj], kf, eb)
+                for j in range(i + 1, n):
+                    v = ex[j - i - 1]
                     K[i, j] = v
                     K[j, i] = v
         else:
