@@ -260,6 +260,46 @@ def test_ctrl_c_as_a_tile_ends_stops_the_run_with_nothing_written(tmp_path, lazi
     assert ended and list(out.iterdir()) == []  # no output, no temporary file, no sidecar
 
 
+def test_ctrl_c_as_the_outputs_are_renamed_leaves_them_recorded(tmp_path, lazily, monkeypatch,
+                                                                capsys):
+    """SIGINT after the first of two outputs is renamed into place: both are kept and
+    the run's sidecar lists them (signals wait from the last band written until the
+    outputs are recorded), exit 130."""
+    import os
+    import signal
+
+    from kpca_denoise.io import writing
+
+    img = _noisy((150, 170))
+    tifffile.imwrite(tmp_path / "scan.tif", img, compression="zlib")
+    out = tmp_path / "o"
+    real, renamed = writing.atomic_write, []
+
+    def atomic_write(target, write, **kw):
+        got = real(target, write, **kw)
+        renamed.append(got.name)
+        if len(renamed) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return got
+
+    monkeypatch.setattr(writing, "atomic_write", atomic_write)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = cli.main(["denoise", str(tmp_path / "scan.tif"), "-o", str(out), "--ranks", "4,8",
+                         "--tile-size", str(TILE)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert err.rstrip().endswith(cli.INTERRUPTED)
+    side = _sidecar(out)
+    assert side["interrupted"] is True
+    assert sorted(side["files"]) == sorted(renamed[:2]) == ["scan_kpca_r4.tif", "scan_kpca_r8.tif"]
+    ref = denoise_set([img], DenoiseParams(ranks=(4, 8), tile_size=TILE)).images[0]
+    for rank in (4, 8):  # complete files
+        assert_same_result(tifffile.imread(out / f"scan_kpca_r{rank}.tif"), ref.outputs[rank])
+
+
 def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):
     import io
 
