@@ -16,7 +16,9 @@ textured patches is fitted instead:
   textured patch), is fitted by least squares with a stationary noise autocovariance
   ``R(dy, dx)`` of lags up to 3 px (the projection applied to the model as to the data),
   so that ``R(0, 0)`` is the whole per-pixel variance and the other lags say how
-  correlated the noise is.
+  correlated the noise is;
+* refitted at a stricter confidence: when that reads markedly less, the excess is
+  texture the usual test let in, and the fit is scaled down (:func:`_channel_covariance`).
 
 The noise-level function (the std against brightness, :class:`NoiseModel`) is read per
 brightness level by the finest-scale estimator and scaled to the whole level when the
