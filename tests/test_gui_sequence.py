@@ -19,7 +19,7 @@ pytest.importorskip("pytestqt")
 
 from kpca_denoise.gui import texts  # noqa: E402
 from kpca_denoise.gui.compute import params_key  # noqa: E402
-from kpca_denoise.gui.model import ImageEntry, Session, entries_for  # noqa: E402
+from kpca_denoise.gui.model import ImageEntry, Session, entries_for, group_spectrum  # noqa: E402
 from kpca_denoise.io import LoadedItem  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
@@ -100,6 +100,9 @@ def test_texts_of_a_separate_image_in_a_sequence():
         "page 2 of 5 with its neighbours (patches from pages -1 25%, this 50%, +1 25%)")
     assert "neighbouring images" in texts.preview_sequence_text(page=False)
     assert "neighbouring pages" in texts.preview_sequence_text(page=True)
+    assert texts.run_started_text(5, "grouped", {None}, [5]) == (
+        "run started: 5 images, method grouped, ranks auto, the set of 5 images denoised as "
+        "one sequence")
 
 
 def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
@@ -131,6 +134,12 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
         used = set(seq["neighbours_used"])
         assert "0" in used and used - {"0"}
     assert window.session.record(window.entries[FRAMES], params) is None
+    # the sweep's pages in the progress panel, both passes; the sequence's groups' spectrum
+    bar = window.progress.rows["page"][1]
+    assert window.progress.shown == ["noise", "page", "metrics"]  # what a sequence reports
+    assert bar.value() == bar.maximum() == FRAMES and "stage 2" in bar.format()
+    np.testing.assert_array_equal(rec.eigenvalues, want.eigenvalues)
+    assert group_spectrum(rec)[0] is not None
     window.imageset.set_current(2)
     _settle(qtbot, window)
     rec = window.session.record(window.entries[2], params)
@@ -161,3 +170,30 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     assert rec.fit_set == ()
     np.testing.assert_array_equal(rec.ranks[None].output, one)
     assert any(texts.separate_images_alone_text(FRAMES) in x for x in window.log_view.lines)
+
+
+def test_a_sequences_progress_counts_its_pages_and_both_passes(qapp):
+    """A run of sequences only shows the stages their sweep reports; the time left during
+    the first pass counts the second too, and a new pass starts the rate again."""
+    from kpca_denoise.gui.panels import ProgressPanel
+
+    panel = ProgressPanel()
+    panel.start("grouped", 8, one_model=True, sets_only=True, passes=2)
+    assert panel.shown == ["noise", "page", "metrics"]
+    panel.update_stage("page", 1, 8, "stage 1")
+    t0 = panel._stage_t0
+    assert panel._estimate("page", 2, 8, "stage 1", t0 + 2.0) == pytest.approx(6 + 8)
+    panel.update_stage("page", 8, 8, "stage 1")
+    panel._stage_t0 = t0 - 100.0  # the first pass took 100 s
+    panel.update_stage("page", 1, 8, "stage 2")
+    assert panel._stage_t0 >= t0  # the second pass's rate is its own
+    assert panel._estimate("page", 2, 8, "stage 2", panel._stage_t0 + 2.0) == pytest.approx(6)
+    panel.start("grouped", 8, one_model=True, sets_only=True, passes=1)
+    panel.update_stage("page", 1, 8, "stage 1")
+    assert panel._estimate("page", 2, 8, "stage 1", panel._stage_t0 + 2.0) == pytest.approx(6)
+    # a run with an image alone besides the sequence shows the single image's stages too
+    panel.start("grouped", 9, one_model=True, sets_only=False)
+    assert "grouping" in panel.shown and "page" in panel.shown and "image" not in panel.shown
+    panel.start("global", 3, one_model=True)
+    assert "image" in panel.shown and "page" not in panel.shown
+    panel.finish("done")

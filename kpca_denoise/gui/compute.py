@@ -389,6 +389,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
                 eig, total = res.eigenvalues, _total_variance(res.model)
             elif aligned and spectra.spectra[k].size:
                 eig = spectra.spectra[k]
+        elif not models and res.eigenvalues is not None and res.eigenvalues.size:
+            eig = res.eigenvalues  # grouped: the mean spectrum of the sequence's groups
         out.seconds = seconds
         yield _fill_outcome(out, item, img, res.timings, resolved, eig, total, progress)
 

@@ -339,7 +339,8 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool, page: bool = True) ->
 def run_started_text(n_items: int, method: str, ranks, set_sizes) -> str:
     """The log line of a run that starts: images, method, ranks, the sets fitted together."""
     ranks = sorted(ranks, key=rank_sort_key)
-    together = "".join(f", the set of {n} images fitted together" for n in set_sizes)
+    what = "denoised as one sequence" if method == "grouped" else "fitted together"
+    together = "".join(f", the set of {n} images {what}" for n in set_sizes)
     return (f"run started: {n_items} image{'s' if n_items != 1 else ''}, method {method}, "
             f"ranks {', '.join(rank_label(r) for r in ranks)}{together}")
 
