@@ -11,16 +11,19 @@ import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
 
+import json
+
 import numpy as np
 import pytest
 from PIL import Image
 
 pytest.importorskip("pytestqt")
 
+from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.gui import texts  # noqa: E402
 from kpca_denoise.gui.compute import params_key  # noqa: E402
 from kpca_denoise.gui.model import ImageEntry, Session, entries_for, group_spectrum  # noqa: E402
-from kpca_denoise.io import LoadedItem  # noqa: E402
+from kpca_denoise.io import LoadedItem, read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
 from test_gui import (RUN_TIMEOUT_MS, _run, _settle, no_thread_left_running,  # noqa: E402,F401
@@ -151,6 +154,19 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     assert any("image 2 of 5 in load order with its neighbours" in x for x in window.log_view.lines)
     assert any("5 images of one size together as a sequence in load order" in x
                for x in window.log_view.lines)
+    # the export's sidecar lists the sequence's files: the command line run on them with it
+    # (--sequence yes on separate files) writes these pixels again
+    written = window.export_current(tmp_path / "gui")
+    side = next(p for p in written if p.suffix == ".json")
+    data = json.loads(side.read_text())
+    assert data["params"]["sequence"] == "yes" and data["fit_set"] == [
+        str(e.path) for e in window.entries[:FRAMES]]
+    rc = cli.main(["denoise", *data["fit_set"], "-o", str(tmp_path / "cli"), "--params",
+                   str(side), "-q"])
+    assert rc == 0
+    out = next(p for p in written if p.suffix == ".png" and "kpca" in p.name)
+    np.testing.assert_array_equal(read_item(tmp_path / "cli" / out.name).array,
+                                  read_item(out).array)
     # the preview (parameters not run yet) shows the frame alone and says the run does not
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         window.params_panel.set_params(params.replace(strength=1.5))
