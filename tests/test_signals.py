@@ -44,6 +44,14 @@ def _wait_for(condition, deadline_s, what, proc=None):
             time.sleep(0.05)  # a poll interval, not a timing assumption
 
 
+def _as_a_terminal_starts_it() -> None:
+    """SIGHUP and SIGINT at their defaults in the child: a test run under ``nohup``, or
+    launched in the background by a shell script, has them ignored, and the command
+    keeps an inherited ignored signal ignored."""
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _end(proc):
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -69,7 +77,7 @@ def test_sigterm_and_sighup_stop_a_run_as_ctrl_c(tmp_path, signum):
     proc = subprocess.Popen([sys.executable, "-m", "kpca_denoise", "denoise", str(src), "-o",
                              str(out), "--noise-sigma", "20", "-q"], cwd=ROOT, env=_env(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     try:
         _wait_for(lambda: out.exists() and any(out.glob("*_kpca.png")), 600,
                   "first result on disk", proc)
