@@ -21,7 +21,7 @@ each tile's region, as before the driver's ``core``), and the largest pixel diff
 
 Usage::
 
-    python -m benchmarks.preview [--image camera2x2|astronaut] [--profiles default,fast]
+    python -m benchmarks.preview [--image camera2x2|astronaut|astronaut2x2] [--profiles default,fast]
                                  [--tiled 512]
 """
 
@@ -42,8 +42,9 @@ from kpca_denoise.pipeline import denoise_set, result_keys
 
 
 def _image(name: str) -> np.ndarray:
-    if name == "camera2x2":
-        return np.tile(sample_image("camera.png"), (2, 2))
+    if name.endswith("2x2"):  # a sample image tiled 2x2: a larger image of the same content
+        img = sample_image(f"{name[:-3]}.png")
+        return np.tile(img, (2, 2) + (1,) * (img.ndim - 2))
     return sample_image(f"{name}.png")
 
 
