@@ -529,9 +529,9 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
 def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
     """Per channel: counters and seconds summed over tiles, the spectra (the final
     groups', the noisy groups' own) averaged with the tiles' group counts as weights,
-    their spread over the groups (the
-    quantiles) from every tile's sampled spectra pooled (one tile: its own, from all
-    its samples), resolved parameters of the first tile."""
+    their spread over the groups (the quantiles) from every tile's sampled spectra
+    pooled (one tile: its own, from all its samples), resolved parameters of the first
+    tile."""
     from .core.grouped.driver import pooled_quantiles
 
     merged = []

@@ -347,7 +347,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
 
     One model is fitted for all items of a kind (grey, colour, patch sets of
     one size), exactly as ``kpca-denoise denoise FOLDER`` does; under the grouped
-    method the items are a stack's pages, denoised as a sequence (``params.sequence``).
+    method the items are a stack's pages or separate images of one size, denoised as a
+    sequence (``params.sequence``), as ``denoise_set`` denoises them for the command line.
 
     Every item is denoised at every rank missing for any of them: they share
     the model, and ranks up to its size reuse its eigendecomposition.
@@ -388,6 +389,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
                 eig, total = res.eigenvalues, _total_variance(res.model)
             elif aligned and spectra.spectra[k].size:
                 eig = spectra.spectra[k]
+        elif not models and res.eigenvalues is not None and res.eigenvalues.size:
+            eig = res.eigenvalues  # grouped: the mean spectrum of the sequence's groups
         out.seconds = seconds
         yield _fill_outcome(out, item, img, res.timings, resolved, eig, total, progress)
 
@@ -653,7 +656,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 continue
             else:
                 started.add(group)
-                emit("item_started", (-1, len(group), f"{len(group)} pages denoised as one stack"
+                emit("item_started", (-1, len(group), f"{len(group)} images denoised as one sequence"
                                       if job.params.method == "grouped" else
                                       f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)

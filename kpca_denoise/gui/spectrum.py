@@ -19,6 +19,9 @@ __all__ = ["SpectrumPlot"]
 _STATUS_STYLE = {"size": "9pt", "color": "#444444"}
 _STATUS_HEIGHT = 18
 _BLANK = "\u00a0"
+#: the left axis of a fitted model's spectrum (of its centred Gram matrix); short, so a
+#: low dock (1366x768) shows it whole
+_EIGEN_LABEL = "eigenvalue λₖ"
 
 
 class _ComponentAxis(pg.AxisItem):
@@ -51,7 +54,7 @@ class SpectrumPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=False, alpha=0.25)
         self._decade_lines: list = []
         pi.setLabel("bottom", "component k")
-        pi.setLabel("left", "eigenvalue λₖ (centred Gram)")
+        pi.setLabel("left", _EIGEN_LABEL)
         # a log axis of values, not "(x0.001)" milli-units in front of the label
         pi.getAxis("left").enableAutoSIPrefix(False)
         # before any data: whole components, and whole decades (a log axis left to its
@@ -137,7 +140,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.eigenvalues = ev
         self.group_text = ""
         self._set_spread(None)
-        self.getPlotItem().setLabel("left", "eigenvalue λₖ (centred Gram)")
+        self.getPlotItem().setLabel("left", _EIGEN_LABEL)
         self.n_updates += 1
         k = np.arange(1, ev.size + 1)
         pos = ev > 0  # a log axis cannot show zeros (round-off clipped by the fit)

@@ -45,7 +45,7 @@ __all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_sta
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
 #: pixels searched either way around where a patch is predicted on a neighbour page
-RADIUS = 3
+RADIUS = 2
 #: pages each patch spans: a member is the ``p x p`` patch on its page and on the
 #: pages either side (where the global motion carries it), one ``DEPTH p^2`` vector
 DEPTH = 3
@@ -230,13 +230,24 @@ def _insert(hd, hp, hy, hx, cnt, d, q, y, x):
     return cnt
 
 
+def _offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets ``(dy, dx)`` up to ``R`` either way, nearest first (ties: row-major),
+    the order a neighbour page's candidates are met in (a close match found early
+    ends the other candidates' sums early)."""
+    dy, dx = np.mgrid[-R:R + 1, -R:R + 1].reshape(2, -1)
+    order = np.argsort(dy * dy + dx * dx, kind="stable")
+    return np.ascontiguousarray(dy[order]), np.ascontiguousarray(dx[order])
+
+
 @njit(cache=True, parallel=True, nogil=True)
-def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m,
+def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n, p, m,
                  out_p, out_y, out_x):
     """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` and
     the candidates of the neighbour pages, followed page by page from the reference
-    (see the module docstring); the reference first, then by distance (ties: the
-    order met).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
+    (see the module docstring) at the offsets ``oy, ox``; the reference first, then by
+    distance (ties: the order met).  A direction ends at the first page none of
+    whose candidates joins the group (a z-stack's farther slices, a scene cut
+    the links missed).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
     pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages."""
     Q = g.shape[0]
     H = g.shape[2] - (m - p)
@@ -273,21 +284,23 @@ def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, R, n, p, m
                     cx -= shifts[link, 1]
                 best = np.inf
                 by, bx = cy, cx
-                for dy in range(-R, R + 1):
-                    y = cy + dy
-                    if y < 0 or y > H - p:
+                entered = False
+                for o in range(oy.shape[0]):  # nearest the prediction first
+                    y = cy + oy[o]
+                    x = cx + ox[o]
+                    if y < 0 or y > H - p or x < 0 or x > W - p:
                         continue
-                    for dx in range(-R, R + 1):
-                        x = cx + dx
-                        if x < 0 or x > W - p:
-                            continue
-                        top = hd[n - 1] if cnt == n else np.inf
-                        d = _ssd(g, page % Q, y0, x0, q % Q, y, x, m, max(best, top))
-                        if d < best:
-                            best, by, bx = d, y, x
-                        cnt = _insert(hd, hp, hy, hx, cnt, d, q, y, x)
+                    top = hd[n - 1] if cnt == n else np.inf
+                    d = _ssd(g, page % Q, y0, x0, q % Q, y, x, m, max(best, top))
+                    if d < best:
+                        best, by, bx = d, y, x
+                    if cnt < n or d < hd[n - 1]:
+                        entered = True
+                    cnt = _insert(hd, hp, hy, hx, cnt, d, q, y, x)
                 if best < np.inf:  # the motion followed from the best match
                     cy, cx = by, bx
+                if not entered:
+                    break
         for j in range(n):
             out_p[r, j] = hp[j]
             out_y[r, j] = hy[j]
@@ -433,6 +446,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
                depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked))
+    seq["offsets"] = _offsets(seq["R"])
     seq["mdepth"] = (seq["depth"] if match_depth is None
                      else min(max(1, int(match_depth)) | 1, seq["depth"]))
     results: dict = {}
@@ -612,8 +626,8 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
         oy, ox = match(s.match.g[k % s.match.Q], ry, rx, p, m, ps.search_radius, ps.n,
                        g.dense_radius, run.options.lags, s.match.exact[k], s.work)
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
-        _cross_match(s.match.g, P, k, ry, rx, oy, ox, seq["shifts"], seq["linked"], w, R,
-                     ps.n, p, m, gp, gy, gx)
+        _cross_match(s.match.g, P, k, ry, rx, oy, ox, seq["shifts"], seq["linked"],
+                     w, *seq["offsets"], ps.n, p, m, gp, gy, gx)
         rel = np.clip(gp - k + w, 0, 2 * w)
         if ps.final:
             used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
@@ -727,8 +741,12 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                        cols, p, out)
         return out
 
+    sec = st.seconds
+    t0 = time.perf_counter()
     X = members(s.imgs)
     G = members(s.guide_pages) if ps.stage == 2 else X
+    t1 = time.perf_counter()
+    sec["grouping"] += t1 - t0
     fl_ch = fl if ch == 0 else ps.floors_rest
     fit = fit_groups(G, run.rbf, fl.gamma, eigen_floor(ps.stage, s.ranks, fl_ch, ps.n),
                      gram=run.rbf, every=SPECTRUM_EVERY if ps.final else 0)
@@ -739,8 +757,12 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
         st.samples["spectrum"].append(np.array(sampled))
+    t2 = time.perf_counter()
+    sec["eigensolver"] += t2 - t1
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
                                  fl_ch, s.ranks, run.rbf, st)
+    t3 = time.perf_counter()
+    sec["projection"] += t3 - t2
     Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
                                           ps.tol2)
     mk = run.options.mean_kappa1
@@ -748,8 +770,11 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         correct_means(Est, X, float(mk) * run.sigma * run.sigma / (depth * p * p))
     st.fallbacks += fb
     st.iterations += its
+    t4 = time.perf_counter()
+    sec["preimage"] += t4 - t3
     d = p * p
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
     for i, (q, y, x) in enumerate(slices):
         accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
                           rows(s.sums, q, y), x, p, num, den, run.window)
+    sec["reassembly"] += time.perf_counter() - t4
