@@ -177,7 +177,10 @@ class _SignalHandlers:
             sock.setblocking(False)
         try:
             self.wakeup = signal.set_wakeup_fd(self._socks[1].fileno())
-            self.previous = {s: signal.signal(s, handler) for s in CLOSE_SIGNALS}
+            # a signal the process started with ignored (nohup, a background job) stays
+            # ignored, as the command line keeps it (kpca_denoise.signals)
+            self.previous = {s: signal.signal(s, handler) for s in CLOSE_SIGNALS
+                             if signal.getsignal(s) is not signal.SIG_IGN}
         except ValueError:  # not the main thread: the signals are not ours
             self.restore()
             return
