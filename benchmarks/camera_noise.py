@@ -22,7 +22,9 @@ prints the estimates only (fast; every pipeline, JPEG 85 / 90 / 95 included).
 ``--no-cbm3d-est`` leaves the CBM3D-with-scikit-image's-estimate column out (``nan``;
 it costs a quarter of the run and stays within 0.3 dB of the noisy input).
 ``--cost`` times the noise model against the denoising of a 512x512 colour crop
-(astronaut, dim, edge-aware, JPEG 90), both in this one process.
+(astronaut, dim, edge-aware, JPEG 90), both in this one process.  ``--whiten F1,F2``
+compares the default with whitening the fitted correlated noise (:func:`whitened`), told
+the fitted per-pixel std times each factor (with ``--pipelines``, on those).
 
 Images: ``sample_images/astronaut.png`` and, with ``--dir DIR``, every PNG in DIR.  The
 figures in ``benchmarks/results/camera_noise.txt`` used four photographs of Debian 12's
@@ -33,7 +35,7 @@ Lanczos filter to 512 px on the short side and saved as PNG).
 Usage::
 
     python -m benchmarks.camera_noise [--dir DIR] [--estimate] [--pipelines bilinear,ea-q90]
-                                      [--no-cbm3d-est] [--cost]
+                                      [--no-cbm3d-est] [--cost] [--whiten 1.15]
 """
 
 from __future__ import annotations
@@ -180,13 +182,84 @@ def cost() -> None:
           f"{t2 - t1:.1f} s: the model costs {(t1 - t0) / (t2 - t1):.3f} of the denoising")
 
 
+def fitted_autocovariance(noisy: np.ndarray) -> np.ndarray:
+    """The noise autocovariance the default path fits (``core.nlf``, lags up to 3 px),
+    the channels' mean, as its effective factor uses it."""
+    from kpca_denoise.core import nlf
+    from kpca_denoise.prepare import _noise_model
+
+    white = _noise_model(noisy)[0]
+    R = [nlf._channel_covariance(noisy[..., c], white, (0.0, 255.0), 7, 3, 20000, 1 << 20,
+                                 256, 0) for c in range(noisy.shape[2])]
+    return np.mean([r for r in R if r is not None], axis=0)
+
+
+#: the whitening filter's floor, a fraction of the spectrum's peak (0.02 and 0.1 were
+#: tried: docs/noise.md)
+WHITEN_EPS = 0.02
+
+
+def whitened(noisy: np.ndarray, factor: float, eps: float = WHITEN_EPS, pad: int = 16
+             ) -> np.ndarray:
+    """Denoised by whitening: each channel filtered by ``1 / sqrt(S + eps max S)`` (``S``
+    the power spectrum of :func:`fitted_autocovariance`, scaled to keep the per-pixel
+    variance), denoised told white noise of the fitted per-pixel std times ``factor``,
+    and filtered back by the inverse."""
+    from kpca_denoise import DenoiseParams, denoise_set
+    from kpca_denoise.core.nlf import _lags
+
+    R = fitted_autocovariance(noisy)
+    x = np.pad(noisy.astype(np.float64), ((pad, pad), (pad, pad), (0, 0)), mode="reflect")
+    wy = 2 * np.pi * np.fft.fftfreq(x.shape[0])[:, None]
+    wx = 2 * np.pi * np.fft.fftfreq(x.shape[1])[None, :]
+    S = R[0] + sum(2 * r * np.cos(wy * dy + wx * dx) for r, (dy, dx) in zip(R[1:], _lags(3)[1:]))
+    S = np.maximum(S, 0.0)
+    h = 1.0 / np.sqrt(S + eps * S.max())
+    h *= np.sqrt(R[0] / np.mean(S * h * h))
+    xw = np.real(np.fft.ifft2(np.fft.fft2(x, axes=(0, 1)) * h[..., None], axes=(0, 1)))
+    res = denoise_set([xw], DenoiseParams(noise_sigma=factor * float(np.sqrt(R[0])))).images[0]
+    y = np.fft.ifft2(np.fft.fft2(res.outputs[None], axes=(0, 1)) / h[..., None], axes=(0, 1))
+    return np.clip(np.real(y)[pad:-pad, pad:-pad], 0.0, 255.0)
+
+
+#: the whitening filter's floor, a fraction of the spectrum's peak (0.02 and 0.1 were
+#: tried: docs/noise.md)
+WHITEN_EPS = 0.02
+def whiten_main(directory: str | None, factors: tuple[float, ...], pipes) -> None:
+    """``--whiten``: the default (blind) against whitening, per case and level factor."""
+    imgs = images(directory)
+    print(f"{'image':<12} {'level':<7} {'pipeline':<13} {'blind':>6} "
+          + " ".join(f"{'white x' + str(f):>10}" for f in factors))
+    gains = {f: [] for f in factors}
+    for k, (name, im) in enumerate(imgs.items()):
+        for level in LEVELS:
+            for pipe in pipes:
+                seed = 1000 * k + 10 * list(LEVELS).index(level) + list(PIPELINES).index(pipe)
+                clean, noisy = camera(im, level, pipe, seed)
+                p_blind = psnr(clean, ours(noisy)[0])
+                ps = [psnr(clean, whitened(noisy, f)) for f in factors]
+                for f, p in zip(factors, ps):
+                    gains[f].append(p - p_blind)
+                print(f"{name:<12} {level:<7} {pipe:<13} {p_blind:6.2f} "
+                      + " ".join(f"{p:10.2f}" for p in ps), flush=True)
+    for f, g in gains.items():
+        print(f"whitened x{f} - blind: mean {np.mean(g):+.2f}, min {np.min(g):+.2f}, "
+              f"max {np.max(g):+.2f} dB over {len(g)} cases")
+
+
 def main(argv: list[str]) -> None:
     exit_on_help(argv, __doc__)
     if "--cost" in argv:
         print(results_header())
         return cost()
-    with_cbe = "--no-cbm3d-est" not in argv
     directory = argv[argv.index("--dir") + 1] if "--dir" in argv else None
+    if "--whiten" in argv:
+        print(results_header())
+        pipes = (tuple(argv[argv.index("--pipelines") + 1].split(",")) if "--pipelines" in argv
+                 else DEFAULT_PIPELINES)
+        return whiten_main(directory, tuple(float(f) for f in
+                                            argv[argv.index("--whiten") + 1].split(",")), pipes)
+    with_cbe = "--no-cbm3d-est" not in argv
     only_estimate = "--estimate" in argv
     pipes = (tuple(argv[argv.index("--pipelines") + 1].split(",")) if "--pipelines" in argv
              else tuple(PIPELINES) if only_estimate else DEFAULT_PIPELINES)

@@ -21,11 +21,18 @@ Usage::
     python -m benchmarks.photo_speed --sizes 512 1024 2048 --bm3d-all
     python -m benchmarks.photo_speed --methods fast opencv-nlm --repeats 3
     python -m benchmarks.photo_speed --sizes 4000x3000 --methods default fast opencv-nlm
+    python -m benchmarks.photo_speed --sizes 512 --repeats 2 --fast-variants '{}' '{"group_size1": 20}'
+
+``--fast-variants`` compares configurations of the fast profile instead: each a JSON
+dictionary of grouped knobs (and ``patch_size``) applied on top of it, its time as a
+multiple of OpenCV's NLM's in the same round and its PSNR above OpenCV's (the fastest
+of ``--repeats`` rounds).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -99,6 +106,37 @@ def ours(profile: str):
     return run
 
 
+def fast_variant(knobs: dict):
+    """The fast profile with ``knobs`` (grouped knobs, ``patch_size``) on top."""
+    g = dict(knobs)
+    extra = {"patch_size": g.pop("patch_size")} if "patch_size" in g else {}
+    params = DenoiseParams(noise_sigma=SIGMA, profile="fast", grouped=g, **extra)
+    return lambda noisy: denoise_set([noisy], params).images[0].outputs[None]
+
+
+def compare_fast_variants(variants: list, sizes, repeats: int) -> None:
+    """Each variant's time against OpenCV's NLM (same round) and PSNR above it."""
+    runs = {v: fast_variant(json.loads(v)) for v in variants}
+    warm = np.random.default_rng(1).normal(128, 25, (96, 96))
+    for fn in runs.values():
+        fn(warm)
+        fn(np.dstack([warm] * 3))
+    print("fast-profile variants: time / OpenCV NLM's (same round, fastest of "
+          f"{repeats}), PSNR - OpenCV's (dB)")
+    for name, clean in photos(sizes).items():
+        noisy = clean + np.random.default_rng(0).normal(0.0, SIGMA, clean.shape)
+        best: dict = {}
+        for _ in range(repeats):
+            t_cv, out = timed(opencv_nlm, noisy)
+            cv_db = psnr(clean, out)
+            for v, fn in runs.items():
+                t, out = timed(fn, noisy)
+                if v not in best or t / t_cv < best[v][0]:
+                    best[v] = (t / t_cv, psnr(clean, out) - cv_db)
+        print(f"{name:20s} OpenCV {cv_db:.2f} dB: " + "; ".join(
+            f"{v} {r:.2f}x {d:+.2f}" for v, (r, d) in best.items()), flush=True)
+
+
 def timed(fn, noisy):
     t = time.perf_counter()
     out = fn(noisy)
@@ -136,8 +174,13 @@ def main() -> None:
                     help="a subset (the ratios need default and bm3d, fast and opencv-nlm)")
     ap.add_argument("--repeats", type=int, default=1,
                     help="runs per method and image, interleaved; the fastest counts")
+    ap.add_argument("--fast-variants", nargs="+", metavar="JSON",
+                    help="compare these configurations of the fast profile instead")
     args = ap.parse_args()
     print(results_header(), flush=True)
+    if args.fast_variants:
+        compare_fast_variants(args.fast_variants, args.sizes, args.repeats)
+        return
     warm = np.random.default_rng(1).normal(128, 25, (96, 96))
     for prof in ("default", "fast"):
         ours(prof)(warm)

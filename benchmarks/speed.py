@@ -2,6 +2,7 @@
 
     python -m benchmarks.speed                  # everything (several minutes)
     python -m benchmarks.speed --only bar n10k  # some sections
+    python -m benchmarks.speed --only ab --base /tmp/base  # a base commit's grouped core
 
 Sections:
   bar      KernelPCA.fit on issue 11's bar problem (n=6000, d=64, k=32, i.i.d.
@@ -18,6 +19,12 @@ Sections:
            sigma 0.25, gamma='noise'): LOBPCG against subspace iteration.
   e2e      denoise_image on the 512x512 camera image at sigma 25, next to
            scikit-image's denoise_nl_means.
+  ab       the grouped core's per-group steps (matching, group kernel PCA,
+           pre-image) of a base checkout (--base: the repository at an earlier
+           commit, e.g. from git worktree add) against this one, swapped into the
+           same driver in one process and alternated: CPU seconds per run, the
+           stage times of the fastest and the largest pixel difference
+           (camera and astronaut at 512x512, sigma 25; not in the default run).
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -179,19 +186,108 @@ def bench_end_to_end():
     print(f"skimage denoise_nl_means 512x512 sigma 25: {dt:.2f} s, PSNR {psnr(img, nlm, 255):.2f} dB")
 
 
+#: the grouped core's modules the ab section swaps: (file under kpca_denoise/, the
+#: driver's names taken from it)
+AB_MODULES = (("core/grouped/group_pca.py", ("fit_groups",)),
+              ("core/preimage.py", ("preimage_groups",)),
+              ("core/grouped/matching.py", ("match",)))
+
+
+def _base_module(base: str, rel: str):
+    """``kpca_denoise/<rel>`` of the checkout ``base`` as a module of its own (its
+    relative imports made absolute, so they resolve to this checkout's package)."""
+    import importlib.util
+    import pathlib
+    import re
+    import sys
+    import tempfile
+
+    src = (pathlib.Path(base) / "kpca_denoise" / rel).read_text()
+    pkg = "kpca_denoise." + rel.rsplit("/", 1)[0].replace("/", ".")
+    src = re.sub(r"^from \.(\w)", lambda m: f"from {pkg}.{m.group(1)}", src, flags=re.M)
+    name = "base_" + rel.replace("/", "_")[:-3]
+    path = pathlib.Path(tempfile.mkdtemp(prefix="kpca-ab-")) / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def bench_ab(base: str | None, repeats: int = 4):
+    import resource
+
+    import kpca_denoise.core.grouped.driver as drv
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    if base is None:
+        raise SystemExit("the ab section needs --base DIR, a checkout of the base commit")
+    this = {name: getattr(drv, name) for _, names in AB_MODULES for name in names}
+    other = {}
+    for rel, names in AB_MODULES:
+        mod = _base_module(base, rel)
+        other.update({name: getattr(mod, name) for name in names})
+    params = DenoiseParams(noise_sigma=25.0)
+
+    def use(funcs):
+        for k, v in funcs.items():
+            setattr(drv, k, v)
+
+    warm = np.random.default_rng(1).normal(128, 25, (64, 64))
+    for funcs in (other, this):
+        use(funcs)
+        denoise_set([warm], params)
+        denoise_set([np.dstack([warm] * 3)], params)
+    images = {"camera": sample_image("camera.png").astype(np.float64),
+              "astronaut": sample_image("astronaut.png")[..., :3].astype(np.float64)}
+    print(f"ab: base {base} against this checkout, CPU s per run ({repeats} alternations)")
+    for name, img in images.items():
+        noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
+        cpu = {"base": [], "this": []}
+        best, outs = {}, {}
+        for _ in range(repeats):
+            for label, funcs in (("base", other), ("this", this)):
+                use(funcs)
+                r0 = resource.getrusage(resource.RUSAGE_SELF)
+                res = denoise_set([noisy], params).images[0]
+                r1 = resource.getrusage(resource.RUSAGE_SELF)
+                c = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+                cpu[label].append(c)
+                if c <= min(cpu[label]):
+                    st = res.stats["grouped"]
+                    best[label] = {k: sum(s["seconds"][k] for s in st) for k in st[0]["seconds"]}
+                outs[label] = res.outputs[None]
+        print(f"{name}: base {' '.join(f'{c:.2f}' for c in cpu['base'])}, this "
+              f"{' '.join(f'{c:.2f}' for c in cpu['this'])}: best {min(cpu['base']) / min(cpu['this']):.2f}x, "
+              f"median {np.median(cpu['base']) / np.median(cpu['this']):.2f}x; PSNR "
+              f"{psnr(img, outs['base'], 255):.3f} / {psnr(img, outs['this'], 255):.3f} dB, "
+              f"max |difference| {np.abs(outs['base'] - outs['this']).max():.1e}", flush=True)
+        for label in ("base", "this"):
+            print(f"  {label} stages (s, fastest run): " + ", ".join(
+                f"{k} {v:.2f}" for k, v in best[label].items() if k != "total"), flush=True)
+    use(this)
+
+
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
-            "digits": bench_digits, "e2e": bench_end_to_end}
+            "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS),
-                    help="the sections to run (default: all)")
+    ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
+                    default=[s for s in SECTIONS if s != "ab"],
+                    help="the sections to run (default: all but ab)")
+    ap.add_argument("--base", help="ab: a checkout of the base commit")
+    ap.add_argument("--repeats", type=int, default=4, help="ab: alternations per image")
     args = ap.parse_args()
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
-        SECTIONS[name]()
+        if name == "ab":
+            bench_ab(args.base, args.repeats)
+        else:
+            SECTIONS[name]()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -343,11 +344,12 @@ def _denoise(args) -> int:
         _connect(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
             bar.begin(("lazy", id(it)))
-            ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
-                                                   args.overwrite, outdir, bar)
-            bar.finish(("lazy", id(it)))
-            failed += not ok
-            finished[position[id(it)]] = (entry, item_rows)
+            with contextlib.ExitStack() as held:  # from its last band until recorded
+                ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
+                                                       args.overwrite, outdir, bar, held)
+                bar.finish(("lazy", id(it)))
+                failed += not ok
+                finished[position[id(it)]] = (entry, item_rows)
         # each input is written as soon as all its pages are back (from a worker or here)
         for res in executor.run(images, params, names=names, patch_sets=patch_sets,
                                 progress=bar, denoise=denoise_set,

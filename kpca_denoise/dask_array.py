@@ -26,7 +26,8 @@ minimum and maximum (the flat-image and NaN checks, the value range) and a strid
 sample of at most about two million values (the robust span of the values), the
 noise estimator reads about a million pixels in 256 x 256 blocks
 (:func:`kpca_denoise.core.noise.estimate_sigma_image`), and the calibration the
-central 256 x 256 crop.  The Poisson-Gaussian noise model and the global method
+central 256 x 256 crop.  The Poisson-Gaussian noise model (given, or chosen because the
+measured noise is white and grows with the signal) and the global method
 read each image (page) whole into memory, in its own dtype, for that step only:
 the stabiliser's estimator and the training-patch sampler need the whole image.
 """
@@ -44,14 +45,13 @@ import numpy as np
 
 from . import tiling
 from .core.grouped.calibrate import central_crop
-from .core.nlf import estimate_noise_model
-from .core.noise import estimate_sigma_image
 from .core.progress import CancelToken, check_cancel, report
 from .global_method import _global_groups, _run_global
 from .params import DenoiseParams
 from .pipeline import _checked_params
-from .prepare import (NO_NOISE_FRACTION, noise_hint, _check_image, _check_item_shape, _flat, _held_span,
-                      _prepare_item, _value_bounds, _value_range, noise_to_remove)
+from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
+                      _prepare_item, _stabilised_span, _value_range, estimated_noise,
+                      noise_to_remove)
 from .results import ImageResult, _Run, _StageClock, result_keys
 
 __all__ = ["denoise_dask", "required_halo", "lazy_denoise", "LazyRun"]
@@ -299,8 +299,9 @@ def _summary(page):
 
 
 def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
-    """``(sigma, vst, model, stats)`` of a page under the Gaussian model (no stabiliser,
-    no fitted model; the noise stats the pipeline reports), or None (unchanged), as
+    """``(sigma, vst, model, stats)`` of a page under the Gaussian model (the
+    Poisson-Gaussian stabiliser when the pipeline would choose it, no fitted model;
+    the noise stats the pipeline reports), or None (unchanged), as
     ``prepare._measure_image`` and ``prepare._with_noise`` decide; from the page's
     per-channel extremes (a (1, 2[, C]) stand-in with the image's minima and maxima,
     which is all the value checks read) and its strided sample."""
@@ -313,28 +314,27 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     span = _value_range(stub)
     lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
     stats: dict = {}
+    vst = None
     if flat:
         sigma = 0.0
     elif params.noise_sigma is not None:
         sigma = float(params.noise_sigma)
-    else:  # as prepare._estimated_sigma, reading only the blocks sampled
+    else:  # the pipeline's own decision, reading only the blocks sampled
         lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
             else tiling.LazyLuminance(page)
-        sigma = estimate_sigma_image(lum, bounds=tiling.luminance_bounds(stub))
-        if sigma >= lo:  # below: no noise, returned unchanged
-            bounds = _value_bounds(stub) if np.issubdtype(page.dtype, np.integer) else None
-            colour = page[..., :-1] if page.ndim == 3 and page.shape[2] in (2, 4) else page
-            model = estimate_noise_model(colour, sigma, luminance=lum, bounds=bounds)
-            sigma, stats["noise"] = model.level, model.to_dict()
-            if noise_hint(model):
-                stats["hint"] = noise_hint(model)
+        try:
+            sigma, vst = estimated_noise(page, params, stats, lum=lum, stub=stub, lo=lo)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        if vst is not None:  # the stabilised domain's no-noise level, as prepare._with_noise
+            lo = _stabilised_span(stub, vst) * NO_NOISE_FRACTION
     try:
-        there = noise_to_remove(sigma, lo, hi, page.dtype, given=params.noise_sigma is not None,
-                                flat=flat)
+        there = noise_to_remove(sigma, lo, hi, page.dtype,
+                                given=params.noise_sigma is not None, flat=flat)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
     # the level the denoiser is given: the measured (or given) one times the strength
-    return (float(sigma) * params.strength, None, None, stats) if there else None
+    return (float(sigma) * params.strength, vst, None, stats) if there else None
 
 
 def _measure_in_memory(page, name: str, params: DenoiseParams):

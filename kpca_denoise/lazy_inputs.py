@@ -12,15 +12,18 @@ import numpy as np
 from .dask_array import lazy_denoise
 from .evaluation import noise_notes
 from .io import InputError, write_lazy
+from .signals import signals_held
 
 __all__ = ["write_lazy_item"]
 
 
-def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
+def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
     """Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
     pass (:func:`~kpca_denoise.dask_array.lazy_denoise`) and write the outputs band by
     band (:func:`~kpca_denoise.io.write_lazy`); Ctrl-C stops the tiles and leaves no
-    output of this input.  Returns (ok, entry, rows)."""
+    output of this input.  Once every band is written, signals are held in ``held`` (an
+    ExitStack the caller closes once it has recorded the outputs), so that the outputs
+    are renamed into place and recorded together.  Returns (ok, entry, rows)."""
     t0 = time.monotonic()
     if bar.enabled:
         size = int(np.prod(it.shape)) * it.dtype.itemsize
@@ -31,7 +34,7 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar):
     try:
         run = lazy_denoise(it.open_lazy(), params, progress=bar)
         write_lazy(it, {targets[k]: run.outputs[k] for k in run.keys}, inputs=inputs,
-                   replace=overwrite)
+                   replace=overwrite, written=lambda: held.enter_context(signals_held()))
     except KeyboardInterrupt:
         if run is not None:
             run.cancel()  # the tiles still running here stop at their next check

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
-from .core.nlf import estimate_noise_model
+from .core.nlf import SIGNAL_DEPENDENT_RATIO, estimate_noise_model
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.progress import report
 from .core.vst import GeneralizedAnscombe
@@ -160,11 +160,10 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
     if flat:
         sigma = 0.0  # one value per channel: nothing to stabilise or remove
     elif params.noise_model == "gaussian":
-        sigma = (params.noise_sigma if params.noise_sigma is not None
-                 else _estimated_sigma(x, res))
-        if params.noise_sigma is None and res.stats.get("hint") == SIGNAL_DEPENDENT_HINT:
-            vst = _chosen_stabiliser(x, params, res)
-            sigma = 1.0 if vst is not None else sigma
+        if params.noise_sigma is not None:
+            sigma = params.noise_sigma
+        else:
+            sigma, vst = estimated_noise(x, params, res.stats)
     else:
         vst = _stabiliser(x, params)
         _check_counts(x, vst)
@@ -172,10 +171,11 @@ def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
         sigma = 1.0  # after the variance-stabilising transform
         res.stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
                                         sigma=np.ravel(vst.sigma).tolist())
-        if params.poisson_gain is None and params.noise_sigma is None:
-            model = _noise_model(x)[1]  # the Gaussian path's reading: does the noise grow?
-            if model is not None and not model.signal_dependent:
-                res.stats["hint"] = FLAT_NOISE_HINT
+        # both parts estimated: does the fitted line itself grow over the image's
+        # brightness as the level function's "grows with the signal" asks?
+        if params.poisson_gain is None and params.noise_sigma is None and \
+                _growth(vst, *_brightness_range(x)) < SIGNAL_DEPENDENT_RATIO:
+            res.stats["hint"] = FLAT_NOISE_HINT
     res.noise_sigma = float(sigma)
     return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
 
@@ -197,29 +197,46 @@ CHOSEN_HINT = ("the noise grows with the signal: denoised as Poisson-Gaussian no
 CHOSEN_GROWTH = 2.0
 
 
-def _chosen_stabiliser(x: np.ndarray, params: DenoiseParams, res: ImageResult):
+def _chosen_stabiliser(x: np.ndarray, params: DenoiseParams, stats: dict):
     """Under the Gaussian model with the level estimated, the Poisson-Gaussian
     stabiliser when the measured noise is white and grows with the signal (the hint's
     case) and the fitted gain and sigma agree (the variance grows by
     :data:`CHOSEN_GROWTH` over the level function's brightness levels) and the data
     are counts (:func:`_check_counts`); else None, the Gaussian level kept with the
-    hint.  The stabiliser's gain and sigma go to ``res.stats['noise_model']``
-    (``chosen``: true) and the one-line reason to ``res.stats['hint']``."""
-    levels = res.stats["noise"]["levels"]
+    hint.  The stabiliser's gain and sigma go to ``stats['noise_model']``
+    (``chosen``: true) and the one-line reason to ``stats['hint']``."""
+    levels = stats["noise"]["levels"]
     vst = _stabiliser(x, params)
     try:
         _check_counts(x, vst)
     except ValueError:
         return None
-    g, s = np.ravel(vst.gain), np.ravel(vst.sigma)
-    lo, hi = max(float(min(levels)), 0.0), float(max(levels))
-    growth = float(np.mean((g * hi + s * s) / np.maximum(g * lo + s * s, 1e-300)))
-    if not growth >= CHOSEN_GROWTH:
+    if not _growth(vst, max(float(min(levels)), 0.0), float(max(levels))) >= CHOSEN_GROWTH:
         return None
-    res.stats["noise_model"] = dict(model="poisson-gaussian", gain=g.tolist(), sigma=s.tolist(),
-                                    chosen=True)
-    res.stats["hint"] = CHOSEN_HINT
+    stats["noise_model"] = dict(model="poisson-gaussian", gain=np.ravel(vst.gain).tolist(),
+                                sigma=np.ravel(vst.sigma).tolist(), chosen=True)
+    stats["hint"] = CHOSEN_HINT
     return vst
+
+
+def _growth(vst: GeneralizedAnscombe, lo, hi) -> float:
+    """How many times the stabiliser's fitted noise variance ``gain * y + sigma^2``
+    grows from brightness ``lo`` to ``hi`` (scalars or per channel), the channels' mean."""
+    g, s = np.ravel(vst.gain), np.ravel(vst.sigma)
+    lo, hi = np.maximum(np.asarray(lo, dtype=np.float64), 0.0), np.asarray(hi, dtype=np.float64)
+    return float(np.mean((g * hi + s * s) / np.maximum(g * lo + s * s, 1e-300)))
+
+
+def _brightness_range(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per colour channel, the 1/12 and 11/12 quantiles of an image's values (a strided
+    sample of at most about a million): the mean brightness of the darkest and the
+    brightest of the level function's six equal-count levels, roughly."""
+    c = colour_part(np.asarray(x))
+    c = c[..., None] if c.ndim == 2 else c
+    step = max(1, int(np.sqrt(c.shape[0] * c.shape[1] / 1e6)))
+    q = np.quantile(c[::step, ::step].reshape(-1, c.shape[2]).astype(np.float64),
+                    [1 / 12, 11 / 12], axis=0)
+    return q[0], q[1]
 
 
 #: ... and when, under the Poisson-Gaussian model, it does not
@@ -227,19 +244,31 @@ FLAT_NOISE_HINT = ("the noise does not grow with the signal: the Gaussian model 
                    "--noise-model gaussian) fits better")
 
 
-def _estimated_sigma(x: np.ndarray, res: ImageResult) -> float:
-    """The noise std of an image under the Gaussian model, measured: the finest-scale
-    estimate, or the whole per-pixel std of correlated (camera) noise
-    (:func:`~kpca_denoise.core.nlf.estimate_noise_model`; the model goes to
-    ``res.stats['noise']``, and a hint to ``res.stats['hint']`` when the noise grows
-    with the signal)."""
-    white, model = _noise_model(x)
+def estimated_noise(x, params: DenoiseParams, stats: dict, *, lum=None, stub=None,
+                    lo: float | None = None) -> tuple[float, GeneralizedAnscombe | None]:
+    """Under the Gaussian model with the level estimated: ``(level, stabiliser)``, the
+    level the denoiser is told (the finest-scale estimate, or the level of correlated
+    (camera) noise, :func:`~kpca_denoise.core.nlf.estimate_noise_model`; 1 after a
+    chosen stabiliser) and the Poisson-Gaussian stabiliser when the noise is white and
+    grows with the signal (:func:`_chosen_stabiliser`), else None.  The model goes to
+    ``stats['noise']``, the hint and the chosen stabiliser's parameters to
+    ``stats['hint']`` and ``stats['noise_model']``.
+
+    The one decision of the in-memory and the lazy (Dask) paths: ``x`` may be a Dask
+    array, read only where sampled (and whole when a stabiliser is built); ``lum`` its
+    luminance, ``stub`` an array of its dtype and extreme values, ``lo`` its no-noise
+    level (:func:`_sigma_range`), each computed from ``x`` when not given."""
+    white, model = _noise_model(x, lum=lum, stub=stub, lo=lo)
     if model is None:
-        return white  # no noise: the image comes back unchanged
-    res.stats["noise"] = model.to_dict()
+        return white, None  # no noise: the image comes back unchanged
+    stats["noise"] = model.to_dict()
     if noise_hint(model):
-        res.stats["hint"] = noise_hint(model)
-    return model.level
+        stats["hint"] = noise_hint(model)
+    if stats.get("hint") == SIGNAL_DEPENDENT_HINT:
+        vst = _chosen_stabiliser(np.asarray(x), params, stats)
+        if vst is not None:
+            return 1.0, vst
+    return model.level, None
 
 
 def noise_hint(model) -> str | None:
@@ -250,15 +279,18 @@ def noise_hint(model) -> str | None:
     return SIGNAL_DEPENDENT_HINT if model.signal_dependent and not model.correlated else None
 
 
-def _noise_model(x: np.ndarray):
+def _noise_model(x, *, lum=None, stub=None, lo: float | None = None):
     """``(finest-scale sigma, NoiseModel)`` of an image; the model is None when the
-    finest scale reads no noise."""
-    lum = luminance(x)
-    white = estimate_sigma_image(lum, bounds=luminance_bounds(x))
-    if white < _sigma_range(x)[0]:
+    finest scale reads no noise (below ``lo``).  ``lum``, ``stub``, ``lo``: as
+    :func:`estimated_noise`."""
+    stub = x if stub is None else stub
+    lum = luminance(x) if lum is None else lum
+    white = estimate_sigma_image(lum, bounds=luminance_bounds(stub))
+    if white < (_sigma_range(x)[0] if lo is None else lo):
         return white, None
-    c = colour_part(np.asarray(x))
-    bounds = _value_bounds(c) if np.issubdtype(c.dtype, np.integer) else None
+    # the colour channels, sliced as they are (a Dask array stays lazy)
+    c = x[..., :-1] if x.ndim == 3 and x.shape[2] in (2, 4) else x
+    bounds = _value_bounds(colour_part(stub)) if np.issubdtype(stub.dtype, np.integer) else None
     return white, estimate_noise_model(c, white, luminance=lum, bounds=bounds)
 
 

@@ -29,9 +29,12 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 @contextlib.contextmanager
 def _handlers(handler, *signums):
     """``handler`` for these signals while the block runs, the previous ones after (in
-    the main thread only: elsewhere signals are not ours to handle)."""
+    the main thread only: elsewhere signals are not ours to handle).  A signal the
+    process was started with ignored stays ignored, as Python keeps SIGINT: ``nohup``
+    (SIGHUP) and a background job of a shell script (SIGINT) ask for that."""
     try:
-        previous = {s: signal.signal(s, handler) for s in signums}
+        previous = {s: signal.signal(s, handler) for s in signums
+                    if signal.getsignal(s) is not signal.SIG_IGN}
     except ValueError:
         yield
         return
@@ -45,7 +48,7 @@ def _handlers(handler, *signums):
 def stop_signals_interrupt():
     """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs: their
     default action ends the process with no cleanup (a cluster's workers left running,
-    no sidecar for the files written)."""
+    no sidecar for the files written).  An ignored one (``nohup``) stays ignored."""
     def stop(signum, frame):
         raise Terminated(signum)
 

@@ -22,7 +22,8 @@ output (up to floating-point summation order):
   ``search_radius1`` / ``search_radius``), and stage 2 matches on the stage-1 pilot,
   so the two stages add up.  Reference grids stay aligned
   with the image origin (cores and halos are multiples of the reference
-  strides).
+  strides).  The halo is read, not all computed: the driver computes only the
+  groups the core depends on (its ``core``; ``docs/large-images.md``).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 35 % (a
@@ -490,15 +491,16 @@ def _guide_range(dtype, vst, colour: bool) -> float | None:
     return rng
 
 
-def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None):
+def _denoise_region_grouped(work, sigma, params, progress, cancel, data_range=None, core=None):
     """{rank: (h, w, c) float64} and per-channel stats for one region of working
     channels.  Colour shares one set of groups across the opponent channels, matched
-    on all three (the RGB distance; ``docs/method.md``)."""
+    on all three (the RGB distance; ``docs/method.md``).  ``core`` (y0, y1, x0, x1 in
+    the region): only what its pixels depend on is computed (the driver's ``core``)."""
     from .core.grouped import denoise_grouped_channels
 
     return denoise_grouped_channels(work, sigma, ranks=tuple(params.ranks),
                                     options=params.grouped_options(data_range),
-                                    progress=progress, cancel=cancel)
+                                    progress=progress, cancel=cancel, core=core)
 
 
 def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoiseParams, *,
@@ -512,9 +514,10 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
     """
     work, alpha, colour = _to_working(region, vst)
     core = tile.core_in_region
-    if params.method == "grouped":
-        outs, stats = _denoise_region_grouped(work, sigma, params, progress, cancel,
-                                              _guide_range(region.dtype, vst, colour))
+    if params.method == "grouped":  # the halo's own pixels are never written: not computed
+        outs, stats = _denoise_region_grouped(
+            work, sigma, params, progress, cancel, _guide_range(region.dtype, vst, colour),
+            core=(core[0].start, core[0].stop, core[1].start, core[1].stop))
     else:
         _, _, p, stride = _global_geometry(params)
         outs, stats = _denoise_region_global(work, model, ranks, p, stride, cancel)
@@ -524,22 +527,32 @@ def denoise_tile(region: np.ndarray, tile: Tile, sigma: float, params: DenoisePa
 
 
 def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
-    """Per channel: counters and seconds summed over tiles, the spectrum averaged
-    with the tiles' group counts as weights, resolved parameters of the first tile."""
+    """Per channel: counters and seconds summed over tiles, the spectra (the final
+    groups', the noisy groups' own) averaged with the tiles' group counts as weights,
+    their spread over the groups (the quantiles) from every tile's sampled spectra
+    pooled (one tile: its own, from all its samples), resolved parameters of the first
+    tile."""
+    from .core.grouped.driver import pooled_quantiles
+
     merged = []
     for chans in zip(*per_tile):
         first = chans[0]
-        m = dict(first)
+        m = {k: v for k, v in first.items() if not k.endswith("_pool")}
+        for kind in ("spectrum", "rank_spectrum"):
+            pools = [s[f"{kind}_pool"] for s in chans if f"{kind}_pool" in s]
+            if len(chans) > 1 and len(pools) == len(chans):
+                m[f"{kind}_quantiles"] = pooled_quantiles(pools)
         for key in ("preimage_fallbacks", "preimage_iterations", "groups"):
             m[key] = int(sum(s[key] for s in chans))
         m["seconds"] = {k: float(sum(s["seconds"].get(k, 0.0) for s in chans))
                         for k in first["seconds"]}
-        spectra = [(np.asarray(s["spectrum"]), s["groups"]) for s in chans
-                   if np.size(s["spectrum"])]
-        if spectra:
-            L = min(sp.size for sp, _ in spectra)
-            w = np.asarray([g for _, g in spectra], dtype=np.float64)
-            m["spectrum"] = np.average([sp[:L] for sp, _ in spectra], axis=0, weights=w)
+        for kind in ("spectrum", "rank_spectrum"):
+            spectra = [(np.asarray(s[kind]), s["groups"]) for s in chans
+                       if np.size(s.get(kind, ()))]
+            if spectra:
+                L = min(sp.size for sp, _ in spectra)
+                w = np.asarray([g for _, g in spectra], dtype=np.float64)
+                m[kind] = np.average([sp[:L] for sp, _ in spectra], axis=0, weights=w)
         m["tiles"] = len(chans)
         merged.append(m)
     return merged
@@ -551,13 +564,14 @@ def _merge_global_stats(per_tile: list[dict]) -> dict:
 
 
 def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
-                     vst=None) -> DenoiseParams:
+                     vst=None, cancel=None) -> DenoiseParams:
     """``params`` with the grouped method's image-dependent options (a regular
     texture, its periods and contrast, the coarse detail) decided once for the whole
     image by ``core.grouped.calibrate`` on the working channels' central crop, as the
     core decides them for one piece, so that every tile gets the same settings and
     the tiles are planned with a texture's wider search.  Unchanged when the method
-    is not grouped."""
+    is not grouped.  ``cancel``: a token checked before the calibration and between
+    the chunks of its trial denoising."""
     from .core.grouped import calibrate
     from .core.grouped.calibrate import central_crop
     from .core.grouped.driver import trial_denoiser
@@ -568,7 +582,8 @@ def resolve_periodic(image: np.ndarray, sigma: float, params: DenoiseParams,
     work, _, colour = _to_working(region, vst)
     chans = [np.ascontiguousarray(work[..., c]) for c in range(work.shape[2])]
     opts = params.grouped_options(_guide_range(region.dtype, vst, colour))
-    cal = calibrate(chans, sigma, opts, trial_denoiser())
+    check_cancel(cancel)
+    cal = calibrate(chans, sigma, opts, trial_denoiser(cancel))
     decided = {k: getattr(cal.options, k) for k in ("periodic", "lags", "contrast", "detail")
                if getattr(params.grouped, k) is None and getattr(cal.options, k) is not None}
     if not cal.options.periodic:
@@ -593,7 +608,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     a = np.asarray(image)
     tiles = plan(a.shape, params)
     if len(tiles) > 1:  # one tile decides on its own, on the same centre crop
-        params = resolve_periodic(a, sigma, params, vst)
+        params = resolve_periodic(a, sigma, params, vst, cancel)
         tiles = plan(a.shape, params)
     jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
     if tile_map is None:

@@ -76,6 +76,22 @@ def test_correlated_noise_of_known_psd_is_read_within_ten_percent(sigma):
     assert back.describe(ascii=True).endswith(f"removed at {model.level:.3g}")
 
 
+def test_the_strict_refit_reads_pure_correlated_noise_as_the_usual_fit():
+    """The texture guard's premise: on pure correlated noise the refit at the strict
+    own-energy confidence reads the per-pixel variance the usual fit does (so the
+    guard, which acts only when it reads TEXTURE_DRIFT less, leaves noise alone)."""
+    from kpca_denoise.core.nlf import _channel_covariance, _channel_fits
+    from kpca_denoise.core.noise import estimate_sigma_image
+
+    for seed, sigma in ((0, 8.0), (1, 4.0)):
+        noisy = _smooth_scene(160) + _correlated_noise((160, 160), sigma, seed)
+        args = (estimate_sigma_image(noisy), None, 7, 3, 20000, 1 << 20, 256, 0)
+        usual, strict = _channel_fits(noisy, *args)
+        assert abs(np.sqrt(strict[0] / usual[0]) - 1) < 0.02
+        assert abs(np.sqrt(strict[0]) / sigma - 1) < 0.05
+        np.testing.assert_array_equal(_channel_covariance(noisy, *args), usual)
+
+
 def _psd_factor_121(patch=5):
     """The effective factor of the [1 2 1] x [1 2 1] noise, from its exact covariance:
     the Kronecker square of the 1-D Toeplitz matrix of r = (1, 2/3, 1/6)."""

@@ -166,6 +166,30 @@ def test_the_noise_decisions_are_the_pipelines_on_a_large_image(noise):
     assert (res.stats["noise"]["kind"] == "correlated") == (noise == "correlated")
 
 
+def test_a_chosen_stabiliser_is_the_pipelines_and_so_are_the_pixels():
+    """White noise that grows with the signal: read lazily, the same model is chosen
+    (the Poisson-Gaussian stabiliser, its gain and sigma) as read whole, and the
+    computed pixels are the whole image's."""
+    from kpca_denoise.dask_array import _decide
+    from kpca_denoise.pipeline import ImageResult
+    from kpca_denoise.prepare import CHOSEN_HINT, _prepare_item
+
+    y, x = np.mgrid[0:192, 0:176] / 192
+    clean = 20.0 + 110.0 * (1 + np.sin(5 * x) * np.cos(3 * y))  # 20 .. 240
+    img = (2.0 * np.random.default_rng(4).poisson(clean / 2.0)).astype(np.float32)
+    params = DenoiseParams().validate()
+    res = ImageResult(index=0, name="image")
+    item = _prepare_item(params, img, res, False, seed=0)
+    (d,) = _decide([da.from_array(img, chunks=(50, 64))], ["image"], params)
+    assert item.vst is not None and d.vst is not None and res.stats["hint"] == CHOSEN_HINT
+    assert d.stats == {k: res.stats[k] for k in ("noise", "hint", "noise_model")}
+    np.testing.assert_array_equal(np.ravel(d.vst.gain), np.ravel(item.vst.gain))
+    np.testing.assert_array_equal(np.ravel(d.vst.sigma), np.ravel(item.vst.sigma))
+    assert d.sigma == res.noise_sigma == 1.0
+    out = denoise_dask(da.from_array(img, chunks=(50, 64)), tile_size=TILE)
+    assert_same_result(out.compute(scheduler="threads"), denoise_image(img))
+
+
 @pytest.mark.parametrize("make,words", [
     (lambda: da.zeros((2, 40, 40, 7)), "move the channel axis last"),
     (lambda: da.zeros((2, 2, 40, 40, 3)), "expected an image"),

@@ -1,7 +1,8 @@
-"""The grouped core's eigensolver for the pairs above a floor: an exact count (the
-inertia of ``Kc - floor I``), then Lanczos for that many pairs; it must give what a
-full LAPACK decomposition gives, also where Lanczos is hard (a repeated eigenvalue, a
-rank-deficient matrix, an eigenvalue just above the floor)."""
+"""The grouped core's per-group solvers.  The eigensolver for the pairs above a
+floor: an exact count (the inertia of ``Kc - floor I``), then Lanczos for that many
+pairs; it must give what a full LAPACK decomposition gives, also where Lanczos is hard
+(a repeated eigenvalue, a rank-deficient matrix, an eigenvalue just above the floor).
+The Gram's vectorised exp."""
 
 import numpy as np
 import pytest
@@ -94,3 +95,26 @@ def test_every_eigenvector_has_its_largest_entry_positive_whatever_the_solver(fl
                 assert v[np.argmax(np.abs(v))] > 0
                 if lam[r, k] > 1e-2 * lam[r, 0]:  # a well separated pair: the same vector
                     np.testing.assert_allclose(v, full_V[r, :, k], atol=2e-3)
+
+
+def test_the_vectorised_exp_is_within_two_units_in_the_last_place():
+    """The Gram's exp (:func:`kernels.exp_nonpositive`) against numpy's, over the
+    exponents a kernel meets (down to where exp leaves the normal range, -708)."""
+    from numba import njit
+
+    from kpca_denoise.core.kernels import exp_nonpositive
+
+    @njit
+    def run(x):
+        exp_nonpositive(x, np.empty(len(x)), np.empty(len(x), np.int64))
+
+    rng = np.random.default_rng(4)
+    x = -np.concatenate([rng.exponential(2.0, 20000), np.linspace(0.0, 708.0, 7081), [0.0]])
+    got = x.copy()
+    run(got)
+    want = np.exp(x)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+    below = np.array([-709.0, -1e4, -np.inf])
+    run(below)
+    np.testing.assert_allclose(below, np.exp(-708.0), rtol=1e-15)
+

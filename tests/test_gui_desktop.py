@@ -97,6 +97,25 @@ def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
         np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
 
 
+def test_a_colour_preview_on_the_images_edge_is_its_result_there(tmp_path):
+    """The preview's tile computes only what its core depends on (the driver's ``core``):
+    a colour image, the region on its top and right edges."""
+    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.gui.compute import JobItem, run_preview
+
+    a = np.asarray(Image.open(sample_images_dir() / "astronaut.png"))[40:136, 200:296]
+    params = DenoiseParams(ranks=(2, None), add_noise=20.0, grouped={"search_radius": 8})
+    full = denoise_set([a], params).images[0]
+    pv = run_preview(JobItem("c", "astronaut", a, False, params.ranks), params, (0, 30, 60, 96),
+                     None, None)
+    y0, y1, x0, x1 = pv.box
+    assert not pv.error and (y0, x1) == (0, 96) and y1 >= 30 and x0 <= 60
+    assert pv.group_spectra[0]["groups"] < 0.8 * full.stats["grouped"][0]["groups"]
+    for r in params.ranks:
+        assert pv.outputs[r].shape == (y1, x1 - x0, 3)
+        np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
+
+
 def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     """At sigma 10 the stage-1 matching window is narrower than the widest any noise level
     gets: the preview's tile takes the narrower halo, the core's own geometry for this
@@ -215,7 +234,7 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     # the spectrum: the groups' own kernel PCA, every compared rank marked, the selected
     # one's share of the variance said
     sp = window.spectrum
-    assert sp.group_text == "groups' own kernel PCA (what a rank keeps): mean, 10–90 % band, median dashed"
+    assert sp.group_text == "groups' own kernel PCA: mean, 10–90 % band, dashed median"
     assert sp.eigenvalues.size > 4 and np.all(np.diff(sp.eigenvalues) <= 1e-9 * sp.eigenvalues[0])
     # the spread over the groups: the median and the band around the mean's components
     lo, med, hi = (c.yData for c in (sp.band_lo, sp.median, sp.band_hi))
@@ -227,8 +246,14 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     assert 0 < auto_at < 8 and auto_at == round(rec.effective_rank(None), 1)
     window.select_rank(2)
     cum = sp.cum_curve.yData
-    assert sp.status.textItem.toPlainText().endswith(
+    assert sp.status_text().endswith(
         f"rank 2 keeps {100 * cum[1]:.0f}% of the variance")
+    # the status line sits over the plot, clear of the rank marks' labels inside it
+    pi = sp.getPlotItem()
+    assert pi.titleLabel.isVisible()
+    assert pi.titleLabel.sceneBoundingRect().bottom() <= pi.vb.sceneBoundingRect().top() + 1
+    assert all(not pi.titleLabel.sceneBoundingRect().intersects(line.label.sceneBoundingRect())
+               for line in sp._rank_lines.values())
     sp.clear_spectrum("a run starts")  # no band left from the last result
     assert not sp.band.isVisible() and sp.median.yData is None
 
@@ -457,6 +482,29 @@ def test_the_preview_decisions_are_made_when_an_image_is_selected(window, tmp_pa
         assert window.run_current()  # not refused: the decisions give way
     rec = window.session.record(window.current_entry(), params)
     assert rec is not None and None in rec.ranks
+
+
+def test_the_background_decisions_stop_cleanly_when_cancelled(window, tmp_path, qtbot):
+    """A run asked for during the decisions cancels them: they stop by themselves (the
+    token checked between their steps, the measurement waited for), the compute process
+    is not ended and started again."""
+    from kpca_denoise.gui.worker import compute_server
+
+    _, a = _camera(256, tmp_path)
+    path = tmp_path / "big.png"
+    Image.fromarray(np.tile(a, (3, 3))).save(path)  # 768 x 768
+    window.prepare_delay_ms = 0
+    window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
+    pid = compute_server().proc.pid
+    with qtbot.waitSignal(window.runner.started, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda job: job.purpose == "prepare"):
+        window.load_paths([path])
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.runner.cancel()
+    summary = blocker.args[0]
+    assert summary.job.purpose == "prepare" and summary.status == "cancelled"
+    assert summary.message == "cancelled by the user"  # not "(compute process ended)"
+    assert compute_server().proc.pid == pid
 
 
 def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(

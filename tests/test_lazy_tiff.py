@@ -208,10 +208,13 @@ def test_sigint_during_the_tiles_stops_the_run_cleanly(tmp_path):
     out = tmp_path / "o"
     code = ("import sys, kpca_denoise.cli as cli; cli.lazy_bytes = lambda: 1000; "
             "sys.exit(cli.main(sys.argv[1:]))")
+    # started as a terminal starts it, SIGINT not ignored: pytest launched in the
+    # background by a shell script has it ignored, which a child inherits and keeps
     proc = subprocess.Popen([sys.executable, "-c", code, "denoise", str(tmp_path / "big.tif"),
                              "-o", str(out), "--tile-size", str(TILE)], cwd=root,
                             env=dict(os.environ, PYTHONPATH=str(root)), text=True,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     for line in proc.stderr:  # the first tile done: the others are running or queued
         lines.append(line)
@@ -222,6 +225,79 @@ def test_sigint_during_the_tiles_stops_the_run_cleanly(tmp_path):
     assert proc.wait(timeout=120) == 130, "".join(lines) + rest
     assert "interrupted" in rest and "Traceback" not in rest
     assert list(out.iterdir()) == []  # no output, no temporary file, nothing to list
+
+
+def test_ctrl_c_as_a_tile_ends_stops_the_run_with_nothing_written(tmp_path, lazily, monkeypatch,
+                                                                  capsys):
+    """SIGINT the moment the first tile ends, sent from that tile's thread while the
+    main thread waits for the tiles: the run stops (130, one line), no output."""
+    import os
+    import signal
+
+    from kpca_denoise import dask_array
+
+    tifffile.imwrite(tmp_path / "big.tif", _noisy((200, 210)), compression="zlib")
+    out = tmp_path / "o"
+    real, ended = dask_array._tile_done, []
+
+    def tile_done(run_id):
+        ended.append(run_id)
+        if len(ended) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        real(run_id)
+
+    monkeypatch.setattr(dask_array, "_tile_done", tile_done)
+    # Ctrl-C as Python sets it up, whatever this test run was started with
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = cli.main(["denoise", str(tmp_path / "big.tif"), "-o", str(out),
+                         "--tile-size", str(TILE)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert err.rstrip().endswith(cli.INTERRUPTED) and "Traceback" not in err
+    assert ended and list(out.iterdir()) == []  # no output, no temporary file, no sidecar
+
+
+def test_ctrl_c_as_the_outputs_are_renamed_leaves_them_recorded(tmp_path, lazily, monkeypatch,
+                                                                capsys):
+    """SIGINT after the first of two outputs is renamed into place: both are kept and
+    the run's sidecar lists them (signals wait from the last band written until the
+    outputs are recorded), exit 130."""
+    import os
+    import signal
+
+    from kpca_denoise.io import writing
+
+    img = _noisy((150, 170))
+    tifffile.imwrite(tmp_path / "scan.tif", img, compression="zlib")
+    out = tmp_path / "o"
+    real, renamed = writing.atomic_write, []
+
+    def atomic_write(target, write, **kw):
+        got = real(target, write, **kw)
+        renamed.append(got.name)
+        if len(renamed) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return got
+
+    monkeypatch.setattr(writing, "atomic_write", atomic_write)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = cli.main(["denoise", str(tmp_path / "scan.tif"), "-o", str(out), "--ranks", "4,8",
+                         "--tile-size", str(TILE)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert err.rstrip().endswith(cli.INTERRUPTED)
+    side = _sidecar(out)
+    assert side["interrupted"] is True
+    assert sorted(side["files"]) == sorted(renamed[:2]) == ["scan_kpca_r4.tif", "scan_kpca_r8.tif"]
+    ref = denoise_set([img], DenoiseParams(ranks=(4, 8), tile_size=TILE)).images[0]
+    for rank in (4, 8):  # complete files
+        assert_same_result(tifffile.imread(out / f"scan_kpca_r{rank}.tif"), ref.outputs[rank])
 
 
 def test_the_progress_bar_tells_the_time_left_from_the_tiles_rate(monkeypatch):

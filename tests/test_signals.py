@@ -44,6 +44,14 @@ def _wait_for(condition, deadline_s, what, proc=None):
             time.sleep(0.05)  # a poll interval, not a timing assumption
 
 
+def _as_a_terminal_starts_it() -> None:
+    """SIGHUP and SIGINT at their defaults in the child: a test run under ``nohup``, or
+    launched in the background by a shell script, has them ignored, and the command
+    keeps an inherited ignored signal ignored."""
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _end(proc):
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -69,7 +77,7 @@ def test_sigterm_and_sighup_stop_a_run_as_ctrl_c(tmp_path, signum):
     proc = subprocess.Popen([sys.executable, "-m", "kpca_denoise", "denoise", str(src), "-o",
                              str(out), "--noise-sigma", "20", "-q"], cwd=ROOT, env=_env(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     try:
         _wait_for(lambda: out.exists() and any(out.glob("*_kpca.png")), 600,
                   "first result on disk", proc)
@@ -88,6 +96,34 @@ def test_sigterm_and_sighup_stop_a_run_as_ctrl_c(tmp_path, signum):
     assert side["interrupted"] is True and sorted(side["files"]) == written
     for name in written:  # complete files
         assert Image.open(out / name).size == (160, 160)
+
+
+def _ignore_sighup_and_sigint() -> None:
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def test_a_signal_the_command_was_started_with_ignored_stays_ignored(tmp_path):
+    """``nohup`` (SIGHUP ignored) and a background job of a shell script (SIGINT
+    ignored): the command's handlers leave those two ignored, so the run goes on;
+    SIGTERM still stops it."""
+    code = ("import os, signal\n"
+            "from kpca_denoise.signals import interrupted_code, signals_held, "
+            "stop_signals_interrupt\n"
+            "try:\n"
+            "    with stop_signals_interrupt():\n"
+            "        os.kill(os.getpid(), signal.SIGHUP)\n"
+            "        with signals_held():\n"
+            "            os.kill(os.getpid(), signal.SIGINT)\n"
+            "        print('went on', flush=True)\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "        print('not stopped')\n"
+            "except KeyboardInterrupt as exc:\n"
+            "    print(interrupted_code(exc))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=_ignore_sighup_and_sigint)
+    assert (done.stdout, done.stderr) == ("went on\n143\n", "")
 
 
 # -- 2. the window's compute process ends with the window ------------------------------

@@ -149,3 +149,93 @@ def test_tiles_share_the_whole_images_smoothness():
     assert want["detail"] < 0.6 and want["match_size1"] in (9, 11)
     assert got["detail"] == want["detail"] and got["match_size1"] == want["match_size1"]
     assert np.abs(res.outputs[None].astype(int) - whole.outputs[None].astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["grey", "colour"])
+@pytest.mark.parametrize("extra", [{}, {"regroup": False}, {"two_stage": False}],
+                         ids=["two-stage", "groups-kept", "one-stage"])
+def test_a_core_computes_only_what_it_depends_on_and_is_exact_there(colour, extra):
+    """The driver's ``core``: the core's pixels are those of the whole call (float64, to
+    the last bit), the rest the input; fewer groups are computed.  A core inside, one
+    on the image's edge and one in its corner (search radius 5 keeps them apart from
+    the far edges on a 112 x 128 image)."""
+    from kpca_denoise.core.grouped import denoise_grouped_channels
+
+    planes = [_scene((112, 128), s) for s in range(3 if colour else 1)]
+    noisy = np.stack([np.clip(add_noise(p, 20, seed=9), 0, 255) for p in planes], -1)
+    opts = {"search_radius": 5, "periodic": False, **extra}
+    whole, st_whole = denoise_grouped_channels(noisy, 20.0, ranks=(2, None), options=opts)
+    for core in [(48, 72, 56, 80), (0, 20, 40, 70), (96, 112, 100, 128)]:
+        part, st = denoise_grouped_channels(noisy, 20.0, ranks=(2, None), options=opts,
+                                            core=core)
+        y0, y1, x0, x1 = core
+        inside = np.zeros(noisy.shape[:2], bool)
+        inside[y0:y1, x0:x1] = True
+        for r in (2, None):
+            np.testing.assert_array_equal(part[r][inside], whole[r][inside])
+            np.testing.assert_array_equal(part[r][~inside], noisy[~inside])
+        assert st[0]["groups"] < 0.6 * st_whole[0]["groups"]
+
+
+def test_a_core_outside_the_image_is_refused_in_one_line():
+    from kpca_denoise.core.grouped import denoise_grouped
+
+    img = _scene((40, 40), 0)
+    with pytest.raises(ValueError, match=r"^core \(0, 50, 0, 10\) is not a non-empty rectangle "
+                                         r"inside the image 40x40$"):
+        denoise_grouped(img, 20.0, core=(0, 50, 0, 10))
+    with pytest.raises(ValueError, match=r"^core must be \(y0, y1, x0, x1\) in pixels, got 5$"):
+        denoise_grouped(img, 20.0, core=5)
+
+
+def test_the_spread_of_the_group_spectra_pools_every_tile():
+    """The quantiles over the groups' spectra of an image run in tiles are those of every
+    tile's groups (the sampled spectra pooled), not the first tile's: here a flat first
+    tile, whose own spread is far below the image's."""
+    from kpca_denoise.tiling import denoise_tile
+
+    clean = _scene((192, 160), 0)
+    clean[:96, :80] = 128
+    noisy = np.clip(add_noise(clean, 20, seed=1), 0, 255).astype(np.uint8)
+    base = DenoiseParams(noise_sigma=20.0, ranks=(4, None),
+                         grouped={"search_radius": 4, "periodic": False})
+    whole = denoise_set([noisy], base).images[0].stats["grouped"][0]
+    params = base.replace(tile_size=64)
+    res = denoise_set([noisy], params).images[0].stats["grouped"][0]
+    t0 = plan(noisy.shape, params)[0]
+    first = denoise_tile(noisy[t0.region], t0, 20.0, params)[1][0]
+    assert res["tiles"] == 6 and not any(k.endswith("_pool") for k in res)
+    for key in ("rank_spectrum_quantiles", "spectrum_quantiles"):
+        want, got = whole[key][:, :4], res[key][:, :4]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got[1:], want[1:], rtol=0.25)  # median and 90 %
+        assert (first[key][1, :4] < 0.6 * want[1]).all()  # the first tile alone: far below
+    np.testing.assert_allclose(res["rank_spectrum"][:4], whole["rank_spectrum"][:4], rtol=0.1)
+
+
+def test_pooled_quantiles_weigh_each_pool_by_the_groups_it_stands_for():
+    from kpca_denoise.core.grouped.driver import pooled_quantiles
+
+    ones, twos = np.ones((10, 3)), np.full((10, 3), 2.0)
+    q = pooled_quantiles([(ones, 1.0), (twos, 9.0)])  # 10 groups of ones, 90 of twos
+    np.testing.assert_array_equal(q, [[1.0] * 3, [2.0] * 3, [2.0] * 3])
+    q = pooled_quantiles([(ones, 8.0), (twos, 2.0)])  # 80 of ones, 20 of twos
+    np.testing.assert_array_equal(q, [[1.0] * 3, [1.0] * 3, [2.0] * 3])
+    assert pooled_quantiles([(np.zeros((0, 0)), 0.0)]).shape == (3, 0)
+
+
+def test_the_whole_images_calibration_stops_when_cancelled():
+    """resolve_periodic checks the token before the calibration and passes it to the
+    trial denoising, which checks it between chunks."""
+    from kpca_denoise.core.grouped import resolve_options
+    from kpca_denoise.core.grouped.driver import trial_denoiser
+    from kpca_denoise.core.progress import Cancelled
+    from kpca_denoise.tiling import resolve_periodic
+
+    img = _scene((96, 96), 0)
+    with pytest.raises(Cancelled):
+        resolve_periodic(img, 20.0, DenoiseParams(noise_sigma=20.0), cancel=lambda: True)
+    with pytest.raises(Cancelled):
+        trial_denoiser(lambda: True)([img], 20.0, resolve_options(periodic=False))
+    assert resolve_periodic(img, 20.0, DenoiseParams(noise_sigma=20.0),
+                            cancel=lambda: False).grouped.periodic is not None

@@ -88,6 +88,42 @@ def _neg_gamma_d_expf(out, sq_r, sqc, gamma, kf, ebits):  # pragma: no cover - n
         out[j] = _expf_poly(out[j]) * scale[j]
 
 
+@njit(inline="always", cache=True)
+def exp_nonpositive(x, kf, ebits):  # pragma: no cover - numba
+    """``x[j] = exp(x[j])`` in place for float64 ``x <= 0`` (a kernel's exponent),
+    vectorised: Cody-Waite reduction ``x = k ln2 + r``, ``|r| <= ln2 / 2``, Taylor
+    polynomial of degree 13 (truncation below 1e-17), ``2**k`` built as float bits in
+    ``ebits``; within 2 units in the last place of ``math.exp``.  Below -708 (where
+    exp leaves the normal range) it gives exp(-708), about 3e-308.  Three loops, so
+    that LLVM vectorises each (see :func:`_neg_gamma_d_expf`); ``kf`` and ``ebits``
+    (int64) are scratch of at least len(x)."""
+    m = x.shape[0]
+    for j in range(m):
+        y = max(min(x[j], 0.0), -708.0)
+        k = np.floor(y * 1.4426950408889634 + 0.5)
+        kf[j] = k
+        x[j] = (y - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10
+    for j in range(m):
+        ebits[j] = (np.int64(kf[j]) + np.int64(1023)) << 52
+    scale = ebits[:m].view(np.float64)
+    for j in range(m):
+        r = x[j]
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        x[j] = (p * r + 1.0) * scale[j]
+
+
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
     # K holds <x_r, x_c> in its lower triangle (c <= r), from one SYRK.  For

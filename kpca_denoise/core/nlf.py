@@ -16,7 +16,9 @@ textured patches is fitted instead:
   textured patch), is fitted by least squares with a stationary noise autocovariance
   ``R(dy, dx)`` of lags up to 3 px (the projection applied to the model as to the data),
   so that ``R(0, 0)`` is the whole per-pixel variance and the other lags say how
-  correlated the noise is.
+  correlated the noise is;
+* refitted at a stricter confidence: when that reads markedly less, the excess is
+  texture the usual test let in, and the fit is scaled down (:func:`_channel_covariance`).
 
 The noise-level function (the std against brightness, :class:`NoiseModel`) is read per
 brightness level by the finest-scale estimator and scaled to the whole level when the
@@ -215,14 +217,42 @@ def effective_factor(R: np.ndarray, lag: int, patch: int = 5) -> float:
 
 
 def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
-                        max_patches: int, max_pixels: int, block_size: int, seed: int,
-                        frac: float = 0.3, confidence: float = 0.999, iterations: int = 5
+                        max_patches: int, max_pixels: int, block_size: int, seed: int
                         ) -> np.ndarray | None:
-    """The noise autocovariance (:attr:`_Design.lags`) of one channel: the weakly
-    textured patches the white-noise estimator keeps (away from the clipping
-    ``bounds``), then re-chosen twice by the own-energy test under the fitted
-    covariance (correlated noise has a heavier own-energy tail than white noise of its
-    finest-scale std, which the white test cut); None if too few patches."""
+    """The noise autocovariance (:attr:`_Design.lags`) of one channel
+    (:func:`_channel_fits`), or None if too few patches: the fit at the usual
+    confidence, scaled down to :data:`TEXTURE_DRIFT` below the strict fit's variance
+    when it reads more than that above it (texture it let in)."""
+    fits = _channel_fits(img, white, bounds, p, lag, max_patches, max_pixels, block_size, seed)
+    if fits is None:
+        return None
+    R, strict = fits
+    cap = strict[0] / TEXTURE_DRIFT ** 2
+    return R * (cap / R[0]) if 0 < cap < R[0] else R
+
+
+#: the stricter confidence of the own-energy test the noise covariance is refitted at
+#: (it cuts under 1 % of pure noise's variance) ...
+STRICT_CONFIDENCE = 0.99
+#: ... and how far below the usual fit's per-pixel std the strict fit's may read before
+#: the excess is taken as texture: pure noise reads within a few per cent either way;
+#: the demosaicing false colour of a photograph (Dune's grass on the camera pipeline)
+#: dropped 22 % (docs/noise.md)
+TEXTURE_DRIFT = 0.9
+
+
+def _channel_fits(img: np.ndarray, white: float, bounds, p: int, lag: int, max_patches: int,
+                  max_pixels: int, block_size: int, seed: int, frac: float = 0.3,
+                  confidence: float = 0.999, iterations: int = 5
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Two fits of the noise autocovariance of one channel, ``(usual, strict)``, or None
+    if too few patches.  The usual one: the weakly textured patches the white-noise
+    estimator keeps (away from the clipping ``bounds``), then re-chosen twice by the
+    own-energy test at ``confidence`` under the fitted covariance (correlated noise has
+    a heavier own-energy tail than white noise of its finest-scale std, which the white
+    test cut).  The strict one: from there, re-chosen three times at
+    :data:`STRICT_CONFIDENCE`.  Texture the usual test let in raises the fit, which
+    loosens the test; the strict one sheds it, pure noise reads the same."""
     st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=bounds is not None)
     ok = np.ones(st.t.size, bool) if bounds is None else (
@@ -244,18 +274,22 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
             sel = sel[rng.choice(sel.size, max_patches, replace=False)]
         return d.fit(st.rows(sel))
 
-    R = fit(kept)
-    for _ in range(2):
-        if not R[0] > 0:
-            break
-        if bounds is not None:  # 2 whole stds from the bounds: the noise is not clipped there
-            s = float(np.sqrt(R[0]))
-            ok = (st.mu >= bounds[0] + 2.0 * s) & (st.mu <= bounds[1] - 2.0 * s)
-        sel = np.flatnonzero(ok & (st.own <= d.own_threshold(R, confidence)))
-        if sel.size < min_keep:
-            break
-        R = fit(sel)
-    return R
+    def refit(R: np.ndarray, conf: float, iterations: int) -> np.ndarray:
+        ok_ = ok
+        for _ in range(iterations):
+            if not R[0] > 0:
+                break
+            if bounds is not None:  # 2 whole stds from the bounds: the noise is not clipped there
+                s = float(np.sqrt(R[0]))
+                ok_ = (st.mu >= bounds[0] + 2.0 * s) & (st.mu <= bounds[1] - 2.0 * s)
+            sel = np.flatnonzero(ok_ & (st.own <= d.own_threshold(R, conf)))
+            if sel.size < min_keep:
+                break
+            R = fit(sel)
+        return R
+
+    R = refit(fit(kept), confidence, 2)
+    return R, (refit(R, STRICT_CONFIDENCE, 3) if R[0] > 0 else R)
 
 
 #: the patches one level of the level function reads its noise std from at most (a

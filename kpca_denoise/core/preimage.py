@@ -207,7 +207,25 @@ def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iter
         z = np.empty(d)
         zn = np.empty(d)
         dd = np.empty(n)
+        C = np.empty((n, n))
+        den0 = np.empty(n)
+        aden0 = np.empty(n)
+        ZN = np.empty((n, d))
         for q in range(nr):
+            if have_k:
+                # the first step of every member at once: its weights Gam_ij K_ij, then
+                # one matrix product (BLAS) for the weighted sums of the members
+                for i in range(n):
+                    s = 0.0
+                    sa = 0.0
+                    for j in range(n):
+                        c = Gam[r, q, i, j] * K[r, i, j]
+                        C[i, j] = c
+                        s += c
+                        sa += abs(c)
+                    den0[i] = s
+                    aden0[i] = sa
+                np.dot(C, B[r], ZN)
             for i in range(n):
                 # linear (large-width limit) reconstruction sum_j Gam_ij x_j: the exact
                 # answer for kernel="linear" and the fallback for the RBF iteration
@@ -237,21 +255,25 @@ def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iter
                             dd[j] = s
                             if s < dmin:
                                 dmin = s
-                    den = 0.0
-                    aden = 0.0
-                    for t in range(d):
-                        zn[t] = 0.0
-                    for j in range(n):
-                        # a common factor exp(-gamma dmin) cancels in the ratio: it keeps
-                        # the kernel values from underflowing when z is far from all x_j
-                        if from_k:
-                            c = Gam[r, q, i, j] * K[r, i, j]
-                        else:
-                            c = Gam[r, q, i, j] * math.exp(-gamma * (dd[j] - dmin))
-                        den += c
-                        aden += abs(c)
+                    if from_k:
+                        den = den0[i]
+                        aden = aden0[i]
                         for t in range(d):
-                            zn[t] += c * B[r, j, t]
+                            zn[t] = ZN[i, t]
+                    else:
+                        den = 0.0
+                        aden = 0.0
+                        for t in range(d):
+                            zn[t] = 0.0
+                        for j in range(n):
+                            # a common factor exp(-gamma dmin) cancels in the ratio: it
+                            # keeps the kernel values from underflowing when z is far
+                            # from all x_j
+                            c = Gam[r, q, i, j] * math.exp(-gamma * (dd[j] - dmin))
+                            den += c
+                            aden += abs(c)
+                            for t in range(d):
+                                zn[t] += c * B[r, j, t]
                     sgn = 1.0 if den > 0.0 else -1.0
                     bad = not (abs(den) > 1e-8 * aden) or not math.isfinite(den)
                     if bad or (prev_sign != 0.0 and sgn != prev_sign):

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.metrics import residual_std
-from ..core.progress import Cancelled, ProgressEvent
+from ..core.progress import Cancelled, ProgressEvent, check_cancel
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
@@ -347,7 +347,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
 
     One model is fitted for all items of a kind (grey, colour, patch sets of
     one size), exactly as ``kpca-denoise denoise FOLDER`` does; under the grouped
-    method the items are a stack's pages, denoised as a sequence (``params.sequence``).
+    method the items are a stack's pages or separate images of one size, denoised as a
+    sequence (``params.sequence``), as ``denoise_set`` denoises them for the command line.
 
     Every item is denoised at every rank missing for any of them: they share
     the model, and ranks up to its size reuse its eigendecomposition.
@@ -388,6 +389,8 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
                 eig, total = res.eigenvalues, _total_variance(res.model)
             elif aligned and spectra.spectra[k].size:
                 eig = spectra.spectra[k]
+        elif not models and res.eigenvalues is not None and res.eigenvalues.size:
+            eig = res.eigenvalues  # grouped: the mean spectrum of the sequence's groups
         out.seconds = seconds
         yield _fill_outcome(out, item, img, res.timings, resolved, eig, total, progress)
 
@@ -507,11 +510,12 @@ def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
             model is not None and model.eigenvalues_.size >= top)):
         return found[:4] + (model,) + found[5:]
     img, model = _measure(item, params, progress, cancel)
+    check_cancel(cancel)  # a run asked for during the measurement (one step) stops here
     nm = img.stats.get("noise_model")
     vst = GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
     calibrated = params
     if not img.error and not img.outputs and params.method == "grouped":
-        calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst)
+        calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst, cancel)
     found = (img.noisy, img.noise_sigma, vst, calibrated, model, img)
     _keep(_DECISIONS, model_key, found)
     return found
@@ -553,7 +557,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     image's decisions (noise level, stabiliser, the global fit, the grouped calibration)
     once, then one tile of the tiled engine (:func:`kpca_denoise.tiling.denoise_tile`)
     whose core is the region: the full run's pixels there, in a fraction of its time."""
-    from ..tiling import denoise_tile
+    from ..tiling import denoise_tile, merge_grouped_stats
 
     t = time.perf_counter()
     out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params,
@@ -586,7 +590,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
                                    ranks=keys if params.method == "global" else (), vst=vst,
                                    progress=progress, cancel=cancel)
         if params.method == "grouped":
-            out.group_spectra = stats
+            out.group_spectra = merge_grouped_stats([stats])  # as a run's, without the pools
     if params.method == "global" and model is not None:
         out.spectrum = np.asarray(model.eigenvalues_, dtype=np.float64)
         if None in params.ranks:  # shown as 'auto', as the full run shows it
@@ -652,7 +656,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
                 continue
             else:
                 started.add(group)
-                emit("item_started", (-1, len(group), f"{len(group)} pages denoised as one stack"
+                emit("item_started", (-1, len(group), f"{len(group)} images denoised as one sequence"
                                       if job.params.method == "grouped" else
                                       f"set of {len(group)} images fitted together"))
                 outcomes = _run_set([job.items[j] for j in group], job.params, throttle, cancel)

@@ -44,6 +44,7 @@ __all__ = [
     "Shown",
     "Session",
     "fit_kind",
+    "sequence_kind",
     "param_differences",
     "describe_params",
     "DEFAULT_RANKS",
@@ -136,7 +137,7 @@ def group_spectrum(rec: "FitRecord | None", preview=None
         return q if q.ndim == 2 and q.shape[0] == 3 and q.shape[1] == n and n else None
 
     if own.size:
-        return (own, "groups' own kernel PCA (what a rank keeps)",
+        return (own, "groups' own kernel PCA",
                 band("rank_spectrum_quantiles", own.size))
     if np.size(final):
         final = np.asarray(final, dtype=np.float64)
@@ -299,6 +300,12 @@ def fit_kind(e: ImageEntry) -> tuple:
     return ("image", 1 if a.ndim == 2 else a.shape[2])
 
 
+def sequence_kind(e: ImageEntry) -> tuple:
+    """What separate images need in common to be denoised as one sequence: one size,
+    channel count and type (the pipeline's runs of one sequence, ``sequence.py``)."""
+    return tuple(e.array.shape), e.array.dtype.str
+
+
 _IGNORED = ("ranks",)
 
 
@@ -384,16 +391,27 @@ class Session:
         return self._set_fits.get((e.key, params_key(params)), ())
 
     def sequence_group(self, e: ImageEntry, params: DenoiseParams) -> tuple:
-        """The pages denoised with ``e`` as one set, whose groups may take patches from
-        neighbouring pages (``params.sequence`` 'auto' or 'yes', the grouped method): every
-        loaded page of its stack, in set order; () for an image alone."""
-        if e.stack is None or params.method != "grouped" or params.sequence == "no":
+        """The images denoised with ``e`` as one sequence, whose groups may take patches
+        from neighbouring pages (the grouped method, ``params.sequence``), in load order:
+        a stack's page, under 'auto' or 'yes', with every loaded page of its stack; a
+        separate image, under 'yes' only, with every loaded separate image of its
+        :func:`sequence_kind` (the command line's rule: separate files are one sequence
+        only with ``--sequence yes``, docs/stacks.md); () for an image denoised alone."""
+        if params.method != "grouped" or params.sequence == "no" or e.is_patchset:
             return ()
-        pages = tuple(x.key for x in self.entries if x.stack is e.stack)
-        return pages if len(pages) > 1 else ()
+        if e.stack is not None:
+            group = tuple(x.key for x in self.entries if x.stack is e.stack)
+        elif params.sequence == "yes":
+            kind = sequence_kind(e)
+            group = tuple(x.key for x in self.entries if x.stack is None and not x.is_patchset
+                          and sequence_kind(x) == kind)
+        else:
+            return ()
+        return group if len(group) > 1 else ()
 
     def result_key(self, e: ImageEntry, params: DenoiseParams, set_fit: bool | None = None) -> str:
-        """Cache key of the result shown for ``e``: its stack's (a sequence), its set fit's
+        """Cache key of the result shown for ``e``: its sequence's (:meth:`sequence_group`:
+        the set of images is part of the key, so changing it computes again), its set fit's
         (when shown and present) or its own."""
         set_fit = self.show_set_fit if set_fit is None else set_fit
         group = self.sequence_group(e, params) or (self.set_group(e, params) if set_fit else ())
@@ -458,8 +476,9 @@ class Session:
 
         ``set_fit`` (method 'global'): one kernel PCA per kind of image among
         ``entries`` (:func:`fit_kind`), as ``kpca-denoise denoise FOLDER`` fits
-        one; an image alone of its kind is fitted alone.  The pages of a stack are
-        denoised together as a sequence (:meth:`sequence_group`).  Otherwise each image
+        one; an image alone of its kind is fitted alone.  The pages of a stack, and the
+        separate images of one size under sequence 'yes', are denoised together as a
+        sequence (:meth:`sequence_group`).  Otherwise each image
         is fitted on its own.  A rank added later to a shown set fit comes from
         the same set again (its model is reused by the compute process).
         """

@@ -39,6 +39,7 @@ STAGES = (
     ("preimage", "pre-image"),
     ("reassembly", "reassembly"),
     ("image", "images"),  # images denoised with a set's model (shown for a set fitted together)
+    ("page", "pages"),  # the reference pages of a sequence's sweep (grouped: a set is a sequence)
     ("metrics", "metrics"),
 )
 
@@ -90,6 +91,8 @@ class ProgressPanel(QWidget):
         self._item = ""
         self._detail = ""
         self._stage_t0 = 0.0
+        self._last_done = 0
+        self._passes = 1
         self._eta: float | None = None
         self._items = (0, 0)  # (images begun, images in the run): the whole run's estimate
         self._item_t0 = 0.0
@@ -100,13 +103,17 @@ class ProgressPanel(QWidget):
         self.clock.timeout.connect(self._render)
         self.set_method("global")
 
-    def set_method(self, method: str, one_model: bool = False) -> None:
+    def set_method(self, method: str, one_model: bool = False, sets_only: bool = False) -> None:
         # 'global' builds one Gram matrix; 'grouped' groups similar patches instead;
-        # one model for a set: its images are denoised one after another in one run
+        # one model for a set: its images are denoised one after another in one run;
+        # under 'grouped' a set is a sequence, whose sweep reports its pages instead
         self.shown = [stage for stage, _ in STAGES
                       if not (stage == "gram" and method != "global")
                       and not (stage == "grouping" and method == "global")
-                      and not (stage == "image" and not one_model)]
+                      and not (stage == "image" and (not one_model or method == "grouped"))
+                      and not (stage == "page" and (not one_model or method != "grouped"))]
+        if sets_only and method == "grouped":  # sequences only: their sweep reports its pages
+            self.shown = [s for s in self.shown if s in ("noise", "page", "metrics")]
         self._place_rows()
 
     def set_columns(self, columns: int) -> None:
@@ -132,8 +139,12 @@ class ProgressPanel(QWidget):
         for c in range(4):
             self.grid.setColumnStretch(c, 1 if c % 2 and c < 2 * self.columns else 0)
 
-    def start(self, method: str, n_items: int, one_model: bool = False) -> None:
-        self.set_method(method, one_model)
+    def start(self, method: str, n_items: int, one_model: bool = False,
+              sets_only: bool = False, passes: int = 1) -> None:
+        """A run begins: ``passes`` is how many passes a sequence's sweep makes (the
+        grouped method's stages), for the estimate of the time left."""
+        self.set_method(method, one_model, sets_only)
+        self._passes = passes
         for _, bar in self.rows.values():
             bar.setRange(0, 1)
             bar.setValue(0)
@@ -208,9 +219,10 @@ class ProgressPanel(QWidget):
                 ebar.setRange(0, max(1, ebar.value()))
                 ebar.setFormat(f"converged, {ebar.value()} it.")
         now = time.monotonic()
-        if stage != self.last_stage or done <= 0:
-            self._stage_t0 = now
+        if stage != self.last_stage or done <= 0 or done < self._last_done:
+            self._stage_t0 = now  # a new stage, or a new pass of it (a sequence's stage 2)
         self.last_stage = stage
+        self._last_done = done
         self.first_run = False
         if row is None:
             return
@@ -236,6 +248,8 @@ class ProgressPanel(QWidget):
         k, n = _rank_of(message)
         if stage == "preimage" and n:
             left += (n - k) * per_unit * total
+        if stage == "page" and message == "stage 1":  # the sweep's later passes, about as long
+            left += (self._passes - 1) * per_unit * total
         return left
 
     def finish(self, text: str) -> None:

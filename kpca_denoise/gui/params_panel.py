@@ -117,6 +117,15 @@ def _form(parent: QWidget) -> QFormLayout:
     return f
 
 
+_SEQUENCE_TIPS = {
+    "auto": "a stack's pages together when neighbouring pages show one scene;\n"
+            "separate images each alone (the command line's --sequence auto)",
+    "yes": "a stack's pages together; the loaded separate images of one size, channel count\n"
+           "and type together, in their load order (the image set's order)",
+    "no": "every image and every page alone",
+}
+
+
 def _choice(form: QFormLayout, label: str, items: dict, tooltip: str,
             item_tips: dict | None = None) -> QComboBox:
     """A row of ``form``: a list of ``items`` (value: text shown), with tooltips."""
@@ -194,10 +203,13 @@ class ParamsPanel(QScrollArea):
         self.profile = _choice(f, "profile", {k: k for k in PROFILES}, (
             "the grouped method's speed/quality preset (docs/speed.md):\n"
             + "\n".join(f"{k}: {v}" for k, v in PROFILES.items())), PROFILES)
-        self.sequence = _choice(f, "stack as sequence", {k: k for k in SEQUENCE_CHOICES}, (
-            "the pages of a stack (a z-stack, a time-lapse, a burst) denoised together, groups\n"
-            "taking patches from neighbouring pages (docs/stacks.md):\n"
-            "auto: when neighbouring pages show one scene; yes: always; no: each page alone"))
+        self.sequence = _choice(f, "set as sequence", {k: k for k in SEQUENCE_CHOICES}, (
+            "images denoised together, groups taking patches from neighbouring pages\n"
+            "(docs/stacks.md), as --sequence on the command line: the pages of a stack\n"
+            "(a z-stack, a time-lapse), and with 'yes' the separate images of one size\n"
+            "(a burst, a folder of time-lapse frames) in their load order:\n"
+            "auto: a stack's pages when neighbouring pages show one scene, separate images alone;\n"
+            "yes: always; no: each image and page alone"), _SEQUENCE_TIPS)
         self.ranks = QLineEdit(format_ranks(DEFAULT_RANKS["grouped"]), g_method)
         self.ranks.setToolTip("Kernel principal components kept, compared side by side.\n"
                               "grouped: components each group keeps whole (low: smooth, high: noisy); "

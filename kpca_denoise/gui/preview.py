@@ -19,6 +19,7 @@ from PySide6.QtCore import QTimer
 
 from .compute import JobItem, PreviewOutcome, params_key, rank_label
 from .model import ImageEntry
+from .texts import preview_sequence_text
 
 __all__ = ["PreviewControl", "PREVIEW_SIDE"]
 
@@ -202,8 +203,7 @@ class PreviewControl:
             self.log(pv.note)
         e = self.current_entry()
         if e is not None and e.key == pv.key and self.session.sequence_group(e, pv.params):
-            self.log("the preview shows the page alone; the run denoises it with its "
-                     "neighbouring pages (stack as sequence)")
+            self.log(preview_sequence_text(e.stack is not None))
         self.schedule_refresh()
 
 

@@ -19,6 +19,7 @@ from .texts import (
     outcome_log_lines,
     run_end_texts,
     run_started_text,
+    separate_images_alone_text,
     status_text,
     waiting_spectrum_text,
 )
@@ -131,6 +132,11 @@ class RunControl:
             if purpose == "run":
                 self.report_info("All requested ranks are already computed for these parameters.")
             return False
+        if params.method == "grouped" and params.sequence == "auto" and not set_fit:
+            alike = max((len(self.session.sequence_group(e, params.replace(sequence="yes")))
+                         for e in entries if e.stack is None), default=0)
+            if alike > 1:
+                self.log(separate_images_alone_text(alike))
         self._running_keys = {it.key for it in items}
         self._current_job_method = params.method
         self.banner.hide()
@@ -149,7 +155,9 @@ class RunControl:
             self._update_actions()
             return
         n = len(job.items)
-        self.progress.start(job.params.method, n, one_model=bool(job.sets))
+        self.progress.start(job.params.method, n, one_model=bool(job.sets),
+                            sets_only=sum(len(g) for g in job.sets) == n,
+                            passes=2 if job.params.grouped.two_stage else 1)
         if job.purpose != "preview":
             self.log(run_started_text(n, job.params.method, {r for it in job.items for r in it.ranks},
                                       [len(g) for g in job.sets]))
@@ -179,7 +187,8 @@ class RunControl:
             self.report_error(outcome_error_text(out))
             return
         self.session.add_outcome(out)
-        for line in outcome_log_lines(out, self.entries[row].is_patchset):
+        e = self.entries[row]
+        for line in outcome_log_lines(out, e.is_patchset, e.stack is not None):
             self.log(line)
         self._update_status(row)
         if row == self.current_index():

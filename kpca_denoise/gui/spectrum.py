@@ -15,6 +15,14 @@ from PySide6.QtWidgets import QWidget
 
 __all__ = ["SpectrumPlot"]
 
+#: the status line over the plot: its look, its height in pixels, and its empty text
+_STATUS_STYLE = {"size": "9pt", "color": "#444444"}
+_STATUS_HEIGHT = 18
+_BLANK = "\u00a0"
+#: the left axis of a fitted model's spectrum (of its centred Gram matrix); short, so a
+#: low dock (1366x768) shows it whole
+_EIGEN_LABEL = "eigenvalue λₖ"
+
 
 class _ComponentAxis(pg.AxisItem):
     """Component numbers: whole numbers only (an empty plot ticked 0.1 ... 0.9)."""
@@ -46,7 +54,7 @@ class SpectrumPlot(pg.PlotWidget):
         pi.showGrid(x=True, y=False, alpha=0.25)
         self._decade_lines: list = []
         pi.setLabel("bottom", "component k")
-        pi.setLabel("left", "eigenvalue λₖ (centred Gram)")
+        pi.setLabel("left", _EIGEN_LABEL)
         # a log axis of values, not "(x0.001)" milli-units in front of the label
         pi.getAxis("left").enableAutoSIPrefix(False)
         # before any data: whole components, and whole decades (a log axis left to its
@@ -80,8 +88,12 @@ class SpectrumPlot(pg.PlotWidget):
         self.cum_vb.addItem(self.cum_curve)
         pi.vb.sigResized.connect(self._sync_views)
         self._show_cumulative(False)
-        self.status = pg.TextItem("", color="#444444", anchor=(1, 0))
-        self.status.setParentItem(pi.vb)
+        # the status line above the plot, not in it: inside, it covered the rank marks'
+        # labels and the curves at the top; one low line, there even when empty, so the
+        # plot does not jump when it appears
+        pi.setTitle(_BLANK, **_STATUS_STYLE)
+        pi.layout.setRowFixedHeight(0, _STATUS_HEIGHT)
+        pi.titleLabel.setMaximumHeight(_STATUS_HEIGHT)
         self.message = pg.TextItem("", color="#777777", anchor=(0.5, 0.5))
         self.message.setParentItem(pi.vb)
         self._rank_lines: dict = {}
@@ -100,7 +112,6 @@ class SpectrumPlot(pg.PlotWidget):
         self.cum_vb.setGeometry(vb.sceneBoundingRect())
         self.cum_vb.linkedViewChanged(vb, self.cum_vb.XAxis)
         r = vb.boundingRect()
-        self.status.setPos(r.width() - 6, 4)
         self.message.setPos(r.width() / 2, r.height() / 2)
 
     def _show_cumulative(self, on: bool) -> None:
@@ -119,7 +130,7 @@ class SpectrumPlot(pg.PlotWidget):
         self._set_spread(None)
         self.cum_curve.setData([], [])
         self._show_cumulative(False)
-        self.status.setText("")
+        self.set_status("")
         self.show_message(message)
 
     def set_eigenvalues(self, eigenvalues: np.ndarray, *, final: bool = False,
@@ -129,7 +140,7 @@ class SpectrumPlot(pg.PlotWidget):
         self.eigenvalues = ev
         self.group_text = ""
         self._set_spread(None)
-        self.getPlotItem().setLabel("left", "eigenvalue λₖ (centred Gram)")
+        self.getPlotItem().setLabel("left", _EIGEN_LABEL)
         self.n_updates += 1
         k = np.arange(1, ev.size + 1)
         pos = ev > 0  # a log axis cannot show zeros (round-off clipped by the fit)
@@ -141,18 +152,18 @@ class SpectrumPlot(pg.PlotWidget):
             cum = np.cumsum(np.clip(ev, 0, None)) / total_variance
             self.cum_curve.setData(k, cum)
             self._show_cumulative(True)
-            _set_text(self.status, f"top {ev.size}: {100 * cum[-1]:.1f}% of the variance")
+            self.set_status(f"top {ev.size}: {100 * cum[-1]:.1f}% of the variance")
             self.cum_vb.setYRange(0.0, 1.0, padding=0.02)
         elif not final:
             self.cum_curve.setData([], [])
             self._show_cumulative(False)
-            _set_text(self.status, "eigensolver iterating…")
+            self.set_status("eigensolver iterating…")
         else:
             # no trace known (e.g. a set's second model): no curve, not the last image's
             self.total_variance = None
             self.cum_curve.setData([], [])
             self._show_cumulative(False)
-            self.status.setText("")
+            self.set_status("")
         if ev.size:
             self.getPlotItem().setXRange(0.5, ev.size + 0.5, padding=0.02)
         self._update_rank_lines()
@@ -174,7 +185,7 @@ class SpectrumPlot(pg.PlotWidget):
             q = np.clip(np.asarray(spread, dtype=np.float64)[:, :ev.size], 1e-6 * ev[0], None)
             self._set_spread(q)
             self._fit_y(np.concatenate([ev[ev > 0], q.ravel()]))
-            what += ": mean, 10–90 % band, median dashed"
+            what += ": mean, 10–90 % band, dashed median"
         else:
             what += ": mean"
         self.group_text = what
@@ -195,12 +206,22 @@ class SpectrumPlot(pg.PlotWidget):
         cum = self.cum_curve.yData
         if isinstance(self.selected, int) and cum is not None and 0 < self.selected <= len(cum):
             text += f"; rank {self.selected} keeps {100 * cum[self.selected - 1]:.0f}% of the variance"
-        _set_text(self.status, text)
+        self.set_status(text)
+
+    def status_text(self) -> str:
+        """The status line above the plot ('' when empty)."""
+        text = self.getPlotItem().titleLabel.text
+        return "" if text == _BLANK else text
+
+    def set_status(self, text: str) -> None:
+        """Set the status line (only when it changes: setting it re-lays it out)."""
+        if text != self.status_text():
+            self.getPlotItem().titleLabel.setText(text or _BLANK, **_STATUS_STYLE)
 
     def solver_finished(self) -> None:
         """The run moved past the eigensolver: the estimate shown is its final one."""
-        if self.status.textItem.toPlainText() == "eigensolver iterating…":
-            _set_text(self.status, f"eigensolver converged: {self.eigenvalues.size} components")
+        if self.status_text() == "eigensolver iterating…":
+            self.set_status(f"eigensolver converged: {self.eigenvalues.size} components")
 
     def _fit_y(self, positive: np.ndarray) -> None:
         """Log10 y range in half-decade steps, changed only when the data leave it

@@ -38,6 +38,8 @@ __all__ = [
     "split_hover_text",
     "outcome_error_text",
     "outcome_log_lines",
+    "preview_sequence_text",
+    "separate_images_alone_text",
     "run_started_text",
     "run_end_texts",
     "load_errors_text",
@@ -197,24 +199,45 @@ def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
         if rec.resolved.get("n_landmarks"):
             parts.append(f"Nyström, {rec.resolved['n_landmarks']} landmarks")
         if rec.resolved.get("page_sequence"):
-            parts.append(sequence_text(rec.resolved["page_sequence"]))
+            parts.append(sequence_text(rec.resolved["page_sequence"], e.stack is not None))
         elif rec.fit_set:
             parts.append(shared_model_text(rec.resolved, len(rec.fit_set)))
         parts.append(f"{rec.timings.get('total', 0):.1f} s")
     return " · ".join(parts)
 
 
-def sequence_text(seq: dict) -> str:
-    """A stack page's part of a sequence run (``stats['sequence']`` of the pipeline): the
-    neighbouring pages its groups took patches from, with their shares, or why its pages
-    were denoised alone."""
-    where = f"page {seq.get('page', 0) + 1} of {seq.get('pages', 1)}"
+def sequence_text(seq: dict, page: bool = True) -> str:
+    """A stack page's (``page``) or a separate image's part of a sequence run
+    (``stats['sequence']`` of the pipeline): the neighbouring pages (images, in load
+    order) its groups took patches from, with their shares, or why they were denoised
+    alone."""
+    unit = "page" if page else "image"
+    where = f"{unit} {seq.get('page', 0) + 1} of {seq.get('pages', 1)}" + (
+        "" if page else " in load order")
     if seq.get("decision") != "sequence":
         return f"{where} denoised alone (sequence {seq.get('choice')}: {seq.get('reason')})"
     used = sorted(((int(d), float(s)) for d, s in (seq.get("neighbours_used") or {}).items()),
                   key=lambda ds: ds[0])
     shares = ", ".join(f"{'this' if d == 0 else f'{d:+d}'} {100 * s:.0f}%" for d, s in used)
-    return f"{where} with its neighbours (patches from pages {shares})"
+    return f"{where} with its neighbours (patches from {unit}s {shares})"
+
+
+def preview_sequence_text(page: bool = True) -> str:
+    """The log's word on the preview of a stack's page (``page``) or of a separate image
+    that the run denoises as part of a sequence."""
+    if page:
+        return ("the preview shows the page alone; the run denoises it with its "
+                "neighbouring pages (set as sequence)")
+    return ("the preview shows the image alone; the run denoises it with its neighbouring "
+            "images, the loaded images of its size in load order (sequence yes)")
+
+
+def separate_images_alone_text(n: int) -> str:
+    """The log's word on a run under sequence 'auto' whose images have ``n`` loaded
+    separate images of their size: each is denoised alone, as on the command line."""
+    return (f"{n} separate images of one size are denoised each alone (set as sequence "
+            "'auto', as the command line's --sequence auto); choose 'yes' to denoise them as "
+            "one sequence in load order (a burst, time-lapse frames)")
 
 
 def empty_spectrum_text(rec: FitRecord | None, is_patchset: bool) -> str:
@@ -275,7 +298,7 @@ def outcome_error_text(out: ItemOutcome) -> str:
     return f"Denoising failed for {out.name}: {msg}"
 
 
-def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
+def outcome_log_lines(out: ItemOutcome, is_patchset: bool, page: bool = True) -> list[str]:
     """The log lines for one image's results: ranks, method, timings, then the noise."""
     ranks = ", ".join(rank_label(r) for r in out.outputs)
     if is_patchset:
@@ -287,9 +310,12 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
     else:
         ranks += f"; method {out.params.method}"
     timing = ", ".join(f"{k} {v:.1f}s" for k, v in out.timings.items() if k not in ("total", "image"))
-    if out.fit_set and out.params.method == "grouped" and not is_patchset:  # a stack's pages
+    if out.fit_set and out.params.method == "grouped" and not is_patchset and page:
         lines = [f"{out.name}: ranks {ranks}; {len(out.fit_set)} pages of its stack together, "
                  f"{out.seconds:.1f} s for the stack ({timing})"]
+    elif out.fit_set and out.params.method == "grouped" and not is_patchset:
+        lines = [f"{out.name}: ranks {ranks}; {len(out.fit_set)} images of one size together "
+                 f"as a sequence in load order, {out.seconds:.1f} s for the sequence ({timing})"]
     elif out.fit_set:
         lines = [f"{out.name}: ranks {ranks}; {shared_model_text(out.resolved, len(out.fit_set))}, "
                  f"{out.seconds:.1f} s for the set ({timing})"]
@@ -304,7 +330,7 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
     if out.resolved.get("hint"):  # e.g. the noise grows with the signal
         lines.append(f"{out.name}: {out.resolved['hint']}")
     if out.resolved.get("page_sequence"):
-        lines.append(f"{out.name}: {sequence_text(out.resolved['page_sequence'])}")
+        lines.append(f"{out.name}: {sequence_text(out.resolved['page_sequence'], page)}")
     if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
         lines.append(out.note)
     return lines
@@ -313,7 +339,8 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool) -> list[str]:
 def run_started_text(n_items: int, method: str, ranks, set_sizes) -> str:
     """The log line of a run that starts: images, method, ranks, the sets fitted together."""
     ranks = sorted(ranks, key=rank_sort_key)
-    together = "".join(f", the set of {n} images fitted together" for n in set_sizes)
+    what = "denoised as one sequence" if method == "grouped" else "fitted together"
+    together = "".join(f", the set of {n} images {what}" for n in set_sizes)
     return (f"run started: {n_items} image{'s' if n_items != 1 else ''}, method {method}, "
             f"ranks {', '.join(rank_label(r) for r in ranks)}{together}")
 

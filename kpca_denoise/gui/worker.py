@@ -64,6 +64,11 @@ __all__ = [
 
 #: seconds a cancelled run may take to stop by itself before its process is ended
 CANCEL_GRACE = 0.8
+#: the same for a preview's background decisions: they check the token between their
+#: steps and the calibration's chunks, but measuring the noise of an image (up to
+#: ``preview.PREPARE_MAX_PIXELS``) is one step of a few seconds, which costs less to wait
+#: for than a new compute process (its start and warm-up) and leaves nothing half-done
+PREPARE_GRACE = 6.0
 
 _LIVE_THREADS: "weakref.WeakSet[QThread]" = weakref.WeakSet()
 
@@ -196,11 +201,12 @@ class DenoiseWorker(QObject):
         srv.cancel.clear()
         srv.jobs.put(job)
         cancel_sent: float | None = None
+        grace = PREPARE_GRACE if job.purpose == "prepare" else CANCEL_GRACE
         while True:
             if self.token.is_set() and cancel_sent is None:
                 srv.cancel.set()
                 cancel_sent = time.monotonic()
-            if cancel_sent is not None and time.monotonic() - cancel_sent > CANCEL_GRACE:
+            if cancel_sent is not None and time.monotonic() - cancel_sent > grace:
                 # the pipeline is inside a long chunk: end the process, keep nothing half-done
                 discard_compute_server(kill=True)
                 summary.status = "cancelled"

@@ -494,7 +494,7 @@ _BAND_BYTES = 256 << 20
 
 
 def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = True,
-               layout=None) -> list[Path]:
+               layout=None, written=None) -> list[Path]:
     """Write the lazy outputs ``{target: array}`` of one item (Dask arrays of the item's
     shape, e.g. every rank of one :func:`kpca_denoise.dask_array.lazy_denoise` pass)
     band of rows by band of rows: each band is computed once for all targets (one
@@ -504,7 +504,10 @@ def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = Tr
     :func:`~kpca_denoise.io.lazy_tiff.zarr_layout`); any other a tiled,
     zlib-compressed TIFF (BigTIFF above 2 GB) with the metadata :func:`write_item`
     keeps, samples interleaved (``docs/large-images.md``).  The targets appear together
-    at the end, each atomically; on an error or Ctrl-C none is left.  Returns them."""
+    at the end, each atomically; on an error or Ctrl-C none is left.  ``written()``, if
+    given, is called once every band is written, before the targets are renamed into
+    place (the command line holds signals from there until it has recorded them).
+    Returns the targets."""
     import dask.array as da
 
     targets = [Path(t) for t in outputs]
@@ -529,6 +532,8 @@ def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = Tr
     def nested(k: int) -> None:
         if k == len(targets):
             _write_bands(item, arrays, [tmps[t] for t in targets], targets, layout)
+            if written is not None:
+                written()
             return
         t = targets[k]
         write = atomic_write_dir if t.suffix.lower() == ".zarr" else atomic_write

@@ -3,6 +3,9 @@ image (stage 1 on the noisy image, stage 2 guided by the stage-1 pilot), each pa
 loop over chunks of reference rows: matching, group kernel PCA, shrinkage,
 pre-image, overlap averaging.
 
+A *core* (a region of interest, :func:`region_plan`) limits the work to what the
+core's pixels depend on: a tile or a preview writes only its core.
+
 Progress is reported and cancellation checked between chunks.  Results are
 deterministic: parallel loops write only their own slots and the overlap averaging
 is serial.  The method and its equations: ``docs/method.md``; the knobs:
@@ -31,7 +34,7 @@ from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
-           "STAGES"]
+           "region_plan", "RegionPlan", "PassRegion", "pooled_quantiles", "STAGES"]
 
 #: the stages a pass reports progress and time for, in order
 STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
@@ -92,17 +95,55 @@ class _ChannelStats:
     samples: dict = field(default_factory=lambda: {"spectrum": [], "rank_spectrum": []})
 
 
+#: the quantiles over the groups a run reports (``spectrum_quantiles``)
+QUANTILES = (0.1, 0.5, 0.9)
+#: sampled spectra a call keeps for pooling with other calls' (the tiles of an image)
+POOL_ROWS = 512
+
+
 def _quantiles(samples: list) -> np.ndarray:
     """(3, n): the 10 %, 50 % and 90 % quantiles over the sampled groups' spectra."""
     if not samples:
         return np.zeros((3, 0))
     n = min(s.shape[1] for s in samples)
-    return np.quantile(np.concatenate([s[:, :n] for s in samples]), (0.1, 0.5, 0.9), axis=0)
+    return np.quantile(np.concatenate([s[:, :n] for s in samples]), QUANTILES, axis=0)
+
+
+def _pool(samples: list) -> tuple[np.ndarray, float]:
+    """``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
+    each standing for ``weight`` of them, for :func:`pooled_quantiles`."""
+    if not samples:
+        return np.zeros((0, 0)), 0.0
+    n = min(s.shape[1] for s in samples)
+    rows = np.concatenate([s[:, :n] for s in samples])
+    if len(rows) <= POOL_ROWS:
+        return rows, 1.0
+    pick = np.linspace(0, len(rows) - 1, POOL_ROWS).round().astype(np.int64)
+    return rows[pick], len(rows) / POOL_ROWS
+
+
+def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
+    """(3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
+    (``stats['spectrum_pool']``, each row weighted by its pool's weight): the spread over
+    every group of an image cut into tiles.  Each quantile is the smallest value whose
+    cumulative weight reaches it (no interpolation)."""
+    pools = [(np.asarray(r, dtype=np.float64), float(w)) for r, w in pools if np.size(r)]
+    if not pools:
+        return np.zeros((3, 0))
+    n = min(r.shape[1] for r, _ in pools)
+    vals = np.concatenate([r[:, :n] for r, _ in pools])
+    wts = np.concatenate([np.full(len(r), w) for r, w in pools])
+    order = np.argsort(vals, axis=0, kind="stable")
+    cum = np.cumsum(wts[order], axis=0)
+    total = cum[-1]
+    idx = np.stack([np.minimum((cum < q * total).sum(axis=0), len(vals) - 1) for q in QUANTILES])
+    return np.take_along_axis(np.sort(vals, axis=0), idx, axis=0)
 
 
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
                     options: Options = None, progress: ProgressCallback | None = None,
-                    cancel: Any = None, **overrides: Any) -> tuple[dict, dict]:
+                    cancel: Any = None, core: Sequence[int] | None = None,
+                    **overrides: Any) -> tuple[dict, dict]:
     """Denoise a single-channel image with two-stage grouped (non-local) kernel PCA.
 
     Parameters
@@ -119,6 +160,10 @@ def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | No
         keywords, such as ``kappa1=4.0``) are applied on top.
     progress, cancel
         Progress callback (stages :data:`STAGES`) and cancel token, between chunks.
+    core : (y0, y1, x0, x1), optional
+        The region of interest: only the groups its pixels depend on are computed
+        (:func:`region_plan`); its pixels are those of the whole call, the others the
+        input's.  None: the whole image.
 
     Returns
     -------
@@ -130,24 +175,26 @@ def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | No
     if img.ndim != 2:
         raise ValueError(f"image must be 2-D (H, W), got shape {img.shape}")
     results, stats = _denoise_channels([img], sigma, ranks, resolve_options(options, **overrides),
-                                       progress, cancel)
+                                       progress, cancel, core)
     return results[0], stats[0]
 
 
 def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
                              ranks: Sequence[int | None] = (None,), options: Options = None,
                              progress: ProgressCallback | None = None, cancel: Any = None,
+                             core: Sequence[int] | None = None,
                              **overrides: Any) -> tuple[dict, list]:
     """Denoise an (H, W, C) image whose channels share one set of groups, matched on
     all channels (the summed SSD; for orthonormal opponent colour channels, the SSD
-    in RGB).  Parameters as :func:`denoise_grouped`; ``options.data_range`` is that of
-    channel 0.  Returns ``{rank: (H, W, C) float64}`` and one stats dict per channel
-    (the shared matching time split evenly between them)."""
+    in RGB).  Parameters (``core`` too) as :func:`denoise_grouped`;
+    ``options.data_range`` is that of channel 0.  Returns ``{rank: (H, W, C) float64}``
+    and one stats dict per channel (the shared matching time split evenly between them)."""
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] < 1:
         raise ValueError(f"image must be 3-D (H, W, C), got shape {img.shape}")
     results, stats = _denoise_channels([img[..., c] for c in range(img.shape[2])], sigma, ranks,
-                                       resolve_options(options, **overrides), progress, cancel)
+                                       resolve_options(options, **overrides), progress, cancel,
+                                       core)
     return {rk: np.stack([r[rk] for r in results], axis=-1) for rk in results[0]}, stats
 
 
@@ -242,31 +289,113 @@ def trial_denoiser(cancel: Any = None):
     return denoise
 
 
+# -- a region of interest -------------------------------------------------------------
+
+
+def _check_core(core: Any, shape: tuple) -> tuple | None:
+    """``core`` as four ints ``(y0, y1, x0, x1)`` inside an image of ``shape``, None for
+    the whole image (None or all of it), or a ValueError naming what is wrong."""
+    if core is None:
+        return None
+    H, W = shape
+    try:
+        y0, y1, x0, x1 = (int(v) for v in core)
+    except (TypeError, ValueError):
+        raise ValueError(f"core must be (y0, y1, x0, x1) in pixels, got {core!r}") from None
+    if not (0 <= y0 < y1 <= H and 0 <= x0 < x1 <= W):
+        raise ValueError(f"core {(y0, y1, x0, x1)} is not a non-empty rectangle inside the "
+                         f"image {H}x{W}")
+    return None if (y0, y1, x0, x1) == (0, H, 0, W) else (y0, y1, x0, x1)
+
+
+@dataclass(frozen=True)
+class PassRegion:
+    """What one pass computes for a core: the bounds ``(y_lo, y_hi, x_lo, x_hi)``
+    (inclusive) of its reference positions, those whose groups can write into
+    ``exact``, the pixels ``(y0, y1, x0, x1)`` whose estimates it gets right (the
+    others are the input's)."""
+
+    refs: tuple
+    exact: tuple
+
+
+@dataclass(frozen=True)
+class RegionPlan:
+    """A core's passes (:func:`region_plan`); ``stage2`` None for a single stage."""
+
+    stage1: PassRegion
+    stage2: PassRegion | None
+
+
+def region_plan(run: _Run, shape: tuple, core: tuple | None) -> RegionPlan | None:
+    """What a ``core`` (y0, y1, x0, x1) of an image of ``shape`` depends on, per pass
+    (None: the whole image).  A group writes within ``R + p`` of its reference (its
+    members lie up to the search radius ``R`` away), so the final pass computes the
+    references within ``R + p`` of the core; stage 2 reads the pilot at its groups'
+    members and, when it matches again (``regroup``), in the matching windows of its
+    candidates (``(m - p) / 2`` beyond a patch); stage 1 computes the references whose
+    groups write there.  Without ``regroup``, stage 2's groups are stage 1's (searched
+    within ``search_radius1``, matched on the noisy image).
+    ``docs/large-images.md#what-a-tile-computes``."""
+    if core is None:
+        return None
+    H, W = shape
+    g = run.geometry
+    p = g.patch_size
+
+    def refs_for(box: tuple, R: int) -> tuple:
+        y0, y1, x0, x1 = box
+        return (y0 - (p - 1) - R, y1 - 1 + R, x0 - (p - 1) - R, x1 - 1 + R)
+
+    def reads(refs: tuple, R: int, m: int) -> tuple:
+        lo = (m - p) // 2
+        hi = m - p - lo
+        y_lo, y_hi, x_lo, x_hi = refs
+        return (max(0, y_lo - R - lo), min(H, y_hi + R + p + hi),
+                max(0, x_lo - R - lo), min(W, x_hi + R + p + hi))
+
+    if not run.options.two_stage:
+        return RegionPlan(PassRegion(refs_for(core, g.search_radius1), core), None)
+    if run.options.regroup:
+        refs2 = refs_for(core, g.search_radius)
+        pilot = reads(refs2, g.search_radius, g.match_size)
+    else:
+        refs2 = refs_for(core, g.search_radius1)
+        pilot = reads(refs2, g.search_radius1, p)
+    return RegionPlan(PassRegion(refs_for(pilot, g.search_radius1), pilot),
+                      PassRegion(refs2, core))
+
+
 # -- the passes -----------------------------------------------------------------------
 
 
 def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptions,
-                      progress: ProgressCallback | None, cancel: Any) -> tuple[list, list]:
+                      progress: ProgressCallback | None, cancel: Any,
+                      core: Sequence[int] | None = None) -> tuple[list, list]:
     """The driver for one or more channels of one size (one grouping for all): per
-    channel ``{rank: (H, W)}`` and stats."""
+    channel ``{rank: (H, W)}`` and stats; ``core`` as :func:`denoise_grouped`'s."""
     t_all = time.perf_counter()
     imgs, sigma, rank_list = _check_inputs(chans, sigma, ranks)
+    core = _check_core(core, imgs[0].shape)
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
 
     cal = calibrate(imgs, sigma, options, trial_denoiser(cancel))
     run = _resolve(imgs, sigma, cal)
+    plan = region_plan(run, imgs[0].shape, core)
     stats = [_ChannelStats() for _ in imgs]
     floors: dict = {}
     if run.options.two_stage:
         # without regroup, stage 1 keeps its groups (all references) for stage 2
         groups: dict | None = None if run.options.regroup else {}
         pilot = [o[0] for o in _run_pass(imgs, imgs, 1, np.asarray([-1], np.int64), run,
-                                         stats, floors, False, progress, cancel, groups)]
+                                         stats, floors, False, progress, cancel, groups,
+                                         plan and plan.stage1)]
         check_cancel(cancel)
         outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel,
-                         groups)
+                         groups, plan and plan.stage2)
     else:
-        outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel)
+        outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel,
+                         None, plan and plan.stage1)
     params = _report(run, cal, floors)
     total = time.perf_counter() - t_all
     C = len(imgs)
@@ -287,6 +416,9 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
             # their spread over the groups: the 10 %, 50 % and 90 % quantiles, (3, n)
             spectrum_quantiles=_quantiles(st.samples["spectrum"]),
             rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
+            # a bounded share of those spectra, to pool with other tiles' (pooled_quantiles)
+            spectrum_pool=_pool(st.samples["spectrum"]),
+            rank_spectrum_pool=_pool(st.samples["rank_spectrum"]),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
@@ -332,15 +464,18 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
 
 
 def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int, stats: list,
-               H: int, W: int, C: int, pages: int = 1) -> tuple:
+               H: int, W: int, C: int, pages: int = 1, refs: tuple | None = None) -> tuple:
     """A pass's settings and reference grid on pages of ``H x W`` (``pages`` of them one
-    above the other): ``(ps, ys, xs, rows_per_chunk, nchunks, nums, dens)``, the
-    accumulators zeroed for ``C`` channels and ``nr`` ranks; the groups are counted in
-    ``stats``."""
+    above the other), within the bounds ``refs`` (:class:`PassRegion`; None: all):
+    ``(ps, ys, xs, rows_per_chunk, nchunks, nums, dens)``, the accumulators zeroed for
+    ``C`` channels and ``nr`` ranks; the groups are counted in ``stats``."""
     p = run.geometry.patch_size
     ps = _plan_pass(run, stage, final, floors_report)
     ys = patch_positions(H, p, ps.stride)
     xs = patch_positions(W, p, ps.stride)
+    if refs is not None:
+        ys = ys[(ys >= refs[0]) & (ys <= refs[1])]
+        xs = xs[(xs >= refs[2]) & (xs <= refs[3])]
     for st in stats:
         st.groups += pages * len(ys) * len(xs)
     rows_per_chunk = max(1, CHUNK_GROUPS // (len(xs) * nr))
@@ -352,27 +487,31 @@ def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int,
 
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
               stats: list, floors_report: dict, final: bool,
-              progress: ProgressCallback | None, cancel: Any, groups: dict | None = None) -> list:
-    """One pass over all reference patches: ``(nr, H, W)`` estimates per channel.
+              progress: ProgressCallback | None, cancel: Any, groups: dict | None = None,
+              region: PassRegion | None = None) -> list:
+    """One pass over the reference patches (all, or ``region``'s): ``(nr, H, W)``
+    estimates per channel (outside ``region.exact``, the channel's pixels).
 
     ``guides`` are the pilots (stage 2; in stage 1 the channels themselves).  The
     groups are found once, on all the guides, and shared by every channel; each
     channel has its own kernel PCA per group.  ``stats`` (one per channel) collect
     times, counters, the final pass's spectrum and kept ranks.  ``groups``, unless
-    None, receives every reference's members (``"gy"``, ``"gx"``) when empty and
-    provides them, instead of a new matching, when not.
+    None, receives every reference's members (``"gy"``, ``"gx"``, on the grid ``"ys"``
+    x ``"xs"``) when empty and provides them, instead of a new matching, when not.
     """
     H, W = imgs[0].shape
     C = len(imgs)
     g = run.geometry
     p = g.patch_size
     ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
-        run, stage, final, floors_report, len(ranks), stats, H, W, C)
+        run, stage, final, floors_report, len(ranks), stats, H, W, C,
+        refs=None if region is None else region.refs)
     t0 = time.perf_counter()
     reuse = groups is not None and "gy" in groups
     if groups is not None and not reuse:
         groups["gy"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
         groups["gx"] = np.empty((len(ys) * len(xs), ps.n), np.int64)
+        groups["ys"], groups["xs"] = ys, xs
     if not reuse:
         # the matching distance: the SSD summed over every channel, in integer units of
         # the noise / 1024 (the original sigma, the same in every pass and tile), so that
@@ -392,8 +531,11 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         first = ci * rows_per_chunk * len(xs)
         refs = slice(first, first + len(yy) * len(xs))
         t0 = time.perf_counter()
-        if reuse:
-            gy, gx = groups["gy"][refs], groups["gx"][refs]
+        if reuse:  # this grid's references in the grid that kept them (a sub-grid)
+            rows = np.searchsorted(groups["ys"], yy)
+            cols = np.searchsorted(groups["xs"], xs)
+            idx = (rows[:, None] * len(groups["xs"]) + cols[None, :]).ravel()
+            gy, gx = groups["gy"][idx], groups["gx"][idx]
         else:
             ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
             rx = np.ascontiguousarray(np.tile(xs, len(yy)))
@@ -406,7 +548,15 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
                    stats[ch], nums[ch], dens[ch], progress)
     # every pixel is covered by a reference patch (stride <= p, last row/col kept)
-    return [num / den for num, den in zip(nums, dens)]
+    if region is None:
+        return [num / den for num, den in zip(nums, dens)]
+    y0, y1, x0, x1 = region.exact  # covered by the region's references
+    outs = []
+    for img, num, den in zip(imgs, nums, dens):
+        out = np.repeat(img[None], len(ranks), axis=0)
+        out[:, y0:y1, x0:x1] = num[:, y0:y1, x0:x1] / den[:, y0:y1, x0:x1]
+        outs.append(out)
+    return outs
 
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit, prange
 
+from kpca_denoise.core.kernels import exp_nonpositive
 from kpca_denoise.core.kpca import noise_eigenvalue
 
 __all__ = ["fit_groups", "noise_floors", "NoiseFloors"]
@@ -21,6 +22,8 @@ __all__ = ["fit_groups", "noise_floors", "NoiseFloors"]
 #: the Lanczos iteration stops when the kept Ritz pairs' residuals are below this
 #: fraction of the largest eigenvalue (float32 LAPACK's accuracy, which it replaces)
 LANCZOS_TOL = 1e-7
+#: the Lanczos start is this power of the matrix times a fixed vector (docs/speed.md)
+LANCZOS_POWER = 4
 
 
 @njit(cache=True, parallel=True, fastmath=True, nogil=True)
@@ -44,14 +47,22 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
         X = B[r]
         K = K_out[r] if keep_k else np.empty((n, n))
         if rbf:
+            # row by row: the exponents, then one vectorised exp over them
+            ex = np.empty(n)
+            kf = np.empty(n)
+            eb = np.empty(n, np.int64)
             for i in range(n):
                 K[i, i] = 1.0
+                nj = n - 1 - i
                 for j in range(i + 1, n):
                     s = 0.0
                     for t in range(d):
                         u = X[i, t] - X[j, t]
                         s += u * u
-                    v = math.exp(-gamma * s)
+                    ex[j - i - 1] = -gamma * s
+                exp_nonpositive(ex[:nj], kf, eb)
+                for j in range(i + 1, n):
+                    v = ex[j - i - 1]
                     K[i, j] = v
                     K[j, i] = v
         else:
@@ -235,21 +246,26 @@ def _lanczos_top(A, want, floor, tol, lam, V):
     tr = 0.0
     for i in range(n):
         tr += A[i, i]
-    for j in range(n):  # a fixed, generic start: A times a golden-ratio sequence
+    # a fixed, generic start: A^LANCZOS_POWER times a golden-ratio sequence (the
+    # powers, cheaper than Lanczos steps, tilt it towards the leading pairs)
+    for j in range(n):
         u = 0.6180339887498949 * (j + 1)
         e[j] = u - math.floor(u) - 0.5
-    nz = 0.0
+    for _ in range(LANCZOS_POWER):
+        nz = 0.0
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += A[i, j] * e[j]
+            z[i] = s
+            nz += s * s
+        nz = math.sqrt(nz)
+        if not (tr > 0.0) or nz <= 1e-150 * tr:
+            return -1
+        for i in range(n):
+            e[i] = z[i] / nz
     for i in range(n):
-        s = 0.0
-        for j in range(n):
-            s += A[i, j] * e[j]
-        z[i] = s
-        nz += s * s
-    nz = math.sqrt(nz)
-    if not (tr > 0.0) or nz <= 1e-150 * tr:
-        return -1
-    for i in range(n):
-        Q[0, i] = z[i] / nz
+        Q[0, i] = e[i]
     m = 0
     target = min(n, want + 10)
     while True:

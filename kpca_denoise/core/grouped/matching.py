@@ -207,12 +207,15 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist):
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, dist, out_y, out_x):
+def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit, dist, out_y,
+            out_x):
     """Each reference's ``n`` closest candidates by ``dist``, in scan order (the
-    reference first among equals), into ``out_y, out_x``."""
+    reference first among equals), into ``out_y, out_x``.  The candidates are
+    visited in the order ``visit`` (the searched offsets' indices, the dense centre
+    first: its close candidates fill the heaps early, so that few of the far ones
+    get in); the members do not depend on it."""
     nseg = seg.shape[0] - 1
     oref = omap[R, R]  # the reference's own offset (0, 0), always searched
-    noff = off_y.shape[0]
     for si in prange(nseg):
         r0 = seg[si]
         r1 = seg[si + 1]
@@ -222,10 +225,11 @@ def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, dist, 
         y1 = min(H - p, ry + R)
         ny = y1 - y0 + 1
         # each reference's n smallest (distance, scan index) through a bounded max-heap:
-        # the candidates come in scan order, so a later one displaces the largest only
-        # when strictly closer (ties keep the earlier), as a partition would.  The
-        # reference goes in first, at distance -1, so it stays; the others (+inf
-        # outside the image) are compared with the heap's top, or +inf while it fills
+        # a candidate displaces the largest when it is closer, or as close and earlier
+        # in scan order (ties keep the earlier), as a partition would, whatever the
+        # order of the visits.  The reference goes in first, at distance -1, so it
+        # stays; the others (+inf outside the image) are compared with the heap's
+        # top, or +inf while it fills
         hd = np.empty((k, n))
         ho = np.empty((k, n), np.int64)
         cnt = np.ones(k, np.int64)
@@ -235,14 +239,15 @@ def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, dist, 
             ho[j, 0] = oref
             if n == 1:
                 thr[j] = -1.0
-        for oi in range(noff):
+        for vi in range(visit.shape[0]):
+            oi = visit[vi]
             cy = ry + off_y[oi]
             if oi == oref or cy < y0 or cy > y1:
                 continue
             drow = dist[oi, r0:r1]
             for j in range(k):
                 v = drow[j]
-                if v < thr[j]:
+                if v < thr[j] or (v == thr[j] and cnt[j] == n and oi < ho[j, 0]):
                     if cnt[j] < n:
                         _heap_push(hd, ho, j, cnt[j], v, oi)
                         cnt[j] += 1
@@ -411,9 +416,9 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     order, so a window's SSD depends on its own pixels only and a tile gets the
     distances the whole image gets.  Without it, each column sums its ``m`` rows and
     each window its ``m`` columns, in order.  The ``n`` closest are selected by a
-    bounded max-heap over the candidates in scan order (ties go to the earlier
-    candidate), which picks and orders the members exactly as a partition of all
-    the distances would.  The running sums pay for wide windows (35x35 about twice
+    bounded max-heap over the candidates, the dense centre first (ties go to the
+    earlier candidate in scan order), which picks and orders the members exactly as a
+    partition of all the distances would.  The running sums pay for wide windows (35x35 about twice
     as fast on a 512x512 image) and change nothing for 7x7 ones.
     """
     k = len(ry)
@@ -439,7 +444,10 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     seg = _row_runs(ry)
     off_y, off_x, omap = _offsets(mask, R)
     _distances(g, ry, rx, seg, p, m, R, omap, bool(running), work)
-    _select(ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x, work, gy, gx)
+    d = R if dense is None else min(int(dense), R)
+    centre = (np.abs(off_y) <= d) & (np.abs(off_x) <= d)
+    visit = np.concatenate([np.flatnonzero(centre), np.flatnonzero(~centre)])
+    _select(ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit, work, gy, gx)
     return gy, gx
 
 
