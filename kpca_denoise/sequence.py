@@ -21,7 +21,7 @@ from .core.grouped.calibrate import central_crop
 from .core.grouped.sequence import link_scores, page_shifts
 from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
-from .prepare import PreparedItem, _stabiliser
+from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, _stabiliser
 from .results import _Run
 from .tiling import _to_working, denoise_stack_tiled, luminance
 
@@ -101,17 +101,58 @@ def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple
 
 
 def _runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
-    """The images in order, cut where the size, dtype or colour changes."""
+    """The images in order, cut where the size, dtype or colour changes and where an
+    image of the set is missing (it failed, or had no noise to remove): its
+    neighbours are not neighbouring pages.  Pages whose noise model the run chose
+    differently stay together (:func:`_one_noise_model`)."""
     runs: list = []
     for it in items:
         if it.is_patchset:
             continue
-        key = (it.data.shape, it.data.dtype, it.vst is None)
-        if runs and runs[-1][0] == key:
+        key = (it.data.shape, it.data.dtype)
+        if runs and runs[-1][0] == key and it.result.index == runs[-1][1][-1].result.index + 1:
             runs[-1][1].append(it)
         else:
             runs.append((key, [it]))
     return [r for _, r in runs]
+
+
+def _gaussian_level(it: PreparedItem, params: DenoiseParams) -> float:
+    """A page's Gaussian noise level (times the strength), also when the run chose the
+    Poisson-Gaussian model for it (its measured level is in its stats)."""
+    if it.vst is None:
+        return it.result.noise_sigma
+    return float(it.result.stats.get("noise", {}).get("level", 1.0)) * params.strength
+
+
+def _mixed(seq: list[PreparedItem]) -> bool:
+    """Whether the run chose the Poisson-Gaussian model for some pages and not others
+    (the Gaussian model with the level estimated chooses it per page)."""
+    return len({it.vst is None for it in seq}) > 1
+
+
+def _one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
+    """The noise model most pages of a sequence were given, given to all (they share
+    a sensor; a tie keeps the Gaussian model): a page switched to the Poisson-Gaussian
+    model gets the stack's stabiliser from :func:`_shared_noise`, one switched back
+    its measured Gaussian level."""
+    chosen = [it for it in seq if it.vst is not None]
+    if not _mixed(seq):
+        return
+    if 2 * len(chosen) > len(seq):
+        model = dict(chosen[0].result.stats["noise_model"])
+        for it in seq:
+            if it.vst is None:
+                it.vst = chosen[0].vst  # replaced by the stack's own in _shared_noise
+                it.result.stats["noise_model"] = dict(model)
+                it.result.stats["hint"] = chosen[0].result.stats.get("hint")
+                it.result.noise_sigma = params.strength
+        return
+    for it in chosen:
+        it.result.noise_sigma = _gaussian_level(it, params)
+        it.vst = None
+        it.result.stats.pop("noise_model", None)
+        it.result.stats["hint"] = SIGNAL_DEPENDENT_HINT
 
 
 def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
@@ -122,10 +163,12 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         return items, []
     images = [it for it in items if not it.is_patchset]
     runs = _runs_of_one_size(images)
-    if params.sequence == "yes" and len(runs) > 1:
-        a, b = runs[0][0].data, runs[1][0].data
+    odd = next((r for r in runs[1:] if (r[0].data.shape, r[0].data.dtype)
+                != (runs[0][0].data.shape, runs[0][0].data.dtype)), None)
+    if params.sequence == "yes" and odd is not None:
+        a, b = runs[0][0].data, odd[0].data
         raise ValueError(
-            f"sequence 'yes' needs images of one size and type: {runs[1][0].result.name} is "
+            f"sequence 'yes' needs images of one size and type: {odd[0].result.name} is "
             f"{b.shape} {b.dtype}, {runs[0][0].result.name} {a.shape} {a.dtype}; use "
             "sequence 'auto' or 'no'")
     alone, spectra = [it for it in items if it.is_patchset], []
@@ -135,8 +178,12 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             continue
         # decided on each page's own noise measure (stabilised: std 1), then one
         # noise level for the pages of a sequence
-        dec = decide_stack(*_decision_pages(seq), [it.result.noise_sigma for it in seq],
-                           params)
+        crops, vsts = _decision_pages(seq)
+        if _mixed(seq):  # decided on the pixels and Gaussian levels, as one model
+            dec = decide_stack(crops, [None] * len(seq),
+                               [_gaussian_level(it, params) for it in seq], params)
+        else:
+            dec = decide_stack(crops, vsts, [it.result.noise_sigma for it in seq], params)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
         for k, it in enumerate(seq):
@@ -145,6 +192,7 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         if dec.decision != "sequence":
             alone += seq
             continue
+        _one_noise_model(params, seq)
         spectra += _run_stack(run, seq, _shared_noise(params, seq), dec)
     order = {id(it): k for k, it in enumerate(items)}
     return sorted(alone, key=lambda it: order[id(it)]), spectra

@@ -186,3 +186,46 @@ def test_explicit_ranks_keep_that_many_components_on_a_sequence():
     share = {r: float(np.vdot(page.outputs[r] - clean[1], noise) / np.vdot(noise, noise))
              for r in (1, 4)}
     assert share[4] > share[1] + 0.05, share
+
+
+def test_a_missing_page_cuts_the_sequence():
+    # page 2 is flat (nothing to remove, returned as it is): pages 1 and 3 are not
+    # neighbours, so the set is two sequences of two pages
+    noisy = list(_noisy(_pan(5, 48)))
+    noisy[2] = np.full((48, 48), 100.0)
+    res = denoise_set(noisy, DenoiseParams(noise_sigma=25.0, sequence="yes"))
+    assert [s["images"] for s in res.resolved["sequence"]] == [
+        [res.images[0].name, res.images[1].name], [res.images[3].name, res.images[4].name]]
+    np.testing.assert_array_equal(res.images[2].outputs[None], noisy[2])
+
+
+def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
+    from kpca_denoise.core.vst import GeneralizedAnscombe
+    from kpca_denoise.prepare import CHOSEN_HINT, PreparedItem
+    from kpca_denoise.results import ImageResult
+    from kpca_denoise.sequence import _one_noise_model, _runs_of_one_size
+
+    params = DenoiseParams(strength=1.5)
+    vst = GeneralizedAnscombe(np.array([2.0]), np.array([3.0]))
+
+    def page(k, chosen):
+        res = ImageResult(k, f"p{k}", noise_sigma=1.5 if chosen else 6.0 * 1.5,
+                          stats=dict(noise=dict(level=4.0 + k)))
+        if chosen:
+            res.stats.update(noise_model=dict(model="poisson-gaussian", chosen=True),
+                             hint=CHOSEN_HINT)
+        return PreparedItem("image", np.zeros((8, 8)), res, vst=vst if chosen else None)
+
+    # one run although the model differs; the majority (chosen) given to page 1
+    seq = [page(0, True), page(1, False), page(2, True)]
+    assert len(_runs_of_one_size(seq)) == 1
+    _one_noise_model(params, seq)
+    assert all(it.vst is not None for it in seq)
+    assert seq[1].result.noise_sigma == 1.5
+    assert seq[1].result.stats["noise_model"]["model"] == "poisson-gaussian"
+    # the majority Gaussian: the chosen page gets back its measured level (x strength)
+    seq = [page(0, False), page(1, True), page(2, False)]
+    _one_noise_model(params, seq)
+    assert all(it.vst is None for it in seq)
+    assert seq[1].result.noise_sigma == 5.0 * 1.5
+    assert "noise_model" not in seq[1].result.stats

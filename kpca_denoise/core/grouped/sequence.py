@@ -646,23 +646,24 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
 
 
 def _motion(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and
-    ``cut[a, b]``: an unlinked pair lies between pages ``a <= b``."""
+    """Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and its
+    scene, ``(P,)``: the unlinked pairs before it (two pages are one scene when their
+    counts are equal)."""
     P = len(shifts) + 1
     S = np.zeros((P, 2), np.int64)
     S[1:] = np.cumsum(shifts, axis=0)
-    breaks = np.concatenate([[0], np.cumsum(~np.asarray(linked, dtype=bool))])
-    return S, breaks[None, :] != breaks[:, None]
+    return S, np.concatenate([[0], np.cumsum(~np.asarray(linked, dtype=bool))])
 
 
-def _depth_pages(k, depth: int, P: int, cut: np.ndarray) -> list:
+def _depth_pages(k, depth: int, P: int, scene: np.ndarray) -> list:
     """The pages of the ``depth`` slices of patches on pages ``k`` (an int array):
-    ``k + dz`` mirrored at the stack's ends, ``k`` itself across a cut."""
+    ``k + dz`` mirrored at the stack's ends, ``k`` itself across a cut (``scene``:
+    :func:`_motion`'s)."""
     out = []
     for dz in range(-(depth // 2), depth // 2 + 1):
         q = np.abs(k + dz)
         q = np.clip(np.where(q > P - 1, 2 * (P - 1) - q, q), 0, P - 1)
-        out.append(np.where(cut[np.minimum(k, q), np.maximum(k, q)], k, q))
+        out.append(np.where(scene[k] != scene[q], k, q))
     return out
 
 
@@ -670,9 +671,9 @@ def _slab(ring: _Ring, k: int, seq: dict, H: int, W: int) -> list:
     """Page ``k``'s matching guide: per channel, its ``mdepth`` slices (the pages of
     :func:`_depth_pages`) moved onto page ``k`` by the global motion (edges repeated),
     so that a window's SSD is that of the 3-D patches."""
-    S, cut = seq["motion"]
+    S, scene = seq["motion"]
     out = []
-    for q in _depth_pages(np.asarray(k), seq["mdepth"], seq["P"], cut):
+    for q in _depth_pages(np.asarray(k), seq["mdepth"], seq["P"], scene):
         q = int(q)
         dy, dx = (int(v) for v in S[q] - S[k])
         yy = np.clip(np.arange(H) + dy, 0, H - 1)
@@ -725,10 +726,10 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     ps = s.ps3
     fl = ps.floors
     W = s.imgs.arrays[ch].shape[1]
-    S, cut = seq["motion"]
+    S, scene = seq["motion"]
     slices = [(q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
                np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p)))
-              for q in _depth_pages(gp, depth, P, cut)]
+              for q in _depth_pages(gp, depth, P, scene)]
 
     def rows(ring: _Ring, q, y):
         return np.ascontiguousarray((q % ring.Q) * H + y)
