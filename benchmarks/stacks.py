@@ -8,6 +8,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] [--repeat N] | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
+        [--centre-tile]
 
 ``--memory``: the peak resident memory of a uint16 pan stack (sigma 25) of each page
 count, built page by page as a Dask array (the input is never whole) and denoised by
@@ -15,6 +16,9 @@ count, built page by page as a Dask array (the input is never whole) and denoise
 tile at a time; the numba kernels still use every core).  ``--cheap`` searches 8 px
 (not 32) on a page and groups 16 patches, which changes the time, not the working set
 (the tile side comes from the memory budget, ``tiling.STACK_TILE_BYTES``).
+``--centre-tile`` computes only the tile whose core holds the page centre (an interior
+tile, the largest region): the synchronous scheduler runs the tiles one after another,
+so the whole run's peak is this task's plus the shared decisions, which it includes.
 
 Kinds: ``pan`` (a view panning 1 px per frame over the astronaut), ``rotate`` (the
 cameraman turning 0.4 degrees and drifting 0.7 / 0.3 px per frame), ``zoom`` (the
@@ -187,8 +191,10 @@ def _timed(fn, repeat: int = 1):
     return out, best
 
 
-def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | None) -> None:
-    """One ``--memory`` run (in its own process): prints peak memory, time, tiles, PSNR."""
+def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | None,
+                  centre: bool = False) -> None:
+    """One ``--memory`` run (in its own process): prints peak memory, time, tiles, PSNR;
+    ``centre``: only the tile whose core holds the page centre is computed."""
     import resource
 
     import dask
@@ -220,19 +226,27 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | N
     with dask.config.set(scheduler="synchronous"):
         run = lazy_denoise(lazy, params)
         res = run.outputs[run.keys[-1]]
-        da.store(res, out, lock=False)  # tile by tile: no page waits for the others
+        c = size // 2
+        crop = (slice(c - 128, c + 128), slice(c - 128, c + 128))
+        if centre:  # the tile whose core holds the centre: one task, every page
+            bounds = [np.cumsum((0,) + res.chunks[ax]) for ax in (1, 2)]
+            y0, x0 = (int(b[np.searchsorted(b, c, side="right") - 1]) for b in bounds)
+            crop = (slice(y0, y0 + res.chunks[1][0]), slice(x0, x0 + res.chunks[2][0]))
+            da.store(res[(slice(None),) + crop], out[(slice(None),) + crop], lock=False)
+        else:
+            da.store(res, out, lock=False)  # tile by tile: no page waits for the others
         run.close()
     seconds = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    k, c = pages // 2, size // 2
-    crop = (slice(c - 128, c + 128), slice(c - 128, c + 128))
+    k = pages // 2
     print(f"{pages:>5} {size:>5} {pages * size * size * 2 / 2**30:8.2f} {peak:9.0f} "
-          f"{seconds:8.1f} {run.tiles:6d} "
+          f"{seconds:8.1f} {run.tiles if not centre else f'1/{run.tiles}':>6} "
           f"{psnr(clean(k)[crop] * 200, page(k)[0][crop], 65535):7.2f} "
           f"{psnr(clean(k)[crop] * 200, out[k][crop], 65535):7.2f}", flush=True)
 
 
-def memory(counts: list, size: int, cheap: bool, tile: int | None = None) -> None:
+def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
+           centre: bool = False) -> None:
     """``--memory``: each page count in a fresh process (see the module docstring)."""
     import os
     import subprocess
@@ -248,6 +262,7 @@ def memory(counts: list, size: int, cheap: bool, tile: int | None = None) -> Non
             cmd = [sys.executable, "-m", "benchmarks.stacks", "--memory-child", str(n),
                    "--size", str(size), "--target", os.path.join(tmp, "out.npy")]
             cmd += ["--tile-size", str(tile)] if tile else []
+            cmd += ["--centre-tile"] if centre else []
             subprocess.run(cmd + (["--cheap"] if cheap else []), check=True,
                            env=dict(os.environ, MALLOC_ARENA_MAX="2"))
 
@@ -264,16 +279,18 @@ def main(argv=None) -> None:
     ap.add_argument("--memory", help="page counts: the peak memory mode")
     ap.add_argument("--cheap", action="store_true", help="--memory: a cheaper search")
     ap.add_argument("--tile-size", type=int, help="--memory: the tiles' core side")
+    ap.add_argument("--centre-tile", action="store_true",
+                    help="--memory: compute only the tile holding the page centre")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.memory_child:
         return _memory_child(args.memory_child, args.size, args.cheap, args.target,
-                             args.tile_size)
+                             args.tile_size, args.centre_tile)
     if args.memory:
         print(results_header())
         return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap,
-                      args.tile_size)
+                      args.tile_size, args.centre_tile)
     print(results_header())
     print("# PSNR dB (s); 'default' is sequence 'auto': its decision (linked page pairs / "
           "all) in the last column" + (f"; times: the shortest of {args.repeat} runs"
