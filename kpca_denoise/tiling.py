@@ -200,7 +200,9 @@ def _grouped_geometry(params: DenoiseParams, noise: tuple | None = None) -> tupl
     halo = 2 * (g.search_radius1 + p) + (g.match_size1 - p)  # stage 1
     if opts.two_stage:
         halo += 2 * (g.search_radius + p) + (g.match_size - p)  # stage 2, on the pilot
-    return halo, g.stride
+    # twice the stride: the pilot's sparser references in flat areas (driver.coarse_flat)
+    # are every other grid row and column of the image
+    return halo, 2 * g.stride
 
 
 def grouped_halo(image: np.ndarray, sigma: float, params: DenoiseParams, vst=None) -> tuple[int, int]:
