@@ -21,8 +21,9 @@ output (up to floating-point summation order):
   ``2 (R + p) + (m - p)`` per stage (``R`` the stage's search radius,
   ``search_radius1`` / ``search_radius``), and stage 2 matches on the stage-1 pilot,
   so the two stages add up.  Reference grids stay aligned
-  with the image origin (cores and halos are multiples of the reference
-  strides).  The halo is read, not all computed: the driver computes only the
+  with the image origin (cores and halos are multiples of twice the reference
+  stride: the pilot's references on flat areas are every other grid row and
+  column).  The halo is read, not all computed: the driver computes only the
   groups the core depends on (its ``core``; ``docs/large-images.md``).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
@@ -200,7 +201,9 @@ def _grouped_geometry(params: DenoiseParams, noise: tuple | None = None) -> tupl
     halo = 2 * (g.search_radius1 + p) + (g.match_size1 - p)  # stage 1
     if opts.two_stage:
         halo += 2 * (g.search_radius + p) + (g.match_size - p)  # stage 2, on the pilot
-    return halo, g.stride
+    # twice the stride: the pilot's sparser references in flat areas (driver.coarse_flat)
+    # are every other grid row and column of the image
+    return halo, 2 * g.stride
 
 
 def grouped_halo(image: np.ndarray, sigma: float, params: DenoiseParams, vst=None) -> tuple[int, int]:

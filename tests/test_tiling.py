@@ -8,6 +8,7 @@ import pytest
 
 from kpca_denoise import DenoiseParams, denoise_set
 from kpca_denoise.core.noise import estimate_sigma_image
+from kpca_denoise.core.patches import patch_positions
 from kpca_denoise.core.tiles import tile_grid
 from kpca_denoise.pipeline import add_noise, evaluate, remaining_noise
 from kpca_denoise.tiling import plan
@@ -175,6 +176,29 @@ def test_a_core_computes_only_what_it_depends_on_and_is_exact_there(colour, extr
             np.testing.assert_array_equal(part[r][inside], whole[r][inside])
             np.testing.assert_array_equal(part[r][~inside], noisy[~inside])
         assert st[0]["groups"] < 0.6 * st_whole[0]["groups"]
+
+
+def test_a_core_over_flat_areas_is_exact_with_the_pilots_sparser_references():
+    """The pilot takes the references of flat areas on every other grid row and column
+    (``driver.coarse_flat``, image coordinates) and fills what no group wrote from the
+    dropped references' own patches: every pixel is estimated, and a core's pixels,
+    its corners off the doubled grid, are the whole call's."""
+    from kpca_denoise.core.grouped import denoise_grouped
+    from kpca_denoise.core.grouped import driver
+
+    clean = _scene((112, 128), 0)
+    clean[:, :72] = 128.0
+    noisy = add_noise(clean, 20, seed=3)
+    opts = {"search_radius": 5, "periodic": False}
+    whole, st = denoise_grouped(noisy, 20.0, options=opts)
+    assert np.isfinite(whole[None]).all()
+    full = 2 * len(patch_positions(112, 5, 4)) * len(patch_positions(128, 5, 4))
+    assert st["groups"] < 0.95 * full  # the pilot dropped references
+    for core in [(44, 70, 18, 58), (0, 30, 0, 30), (87, 112, 60, 128)]:
+        part, _ = denoise_grouped(noisy, 20.0, options=opts, core=core)
+        y0, y1, x0, x1 = core
+        np.testing.assert_array_equal(part[None][y0:y1, x0:x1], whole[None][y0:y1, x0:x1])
+    assert driver.FLAT_PILOT is not None
 
 
 def test_a_core_outside_the_image_is_refused_in_one_line():

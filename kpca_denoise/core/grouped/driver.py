@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -43,9 +43,17 @@ STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
-#: the final pass decomposes every this many-th group fully for the spectrum it reports;
-#: the others get only the components the shrinkage uses
+#: the final pass decomposes every this many-th group fully for the spectrum it reports
+#: (the others get only the components the shrinkage uses); a pass of more than
+#: ``SPECTRUM_SAMPLES * SPECTRUM_EVERY`` groups samples more sparsely, up to every
+#: ``SPECTRUM_EVERY_MAX``-th, keeping at least ``SPECTRUM_SAMPLES``
 SPECTRUM_EVERY = 8
+SPECTRUM_EVERY_MAX = 32
+SPECTRUM_SAMPLES = 512
+#: a pilot pass takes the references whose matching window is flat, its variance on the
+#: noisy image (mean over the channels) below ``(1 + FLAT_PILOT) sigma^2``, only on every
+#: other row and column of the reference grid (None: every reference)
+FLAT_PILOT: float | None = 0.0
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
@@ -442,6 +450,15 @@ class _Pass:
     #: stage 2's kernel width for the noisy groups' own kernel PCA, which explicit
     #: ranks keep whole (the stage-1 width)
     own_gamma: float = 0.0
+    #: the final pass decomposes every this many-th group fully (the spectrum)
+    spectrum_every: int = SPECTRUM_EVERY
+
+
+def spectrum_every(groups: int) -> int:
+    """Every how many-th group of a final pass of ``groups`` groups is decomposed
+    fully for the reported spectrum: :data:`SPECTRUM_EVERY`, sparser for a large pass
+    (up to :data:`SPECTRUM_EVERY_MAX`) as long as :data:`SPECTRUM_SAMPLES` remain."""
+    return int(min(max(groups // SPECTRUM_SAMPLES, SPECTRUM_EVERY), SPECTRUM_EVERY_MAX))
 
 
 def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass:
@@ -506,6 +523,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
         run, stage, final, floors_report, len(ranks), stats, H, W, C,
         refs=None if region is None else region.refs)
+    ps = replace(ps, spectrum_every=spectrum_every(len(ys) * len(xs)))
     t0 = time.perf_counter()
     reuse = groups is not None and "gy" in groups
     if groups is not None and not reuse:
@@ -525,6 +543,13 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
                          min(rows_per_chunk, len(ys)) * len(xs)))
     for st in stats:
         st.seconds["grouping"] += (time.perf_counter() - t0) / C
+    keep = None
+    if (not reuse and groups is None and stage == 1 and not final and FLAT_PILOT is not None
+            and running):  # a guide quantised to the noise's units
+        keep = coarse_flat(guide_m, ys, xs, ps.match_size, ps.stride, FLAT_PILOT)
+        for st in stats:
+            st.groups -= int((~keep).sum())
+    dropped = []
     for ci in range(nchunks):
         check_cancel(cancel)
         yy = ys[ci * rows_per_chunk:(ci + 1) * rows_per_chunk]
@@ -539,6 +564,12 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         else:
             ry = np.ascontiguousarray(np.repeat(yy, len(xs)))
             rx = np.ascontiguousarray(np.tile(xs, len(yy)))
+            if keep is not None:
+                kk = keep[ci * rows_per_chunk:ci * rows_per_chunk + len(yy)].ravel()
+                dropped.append((ry[~kk], rx[~kk]))
+                ry, rx = np.ascontiguousarray(ry[kk]), np.ascontiguousarray(rx[kk])
+                if not len(ry):
+                    continue
             gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
                            g.dense_radius, lags, running, work)
             if groups is not None:
@@ -547,7 +578,11 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         for ch in range(C):
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
                    stats[ch], nums[ch], dens[ch], progress)
-    # every pixel is covered by a reference patch (stride <= p, last row/col kept)
+    if keep is not None:
+        _fill_holes(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, lags,
+                    running, work, progress, None if region is None else region.exact)
+    # every pixel is covered by a reference patch (stride <= p, last row/col kept) or,
+    # where the pilot dropped references, filled by _fill_holes
     if region is None:
         return [num / den for num, den in zip(nums, dens)]
     y0, y1, x0, x1 = region.exact  # covered by the region's references
@@ -562,7 +597,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
            t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
            st: _ChannelStats, num: np.ndarray, den: np.ndarray,
-           progress: ProgressCallback | None) -> None:
+           progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
     accumulation into ``num`` / ``den``."""
     p = run.geometry.patch_size
@@ -582,13 +617,14 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     # an explicit rank in stage 1 may keep components below the threshold: all
     fl_ch = fl if ch == 0 else ps.floors_rest
     floor = eigen_floor(ps.stage, ranks, fl_ch, ps.n)
-    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=SPECTRUM_EVERY if ps.final else 0)
+    every = ps.spectrum_every
+    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=every if ps.final else 0)
     lam, V, rowmean = fit[:3]
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
     if ps.final:  # the mean spectrum, sent as it grows so a plot can follow the run
-        sampled = lam[::SPECTRUM_EVERY]
+        sampled = lam[::every]
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
         st.samples["spectrum"].append(np.array(sampled))
@@ -610,9 +646,79 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     t4 = time.perf_counter()
     sec["preimage"] += t4 - t3
     report(progress, "preimage", done, total, message=msg)
+    if own is not None:  # only each reference's own patch
+        aggw = aggw * ((gy == own[0][:, None]) & (gx == own[1][:, None]))[:, None, :]
     accumulate_groups(Est, aggw, gy, gx, p, num, den, run.window)
     sec["reassembly"] += time.perf_counter() - t4
     report(progress, "reassembly", done, total, message=msg)
+
+
+def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, stride: int,
+                excess: float) -> np.ndarray:
+    """(len(ys), len(xs)) bool: the references of the grid ``ys`` x ``xs`` kept.  One
+    whose ``m x m`` matching window on ``guide_m`` (padded, in
+    :func:`.matching.quantise_guide`'s units of sigma / 1024, so the sums are exact) has
+    a variance, summed over the C channels, below ``C (1 + excess) sigma^2`` is kept
+    only where ``y // stride`` and ``x // stride`` are even: image coordinates, so that
+    a tile aligned to twice the stride decides as the whole image."""
+    C = guide_m.shape[0]
+    keep = np.ones((len(ys), len(xs)), bool)
+    even_x = (xs // stride) % 2 == 0
+    lim = C * (1.0 + excess) * 1024.0 ** 2 * (m * m - 1)
+    for i, y in enumerate(ys):
+        rows = np.lib.stride_tricks.sliding_window_view(guide_m[:, y:y + m], (m, m),
+                                                        axis=(1, 2))[:, 0]
+        w = rows[:, xs].reshape(C, len(xs), m * m)
+        s1 = w.sum(axis=2)
+        s2 = (w * w).sum(axis=2)
+        flat = (s2 - s1 * s1 / (m * m)).sum(axis=0) < lim
+        keep[i] = ~flat | (((y // stride) % 2 == 0) & even_x)
+    return keep
+
+
+def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
+                run: _Run, ps: _Pass, stats: list, nums: list, dens: list, lags: Sequence,
+                running: bool, work: np.ndarray, progress: ProgressCallback | None,
+                exact: tuple | None) -> None:
+    """The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
+    region gets right, unless None): the estimates of the dropped
+    references (``dropped``: (ry, rx) per chunk) whose patch holds one, each group's
+    reference patch only, so that a hole's value depends on the references covering it
+    alone (as in a tile)."""
+    p = run.geometry.patch_size
+    holes = dens[0][0] == 0
+    if exact is not None:
+        y0, y1, x0, x1 = exact
+        inside = np.zeros_like(holes)
+        inside[y0:y1, x0:x1] = True
+        holes &= inside
+    if not holes.any() or not dropped:
+        return
+    ry = np.concatenate([d[0] for d in dropped])
+    rx = np.concatenate([d[1] for d in dropped])
+    hs = np.zeros((holes.shape[0] + 1, holes.shape[1] + 1))
+    hs[1:, 1:] = holes.cumsum(0).cumsum(1)
+    cnt = hs[ry + p, rx + p] - hs[ry, rx + p] - hs[ry + p, rx] + hs[ry, rx]
+    sel = cnt > 0
+    ry, rx = ry[sel], rx[sel]
+    if not len(ry):
+        return
+    for st in stats:
+        st.groups += len(ry)
+    C = len(imgs)
+    nn = [np.zeros_like(n) for n in nums]
+    dd = [np.zeros_like(d) for d in dens]
+    for a in range(0, len(ry), CHUNK_GROUPS):
+        cy = np.ascontiguousarray(ry[a:a + CHUNK_GROUPS])
+        cx = np.ascontiguousarray(rx[a:a + CHUNK_GROUPS])
+        gy, gx = match(guide_m, cy, cx, p, ps.match_size, ps.search_radius, ps.n,
+                       run.geometry.dense_radius, lags, running, work)
+        for ch in range(C):
+            _chunk(imgs[ch], guides[ch], ch, gy, gx, 0.0, (1, 1), ranks, run, ps, stats[ch],
+                   nn[ch], dd[ch], progress, own=(cy, cx))
+    for n, d, n2, d2 in zip(nums, dens, nn, dd):
+        n[:, holes] = n2[:, holes]
+        d[:, holes] = d2[:, holes]
 
 
 def shrink_by_rank(ps: _Pass, lam, V, rowmean, P, X, K, fl_ch: NoiseFloors, ranks: np.ndarray,

@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from kpca_denoise.core.kernels import exp_nonpositive
+
 from .group_pca import NoiseFloors
 
 __all__ = ["shrink_own", "shrink_pilot", "correct_means", "eigen_floor", "STAGE2_CUT"]
@@ -106,13 +108,20 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam
         # centred cross-kernel between noisy members (rows) and pilot members (cols)
         Kx = np.empty((n, n))
         if rbf:
+            # row by row: the exponents, then one vectorised exp over them
+            kf = np.empty(n)
+            eb = np.empty(n, np.int64)
             for i in range(n):
+                ki = Kx[i]
                 for j in range(n):
                     s = 0.0
                     for t in range(d):
                         u = X[r, i, t] - P[r, j, t]
                         s += u * u
-                    Kx[i, j] = kscale * math.exp(-gamma_x * s)
+                    ki[j] = -gamma_x * s
+                exp_nonpositive(ki, kf, eb)
+                for j in range(n):
+                    ki[j] = kscale * ki[j]
             tm = 0.0
             for j in range(n):
                 tm += rowmean[r, j]
