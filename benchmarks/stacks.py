@@ -6,7 +6,8 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 0..255 by default.
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
-        [--size 256] [--no-baselines] [--repeat N] | tee -a benchmarks/results/stacks.txt
+        [--size 256] [--no-baselines] [--repeat N] [--grouped KNOB=VALUE,...]
+        | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
         [--centre-tile]
 
@@ -29,6 +30,8 @@ of 3-D Gaussian-smoothed points, isotropic), ``filaments`` (a z-stack of smoothe
 (15, 25, 50), told to every method, or ``pg``: Poisson-Gaussian of gain 3 and std 5
 (ours estimates it once per stack; BM3D and BM4D run on the generalised Anscombe
 transform with the true parameters, sigma 1, and its exact unbiased inverse).
+``--grouped kappa1=3.5,group_size1=64``: grouped options for ours (pages alone and
+default), to measure a variant against the default on the same stacks.
 """
 
 from __future__ import annotations
@@ -149,13 +152,26 @@ def add_stack_noise(clean: np.ndarray, noise: str, seed: int = 0) -> np.ndarray:
 # -- the methods -----------------------------------------------------------------------
 
 
-def ours(noisy: np.ndarray, noise: str, sequence: str):
-    """Our stack denoiser (``kpca_denoise.denoise_stack``): the result and its stats."""
+def ours(noisy: np.ndarray, noise: str, sequence: str, grouped: dict | None = None):
+    """Our stack denoiser (``kpca_denoise.denoise_stack``, with the grouped options
+    ``grouped``): the result and its stats."""
     from kpca_denoise.sequence import denoise_stack
 
     kw = (dict(noise_model="poisson-gaussian") if noise == "pg"
           else dict(noise_sigma=float(noise)))
+    if grouped:
+        kw["grouped"] = grouped
     return denoise_stack(noisy, sequence=sequence, return_stats=True, **kw)
+
+
+def _knobs(text: str | None) -> dict:
+    """``"kappa1=3.5,group_size1=64"`` as ``{"kappa1": 3.5, "group_size1": 64}``."""
+    out: dict = {}
+    for item in filter(None, (text or "").split(",")):
+        key, _, value = item.partition("=")
+        num = float(value)
+        out[key.strip()] = int(num) if num.is_integer() and "." not in value else num
+    return out
 
 
 def _with_vst(fn, noisy: np.ndarray, noise: str) -> np.ndarray:
@@ -281,6 +297,7 @@ def main(argv=None) -> None:
     ap.add_argument("--tile-size", type=int, help="--memory: the tiles' core side")
     ap.add_argument("--centre-tile", action="store_true",
                     help="--memory: compute only the tile holding the page centre")
+    ap.add_argument("--grouped", help="grouped options for ours: KNOB=VALUE,...")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -291,6 +308,7 @@ def main(argv=None) -> None:
         print(results_header())
         return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap,
                       args.tile_size, args.centre_tile)
+    knobs = _knobs(args.grouped)
     print(results_header())
     print("# PSNR dB (s); 'default' is sequence 'auto': its decision (linked page pairs / "
           "all) in the last column" + (f"; times: the shortest of {args.repeat} runs"
@@ -301,8 +319,8 @@ def main(argv=None) -> None:
         clean = build(kind, args.pages, args.size)
         for noise in args.noise.split(","):
             noisy = add_stack_noise(clean, noise)
-            (alone, _), t_alone = _timed(lambda: ours(noisy, noise, "no"), args.repeat)
-            (auto, st), t_auto = _timed(lambda: ours(noisy, noise, "auto"), args.repeat)
+            (alone, _), t_alone = _timed(lambda: ours(noisy, noise, "no", knobs), args.repeat)
+            (auto, st), t_auto = _timed(lambda: ours(noisy, noise, "auto", knobs), args.repeat)
             cells = [f"{psnr(clean, alone):6.2f} ({t_alone:5.1f})",
                      f"{psnr(clean, auto):6.2f} ({t_auto:5.1f})"]
             t = None

@@ -39,8 +39,8 @@ from .options import GroupedOptions
 from .shrinkage import correct_means, eigen_floor
 
 __all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_stack",
-           "stack_options", "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
-           "KAPPA2", "DEPTH"]
+           "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
+           "DEPTH"]
 
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
@@ -49,9 +49,6 @@ RADIUS = 2
 #: pages each patch spans: a member is the ``p x p`` patch on its page and on the
 #: pages either side (where the global motion carries it), one ``DEPTH p^2`` vector
 DEPTH = 3
-#: the stage-2 Wiener strength when the options leave it unset: groups of many
-#: pages hold more copies of one structure (the single image's default is 0.7)
-KAPPA2 = 1.0
 
 
 # -- motion between pages --------------------------------------------------------------
@@ -369,20 +366,13 @@ def stack_planes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
 # -- the driver ----------------------------------------------------------------------
 
 
-def stack_options(options: Any = None, **overrides: Any) -> GroupedOptions:
-    """The options of the stack path: ``options`` with the stage-2 Wiener strength
-    :data:`KAPPA2` where they leave it unset."""
-    opts = resolve_options(options, **overrides)
-    return opts.replace(kappa2=KAPPA2) if opts.kappa2 is None else opts
-
-
 def calibrate_stack(page: list, sigma: float, options: Any = None,
                     cancel: Any = None) -> GroupedOptions:
     """The stack path's options with the image-dependent decisions made on ``page`` (the
     middle page's channels, or their central crop: the same decisions), as
     :func:`denoise_grouped_stack` makes them; every tile of a stack gets these."""
     chans = [np.ascontiguousarray(c, dtype=np.float64) for c in page]
-    return calibrate(chans, float(sigma), stack_options(options), trial_denoiser(cancel)).options
+    return calibrate(chans, float(sigma), resolve_options(options), trial_denoiser(cancel)).options
 
 
 def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,),
@@ -438,7 +428,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
         shifts = page_shifts(read(k)[0] for k in range(P))  # one page at a time
     shifts = np.ascontiguousarray(shifts, dtype=np.int64).reshape(max(P - 1, 0), 2)
     middle = read(P // 2)
-    cal = calibrate(middle, sigma, stack_options(options, **overrides), trial_denoiser(cancel))
+    cal = calibrate(middle, sigma, resolve_options(options, **overrides), trial_denoiser(cancel))
     run = _resolve(middle, sigma, cal)
     del middle
     stats = [_ChannelStats() for _ in range(C)]
