@@ -99,14 +99,30 @@ class _ChannelStats:
     final_groups: int = 0
     kept: Any = 0
     rank_spectrum: np.ndarray | None = None  # stage 2's noisy groups, for explicit ranks
-    # every SPECTRUM_EVERY-th group's spectrum of each kind, for the quantiles over groups
+    # sampled groups' spectra of each kind, for the quantiles over groups (add_samples)
     samples: dict = field(default_factory=lambda: {"spectrum": [], "rank_spectrum": []})
+    seen: dict = field(default_factory=lambda: {"spectrum": 0, "rank_spectrum": 0})
+    step: dict = field(default_factory=lambda: {"spectrum": 1, "rank_spectrum": 1})
+
+    def add_samples(self, kind: str, rows: np.ndarray) -> None:
+        """Keep sampled spectra ``rows`` of ``kind``: every ``step``-th of all offered,
+        the step doubling whenever more than :data:`SAMPLE_ROWS` are held, so that a
+        long stack's samples stay bounded and evenly spread over its pages."""
+        step, seen = self.step[kind], self.seen[kind]
+        self.seen[kind] = seen + len(rows)
+        self.samples[kind].append(np.array(rows[(-seen) % step::step]))
+        if sum(len(r) for r in self.samples[kind]) > SAMPLE_ROWS:
+            n = min(r.shape[1] for r in self.samples[kind])
+            self.samples[kind] = [np.concatenate([r[:, :n] for r in self.samples[kind]])[::2]]
+            self.step[kind] = 2 * step
 
 
 #: the quantiles over the groups a run reports (``spectrum_quantiles``)
 QUANTILES = (0.1, 0.5, 0.9)
 #: sampled spectra a call keeps for pooling with other calls' (the tiles of an image)
 POOL_ROWS = 512
+#: sampled spectra of each kind a call holds at most (``_ChannelStats.add_samples``)
+SAMPLE_ROWS = 8192
 
 
 def _quantiles(samples: list) -> np.ndarray:
@@ -117,17 +133,16 @@ def _quantiles(samples: list) -> np.ndarray:
     return np.quantile(np.concatenate([s[:, :n] for s in samples]), QUANTILES, axis=0)
 
 
-def _pool(samples: list) -> tuple[np.ndarray, float]:
+def _pool(samples: list, seen: int) -> tuple[np.ndarray, float]:
     """``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
-    each standing for ``weight`` of them, for :func:`pooled_quantiles`."""
+    each standing for ``weight`` of the ``seen`` sampled, for :func:`pooled_quantiles`."""
     if not samples:
         return np.zeros((0, 0)), 0.0
     n = min(s.shape[1] for s in samples)
     rows = np.concatenate([s[:, :n] for s in samples])
-    if len(rows) <= POOL_ROWS:
-        return rows, 1.0
-    pick = np.linspace(0, len(rows) - 1, POOL_ROWS).round().astype(np.int64)
-    return rows[pick], len(rows) / POOL_ROWS
+    if len(rows) > POOL_ROWS:
+        rows = rows[np.linspace(0, len(rows) - 1, POOL_ROWS).round().astype(np.int64)]
+    return rows, max(seen, len(rows)) / max(len(rows), 1)
 
 
 def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
@@ -425,8 +440,8 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
             spectrum_quantiles=_quantiles(st.samples["spectrum"]),
             rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
             # a bounded share of those spectra, to pool with other tiles' (pooled_quantiles)
-            spectrum_pool=_pool(st.samples["spectrum"]),
-            rank_spectrum_pool=_pool(st.samples["rank_spectrum"]),
+            spectrum_pool=_pool(st.samples["spectrum"], st.seen["spectrum"]),
+            rank_spectrum_pool=_pool(st.samples["rank_spectrum"], st.seen["rank_spectrum"]),
             # mean number of kernel components kept per group of the final stage, per rank
             effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
                             else 0.0 for i, rk in enumerate(rank_list)},
@@ -627,7 +642,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         sampled = lam[::every]
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
-        st.samples["spectrum"].append(np.array(sampled))
+        st.add_samples("spectrum", sampled)
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
            eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
@@ -764,7 +779,7 @@ def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
     lam, V = fit[0], fit[1]
     st.rank_spectrum = lam.sum(axis=0) + (st.rank_spectrum if st.rank_spectrum is not None
                                           else 0.0)
-    st.samples["rank_spectrum"].append(np.array(lam[::SPECTRUM_EVERY]))
+    st.add_samples("rank_spectrum", lam[::SPECTRUM_EVERY])
     Gam, aggw, kept = shrink_own(lam, V, math.inf, ranks)
     return Gam, aggw, kept, X, gamma, (fit[3] if rbf else None)
 

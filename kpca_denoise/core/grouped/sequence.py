@@ -747,7 +747,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
         st.final_groups += len(gy)
-        st.samples["spectrum"].append(np.array(sampled))
+        st.add_samples("spectrum", sampled)
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
