@@ -124,23 +124,6 @@ def exp_nonpositive(x, kf, ebits):  # pragma: no cover - numba
         x[j] = (p * r + 1.0) * scale[j]
 
 
-@njit(cache=True, nogil=True)
-def argsort_small(a):  # pragma: no cover - numba
-    """The indices that sort the 1-D ``a`` ascending, ties in index order (a stable
-    insertion sort): for the few dozen values a kernel sorts, without compiling numba's
-    ``np.argsort``."""
-    n = a.shape[0]
-    order = np.empty(n, np.int64)
-    for i in range(n):
-        v = a[i]
-        j = i
-        while j > 0 and a[order[j - 1]] > v:
-            order[j] = order[j - 1]
-            j -= 1
-        order[j] = i
-    return order
-
-
 @njit(parallel=True, fastmath=True, cache=True, nogil=True)
 def _rbf_rows_inplace(K, sq, i0, i1, gamma):  # pragma: no cover - numba
     # K holds <x_r, x_c> in its lower triangle (c <= r), from one SYRK.  For

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from kpca_denoise.core.kernels import argsort_small, exp_nonpositive
+from kpca_denoise.core.kernels import exp_nonpositive
 from kpca_denoise.core.kpca import noise_eigenvalue
 from kpca_denoise.core.parallel import run_parts
 
@@ -125,6 +125,23 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1
             for i in range(n):
                 V_out[r, i, k] = v[i, n - 1 - k]
         _fix_signs(V_out[r])
+
+
+@njit(cache=True, nogil=True)
+def argsort_small(a):
+    """The indices that sort the 1-D ``a`` ascending, ties in index order (a stable
+    insertion sort): for the few dozen values a kernel sorts, without compiling numba's
+    ``np.argsort``."""
+    n = a.shape[0]
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        v = a[i]
+        j = i
+        while j > 0 and a[order[j - 1]] > v:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    return order
 
 
 @njit(cache=True, nogil=True)

@@ -15,8 +15,9 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
-from kpca_denoise.core.kernels import argsort_small
 from kpca_denoise.core.parallel import run_parts
+
+from .group_pca import argsort_small
 
 __all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather"]
 
