@@ -1,8 +1,7 @@
 """The grouped core's parallel loops: a numba kernel over independent items (groups,
-search rows) runs on parts of their range at once, in threads of a pool (the kernels
-release the GIL).  numba's own parallel loops (``parallel=True``) compile each kernel
-again as a parallel function, which made the first run's compile two to three times
-longer (docs/speed.md#the-first-run)."""
+search rows) runs on parts of their range at once, in the calling thread and a pool's
+(the kernels release the GIL).  Not numba's parallel loops (``parallel=True``), which
+compile every kernel again as a parallel function (docs/speed.md#the-first-run)."""
 
 from __future__ import annotations
 
@@ -59,6 +58,11 @@ def run_parts(kernel: Callable, n: int, *args: Any) -> None:
     helpers = [pool.submit(work) for _ in range(threads - 1)]
     try:
         work()
+    except BaseException:  # an error or an interrupt: the pool takes no more parts
+        with take:
+            for _ in todo:
+                pass
+        raise
     finally:
         for f in helpers:
             f.result()
