@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit, prange
 
 from .kernels import squared_norms
+from .parallel import run_parts
 from .progress import ProgressCallback, check_cancel, report
 
 __all__ = ["expansion_weights", "preimage_fixed_point", "preimage_groups", "PreimageStats"]
@@ -186,9 +187,10 @@ def preimage_fixed_point(
 # -- the grouped method: one small expansion per group member ------------------------
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iters):
-    """Mika et al. (1998) fixed-point pre-image for every group member and rank.
+@njit(cache=True, fastmath=True, nogil=True)
+def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iters, r0, r1):
+    """Mika et al. (1998) fixed-point pre-image for every member and rank of the groups
+    ``r0 <= r < r1``.
 
     ``B`` holds the expansion points (noisy members in stage 1, pilot members in
     stage 2), which are also the starting points.  For the linear kernel the
@@ -200,7 +202,7 @@ def _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2, K, Est, fallbacks, iter
     nref, nr, n, _ = Gam.shape
     d = B.shape[2]
     have_k = K.shape[0] == nref and rbf
-    for r in prange(nref):
+    for r in range(r0, r1):
         fb = 0
         it_total = 0
         zl = np.empty(d)
@@ -329,6 +331,6 @@ def preimage_groups(Gam: np.ndarray, B: np.ndarray, rbf: bool, gamma: float, max
     Est = np.empty((m, nr, n, B.shape[2]))
     fb = np.zeros(m, np.int64)
     its = np.zeros(m, np.int64)
-    _preimage_groups(Gam, B, rbf, gamma, max_iter, tol2,
-                     np.empty((0, 0, 0)) if K is None else K, Est, fb, its)
+    run_parts(_preimage_groups, m, Gam, B, rbf, gamma, max_iter, tol2,
+              np.empty((0, 0, 0)) if K is None else K, Est, fb, its)
     return Est, fb, its

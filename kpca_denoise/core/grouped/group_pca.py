@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from kpca_denoise.core.kernels import exp_nonpositive
 from kpca_denoise.core.kpca import noise_eigenvalue
+from kpca_denoise.core.parallel import run_parts
 
 __all__ = ["fit_groups", "noise_floors", "NoiseFloors"]
 
@@ -26,9 +27,10 @@ LANCZOS_TOL = 1e-7
 LANCZOS_POWER = 4
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
-    """Per group: Gram (RBF or linear), exact centring, eigenpairs in descending order.
+@njit(cache=True, fastmath=True, nogil=True)
+def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1):
+    """Per group ``r0 <= r < r1``: Gram (RBF or linear), exact centring, eigenpairs in
+    descending order.
 
     ``rowmean_out`` keeps the row means of the uncentred Gram, needed to centre the
     kernel values of new points (stage 2) consistently.  With ``floor > 0`` only the
@@ -43,7 +45,7 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
     """
     nref, n, d = B.shape
     keep_k = K_out.shape[0] == nref
-    for r in prange(nref):
+    for r in range(r0, r1):
         X = B[r]
         K = K_out[r] if keep_k else np.empty((n, n))
         if rbf:
@@ -123,6 +125,23 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out):
             for i in range(n):
                 V_out[r, i, k] = v[i, n - 1 - k]
         _fix_signs(V_out[r])
+
+
+@njit(cache=True, nogil=True)
+def argsort_small(a):
+    """The indices that sort the 1-D ``a`` ascending, ties in index order (a stable
+    insertion sort): for the few dozen values a kernel sorts, without compiling numba's
+    ``np.argsort``."""
+    n = a.shape[0]
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        v = a[i]
+        j = i
+        while j > 0 and a[order[j - 1]] > v:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    return order
 
 
 @njit(cache=True, nogil=True)
@@ -311,7 +330,7 @@ def _lanczos_top(A, want, floor, tol, lam, V):
         top = 0.0
         for i in range(m):
             top = max(top, d[i])
-        order = np.argsort(-d[:m])
+        order = argsort_small(-d[:m])
         ok = m >= want
         if ok:
             for q in range(want):
@@ -353,7 +372,7 @@ def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0,
     V = np.empty((m, n, n))
     rowmean = np.empty((m, n))
     K = np.empty((m, n, n) if gram else (0, 0, 0))
-    _eig(P, rbf, gamma, float(floor), int(every), lam, V, rowmean, K)
+    run_parts(_eig, m, P, rbf, gamma, float(floor), int(every), lam, V, rowmean, K)
     return (lam, V, rowmean, K) if gram else (lam, V, rowmean)
 
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+
+from kpca_denoise.core.parallel import run_parts
+
+from .group_pca import argsort_small
 
 __all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather"]
 
@@ -110,10 +114,11 @@ def _offsets(mask, R):
     return off_y, off_x, omap
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist):
+@njit(cache=True, nogil=True)
+def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1):
     """``dist[oi, r]``: reference ``r``'s SSD at searched offset ``oi`` (``inf`` where
-    the candidate is outside the image); see :func:`match` for the running sums."""
+    the candidate is outside the image), for the offsets in the search rows
+    ``rows[i0:i1]`` (below); see :func:`match` for the running sums."""
     C = guide.shape[0]
     H = guide.shape[1] - (m - p)
     W = guide.shape[2] - (m - p)
@@ -130,7 +135,7 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist):
         for a in range(q, S, 8):
             rows[o] = a
             o += 1
-    for ai in prange(S):
+    for ai in range(i0, i1):
         a = rows[ai]
         dy = a - R
         # per searched column offset: the column sums of squared differences over the
@@ -206,17 +211,18 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist):
                     px = rx
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit, dist, out_y,
-            out_x):
+            out_x, s0, s1):
     """Each reference's ``n`` closest candidates by ``dist``, in scan order (the
-    reference first among equals), into ``out_y, out_x``.  The candidates are
+    reference first among equals), into ``out_y, out_x``, for the references of the
+    row runs ``s0 <= si < s1``.  The candidates are
     visited in the order ``visit`` (the searched offsets' indices, the dense centre
     first: its close candidates fill the heaps early, so that few of the far ones
     get in); the members do not depend on it."""
     nseg = seg.shape[0] - 1
     oref = omap[R, R]  # the reference's own offset (0, 0), always searched
-    for si in prange(nseg):
+    for si in range(s0, s1):
         r0 = seg[si]
         r1 = seg[si + 1]
         k = r1 - r0
@@ -264,7 +270,7 @@ def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit,
                 hoj = ho[j]
                 top = hdj[0]
                 # members in scan order: those closer than the n-th, then its ties
-                order = np.argsort(hoj)
+                order = argsort_small(hoj)
                 q = 0
                 for t in range(n):
                     i = order[t]
@@ -306,10 +312,11 @@ def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit,
                         q += 1
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _gather(img, gy, gx, p, out):
-    nref, n = gy.shape
-    for r in prange(nref):
+@njit(cache=True, nogil=True)
+def _gather(img, gy, gx, p, out, r0, r1):
+    """The members' patches of the references ``r0 <= r < r1``."""
+    n = gy.shape[1]
+    for r in range(r0, r1):
         for k in range(n):
             y = gy[r, k]
             x = gx[r, k]
@@ -443,16 +450,17 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
         work = np.empty((noff, k))
     seg = _row_runs(ry)
     off_y, off_x, omap = _offsets(mask, R)
-    _distances(g, ry, rx, seg, p, m, R, omap, bool(running), work)
+    run_parts(_distances, 2 * R + 1, g, ry, rx, seg, p, m, R, omap, bool(running), work)
     d = R if dense is None else min(int(dense), R)
     centre = (np.abs(off_y) <= d) & (np.abs(off_x) <= d)
     visit = np.concatenate([np.flatnonzero(centre), np.flatnonzero(~centre)])
-    _select(ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit, work, gy, gx)
+    run_parts(_select, len(seg) - 1, ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x,
+              visit, work, gy, gx)
     return gy, gx
 
 
 def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarray:
     """The members' patches of ``img``: (len(gy), n, p*p) float64."""
     out = np.empty(gy.shape + (p * p,))
-    _gather(img, gy, gx, p, out)
+    run_parts(_gather, len(gy), img, gy, gx, p, out)
     return out

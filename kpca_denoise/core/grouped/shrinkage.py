@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from kpca_denoise.core.kernels import exp_nonpositive
+from kpca_denoise.core.parallel import run_parts
 
 from .group_pca import NoiseFloors
 
@@ -32,10 +33,11 @@ __all__ = ["shrink_own", "shrink_pilot", "correct_means", "eigen_floor", "STAGE2
 STAGE2_CUT = 0.1
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project1(lam, V, tau, ranks, Gam, aggw, kept):
-    """Stage 1: hard threshold of the group's own kernel components: the components
-    with ``lambda_k > tau`` are kept whole (``w_k = 1``), the others dropped.
+@njit(cache=True, fastmath=True, nogil=True)
+def _project1(lam, V, tau, ranks, Gam, aggw, kept, r0, r1):
+    """Stage 1, groups ``r0 <= r < r1``: hard threshold of the group's own kernel
+    components: those with ``lambda_k > tau`` are kept whole (``w_k = 1``), the others
+    dropped.
 
     Expansion weights ``Gam[r, q, i, :]`` of the projection of member ``i`` (rank cap
     ``ranks[q]``) on the feature-space images of the members, centring-corrected.
@@ -44,7 +46,7 @@ def _project1(lam, V, tau, ranks, Gam, aggw, kept):
     """
     nref, n = lam.shape
     nr = ranks.shape[0]
-    for r in prange(nref):
+    for r in range(r0, r1):
         lmax = lam[r, 0]
         w = np.zeros(n)
         nkeep = 0
@@ -79,14 +81,15 @@ def _project1(lam, V, tau, ranks, Gam, aggw, kept):
                 aggw[r, q, i] = 1.0 / (1.0 + ss)
 
 
-@njit(cache=True, parallel=True, fastmath=True, nogil=True)
-def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam, aggw, kept):
-    """Stage 2: kernel PCA of the pilot group, coefficients of the noisy members,
-    empirical Wiener weights from the pilot: one weight per component from the
-    group's mean power ``lambda_k / n``."""
+@njit(cache=True, fastmath=True, nogil=True)
+def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam, aggw, kept,
+              r0, r1):
+    """Stage 2, groups ``r0 <= r < r1``: kernel PCA of the pilot group, coefficients of
+    the noisy members, empirical Wiener weights from the pilot: one weight per
+    component from the group's mean power ``lambda_k / n``."""
     nref, n, d = P.shape
     nr = ranks.shape[0]
-    for r in prange(nref):
+    for r in range(r0, r1):
         lmax = lam[r, 0]
         ncomp = 0
         for k in range(n):
@@ -212,7 +215,7 @@ def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray):
     (m, nr, n) and the number of kept components (m, nr); ``ranks`` (nr,) caps them
     (-1: no cap)."""
     Gam, aggw, kept = _outputs(lam, len(ranks))
-    _project1(lam, V, float(tau), ranks, Gam, aggw, kept)
+    run_parts(_project1, len(lam), lam, V, float(tau), ranks, Gam, aggw, kept)
     return Gam, aggw, kept
 
 
@@ -223,8 +226,8 @@ def shrink_pilot(lam: np.ndarray, V: np.ndarray, rowmean: np.ndarray, P: np.ndar
     tau2)``, ``s = lambda_k / n`` the pilot group's mean power on component ``k``.
     Same outputs as :func:`shrink_own`."""
     Gam, aggw, kept = _outputs(lam, len(ranks))
-    _project2(lam, V, rowmean, P, X, rbf, floors.g_x, floors.kscale, floors.tau2, STAGE2_CUT,
-              ranks, Gam, aggw, kept)
+    run_parts(_project2, len(lam), lam, V, rowmean, P, X, rbf, floors.g_x, floors.kscale,
+              floors.tau2, STAGE2_CUT, ranks, Gam, aggw, kept)
     return Gam, aggw, kept
 
 
