@@ -1446,7 +1446,11 @@ def test_a_missing_x11_library_is_one_line_naming_the_package(monkeypatch):
     import ctypes
 
     display = {"DISPLAY": ":0"}
-    assert gui_app.platform_problem(display) is None  # everything is here
+    # this machine's own answer: nothing missing, or one line naming a missing library
+    # and its package (a machine without the window's system libraries)
+    here = gui_app.platform_problem(display)
+    assert here is None or ("\n" not in here and here.startswith(
+        "the window cannot open: Qt's X11 plugin needs ") and "sudo apt install" in here)
     # checked only where Qt will use the X11 plugin
     assert gui_app.platform_problem({}) is None
     assert gui_app.platform_problem({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}) is None
