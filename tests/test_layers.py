@@ -33,9 +33,11 @@ def _imports(path):
 def test_core_imports_only_numeric_libraries():
     # llvmlite is numba's own code generator: core/grouped/group_pca.py registers scipy's LAPACK
     # ssyevr under a name with it, so that the numba kernel calling it can be cached
+    # concurrent and os: core/parallel.py's thread pool for the kernels, dropped in a
+    # forked child (os.register_at_fork); files stay out (the check below)
     allowed = {"numpy", "scipy", "numba", "llvmlite", "math", "dataclasses", "typing",
                "__future__", "threading", "inspect", "time", "warnings", "functools",
-               "collections"}
+               "collections", "concurrent", "os"}
     for f in (PKG / "core").rglob("*.py"):
         for mod, node in _imports(f):
             if mod == "kpca_denoise":  # absolute imports inside core are fine
