@@ -677,7 +677,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
 
 def _warm_up() -> None:
     """Run both methods once on a tiny image while the user picks files: numba loads its
-    compiled code (or compiles it, about a minute after an install) before the first real
+    compiled code (or compiles it, about 20 s after an install) before the first real
     run instead of during it.  ~2 s with a warm numba cache."""
     rng = np.random.default_rng(0)
     tiny = (rng.random((24, 24)) * 255).astype(np.uint8)

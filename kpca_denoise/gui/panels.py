@@ -173,7 +173,7 @@ class ProgressPanel(QWidget):
             parts.append(self._detail)
         elif self.last_stage is None and el >= 3:
             parts.append("loading the numeric code (numba compiles it on the first run after "
-                         "an install: about a minute)" if self.first_run else "preparing")
+                         "an install: about 20 s)" if self.first_run else "preparing")
         # the times first: a narrow dock cuts the end of the line, not the estimate
         text = f"{el:.0f} s"
         if self._eta is not None and self._eta >= 1:
