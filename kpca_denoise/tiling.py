@@ -54,9 +54,10 @@ __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise
 GLOBAL_PATCH_SIZE = 8
 #: core side of a tile per method when ``DenoiseParams.tile_size`` is None
 DEFAULT_TILE = {"grouped": 1024, "global": 256}
-#: the working set of one tile of the stack path when ``DenoiseParams.tile_size`` is None
-#: (bytes): a tile of the pages carries them all, streamed (``docs/stacks.md``)
-STACK_TILE_BYTES = 600 << 20
+#: the pages' working set of one tile of the stack path when ``DenoiseParams.tile_size``
+#: is None (bytes, :func:`~.core.grouped.sequence.stack_bytes`): a tile of the pages
+#: carries them all, streamed (``docs/stacks.md#memory``)
+STACK_TILE_BYTES = 400 << 20
 #: rows converted to float64 at a time when a whole image is read (luminance)
 _ROWS = 256
 
@@ -256,18 +257,18 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
     """The spatial tiles of a stack of pages of ``shape`` (P, H, W[, C]) for the stack
     path: every tile carries all the pages (they are streamed, :mod:`.core.grouped.sequence`)
     and the halo :func:`_stack_geometry`.  The core side is ``params.tile_size``, or
-    what keeps a tile's working set (:func:`~.core.grouped.sequence.stack_planes` planes)
-    within :data:`STACK_TILE_BYTES`."""
-    from .core.grouped.sequence import StackReach, stack_planes
+    what keeps a tile's working set (:func:`~.core.grouped.sequence.stack_bytes` per
+    pixel) within :data:`STACK_TILE_BYTES`."""
+    from .core.grouped.sequence import StackReach, stack_bytes
 
     reach = reach or StackReach()
     halo, align = _stack_geometry(params, shifts, reach)
     side = params.tile_size
     if side is None:
         c = channels(np.empty((1, 1) + tuple(shape[3:]), np.uint8))
-        planes = stack_planes(len(params.ranks), reach.window, reach.depth,
-                              params.grouped_options().two_stage)
-        region = int((STACK_TILE_BYTES / (8 * c * planes)) ** 0.5)
+        per_pixel = stack_bytes(len(params.ranks), reach.window, reach.depth,
+                                params.grouped_options().two_stage)
+        region = int((STACK_TILE_BYTES / (c * per_pixel)) ** 0.5)
         # a core at least the halo: a colour stack's budget alone would leave cores of
         # tens of pixels, each recomputing a ring many times its size (the working set
         # then exceeds the budget rather than the work growing without bound)

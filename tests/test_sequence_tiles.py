@@ -5,7 +5,7 @@ import numpy as np
 
 from kpca_denoise import DenoiseParams
 from kpca_denoise.core.grouped import GroupedOptions
-from kpca_denoise.core.grouped.sequence import StackReach, page_shifts, stack_planes
+from kpca_denoise.core.grouped.sequence import StackReach, page_shifts, stack_bytes
 from kpca_denoise.tiling import denoise_stack_tiled, plan_stack
 
 #: a small search and reach, so that small pages have tiles with a halo on every side
@@ -59,11 +59,14 @@ def test_a_colour_uint8_stack_in_tiles_with_a_cut():
 
 def test_the_working_set_does_not_grow_with_pages():
     # the stack is streamed: two passes hold 4 e + 1 noisy pages and 2 e + 1 of the
-    # pilot, of each stage's guides (3 slices each: the 3-D matching), sums and
-    # weights (e = window + depth // 2 = 9), whatever the number of pages
-    assert stack_planes(1) == 37 + 19 * (1 + 2 * 3 + 2 + 2)
-    assert stack_planes(2, two_stage=False) == 19 * (1 + 3 + 4)
-    assert stack_planes(1, window=1, depth=1) == 5 + 3 * 7
+    # pilot (float32), each stage's guides of the 2 window + 1 pages searched (3 slices
+    # each: the 3-D matching; float32) and 2 e + 1 pages of sums and weights (float64;
+    # e = window + depth // 2 = 9), whatever the number of pages
+    assert stack_bytes(1) == 4 * (37 + 19 + 2 * 3 * 17) + 8 * 19 * (2 + 2)
+    assert stack_bytes(2, two_stage=False) == 4 * (19 + 3 * 17) + 8 * 19 * 4
+    assert stack_bytes(1, window=1, depth=1) == 4 * (5 + 3 + 2 * 3) + 8 * 3 * 4
+    # 2-D matching of 3-D patches: stage 2 puts its guides a page ahead
+    assert stack_bytes(1, match_depth=1) == 4 * (37 + 19 + 17 + 18) + 8 * 19 * 4
 
 
 def test_the_sweep_reports_its_pages_in_order():

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
+from kpca_denoise.core.parallel import run_parts
 from kpca_denoise.core.patches import patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
@@ -39,7 +40,7 @@ from .options import GroupedOptions
 from .shrinkage import correct_means, eigen_floor
 
 __all__ = ["denoise_grouped_stack", "page_shifts", "link_scores", "calibrate_stack",
-           "stack_planes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
+           "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
            "DEPTH"]
 
 #: neighbour pages on each side a page's groups reach by default
@@ -88,7 +89,7 @@ def _best_ssd(a, b, ys, xs, sy, sx, m, R, out):
     squared difference to the windows of ``b`` within ``R`` of ``(ys + sy, xs + sx)``;
     returns the offsets (dy, dx) from there of the best ones."""
     oy, ox = np.zeros(len(ys), np.int64), np.zeros(len(ys), np.int64)
-    _best_ssd_at(a, b, ys, xs, ys + sy, xs + sx, m, R, out, oy, ox)
+    run_parts(_best_ssd_at, len(ys), a, b, ys, xs, ys + sy, xs + sx, m, R, out, oy, ox)
     return oy, ox
 
 
@@ -150,21 +151,22 @@ def link_scores(pages: Sequence[np.ndarray], sigma: float,
         for cy, cx in ((H // 2, 0), (0, W // 2)):
             # the windows moved half the crop, wrapped into it
             c = np.empty(len(order))
-            _best_ssd_at(a, b, ry, rx, (ry + pick[0] + cy) % (H - m + 1),
-                         (rx + pick[1] + cx) % (W - m + 1), m, LINK_RADIUS, c,
-                         np.zeros(len(ry), np.int64), np.zeros(len(ry), np.int64))
+            run_parts(_best_ssd_at, len(ry), a, b, ry, rx, (ry + pick[0] + cy) % (H - m + 1),
+                      (rx + pick[1] + cx) % (W - m + 1), m, LINK_RADIUS, c,
+                      np.zeros(len(ry), np.int64), np.zeros(len(ry), np.int64))
             controls.append(c)
         scores[k] = float(np.mean(best < np.minimum(*controls)))
         chosen[k] = pick
     return scores, chosen
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _best_ssd_at(a, b, ys, xs, cys, cxs, m, R, out, oy, ox):
-    """As :func:`_best_ssd`, searching around ``(cys[i], cxs[i])`` on ``b``; the best
+@njit(cache=True, nogil=True)
+def _best_ssd_at(a, b, ys, xs, cys, cxs, m, R, out, oy, ox, i0, i1):
+    """As :func:`_best_ssd`, searching around ``(cys[i], cxs[i])`` on ``b``, for the
+    windows ``i0 .. i1 - 1`` (:func:`~kpca_denoise.core.parallel.run_parts`); the best
     offsets from there into ``oy, ox``."""
     H, W = a.shape
-    for i in prange(ys.shape[0]):
+    for i in range(i0, i1):
         y, x = ys[i], xs[i]
         best = np.inf
         for dy in range(-R, R + 1):
@@ -193,14 +195,15 @@ def _best_ssd_at(a, b, ys, xs, cys, cxs, m, R, out, oy, ox):
 @njit(cache=True, inline="always")
 def _ssd(g, pa, ya, xa, pb, yb, xb, m, bound):
     """SSD of the ``m x m`` windows of pages (slots) ``pa`` and ``pb`` of ``g`` (Q, C, Hg, Wg),
-    summed over channels; stops once past ``bound`` (returns a value above it)."""
+    summed over channels in float64 (the guides may be stored as float32); stops once
+    past ``bound`` (returns a value above it)."""
     s = 0.0
     for c in range(g.shape[1]):
         for u in range(m):
             ra = g[pa, c, ya + u]
             rb = g[pb, c, yb + u]
             for v in range(m):
-                t = ra[xa + v] - rb[xb + v]
+                t = np.float64(ra[xa + v]) - np.float64(rb[xb + v])
                 s += t * t
             if s > bound:
                 return s
@@ -236,22 +239,22 @@ def _offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(dy[order]), np.ascontiguousarray(dx[order])
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n, p, m,
-                 out_p, out_y, out_x):
+                 out_p, out_y, out_x, r0, r1):
     """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` and
     the candidates of the neighbour pages, followed page by page from the reference
     (see the module docstring) at the offsets ``oy, ox``; the reference first, then by
     distance (ties: the order met).  A direction ends at the first page none of
     whose candidates joins the group (a z-stack's farther slices, a scene cut
     the links missed).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
-    pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages."""
+    pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages.
+    References ``r0 .. r1 - 1`` (:func:`~kpca_denoise.core.parallel.run_parts`)."""
     Q = g.shape[0]
     H = g.shape[2] - (m - p)
     W = g.shape[3] - (m - p)
-    nref = ry.shape[0]
     n_own = own_y.shape[1]
-    for r in prange(nref):
+    for r in range(r0, r1):
         hd = np.empty(n)
         hp = np.empty(n, np.int64)
         hy = np.empty(n, np.int64)
@@ -349,18 +352,23 @@ def spatial_reach(shifts: np.ndarray, window: int = WINDOW, radius: int = RADIUS
     return max(int(search), follow) + motion_reach(shifts, (max(1, int(depth)) | 1) // 2)
 
 
-def stack_planes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
-                 two_stage: bool = True) -> int:
-    """Page-sized float64 planes per channel the stack path holds at once, whatever
-    the number of pages (:func:`denoise_grouped_stack` streams them): ``4 e + 1`` noisy
-    pages and ``2 e + 1`` of the pilot, each stage's guides (``depth`` slices each)
-    and each stage's sums and weights per rank (``e`` = :func:`page_reach`); one
-    stage: ``2 e + 1`` of each."""
+def stack_bytes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
+                two_stage: bool = True, match_depth: int | None = None) -> int:
+    """Bytes per page pixel and channel the stack path holds at once, whatever the
+    number of pages (:func:`denoise_grouped_stack` streams them): as float32, ``4 e + 1``
+    noisy pages, ``2 e + 1`` of the pilot and each stage's guides of ``2 window + 1``
+    pages (``match_depth`` slices each; stage 2 puts ``(depth - match_depth) / 2`` more
+    ahead); as float64, each stage's sums and weights per rank, ``2 e + 1`` pages (``e``
+    = :func:`page_reach`).  One stage: ``2 e + 1`` noisy pages, guides, sums and weights.
+    ``docs/stacks.md#memory``."""
     e, nr = page_reach(window, depth), max(1, int(n_ranks))
     d = max(1, int(depth)) | 1
+    md = d if match_depth is None else min(max(1, int(match_depth)) | 1, d)
+    g = 2 * max(0, int(window)) + 1
     if two_stage:
-        return (4 * e + 1) + (2 * e + 1) * (1 + 2 * d + 2 + 2 * nr)
-    return (2 * e + 1) * (1 + d + 2 * nr)
+        f32 = (4 * e + 1) + (2 * e + 1) + md * g + md * (g + (d - md) // 2)
+        return 4 * f32 + 8 * (2 * e + 1) * (2 + 2 * nr)
+    return 4 * ((2 * e + 1) + md * g) + 8 * (2 * e + 1) * 2 * nr
 
 
 # -- the driver ----------------------------------------------------------------------
@@ -387,7 +395,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     ``window`` pages either way.
 
     ``stack`` is any array-like whose ``stack[k]`` gives page ``k``; the pages are read
-    in order and at most :func:`stack_planes` page-sized planes are held at once, so
+    in order and at most :func:`stack_bytes` per page pixel are held at once, so
     the memory does not grow with the number of pages.  ``sink(k, {rank: (H, W, C)})``,
     when given, receives each page's result as soon as it is final (nothing is kept
     and the returned dict is empty).
@@ -471,12 +479,14 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
 
 
 class _Ring:
-    """Pages ``k`` of a stream at slot ``k % Q`` of one tall ``(lead..., Q H, W)`` float64
-    array per channel (the pages one above the other, as the gather reads them)."""
+    """Pages ``k`` of a stream at slot ``k % Q`` of one tall ``(lead..., Q H, W)`` array
+    per channel (the pages one above the other, as the gather reads them); ``dtype``
+    float32 for pages only read (:func:`stack_bytes`), float64 for running sums."""
 
-    def __init__(self, Q: int, H: int, W: int, C: int, lead: tuple = ()):
+    def __init__(self, Q: int, H: int, W: int, C: int, lead: tuple = (),
+                 dtype: Any = np.float64):
         self.Q, self.H = Q, H
-        self.arrays = [np.zeros(lead + (Q * H, W)) for _ in range(C)]
+        self.arrays = [np.zeros(lead + (Q * H, W), dtype) for _ in range(C)]
 
     def rows(self, k: int) -> slice:
         s = (k % self.Q) * self.H
@@ -495,8 +505,10 @@ class _Ring:
 
 
 class _Guides:
-    """The quantised, padded matching guides of a stream's pages (``(Q, C, Hg, Wg)``,
-    page ``k`` at slot ``k % Q``) and whether each keeps exact running sums."""
+    """The quantised, padded matching guides of a stream's pages (``(Q, C, Hg, Wg)``
+    float32, page ``k`` at slot ``k % Q``) and whether each keeps exact running sums.
+    The quantised values are integers, exact in float32 up to 2^24 (a guide 16384
+    noise stds from zero; beyond, the nearest float32, still integers)."""
 
     def __init__(self, Q: int, run, m: int):
         self.Q, self.run, self.m = Q, run, m
@@ -508,9 +520,9 @@ class _Guides:
         q = quantise_guide(np.stack([pad_for_matching(c, p, self.m) for c in chans]),
                            self.run.sigma)
         if self.g is None:
-            self.g = np.zeros((self.Q,) + q.shape)
+            self.g = np.zeros((self.Q,) + q.shape, np.float32)
         self.g[k % self.Q] = q
-        self.exact[k] = exact_sums(q, self.m)
+        self.exact[k] = exact_sums(self.g[k % self.Q], self.m)
         self.exact.pop(k - self.Q, None)
 
 
@@ -518,7 +530,8 @@ class _Stage:
     """One pass of the sweep: its settings, reference grid, guides and sums."""
 
     def __init__(self, stage: int, final: bool, ranks: np.ndarray, run, floors: dict,
-                 stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring):
+                 stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring,
+                 ahead: int = 0):
         P, H, W, C = shape
         e = page_reach(seq["w"], seq["depth"])
         g = run.geometry
@@ -530,9 +543,14 @@ class _Stage:
         self.xs = patch_positions(W, p, self.ps.stride)
         for st in stats:
             st.groups += P * len(self.ys) * len(self.xs)
-        self.rows_per_chunk = max(1, CHUNK_GROUPS // (len(self.xs) * len(ranks)))
+        # a 3-D patch is ``depth`` times a 2-D one: as many times fewer groups per chunk
+        # keep the chunk's buffers the single image's
+        groups = max(1, CHUNK_GROUPS // seq["depth"])
+        self.rows_per_chunk = max(1, groups // (len(self.xs) * len(ranks)))
         self.nchunks = (len(self.ys) + self.rows_per_chunk - 1) // self.rows_per_chunk
-        self.match = _Guides(2 * e + 1, run, self.ps.match_size)
+        # the guides of the pages the search reads (``w`` either way), and those put
+        # ahead of them (``ahead``)
+        self.match = _Guides(2 * seq["w"] + 1 + ahead, run, self.ps.match_size)
         self.sums = _Ring(2 * e + 1, H, W, C, (len(ranks),))
         self.dens = _Ring(2 * e + 1, H, W, C, (len(ranks),))
         self.work = np.empty((int(search_mask(self.ps.search_radius, g.dense_radius,
@@ -550,16 +568,18 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
     """Both passes in one sweep over the pages: stage 1 on reference page ``t`` while
     stage 2 runs ``2 e`` pages behind (``e`` = :func:`page_reach`), once the pilot of
     every page its groups read is final; each page's result goes to ``sink`` as soon as
-    no later group reaches it.  Holds :func:`stack_planes` planes, whatever ``P``."""
+    no later group reaches it.  Holds :func:`stack_bytes` per pixel, whatever ``P``."""
     P, H, W, C = shape
     e, w = page_reach(seq["w"], seq["depth"]), seq["w"]
     two = run.options.two_stage
-    noisy = _Ring(4 * e + 1 if two else 2 * e + 1, H, W, C)
+    noisy = _Ring(4 * e + 1 if two else 2 * e + 1, H, W, C, dtype=np.float32)
     if two:
-        pilot = _Ring(2 * e + 1, H, W, C)
+        pilot = _Ring(2 * e + 1, H, W, C, dtype=np.float32)
         s1 = _Stage(1, False, np.asarray([-1], np.int64), run, floors, stats, shape, seq,
                     noisy, noisy)
-        s2 = _Stage(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot)
+        # stage 2's guides are put up to (depth - mdepth) // 2 pages ahead of its search
+        s2 = _Stage(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot,
+                    ahead=(seq["depth"] - seq["mdepth"]) // 2)
         lag = 2 * e
     else:
         s1 = _Stage(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy)
@@ -607,17 +627,18 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
     p, ps = g.patch_size, s.ps
     m = ps.match_size
     used = seq["used"]
+    guide = s.match.g[k % s.match.Q].astype(np.float64)  # the matching's own type
     for ci in range(s.nchunks):
         check_cancel(cancel)
         yy = s.ys[ci * s.rows_per_chunk:(ci + 1) * s.rows_per_chunk]
         ry = np.ascontiguousarray(np.repeat(yy, len(s.xs)))
         rx = np.ascontiguousarray(np.tile(s.xs, len(yy)))
         t0 = time.perf_counter()
-        oy, ox = match(s.match.g[k % s.match.Q], ry, rx, p, m, ps.search_radius, ps.n,
+        oy, ox = match(guide, ry, rx, p, m, ps.search_radius, ps.n,
                        g.dense_radius, run.options.lags, s.match.exact[k], s.work)
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
-        _cross_match(s.match.g, P, k, ry, rx, oy, ox, seq["shifts"], seq["linked"],
-                     w, *seq["offsets"], ps.n, p, m, gp, gy, gx)
+        run_parts(_cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, seq["shifts"],
+                  seq["linked"], w, *seq["offsets"], ps.n, p, m, gp, gy, gx)
         rel = np.clip(gp - k + w, 0, 2 * w)
         if ps.final:
             used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
@@ -688,13 +709,14 @@ def _depth_pass(run, ps, stage: int, depth: int):
                    tol2=ps.tol2 * depth, own_gamma=own.gamma)
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _gather_slices(img, rows, cols, p, out):
+@njit(cache=True, nogil=True)
+def _gather_slices(img, rows, cols, p, out, r0, r1):
     """Each member's slices side by side: ``out[r, k]`` is the ``p x p`` patches of
     ``img`` at ``(rows[d, r, k], cols[d, r, k])`` for ``d = 0, 1, ...``, one after the
-    other (each row-major, as :func:`.matching.gather` lays one out)."""
+    other (each row-major, as :func:`.matching.gather` lays one out), for the groups
+    ``r0 .. r1 - 1``."""
     D, nref, n = rows.shape
-    for r in prange(nref):
+    for r in range(r0, r1):
         for k in range(n):
             for d in range(D):
                 y = rows[d, r, k]
@@ -728,8 +750,8 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
 
     def members(ring: _Ring) -> np.ndarray:
         out = np.empty(gy.shape + (depth * p * p,))
-        _gather_slices(ring.arrays[ch], np.stack([rows(ring, q, y) for q, y, _ in slices]),
-                       cols, p, out)
+        run_parts(_gather_slices, len(gy), ring.arrays[ch],
+                  np.stack([rows(ring, q, y) for q, y, _ in slices]), cols, p, out)
         return out
 
     sec = st.seconds
