@@ -130,7 +130,9 @@ class LazyRun:
     outputs: dict  # key -> lazy array of the input's shape and dtype, chunked by tile cores
     keys: tuple  # the result keys, in denoise_set's order
     noise_sigma: list  # per page (one for an image): the noise level; None when unchanged
-    stats: list  # per page: the noise stats ImageResult.stats reports ('noise', 'hint', ...)
+    #: per page: the noise stats ImageResult.stats reports ('noise', 'hint', ...); a stack
+    #: denoised as one: 'sequence', with 'neighbours_used' once every tile has run
+    stats: list
     tiles: int  # tile tasks that compute them
     run_id: str = ""
     #: a stack's sequence decision (``docs/stacks.md``), None for an image
@@ -151,8 +153,9 @@ class LazyRun:
             self._client = None
 
 
-#: run id -> [progress callback, cancel token, tiles done, tiles] of the lazy passes;
-#: the tile tasks that run in this process look their run up here
+#: run id -> [progress callback, cancel token, tiles done, tiles(, a stack's
+#: _NeighboursUsed)] of the lazy passes; the tile tasks that run in this process look
+#: their run up here
 _RUNS: dict = {}
 _RUNS_LOCK = threading.Lock()
 
@@ -181,14 +184,18 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
                   [{} if d is None else d.stats for d in decisions],
                   sum(len(d.tiles) for d in decisions if d is not None), uuid.uuid4().hex)
     _RUNS[run.run_id] = [progress, run._token, 0, run.tiles]
-    client = _distributed_client() if progress is not None else None
-    if client is not None:  # tiles on other processes report through the scheduler
-        client.subscribe_topic(_topic(run.run_id), lambda event: _tile_done(run.run_id))
+    # tiles on other processes report through the scheduler (a stack's also the
+    # neighbours its pages used)
+    client = _distributed_client() if progress is not None or stack else None
+    if client is not None:
+        client.subscribe_topic(_topic(run.run_id),
+                               lambda event: _tile_event(run.run_id, event[1]))
         run._client = client
     whole = _stack_decision(a, pages, decisions, params, run) if stack else None
     if whole is not None:  # the pages denoised as one, tiles carrying every page
         run.tiles = len(whole.tiles)
         _RUNS[run.run_id][3] = run.tiles
+        _RUNS[run.run_id].append(_NeighboursUsed(run.stats, run.tiles))
         run.outputs.update(_assemble_stack(a, whole, run))
         return run
     built = [None if d is None else _assemble(page, d, run) for page, d in zip(pages, decisions)]
@@ -432,11 +439,34 @@ def _stack_tile_cores(block, tile, sigma, params, linked, shifts, vst, run_id):
     cancel = entry[1] if entry else None
     with _STACK_TILE_LOCK:
         check_cancel(cancel)
-        outs, _ = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
-                                            linked=linked, shifts=shifts, vst=vst,
-                                            cancel=cancel)
-    _report_tile(run_id, entry)
+        outs, stats = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
+                                                linked=linked, shifts=shifts, vst=vst,
+                                                cancel=cancel)
+    seq = stats[0]["sequence"]
+    _report_tile(run_id, entry, dict(tile=(tile.y0, tile.x0), window=seq["window"],
+                                     counts=seq["counts"]))
     return outs
+
+
+class _NeighboursUsed:
+    """A stack's member counts per page (:mod:`.core.grouped.sequence`) pooled over its
+    tiles as they end; once every tile is in, each page's stats get ``window`` and
+    ``neighbours_used`` as :func:`kpca_denoise.denoise_stack` reports them."""
+
+    def __init__(self, stats: list, tiles: int):
+        self.stats, self.tiles = stats, tiles
+        self.counts: dict = {}  # tile -> counts (a tile computed again replaces its own)
+        self.lock = threading.Lock()
+
+    def add(self, msg: dict) -> None:
+        from .sequence import neighbours_used
+
+        with self.lock:
+            self.counts[tuple(msg["tile"])] = np.asarray(msg["counts"], dtype=np.float64)
+            if len(self.counts) == self.tiles:
+                total, w = sum(self.counts.values()), int(msg["window"])
+                for k, st in enumerate(self.stats):
+                    st["sequence"].update(window=w, neighbours_used=neighbours_used(total[k], w))
 
 
 def _assemble_stack(a, d: _StackDecision, run: LazyRun) -> dict:
@@ -468,18 +498,27 @@ def _tile_cores(region, tile, sigma, params, model, ranks, vst, run_id):
     return outs
 
 
-def _report_tile(run_id: str, entry) -> None:
-    """A tile of the run ended: counted here, or through the scheduler's events on a
-    dask.distributed worker elsewhere."""
+def _report_tile(run_id: str, entry, used: dict | None = None) -> None:
+    """A tile of the run ended (a stack's: with the neighbours its pages used, ``used``):
+    counted here, or through the scheduler's events on a dask.distributed worker
+    elsewhere."""
     if entry is not None:
-        _tile_done(run_id)
+        _tile_event(run_id, 1 if used is None else used)
     else:
         try:
             from distributed import get_worker
 
-            get_worker().log_event(_topic(run_id), 1)
+            get_worker().log_event(_topic(run_id), 1 if used is None else used)
         except (ImportError, ValueError):  # not on a distributed worker
             pass
+
+
+def _tile_event(run_id: str, msg) -> None:
+    """A tile's report (1, or a stack tile's neighbours used) reached this process."""
+    entry = _RUNS.get(run_id)
+    if isinstance(msg, dict) and entry is not None and len(entry) > 4:
+        entry[4].add(msg)
+    _tile_done(run_id)
 
 
 def _topic(run_id: str) -> str:

@@ -71,7 +71,8 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
                else "page by page")
         print(f"note: {it.name}: denoised {how} (sequence {run.sequence['choice']}: "
               f"{run.sequence['reason']})", file=sys.stderr)
-        entry["sequence"] = {k: v for k, v in run.stats[0]["sequence"].items() if k != "page"}
+        entry["sequence"] = {k: v for k, v in run.stats[0]["sequence"].items()
+                             if k not in ("page", "neighbours_used")}
     for note in noise_notes(it.name, run.stats):
         print(f"note: {note}", file=sys.stderr)
     shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)

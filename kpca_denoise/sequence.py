@@ -260,13 +260,21 @@ def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
         res.stats["grouped"] = [{kk: v for kk, v in st.items() if kk != "sequence"}
                                 for st in stats]
         w = info["window"]
-        res.stats["sequence"].update(
-            window=w, neighbours_used={str(d): round(float(s), 4) for d, s in
-                                       zip(range(-w, w + 1), info["neighbours_used"][k])
-                                       if s > 0})
+        res.stats["sequence"].update(window=w,
+                                     neighbours_used=neighbours_used(info["counts"][k], w))
         res.seconds = seconds
         report(run.clock, "image", k + 1, len(seq))
     return [np.asarray(st["spectrum"]) for st in stats]
+
+
+def neighbours_used(counts, window: int) -> dict:
+    """A page's share of its groups' members taken from each relative page, ``{"-1":
+    0.13, "0": 0.59, ...}`` (the pages used), from its member ``counts`` for the relative
+    pages ``-window .. window`` (summed over tiles; ``docs/stacks.md``)."""
+    c = np.asarray(counts, dtype=np.float64)
+    share = c / max(float(c.sum()), 1.0)
+    return {str(d): round(float(s), 4) for d, s in zip(range(-window, window + 1), share)
+            if s > 0}
 
 
 # -- the library's entry -------------------------------------------------------------------

@@ -42,6 +42,30 @@ def test_lazy_denoise_reports_the_decision_and_one_noise_level():
         run.close()
 
 
+def test_lazy_denoise_reports_the_neighbours_each_page_used_over_its_tiles():
+    from kpca_denoise.dask_array import lazy_denoise
+
+    from kpca_denoise.core.grouped import GroupedOptions
+
+    noisy = _pan(3, 128)
+    # a small search: tiles whose regions are not the whole pages
+    params = DenoiseParams(noise_sigma=20.0, tile_size=64, grouped=GroupedOptions(
+        search_radius=3, search_radius1=3, match_size1=5, match_size=5))
+    run = lazy_denoise(da.from_array(noisy), params)
+    try:
+        assert run.tiles == 4
+        assert "neighbours_used" not in run.stats[1]["sequence"]  # known once the tiles ran
+        run.outputs[run.keys[-1]].compute()
+        _, here = denoise_stack(noisy, params=params, return_stats=True)
+        for k in range(3):
+            used = run.stats[k]["sequence"]["neighbours_used"]
+            assert used == here["pages"][k]["sequence"]["neighbours_used"]
+            assert abs(sum(used.values()) - 1) < 1e-3 and used["0"] < 1
+        assert set(run.stats[1]["sequence"]["neighbours_used"]) == {"-1", "0", "1"}
+    finally:
+        run.close()
+
+
 def test_a_stack_under_the_executor_runs_its_tiles_on_the_cluster():
     distributed = pytest.importorskip("distributed")
     from distributed import get_task_stream
