@@ -328,6 +328,8 @@ def denoise_stack_tile(block, tile: Tile | None, sigma: float, params: DenoisePa
         pages, sigma, ranks=tuple(params.ranks),
         options=params.grouped_options(_guide_range(first.dtype, vst, colour)),
         linked=linked, shifts=shifts, progress=progress, cancel=cancel, sink=put,
+        core=(None if tile is None else
+              (core[0].start, core[0].stop, core[1].start, core[1].stop)),
         **(reach or StackReach()).keywords())
     return outs, stats
 

@@ -33,9 +33,13 @@ def test_tiles_carrying_every_page_equal_the_whole_stack():
     inner = [t for t in tiles if t.ry0 > 0 and t.rx0 > 0 and t.ry1 < 144 and t.rx1 < 144]
     assert len(tiles) == 9 and inner
     kw = dict(linked=np.ones(2, bool), shifts=shifts, reach=REACH)
-    whole, _ = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
+    whole, once = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
     tiled, stats = denoise_stack_tiled(pages, 20.0, params, **kw)
     assert stats[0]["tiles"] == 9
+    # the tiles' regions hold 4 times the pages' pixels; each computes only the groups
+    # its core depends on
+    assert sum((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles) == 4 * 144 * 144
+    assert stats[0]["groups"] < 2 * once[0]["groups"]
     for rk in (None, 3):
         np.testing.assert_allclose(np.stack(tiled[rk]), np.stack(whole[rk]), rtol=0, atol=1e-9)
     used = np.asarray(stats[0]["sequence"]["neighbours_used"])

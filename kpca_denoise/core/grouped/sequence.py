@@ -389,6 +389,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
                           depth: int = DEPTH, match_depth: int | None = None,
                           progress: ProgressCallback | None = None,
                           cancel: Any = None, sink: Any = None,
+                          core: Sequence[int] | None = None,
                           **overrides: Any) -> tuple[dict, list]:
     """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
     groups (as :func:`.driver.denoise_grouped_channels`), with groups reaching
@@ -398,7 +399,9 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     in order and at most :func:`stack_bytes` per page pixel are held at once, so
     the memory does not grow with the number of pages.  ``sink(k, {rank: (H, W, C)})``,
     when given, receives each page's result as soon as it is final (nothing is kept
-    and the returned dict is empty).
+    and the returned dict is empty).  ``core`` (y0, y1, x0, x1): only the groups these
+    pixels of the pages depend on are computed (a tile's core; the other pixels are
+    not the whole stack's).
 
     ``linked`` (P - 1 bools, default all) says which neighbouring pages are of one
     scene: a group never crosses an unlinked pair.  ``depth`` (odd) pages make a
@@ -443,7 +446,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     floors: dict = {}
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
-               depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked))
+               depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked),
+               core=None if core is None else tuple(int(v) for v in core))
     seq["offsets"] = _offsets(seq["R"])
     seq["mdepth"] = (seq["depth"] if match_depth is None
                      else min(max(1, int(match_depth)) | 1, seq["depth"]))
@@ -531,7 +535,7 @@ class _Stage:
 
     def __init__(self, stage: int, final: bool, ranks: np.ndarray, run, floors: dict,
                  stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring,
-                 ahead: int = 0):
+                 ahead: int = 0, refs: tuple | None = None):
         P, H, W, C = shape
         e = page_reach(seq["w"], seq["depth"])
         g = run.geometry
@@ -541,6 +545,9 @@ class _Stage:
         p = g.patch_size
         self.ys = patch_positions(H, p, self.ps.stride)
         self.xs = patch_positions(W, p, self.ps.stride)
+        if refs is not None:  # only the references a core depends on (_core_refs)
+            self.ys = self.ys[(self.ys >= refs[0]) & (self.ys <= refs[1])]
+            self.xs = self.xs[(self.xs >= refs[2]) & (self.xs <= refs[3])]
         for st in stats:
             st.groups += P * len(self.ys) * len(self.xs)
         # a 3-D patch is ``depth`` times a 2-D one: as many times fewer groups per chunk
@@ -559,8 +566,41 @@ class _Stage:
         self.done = 0
 
     def result(self, k: int) -> list:
-        """Page ``k``'s estimates ``(nr, H, W)`` per channel (its sums are final)."""
-        return [n / d for n, d in zip(self.sums.get(k), self.dens.get(k))]
+        """Page ``k``'s estimates ``(nr, H, W)`` per channel (its sums are final); the
+        noisy page where no group wrote (outside what a core depends on)."""
+        return [np.divide(n, d, out=np.broadcast_to(x, n.shape).astype(np.float64),
+                          where=d > 0)
+                for n, d, x in zip(self.sums.get(k), self.dens.get(k), self.imgs.get(k))]
+
+
+def _core_refs(run, shape: tuple, core: tuple | None, seq: dict) -> tuple:
+    """The reference bounds ``(y_lo, y_hi, x_lo, x_hi)`` (inclusive) of stage 1 and of
+    stage 2 (None: every reference) that the pixels ``core`` (y0, y1, x0, x1) of the
+    pages depend on, as :func:`.driver.region_plan` for one image with each stage's
+    search radius widened to :func:`spatial_reach` (the halo of
+    ``tiling.plan_stack``): the final pass's references whose members or their slices
+    reach the core, and the pilot's whose groups write where those read."""
+    if core is None:
+        return None, None
+    H, W = shape
+    g = run.geometry
+    p = g.patch_size
+    reach = [spatial_reach(seq["shifts"], seq["w"], seq["R"], seq["depth"], search=r)
+             for r in (g.search_radius1, g.search_radius)]
+
+    def refs_for(box: tuple, R: int) -> tuple:
+        y0, y1, x0, x1 = box
+        return (y0 - (p - 1) - R, y1 - 1 + R, x0 - (p - 1) - R, x1 - 1 + R)
+
+    if not run.options.two_stage:
+        return refs_for(core, reach[0]), None
+    refs2 = refs_for(core, reach[1])
+    lo = (g.match_size - p) // 2
+    hi = g.match_size - p - lo
+    y_lo, y_hi, x_lo, x_hi = refs2
+    pilot = (max(0, y_lo - reach[1] - lo), min(H, y_hi + reach[1] + p + hi),
+             max(0, x_lo - reach[1] - lo), min(W, x_hi + reach[1] + p + hi))
+    return refs_for(pilot, reach[0]), refs2
 
 
 def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: list,
@@ -573,16 +613,17 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
     e, w = page_reach(seq["w"], seq["depth"]), seq["w"]
     two = run.options.two_stage
     noisy = _Ring(4 * e + 1 if two else 2 * e + 1, H, W, C, dtype=np.float32)
+    refs1, refs2 = _core_refs(run, (H, W), seq.get("core"), seq)
     if two:
         pilot = _Ring(2 * e + 1, H, W, C, dtype=np.float32)
         s1 = _Stage(1, False, np.asarray([-1], np.int64), run, floors, stats, shape, seq,
-                    noisy, noisy)
+                    noisy, noisy, refs=refs1)
         # stage 2's guides are put up to (depth - mdepth) // 2 pages ahead of its search
         s2 = _Stage(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot,
-                    ahead=(seq["depth"] - seq["mdepth"]) // 2)
+                    ahead=(seq["depth"] - seq["mdepth"]) // 2, refs=refs2)
         lag = 2 * e
     else:
-        s1 = _Stage(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy)
+        s1 = _Stage(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy, refs=refs1)
         s2, lag = None, 0
     last = s2 or s1
     loaded = 0
