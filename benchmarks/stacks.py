@@ -11,8 +11,8 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
         [--centre-tile]
 
-``--memory``: the peak resident memory of a uint16 pan stack (sigma 25) of each page
-count, built page by page as a Dask array (the input is never whole) and denoised by
+``--memory``: the peak resident memory (MiB, ``ru_maxrss``), wall and CPU seconds of a
+uint16 pan stack (sigma 25) of each page count, built page by page as a Dask array (the input is never whole) and denoised by
 ``lazy_denoise`` (``denoise_dask``'s pass) into a file, in a fresh process each (the synchronous scheduler: one
 tile at a time; the numba kernels still use every core).  ``--cheap`` searches 8 px
 (not 32) on a page and groups 16 patches, which changes the time, not the working set
@@ -253,10 +253,11 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | N
             da.store(res, out, lock=False)  # tile by tile: no page waits for the others
         run.close()
     seconds = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    peak, cpu = use.ru_maxrss / 1024, use.ru_utime + use.ru_stime
     k = pages // 2
     print(f"{pages:>5} {size:>5} {pages * size * size * 2 / 2**30:8.2f} {peak:9.0f} "
-          f"{seconds:8.1f} {run.tiles if not centre else f'1/{run.tiles}':>6} "
+          f"{seconds:8.1f} {cpu:8.1f} {run.tiles if not centre else f'1/{run.tiles}':>6} "
           f"{psnr(clean(k)[crop] * 200, page(k)[0][crop], 65535):7.2f} "
           f"{psnr(clean(k)[crop] * 200, out[k][crop], 65535):7.2f}", flush=True)
 
@@ -271,7 +272,8 @@ def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
     print(f"# peak resident memory (MB) of denoise_dask on a uint16 pan stack, sigma 25 x 200,"
           f" {'cheap search' if cheap else 'default settings'}, synchronous scheduler")
     print(f"{'pages':>5} {'side':>5} {'input GB':>8} {'peak MB':>9} {'seconds':>8} "
-          f"{'tiles':>6} {'noisy':>7} {'ours':>7}  (PSNR of a middle page's central 256^2)",
+          f"{'cpu s':>8} {'tiles':>6} {'noisy':>7} {'ours':>7}  (PSNR of a middle page's "
+          f"central 256^2; seconds: decisions and denoising; cpu s: the process's)",
           flush=True)
     for n in counts:
         with tempfile.TemporaryDirectory(prefix="kpca-stack-memory-") as tmp:
