@@ -7,6 +7,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] [--repeat N] [--grouped KNOB=VALUE,...]
+        [--data-range 255]
         | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
         [--centre-tile]
@@ -31,7 +32,10 @@ of 3-D Gaussian-smoothed points, isotropic), ``filaments`` (a z-stack of smoothe
 (ours estimates it once per stack; BM3D and BM4D run on the generalised Anscombe
 transform with the true parameters, sigma 1, and its exact unbiased inverse).
 ``--grouped kappa1=3.5,group_size1=64``: grouped options for ours (pages alone and
-default), to measure a variant against the default on the same stacks.
+default), to measure a variant against the default on the same stacks.  The stacks
+are float (the noise is not clipped), whose range ours does not assume;
+``--data-range 255`` tells it, as an 8-bit stack's type does (ours decides its
+high-noise settings from sigma against the range, ``docs/stacks.md``).
 """
 
 from __future__ import annotations
@@ -162,6 +166,12 @@ def ours(noisy: np.ndarray, noise: str, sequence: str, grouped: dict | None = No
     if grouped:
         kw["grouped"] = grouped
     return denoise_stack(noisy, sequence=sequence, return_stats=True, **kw)
+
+
+def with_range(knobs: dict, data_range: float | None, noise: str) -> dict:
+    """``knobs`` with the stacks' ``data_range`` for Gaussian noise (a Poisson-Gaussian
+    stack is denoised after its variance-stabilising transform, in other units)."""
+    return knobs if data_range is None or noise == "pg" else {**knobs, "data_range": data_range}
 
 
 def _knobs(text: str | None) -> dict:
@@ -300,6 +310,8 @@ def main(argv=None) -> None:
     ap.add_argument("--centre-tile", action="store_true",
                     help="--memory: compute only the tile holding the page centre")
     ap.add_argument("--grouped", help="grouped options for ours: KNOB=VALUE,...")
+    ap.add_argument("--data-range", type=float,
+                    help="tell ours the stacks' range (255: as an 8-bit stack says it)")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -321,8 +333,9 @@ def main(argv=None) -> None:
         clean = build(kind, args.pages, args.size)
         for noise in args.noise.split(","):
             noisy = add_stack_noise(clean, noise)
-            (alone, _), t_alone = _timed(lambda: ours(noisy, noise, "no", knobs), args.repeat)
-            (auto, st), t_auto = _timed(lambda: ours(noisy, noise, "auto", knobs), args.repeat)
+            kn = with_range(knobs, args.data_range, noise)
+            (alone, _), t_alone = _timed(lambda: ours(noisy, noise, "no", kn), args.repeat)
+            (auto, st), t_auto = _timed(lambda: ours(noisy, noise, "auto", kn), args.repeat)
             cells = [f"{psnr(clean, alone):6.2f} ({t_alone:5.1f})",
                      f"{psnr(clean, auto):6.2f} ({t_auto:5.1f})"]
             t = None

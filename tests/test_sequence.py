@@ -58,6 +58,24 @@ def test_neighbours_beat_pages_alone_and_are_reported():
     assert abs(sum(used.values()) - 1) < 1e-3
 
 
+def test_high_noise_stacks_take_larger_pilot_groups():
+    """Above HIGH_NOISE of the data range the stack's pilot groups take 72 patches (the
+    search along the pages still stops as for 40); below it, or when set, as asked."""
+    from kpca_denoise.core.grouped.geometry import HIGH_NOISE
+    from kpca_denoise.core.grouped.sequence import HIGH_NOISE_GROUP1
+
+    clean = _pan(5, 64)
+    got = {}
+    for sigma, grouped in ((20.0, None), (60.0, None), (60.0, {"group_size1": 50})):
+        noisy = np.clip(_noisy(clean, sigma), 0, 255).astype(np.uint8)
+        kw = {"grouped": grouped} if grouped else {}
+        _, stats = denoise_stack(noisy, noise_sigma=sigma, sequence="yes", return_stats=True,
+                                 **kw)
+        got[sigma, bool(grouped)] = stats["pages"][1]["grouped"][0]["params"]["group_size1"]
+    assert 20.0 / 255 < HIGH_NOISE < 60.0 / 255
+    assert got == {(20.0, False): 40, (60.0, False): HIGH_NOISE_GROUP1, (60.0, True): 50}
+
+
 def test_unrelated_set_is_detected_and_runs_page_by_page():
     pages = [_scene(seed, 96) for seed in (3, 4, 5, 6)]
     noisy = [_noisy(p, 20, seed) for seed, p in enumerate(pages)]

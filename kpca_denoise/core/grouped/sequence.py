@@ -18,7 +18,7 @@ windows: a page's guide holds its neighbours' slices as channels.  ``docs/stacks
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -30,10 +30,11 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from kpca_denoise.core.patches import accumulate_groups
 
-from .calibrate import calibrate, central_crop
-from .driver import (CHUNK_GROUPS, SPECTRUM_EVERY, _ChannelStats, _check_inputs, _plan_pass,
-                     _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
+from .calibrate import calibrate, central_crop, noise_fraction
+from .driver import (CHUNK_GROUPS, GROUP_SIZE1, SPECTRUM_EVERY, _ChannelStats, _check_inputs,
+                     _plan_pass, _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
                      shrink_by_rank, trial_denoiser)
+from .geometry import HIGH_NOISE
 from .group_pca import fit_groups
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
@@ -50,6 +51,10 @@ RADIUS = 2
 #: pages each patch spans: a member is the ``p x p`` patch on its page and on the
 #: pages either side (where the global motion carries it), one ``DEPTH p^2`` vector
 DEPTH = 3
+#: stage-1 patches per group above :data:`~.geometry.HIGH_NOISE` of the data range
+#: (the single image's 40 below it, or ``group_size1`` when set); the search along the
+#: pages still stops where no candidate would join the closest 40 (``docs/stacks.md``)
+HIGH_NOISE_GROUP1 = 72
 
 
 # -- motion between pages --------------------------------------------------------------
@@ -240,14 +245,14 @@ def _offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n, p, m,
+def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n, ns, p, m,
                  out_p, out_y, out_x, r0, r1):
     """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` and
     the candidates of the neighbour pages, followed page by page from the reference
     (see the module docstring) at the offsets ``oy, ox``; the reference first, then by
     distance (ties: the order met).  A direction ends at the first page none of
-    whose candidates joins the group (a z-stack's farther slices, a scene cut
-    the links missed).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
+    whose candidates joins the group's closest ``ns`` (a z-stack's farther slices, a
+    scene cut the links missed).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
     pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages.
     References ``r0 .. r1 - 1`` (:func:`~kpca_denoise.core.parallel.run_parts`)."""
     Q = g.shape[0]
@@ -294,7 +299,7 @@ def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n,
                     d = _ssd(g, page % Q, y0, x0, q % Q, y, x, m, max(best, top))
                     if d < best:
                         best, by, bx = d, y, x
-                    if cnt < n or d < hd[n - 1]:
+                    if cnt < ns or d < hd[ns - 1]:
                         entered = True
                     cnt = _insert(hd, hp, hy, hx, cnt, d, q, y, x)
                 if best < np.inf:  # the motion followed from the best match
@@ -441,6 +446,10 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     middle = read(P // 2)
     cal = calibrate(middle, sigma, resolve_options(options, **overrides), trial_denoiser(cancel))
     run = _resolve(middle, sigma, cal)
+    nf = noise_fraction(cal.options, sigma, C)
+    if (cal.options.group_size1 is None and run.n1 == GROUP_SIZE1 and nf is not None
+            and nf > HIGH_NOISE):  # the clipped n1 of a tiny page stays
+        run = replace(run, n1=HIGH_NOISE_GROUP1)
     del middle
     stats = [_ChannelStats() for _ in range(C)]
     floors: dict = {}
@@ -679,7 +688,8 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
                        g.dense_radius, run.options.lags, s.match.exact[k], s.work)
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
         run_parts(_cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, seq["shifts"],
-                  seq["linked"], w, *seq["offsets"], ps.n, p, m, gp, gy, gx)
+                  seq["linked"], w, *seq["offsets"], ps.n, min(ps.n, GROUP_SIZE1), p, m,
+                  gp, gy, gx)
         rel = np.clip(gp - k + w, 0, 2 * w)
         if ps.final:
             used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
