@@ -13,7 +13,8 @@ thread), OpenCV's ``fastNlMeansDenoising`` / ``fastNlMeansDenoisingColored`` (h 
 ``skimage.restoration.denoise_nl_means`` (``common.nlm_denoise``'s settings; skipped above 1 Mpx,
 as BM3D is unless ``--bm3d-all``).  Then the default's time per stage
 (``stats["grouped"][0]["seconds"]``, summed over channels) and its counts: references
-and distances per pixel, kernel evaluations and pre-image iterations per patch.
+and distances per pixel (stage 2's predicted candidates counted at their most),
+kernel evaluations and pre-image iterations per patch.
 
 Usage::
 
@@ -39,6 +40,7 @@ import numpy as np
 
 from benchmarks.common import psnr, results_header, sample_image
 from kpca_denoise import DenoiseParams, denoise_set
+from kpca_denoise.core.grouped.driver import PREDICT
 from kpca_denoise.core.grouped.matching import search_mask
 
 SIGMA = 25.0
@@ -153,14 +155,20 @@ def counts(stats: list, shape: tuple) -> str:
     refs = groups / (2 if two else 1)
     n1, n2 = p["group_size1"], p["group_size"]
     offs = [int(search_mask(p["search_radius1"], p["dense_radius"], p["lags"]).sum())]
+    labels = [str(offs[0])]
     if two and p.get("regroup", True):
         offs.append(int(search_mask(p["search_radius"], p["dense_radius"], p["lags"]).sum()))
+        labels.append(str(offs[1]))
+        if PREDICT is not None and not p["periodic"]:  # stage 2's predicted candidates
+            core, reach = PREDICT
+            offs[1] = min(offs[1], (2 * core + 1) ** 2 + (4 * reach + 1) * n1)
+            labels[1] = f"at most {offs[1]} predicted"
     members = refs * (n1 + (n2 if two else 0))
     d = p["patch_size"] ** 2
     # kernel evaluations per group: its Gram (n^2 / 2), stage 2's cross kernel (n^2)
     kev = refs * (n1 * n1 / 2 + ((n2 * n2 / 2 + n2 * n2) if two else 0))
     return (f"references/px {refs / px:.4f}, distances/px {refs * sum(offs) / px:.0f} "
-            f"({' + '.join(map(str, offs))} offsets per reference), kernel evaluations/px "
+            f"({' + '.join(labels)} offsets per reference), kernel evaluations/px "
             f"{kev / px:.0f} (of {d} values each), pre-image iterations per patch "
             f"{stats[0]['preimage_iterations'] / members:.2f}")
 

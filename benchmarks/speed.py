@@ -25,6 +25,9 @@ Sections:
            same driver in one process and alternated: CPU seconds per run, the
            stage times of the fastest and the largest pixel difference
            (camera and astronaut at 512x512, sigma 25; not in the default run).
+  predict  stage 2's predicted search (driver.PREDICT) against the full search
+           (None), alternated in one process: median CPU and wall seconds, PSNR
+           (camera and astronaut at 512x512, sigma 25; not in the default run).
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -269,15 +272,49 @@ def bench_ab(base: str | None, repeats: int = 4):
     use(this)
 
 
+def bench_predict(repeats: int = 5):
+    import kpca_denoise.core.grouped.driver as drv
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    params = DenoiseParams(noise_sigma=25.0)
+    variants = {"full": None, "predicted": drv.PREDICT}
+    warm = np.random.default_rng(1).normal(128, 25, (64, 64))
+    for v in variants.values():
+        drv.PREDICT = v
+        denoise_set([warm], params)
+        denoise_set([np.dstack([warm] * 3)], params)
+    images = {"camera": sample_image("camera.png").astype(np.float64),
+              "astronaut": sample_image("astronaut.png")[..., :3].astype(np.float64)}
+    print(f"predict: PREDICT None against {variants['predicted']}, median of {repeats} "
+          "alternations")
+    for name, img in images.items():
+        noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
+        runs = {k: [] for k in variants}
+        for _ in range(repeats):
+            for k, v in variants.items():
+                drv.PREDICT = v
+                t, c = time.perf_counter(), time.process_time()
+                out = denoise_set([noisy], params).images[0].outputs[None]
+                runs[k].append((time.process_time() - c, time.perf_counter() - t,
+                                psnr(img, out, 255)))
+        m = {k: np.median(np.array(r), axis=0) for k, r in runs.items()}
+        print(f"{name}: CPU {m['full'][0]:.2f} -> {m['predicted'][0]:.2f} s "
+              f"({m['full'][0] / m['predicted'][0]:.2f}x), wall {m['full'][1]:.2f} -> "
+              f"{m['predicted'][1]:.2f} s, PSNR {m['full'][2]:.3f} -> {m['predicted'][2]:.3f} dB",
+              flush=True)
+    drv.PREDICT = variants["predicted"]
+
+
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
-            "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab}
+            "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
+            "predict": bench_predict}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
-                    default=[s for s in SECTIONS if s != "ab"],
-                    help="the sections to run (default: all but ab)")
+                    default=[s for s in SECTIONS if s not in ("ab", "predict")],
+                    help="the sections to run (default: all but ab and predict)")
     ap.add_argument("--base", help="ab: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4, help="ab: alternations per image")
     args = ap.parse_args()

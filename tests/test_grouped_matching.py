@@ -7,7 +7,8 @@ import pytest
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
 from kpca_denoise.core.grouped import (GroupedOptions, denoise_grouped,
                                        denoise_grouped_channels, resolve_geometry)
-from kpca_denoise.core.grouped.matching import exact_sums, match, quantise_guide, search_mask
+from kpca_denoise.core.grouped.matching import (exact_sums, match, match_predicted,
+                                                quantise_guide, search_mask)
 from kpca_denoise.core.grouped.matching import pad_for_matching as _pad_for_matching
 from kpca_denoise.core.grouped.shrinkage import correct_means
 from helpers import denoise_grouped_opponent
@@ -154,8 +155,8 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
     # on a guide of integers the matcher updates a run's column sums and a window's
     # sum from the previous ones (rows and columns dropped and added) where the step
     # is under m / 2: exact, so the members and their order are those of summing
-    # every window afresh, for a grid (steps 3 and 2), references out of order and
-    # repeated ones
+    # every window afresh, for a grid (steps 3 and 2), references out of order,
+    # repeated ones and a block of columns (column sums over its columns only)
     rng = np.random.default_rng(m)
     img = rng.integers(0, 200, (2, 40, 47)).astype(float)
     g = np.stack([_pad_for_matching(c, 5, m) for c in img])
@@ -163,7 +164,9 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
     ys, xs = np.arange(0, 36, 3), np.r_[np.arange(0, 42, 2), 42]
     ry, rx = np.repeat(ys, len(xs)), np.tile(xs, len(ys))
     perm = rng.permutation(len(ry))[:150]
-    for a, b in ((ry, rx), (ry[perm], rx[perm]), (np.r_[ry[:30], ry[:30]], np.r_[rx[:30], rx[:30]])):
+    blk = (rx >= 10) & (rx <= 20)
+    for a, b in ((ry, rx), (ry[perm], rx[perm]), (np.r_[ry[:30], ry[:30]], np.r_[rx[:30], rx[:30]]),
+                 (ry[blk], rx[blk])):
         a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
         fy, fx = match(g, a, b, 5, m, 9, 24, dense=4, running=False)
         sy, sx = match(g, a, b, 5, m, 9, 24, dense=4, running=True)
@@ -172,6 +175,45 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
     sy, sx = match(g, ry[:40], rx[:40], 5, m, 9, 24, dense=4, running=True)
     for r, ref in enumerate(_reference_match(img, ry[:40], rx[:40], 5, m, 9, 24, dense=4)):
         assert set(zip(sy[r].tolist(), sx[r].tolist())) == ref
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_predicted_search_ranks_its_candidates_as_the_full_search(channels):
+    # with every offset of the window among its candidates (a core of R), the
+    # predicted search finds the full search's members in its order; with a small
+    # core it searches only the core's square and the previous members' crosses, and
+    # finds the closest of those (a brute-force check)
+    rng = np.random.default_rng(channels)
+    img = rng.integers(0, 60, (channels, 36, 41)).astype(float)
+    m, R, n = 9, 7, 12
+    g = np.stack([_pad_for_matching(c, 5, m) for c in img])
+    ys, xs = np.arange(0, 32, 3), np.arange(0, 37, 4)
+    ry, rx = np.repeat(ys, len(xs)), np.tile(xs, len(ys))
+    fy, fx = match(g, ry, rx, 5, m, R, n)
+    prev_y = np.clip(ry[:, None] + rng.integers(-R, R + 1, (len(ry), 6)), 0, 31)
+    prev_x = np.clip(rx[:, None] + rng.integers(-R, R + 1, (len(ry), 6)), 0, 36)
+    py, px = match_predicted(g, ry, rx, prev_y, prev_x, 5, m, R, n, core=R, reach=0)
+    np.testing.assert_array_equal(py, fy)
+    np.testing.assert_array_equal(px, fx)
+    py, px = match_predicted(g, ry, rx, prev_y, prev_x, 5, m, R, n, core=1, reach=1)
+    for r in range(len(ry)):
+        cands = {(y, x) for y in range(ry[r] - 1, ry[r] + 2) for x in range(rx[r] - 1, rx[r] + 2)}
+        cands |= {(y + a, x + b) for y, x in zip(prev_y[r], prev_x[r])
+                  for a, b in ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))}
+        cands = [(y, x) for y, x in cands if 0 <= y <= 31 and 0 <= x <= 36
+                 and abs(y - ry[r]) <= R and abs(x - rx[r]) <= R]
+        if len(cands) < n:
+            assert py[r, 0] == -1
+            continue
+        d = {c: (-1.0 if c == (ry[r], rx[r]) else float(
+            ((g[:, c[0]:c[0] + m, c[1]:c[1] + m] - g[:, ry[r]:ry[r] + m, rx[r]:rx[r] + m]) ** 2
+             ).sum())) for c in cands}
+        # the n closest (ties to the earlier in scan order), in scan order: those
+        # closer than the n-th, then the n-th and its ties
+        best = sorted(cands, key=lambda c: (d[c], c))[:n]
+        top = d[best[-1]]
+        want = sorted(c for c in best if d[c] < top) + sorted(c for c in best if d[c] == top)
+        assert list(zip(py[r].tolist(), px[r].tolist())) == want
 
 
 def test_running_sums_need_integers_whose_window_ssd_is_exact():

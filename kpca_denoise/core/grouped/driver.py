@@ -29,7 +29,8 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from .calibrate import Calibration, calibrate, noise_fraction
 from .geometry import Geometry, resolve_geometry
 from .group_pca import NoiseFloors, fit_groups, noise_floors
-from .matching import exact_sums, gather, match, pad_for_matching, quantise_guide, search_mask
+from .matching import (exact_sums, gather, match, match_predicted, pad_for_matching,
+                       quantise_guide, search_mask)
 from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
 
@@ -54,6 +55,10 @@ SPECTRUM_SAMPLES = 512
 #: noisy image (mean over the channels) below ``(1 + FLAT_PILOT) sigma^2``, only on every
 #: other row and column of the reference grid (None: every reference)
 FLAT_PILOT: float | None = 0.0
+#: stage 2's candidates, ``(core, reach)`` of :func:`.matching.match_predicted`: those
+#: within ``core`` px of the reference and within ``reach`` of each member of its pilot
+#: group (None: the whole search window; docs/speed.md#stage-2s-predicted-search)
+PREDICT: tuple | None = (3, 1)
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
@@ -410,12 +415,16 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     if run.options.two_stage:
         # without regroup, stage 1 keeps its groups (all references) for stage 2
         groups: dict | None = None if run.options.regroup else {}
+        # with regroup, the pilot's groups predict stage 2's candidates; a regular
+        # texture keeps its full search (its lattice's repeats, docs/speed.md)
+        predict = ({} if PREDICT is not None and run.options.regroup
+                   and not run.options.periodic else None)
         pilot = [o[0] for o in _run_pass(imgs, imgs, 1, np.asarray([-1], np.int64), run,
                                          stats, floors, False, progress, cancel, groups,
-                                         plan and plan.stage1)]
+                                         plan and plan.stage1, predict)]
         check_cancel(cancel)
         outs = _run_pass(imgs, pilot, 2, ranks_arr, run, stats, floors, True, progress, cancel,
-                         groups, plan and plan.stage2)
+                         groups, plan and plan.stage2, predict)
     else:
         outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel,
                          None, plan and plan.stage1)
@@ -520,7 +529,7 @@ def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int,
 def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
               stats: list, floors_report: dict, final: bool,
               progress: ProgressCallback | None, cancel: Any, groups: dict | None = None,
-              region: PassRegion | None = None) -> list:
+              region: PassRegion | None = None, predict: dict | None = None) -> list:
     """One pass over the reference patches (all, or ``region``'s): ``(nr, H, W)``
     estimates per channel (outside ``region.exact``, the channel's pixels).
 
@@ -530,6 +539,9 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     times, counters, the final pass's spectrum and kept ranks.  ``groups``, unless
     None, receives every reference's members (``"gy"``, ``"gx"``, on the grid ``"ys"``
     x ``"xs"``) when empty and provides them, instead of a new matching, when not.
+    ``predict``, unless None, receives the matched references' members in the same way
+    (``"has"`` marking them) when empty, and when not, predicts the candidates of a new
+    matching (:data:`PREDICT`).
     """
     H, W = imgs[0].shape
     C = len(imgs)
@@ -564,6 +576,12 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         keep = coarse_flat(guide_m, ys, xs, ps.match_size, ps.stride, FLAT_PILOT)
         for st in stats:
             st.groups -= int((~keep).sum())
+    predicted = predict is not None and "gy" in predict and not reuse
+    if predict is not None and not predicted:
+        predict["gy"] = np.zeros((len(ys) * len(xs), ps.n), np.int32)
+        predict["gx"] = np.zeros((len(ys) * len(xs), ps.n), np.int32)
+        predict["has"] = np.zeros(len(ys) * len(xs), bool)
+        predict["ys"], predict["xs"] = ys, xs
     dropped = []
     for ci in range(nchunks):
         check_cancel(cancel)
@@ -585,10 +603,18 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
                 ry, rx = np.ascontiguousarray(ry[kk]), np.ascontiguousarray(rx[kk])
                 if not len(ry):
                     continue
-            gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
-                           g.dense_radius, lags, running, work)
+            if predicted:
+                gy, gx = _match_predicted(predict, guide_m, ry, rx, run, ps, lags, running,
+                                          work)
+            else:
+                gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
+                               g.dense_radius, lags, running, work)
             if groups is not None:
                 groups["gy"][refs], groups["gx"][refs] = gy, gx
+            if predict is not None and not predicted:
+                at = first + (np.arange(len(ry)) if keep is None else np.flatnonzero(kk))
+                predict["gy"][at], predict["gx"][at] = gy, gx
+                predict["has"][at] = True
         tm = (time.perf_counter() - t0) / C  # the shared matching, split between channels
         for ch in range(C):
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
@@ -607,6 +633,52 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         out[:, y0:y1, x0:x1] = num[:, y0:y1, x0:x1] / den[:, y0:y1, x0:x1]
         outs.append(out)
     return outs
+
+
+#: the grid neighbours whose pilot group stands in for a reference the pilot did not
+#: match (a flat area's, :func:`coarse_flat`), in the order they are tried
+_NEIGHBOURS = ((0, 0), (0, -1), (-1, 0), (-1, -1), (0, 1), (1, 0), (-1, 1), (1, -1), (1, 1))
+
+
+def _match_predicted(predict: dict, guide_m: np.ndarray, ry: np.ndarray, rx: np.ndarray,
+                     run: _Run, ps: _Pass, lags: Sequence, running: bool,
+                     work: np.ndarray) -> tuple:
+    """The members of the references ``ry, rx``: searched among the candidates their
+    pilot group predicts (:func:`.matching.match_predicted`), or where the pilot did
+    not match the reference, the group of its first matched grid neighbour
+    (:data:`_NEIGHBOURS`) moved onto it; fully (:func:`.matching.match`) where neither
+    exists or the candidates are too few."""
+    p = run.geometry.patch_size
+    pys, pxs = predict["ys"], predict["xs"]
+    rows = np.searchsorted(pys, ry)
+    cols = np.searchsorted(pxs, rx)
+    on = (rows < len(pys)) & (cols < len(pxs))
+    on[on] = (pys[rows[on]] == ry[on]) & (pxs[cols[on]] == rx[on])
+    src = np.full(len(ry), -1, np.int64)
+    for di, dj in _NEIGHBOURS:
+        r2, c2 = rows + di, cols + dj
+        ok = (src < 0) & on & (r2 >= 0) & (r2 < len(pys)) & (c2 >= 0) & (c2 < len(pxs))
+        at = np.where(ok, r2 * len(pxs) + c2, 0)
+        ok &= predict["has"][at]
+        src[ok] = at[ok]
+    gy = np.empty((len(ry), ps.n), np.int64)
+    gx = np.empty((len(ry), ps.n), np.int64)
+    hi = np.flatnonzero(src >= 0)
+    if len(hi):
+        s = src[hi]
+        sy = (ry[hi] - pys[s // len(pxs)])[:, None]  # the neighbour's group moved over
+        sx = (rx[hi] - pxs[s % len(pxs)])[:, None]
+        gy[hi], gx[hi] = match_predicted(guide_m, ry[hi], rx[hi], predict["gy"][s] + sy,
+                                         predict["gx"][s] + sx, p, ps.match_size,
+                                         ps.search_radius, ps.n, *PREDICT)
+        src[hi[gy[hi, 0] < 0]] = -1  # too few candidates
+    full = np.flatnonzero(src < 0)
+    if len(full):
+        gy[full], gx[full] = match(guide_m, np.ascontiguousarray(ry[full]),
+                                   np.ascontiguousarray(rx[full]), p, ps.match_size,
+                                   ps.search_radius, ps.n, run.geometry.dense_radius, lags,
+                                   running, work)
+    return gy, gx
 
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,

@@ -19,7 +19,8 @@ from kpca_denoise.core.parallel import run_parts
 
 from .group_pca import argsort_small
 
-__all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather"]
+__all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather",
+           "match_predicted"]
 
 
 # The heaps of one chunk's references are rows ``j`` of 2-D arrays, indexed in place:
@@ -139,32 +140,47 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
         a = rows[ai]
         dy = a - R
         # per searched column offset: the column sums of squared differences over the
-        # current run's window rows, and whether they are those of the previous run
+        # current run's window rows, whether they are those of the previous run, and
+        # the columns they hold
         cs = np.empty((S, Wg))
         have = np.zeros(S, np.bool_)
         py = np.zeros(S, np.int64)
+        vlo = np.zeros(S, np.int64)
+        vhi = np.zeros(S, np.int64)
         for si in range(nseg):
             r0 = seg[si]
             ry = refs_y[r0]
             if ry + dy < 0 or ry + dy > H - p:
                 have[:] = False
                 continue
+            # the columns the run's windows cover
+            x_lo = refs_x[r0]
+            x_hi = refs_x[r0]
+            for r in range(r0 + 1, seg[si + 1]):
+                x_lo = min(x_lo, refs_x[r])
+                x_hi = max(x_hi, refs_x[r])
             for b in range(S):
                 oi = omap[a, b]
                 if oi < 0:
                     continue
                 dx = b - R
                 # column c of the reference rows against column c + dx of the candidate's
-                c_lo = max(0, -dx)
-                c_hi = min(Wg, Wg - dx)
+                c_lo = max(x_lo, -dx)
+                c_hi = min(x_hi + m, Wg - dx)
                 nc = c_hi - c_lo
+                if nc <= 0:  # no candidate at this offset is inside the image
+                    for r in range(r0, seg[si + 1]):
+                        dist[oi, r] = np.inf
+                    have[b] = False
+                    continue
                 csb = cs[b]
                 cv = csb[c_lo:c_hi]
                 d = ry - py[b]
                 # row by row along contiguous slices, so that the inner loop has
                 # zero-based indices and vectorises (about 6x faster than a loop over
                 # columns)
-                if running and have[b] and 0 <= d and 2 * d < m:
+                if (running and have[b] and 0 <= d and 2 * d < m and vlo[b] <= c_lo
+                        and c_hi <= vhi[b]):
                     y = py[b]
                     for ch in range(C):
                         for t0 in range(d):
@@ -188,6 +204,8 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
                                 cv[c] += t * t
                 have[b] = True
                 py[b] = ry
+                vlo[b] = c_lo
+                vhi[b] = c_hi
                 drow = dist[oi]
                 hv = False  # s holds the previous reference's sum
                 px = 0
@@ -464,3 +482,119 @@ def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarra
     out = np.empty(gy.shape + (p * p,))
     run_parts(_gather, len(gy), img, gy, gx, p, out)
     return out
+
+
+# reassociated sums (vectorised): exact on the integer guide, whatever their order
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach, out_y,
+               out_x, r0, r1):
+    """:func:`match_predicted` for the references ``r0 <= r < r1``; ``guide`` (H, W C),
+    the ``C`` channels interleaved, so that a window's row is ``m C`` contiguous values."""
+    H = guide.shape[0] - (m - p)
+    W = guide.shape[1] // C - (m - p)
+    S = 2 * R + 1
+    L = m * C
+    n1 = prev_y.shape[1]
+    mark = np.zeros((S, S), np.bool_)
+    cand = np.empty((2 * core + 1) ** 2 + n1 * (4 * reach + 1), np.int64)
+    hd = np.empty((1, n))
+    ho = np.empty((1, n), np.int64)
+    ref = np.empty((m, L))
+    for r in range(r0, r1):
+        ry = refs_y[r]
+        rx = refs_x[r]
+        y0 = max(0, ry - R)
+        y1 = min(H - p, ry + R)
+        x0 = max(0, rx - R)
+        x1 = min(W - p, rx + R)
+        # the candidates (scan indices, each once): a dense square around the reference
+        # and a small cross around each previous member, in the window and the image
+        nc = 0
+        for k in range(-1, n1):
+            cy = ry if k < 0 else prev_y[r, k]
+            cx = rx if k < 0 else prev_x[r, k]
+            e = core if k < 0 else reach
+            for a in range(max(y0, cy - e), min(y1, cy + e) + 1):
+                for b in range(max(x0, cx - e), min(x1, cx + e) + 1):
+                    if k >= 0 and a != cy and b != cx:  # a member's cross
+                        continue
+                    ia = a - ry + R
+                    ib = b - rx + R
+                    if not mark[ia, ib]:
+                        mark[ia, ib] = True
+                        cand[nc] = ia * S + ib
+                        nc += 1
+        for t in range(m):
+            ref[t, :] = guide[ry + t, rx * C:rx * C + L]
+        # the n closest (distance, scan index) through a bounded max-heap, the
+        # reference first at distance -1; a candidate displaces the largest when it is
+        # closer, or as close and earlier in scan order, whatever the order of visits
+        hd[0, 0] = -1.0
+        ho[0, 0] = R * S + R
+        cnt = 1
+        thr = np.inf if n > 1 else -1.0
+        for ci in range(nc):
+            oi = cand[ci]
+            ia = oi // S
+            ib = oi - ia * S
+            mark[ia, ib] = False
+            if ia == R and ib == R:
+                continue
+            cy = ry + ia - R
+            cx = (rx + ib - R) * C
+            s = 0.0
+            for t in range(m):
+                g = guide[cy + t, cx:cx + L]
+                rt = ref[t]
+                for u in range(L):
+                    v = rt[u] - g[u]
+                    s += v * v
+            if s < thr or (s == thr and cnt == n and oi < ho[0, 0]):
+                if cnt < n:
+                    _heap_push(hd, ho, 0, cnt, s, oi)
+                    cnt += 1
+                    if cnt == n:
+                        thr = hd[0, 0]
+                else:
+                    _heap_replace_top(hd, ho, 0, n, s, oi)
+                    thr = hd[0, 0]
+        if cnt < n:  # too few candidates: the caller searches these references fully
+            out_y[r, 0] = -1
+            continue
+        top = hd[0, 0]
+        order = argsort_small(ho[0])
+        q = 0
+        for t in range(n):
+            i = order[t]
+            if hd[0, i] < top:
+                out_y[r, q] = ry + ho[0, i] // S - R
+                out_x[r, q] = rx + ho[0, i] % S - R
+                q += 1
+        for t in range(n):
+            i = order[t]
+            if hd[0, i] == top:
+                out_y[r, q] = ry + ho[0, i] // S - R
+                out_x[r, q] = rx + ho[0, i] % S - R
+                q += 1
+
+
+def match_predicted(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray,
+                    prev_y: np.ndarray, prev_x: np.ndarray, p: int, m: int, R: int, n: int,
+                    core: int = 3, reach: int = 1) -> tuple:
+    """Block matching over the candidates an earlier grouping predicts: the offsets up
+    to ``core`` from the reference on both axes, and those up to ``reach`` from each
+    previous member ``prev_y, prev_x`` (len(ry), n1) along its row or its column,
+    inside the ``(2 R + 1)^2`` search window and the image.  The distance (exact sums on
+    a guide of integers), the members and their order are :func:`match`'s over the
+    same candidates.  ``gy[r, 0] == -1`` marks a reference with fewer than ``n``
+    candidates.  docs/speed.md#stage-2s-predicted-search."""
+    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    C = g.shape[0]
+    g = np.ascontiguousarray(np.moveaxis(g, 0, 2), dtype=np.float64).reshape(g.shape[1], -1)
+    k = len(ry)
+    gy = np.empty((k, n), np.int64)
+    gx = np.empty((k, n), np.int64)
+    run_parts(_predicted, k, g, C, np.ascontiguousarray(ry), np.ascontiguousarray(rx),
+              np.ascontiguousarray(prev_y), np.ascontiguousarray(prev_x), p, m, R, n,
+              int(core), int(reach), gy, gx)
+    return gy, gx
