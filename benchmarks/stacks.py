@@ -7,7 +7,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] [--repeat N] [--grouped KNOB=VALUE,...]
-        [--data-range 255]
+        [--data-range 255] [--group1-sizes 40,64]
         | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
         [--centre-tile]
@@ -295,6 +295,28 @@ def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
                            env=dict(os.environ, MALLOC_ARENA_MAX="2"))
 
 
+def group1_sizes(args, knobs: dict) -> None:
+    """Ours on each stack with ``sequence.HIGH_NOISE_GROUP1`` at each size, in one
+    process: PSNR dB (CPU s)."""
+    from kpca_denoise.core.grouped import sequence
+
+    sizes = [int(v) for v in args.group1_sizes.split(",")]
+    print("# PSNR dB (CPU s) with the high-noise pilot group size of each column")
+    print(f"{'stack':<10} {'noise':>5} " + " ".join(f"{n:>15}" for n in sizes))
+    for kind in args.kinds.split(","):
+        clean = build(kind, args.pages, args.size)
+        for noise in args.noise.split(","):
+            noisy = add_stack_noise(clean, noise)
+            kn = with_range(knobs, args.data_range, noise)
+            cells = []
+            for n in sizes:
+                sequence.HIGH_NOISE_GROUP1 = n
+                c0 = time.process_time()
+                out, _ = ours(noisy, noise, "auto", kn)
+                cells.append(f"{psnr(clean, out):6.2f} ({time.process_time() - c0:5.1f})")
+            print(f"{kind:<10} {noise:>5} " + " ".join(f"{c:>15}" for c in cells), flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", default=",".join(KINDS))
@@ -310,6 +332,9 @@ def main(argv=None) -> None:
     ap.add_argument("--centre-tile", action="store_true",
                     help="--memory: compute only the tile holding the page centre")
     ap.add_argument("--grouped", help="grouped options for ours: KNOB=VALUE,...")
+    ap.add_argument("--group1-sizes",
+                    help="ours only, the stack path's high-noise pilot group size at each "
+                         "of these (sequence.HIGH_NOISE_GROUP1): PSNR and CPU seconds")
     ap.add_argument("--data-range", type=float,
                     help="tell ours the stacks' range (255: as an 8-bit stack says it)")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
@@ -324,6 +349,8 @@ def main(argv=None) -> None:
                       args.tile_size, args.centre_tile)
     knobs = _knobs(args.grouped)
     print(results_header())
+    if args.group1_sizes:
+        return group1_sizes(args, knobs)
     print("# PSNR dB (s); 'default' is sequence 'auto': its decision (linked page pairs / "
           "all) in the last column" + (f"; times: the shortest of {args.repeat} runs"
                                         if args.repeat > 1 else ""))

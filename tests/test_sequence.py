@@ -59,7 +59,7 @@ def test_neighbours_beat_pages_alone_and_are_reported():
 
 
 def test_high_noise_stacks_take_larger_pilot_groups():
-    """Above HIGH_NOISE of the data range the stack's pilot groups take 72 patches (the
+    """Above HIGH_NOISE of the data range the stack's pilot groups take 64 patches (the
     search along the pages still stops as for 40); below it, or when set, as asked."""
     from kpca_denoise.core.grouped.geometry import HIGH_NOISE
     from kpca_denoise.core.grouped.sequence import HIGH_NOISE_GROUP1

@@ -54,7 +54,7 @@ DEPTH = 3
 #: stage-1 patches per group above :data:`~.geometry.HIGH_NOISE` of the data range
 #: (the single image's 40 below it, or ``group_size1`` when set); the search along the
 #: pages still stops where no candidate would join the closest 40 (``docs/stacks.md``)
-HIGH_NOISE_GROUP1 = 72
+HIGH_NOISE_GROUP1 = 64
 
 
 # -- motion between pages --------------------------------------------------------------
