@@ -74,6 +74,11 @@ def test_high_noise_stacks_take_larger_pilot_groups():
         got[sigma, bool(grouped)] = stats["pages"][1]["grouped"][0]["params"]["group_size1"]
     assert 20.0 / 255 < HIGH_NOISE < 60.0 / 255
     assert got == {(20.0, False): 40, (60.0, False): HIGH_NOISE_GROUP1, (60.0, True): 50}
+    # pages of 11x11 offer a corner reference 7 x 7 = 49 candidates: 40 stays
+    tiny = np.clip(_noisy(clean[:, :11, :11], 60.0), 0, 255).astype(np.uint8)
+    out, stats = denoise_stack(tiny, noise_sigma=60.0, sequence="yes", return_stats=True)
+    assert out.shape == tiny.shape
+    assert stats["pages"][1]["grouped"][0]["params"]["group_size1"] == 40
 
 
 def test_unrelated_set_is_detected_and_runs_page_by_page():

@@ -30,7 +30,7 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from kpca_denoise.core.patches import accumulate_groups
 
-from .calibrate import calibrate, central_crop, noise_fraction
+from .calibrate import calibrate, central_crop
 from .driver import (CHUNK_GROUPS, GROUP_SIZE1, SPECTRUM_EVERY, _ChannelStats, _check_inputs,
                      _plan_pass, _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
                      shrink_by_rank, trial_denoiser)
@@ -388,6 +388,20 @@ def calibrate_stack(page: list, sigma: float, options: Any = None,
     return calibrate(chans, float(sigma), resolve_options(options), trial_denoiser(cancel)).options
 
 
+def _high_noise_groups(o: GroupedOptions, run, sigma: float, shape: tuple) -> bool:
+    """Whether the pilot's groups take :data:`HIGH_NOISE_GROUP1` patches: sigma above
+    :data:`~.geometry.HIGH_NOISE` of a known data range (a regular texture's own noise
+    measure aside), ``group_size1`` not set, and a corner reference's own page offering
+    that many candidates (a tiny page keeps its clipped size)."""
+    if o.group_size1 is not None or o.data_range is None or run.n1 != GROUP_SIZE1:
+        return False
+    g = run.geometry
+    fewest = 1
+    for side in shape:
+        fewest *= min(g.search_radius1 + 1, side - g.patch_size + 1)
+    return sigma / float(o.data_range) > HIGH_NOISE and fewest >= HIGH_NOISE_GROUP1
+
+
 def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,),
                           options: Any = None, window: int = WINDOW, radius: int = RADIUS,
                           linked: np.ndarray | None = None, shifts: np.ndarray | None = None,
@@ -446,9 +460,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     middle = read(P // 2)
     cal = calibrate(middle, sigma, resolve_options(options, **overrides), trial_denoiser(cancel))
     run = _resolve(middle, sigma, cal)
-    nf = noise_fraction(cal.options, sigma, C)
-    if (cal.options.group_size1 is None and run.n1 == GROUP_SIZE1 and nf is not None
-            and nf > HIGH_NOISE):  # the clipped n1 of a tiny page stays
+    if _high_noise_groups(cal.options, run, sigma, middle[0].shape):
         run = replace(run, n1=HIGH_NOISE_GROUP1)
     del middle
     stats = [_ChannelStats() for _ in range(C)]
