@@ -7,8 +7,8 @@ import pytest
 from kpca_denoise.core.color import opponent_to_rgb, rgb_to_opponent
 from kpca_denoise.core.grouped import (GroupedOptions, denoise_grouped,
                                        denoise_grouped_channels, resolve_geometry)
-from kpca_denoise.core.grouped.matching import (exact_sums, match, match_predicted,
-                                                quantise_guide, search_mask)
+from kpca_denoise.core.grouped.matching import (exact_sums, interleave_guide, match,
+                                                match_predicted, quantise_guide, search_mask)
 from kpca_denoise.core.grouped.matching import pad_for_matching as _pad_for_matching
 from kpca_denoise.core.grouped.shrinkage import correct_means
 from helpers import denoise_grouped_opponent
@@ -192,10 +192,10 @@ def test_a_predicted_search_ranks_its_candidates_as_the_full_search(channels):
     fy, fx = match(g, ry, rx, 5, m, R, n)
     prev_y = np.clip(ry[:, None] + rng.integers(-R, R + 1, (len(ry), 6)), 0, 31)
     prev_x = np.clip(rx[:, None] + rng.integers(-R, R + 1, (len(ry), 6)), 0, 36)
-    py, px = match_predicted(g, ry, rx, prev_y, prev_x, 5, m, R, n, core=R, reach=0)
+    py, px = match_predicted(interleave_guide(g), ry, rx, prev_y, prev_x, 5, m, R, n, core=R, reach=0)
     np.testing.assert_array_equal(py, fy)
     np.testing.assert_array_equal(px, fx)
-    py, px = match_predicted(g, ry, rx, prev_y, prev_x, 5, m, R, n, core=1, reach=1)
+    py, px = match_predicted(interleave_guide(g), ry, rx, prev_y, prev_x, 5, m, R, n, core=1, reach=1)
     for r in range(len(ry)):
         cands = {(y, x) for y in range(ry[r] - 1, ry[r] + 2) for x in range(rx[r] - 1, rx[r] + 2)}
         cands |= {(y + a, x + b) for y, x in zip(prev_y[r], prev_x[r])

@@ -29,8 +29,8 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from .calibrate import Calibration, calibrate, noise_fraction
 from .geometry import Geometry, resolve_geometry
 from .group_pca import NoiseFloors, fit_groups, noise_floors
-from .matching import (exact_sums, gather, match, match_predicted, pad_for_matching,
-                       quantise_guide, search_mask)
+from .matching import (exact_sums, gather, interleave_guide, match, match_predicted,
+                       pad_for_matching, quantise_guide, search_mask)
 from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
 
@@ -577,6 +577,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
         for st in stats:
             st.groups -= int((~keep).sum())
     predicted = predict is not None and "gy" in predict and not reuse
+    inter = interleave_guide(guide_m) if predicted else None  # once for the pass
     if predict is not None and not predicted:
         predict["gy"] = np.zeros((len(ys) * len(xs), ps.n), np.int32)
         predict["gx"] = np.zeros((len(ys) * len(xs), ps.n), np.int32)
@@ -604,8 +605,8 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
                 if not len(ry):
                     continue
             if predicted:
-                gy, gx = _match_predicted(predict, guide_m, ry, rx, run, ps, lags, running,
-                                          work)
+                gy, gx = _match_predicted(predict, guide_m, inter, ry, rx, run, ps, lags,
+                                          running, work)
             else:
                 gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
                                g.dense_radius, lags, running, work)
@@ -640,14 +641,15 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
 _NEIGHBOURS = ((0, 0), (0, -1), (-1, 0), (-1, -1), (0, 1), (1, 0), (-1, 1), (1, -1), (1, 1))
 
 
-def _match_predicted(predict: dict, guide_m: np.ndarray, ry: np.ndarray, rx: np.ndarray,
-                     run: _Run, ps: _Pass, lags: Sequence, running: bool,
+def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
+                     rx: np.ndarray, run: _Run, ps: _Pass, lags: Sequence, running: bool,
                      work: np.ndarray) -> tuple:
     """The members of the references ``ry, rx``: searched among the candidates their
     pilot group predicts (:func:`.matching.match_predicted`), or where the pilot did
     not match the reference, the group of its first matched grid neighbour
     (:data:`_NEIGHBOURS`) moved onto it; fully (:func:`.matching.match`) where neither
-    exists or the candidates are too few."""
+    exists or the candidates are too few.  ``inter``: the pass's
+    :func:`.matching.interleave_guide` of ``guide_m``."""
     p = run.geometry.patch_size
     pys, pxs = predict["ys"], predict["xs"]
     rows = np.searchsorted(pys, ry)
@@ -668,7 +670,7 @@ def _match_predicted(predict: dict, guide_m: np.ndarray, ry: np.ndarray, rx: np.
         s = src[hi]
         sy = (ry[hi] - pys[s // len(pxs)])[:, None]  # the neighbour's group moved over
         sx = (rx[hi] - pxs[s % len(pxs)])[:, None]
-        gy[hi], gx[hi] = match_predicted(guide_m, ry[hi], rx[hi], predict["gy"][s] + sy,
+        gy[hi], gx[hi] = match_predicted(inter, ry[hi], rx[hi], predict["gy"][s] + sy,
                                          predict["gx"][s] + sx, p, ps.match_size,
                                          ps.search_radius, ps.n, *PREDICT)
         src[hi[gy[hi, 0] < 0]] = -1  # too few candidates

@@ -20,7 +20,7 @@ from kpca_denoise.core.parallel import run_parts
 from .group_pca import argsort_small
 
 __all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather",
-           "match_predicted"]
+           "match_predicted", "interleave_guide"]
 
 
 # The heaps of one chunk's references are rows ``j`` of 2-D arrays, indexed in place:
@@ -578,7 +578,17 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
                 q += 1
 
 
-def match_predicted(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray,
+def interleave_guide(guide_padded: np.ndarray) -> tuple:
+    """``(guide, C)``: the padded matching guide ``(C, Hg, Wg)`` (or ``(Hg, Wg)``) with
+    its channels interleaved, ``(Hg, Wg C)`` float64, as :func:`match_predicted` reads
+    it; made once per pass."""
+    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
+    C = g.shape[0]
+    return np.ascontiguousarray(np.moveaxis(g, 0, 2), dtype=np.float64).reshape(
+        g.shape[1], -1), C
+
+
+def match_predicted(interleaved: tuple, ry: np.ndarray, rx: np.ndarray,
                     prev_y: np.ndarray, prev_x: np.ndarray, p: int, m: int, R: int, n: int,
                     core: int = 3, reach: int = 1) -> tuple:
     """Block matching over the candidates an earlier grouping predicts: the offsets up
@@ -587,10 +597,9 @@ def match_predicted(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray,
     inside the ``(2 R + 1)^2`` search window and the image.  The distance (exact sums on
     a guide of integers), the members and their order are :func:`match`'s over the
     same candidates.  ``gy[r, 0] == -1`` marks a reference with fewer than ``n``
-    candidates.  docs/speed.md#stage-2s-predicted-search."""
-    g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
-    C = g.shape[0]
-    g = np.ascontiguousarray(np.moveaxis(g, 0, 2), dtype=np.float64).reshape(g.shape[1], -1)
+    candidates.  ``interleaved``: :func:`interleave_guide` of the padded guide.
+    docs/speed.md#stage-2s-predicted-search."""
+    g, C = interleaved
     k = len(ry)
     gy = np.empty((k, n), np.int64)
     gx = np.empty((k, n), np.int64)
