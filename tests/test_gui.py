@@ -113,8 +113,9 @@ def window(qtbot, tmp_path):
 def _run(qtbot, w: MainWindow, params: DenoiseParams, run=None):
     w.params_panel.set_params(params)
     w._auto_timer.stop()  # the test starts this run itself: no run of missing ranks first
+    # the run's own end: a preview or the background decisions it stops end first
     with qtbot.waitSignal(w.runner.finished, timeout=RUN_TIMEOUT_MS,
-                          check_params_cb=lambda s: s.job.purpose != "prepare") as blocker:
+                          check_params_cb=lambda s: s.job.purpose in ("run", "export")) as blocker:
         started = (run or w.run_current)()
         assert started, w.banner.text()
     _settle(qtbot, w)

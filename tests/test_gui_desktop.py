@@ -397,6 +397,45 @@ def test_a_second_window_cascades_instead_of_stacking_exactly(qtbot, tmp_path):
         "open_windows/999999999") is None
 
 
+def test_two_windows_running_at_once_each_get_their_own_results(qtbot, tmp_path):
+    """The windows of one application share the compute process: a run started in a
+    second window while the first's goes on waits its turn, and each window gets its
+    own image's result (a window reading the shared queue used to drop the other's
+    messages, and one run never ended).  A closed window starts nothing more."""
+    from PySide6.QtCore import QRect
+
+    avail = QRect(0, 0, 1920, 1080)
+    a = _window_on(qtbot, tmp_path, avail, "a.ini")
+    b = _window_on(qtbot, tmp_path, avail, "b.ini")
+    pa, ia = _camera(56, tmp_path, "a.png")
+    pb, ib = _camera(64, tmp_path, "b.png")
+    a.load_paths([pa])
+    b.load_paths([pb])
+    params = DenoiseParams(ranks=(None,), add_noise=20.0)
+    for w in (a, b):
+        w.params_panel.set_params(params)
+        w._auto_timer.stop()
+    ends: dict = {"a": [], "b": []}
+    a.runner.finished.connect(lambda s: ends["a"].append(s))
+    b.runner.finished.connect(lambda s: ends["b"].append(s))
+    ran = lambda s: s.job.purpose == "run"  # noqa: E731
+    with qtbot.waitSignals([a.runner.finished, b.runner.finished], timeout=2 * RUN_TIMEOUT_MS,
+                           check_params_cbs=[ran, ran]):
+        assert a.run_current() and b.run_current()
+    assert [(s.job.purpose, s.status) for s in ends["a"] + ends["b"]] == [("run", "done")] * 2
+    for w, img in ((a, ia), (b, ib)):
+        rec = w.session.record(w.current_entry(), params)
+        assert rec is not None
+        np.testing.assert_array_equal(rec.ranks[None].output,
+                                      denoise_set([img], params).images[0].outputs[None])
+    a.toggle_preview()  # a preview asked for, then the window closed before it starts
+    a._preview_timer.start()
+    a.close()
+    assert not a._preview_timer.isActive() and not a._prepare_timer.isActive()
+    assert not a.runner.is_running()
+    b.close()
+
+
 def test_the_strength_next_to_the_noise_level_updates_the_preview(window, tmp_path, qtbot):
     path, _ = _camera(64, tmp_path)
     window.load_paths([path])

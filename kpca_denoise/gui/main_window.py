@@ -173,8 +173,14 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.keep_fit()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Cancel any run and wait for the worker thread; True if it stopped."""
-        self._auto_timer.stop()
+        """Cancel any run and wait for the worker thread; True if it stopped.  The
+        window's timers stop too: a closed window starts nothing more (a preview
+        asked for just before closing would otherwise run in the shared compute
+        process after it)."""
+        for timer in (self._auto_timer, self._preview_timer, self._prepare_timer):
+            timer.stop()
+        self._preview_pending = False
+        self._queued_run = None
         if self.runner.is_running():
             self.runner.cancel()
             t = time.monotonic()

@@ -224,7 +224,9 @@ class ProgressPanel(QWidget):
         self.last_stage = stage
         self._last_done = done
         self.first_run = False
-        if row is None:
+        if row is None:  # a step without a bar ('waiting'): its message on the line
+            self._detail, self._eta = message, None
+            self._render()
             return
         _, bar = row
         total = max(int(total), 1)

@@ -9,6 +9,8 @@ if the process has not stopped within :data:`CANCEL_GRACE` seconds (a
 pre-image block can take longer) the process is ended and a fresh one is
 started for the next run.  ``RunController.finished`` is emitted only after
 the thread has stopped, so "finished" always means "no worker left running".
+The windows of one application share the compute process: one job runs in it at a
+time, and a second window's job waits for the first's to end.
 
 Results are cached per (image, parameters without ranks, rank): asking for
 ranks that were already computed costs nothing, and a run computes only the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing as mp
 import sys
+import threading
 import time
 import types
 import weakref
@@ -145,19 +148,27 @@ class ComputeServer:
 
 
 _SERVER: ComputeServer | None = None
+#: guards ``_SERVER`` (windows' threads start and end it)
+_SERVER_GUARD = threading.Lock()
+#: held by the worker whose job the compute process runs: the windows of one
+#: application share the process and its event queue, and a reader drops messages of
+#: another job, so a second window's job waits for the first's to end
+_JOB_LOCK = threading.Lock()
 
 
 def compute_server() -> ComputeServer:
     """The running compute process, started (or restarted) if needed."""
     global _SERVER
-    if _SERVER is None or not _SERVER.alive():
-        _SERVER = ComputeServer()
-    return _SERVER
+    with _SERVER_GUARD:
+        if _SERVER is None or not _SERVER.alive():
+            _SERVER = ComputeServer()
+        return _SERVER
 
 
 def discard_compute_server(kill: bool = True) -> None:
     global _SERVER
-    srv, _SERVER = _SERVER, None
+    with _SERVER_GUARD:
+        srv, _SERVER = _SERVER, None
     if srv is not None:
         srv.kill() if kill else srv.stop()
 
@@ -187,7 +198,11 @@ class DenoiseWorker(QObject):
         t0 = time.perf_counter()
         summary = RunSummary(job=job, status="done")
         try:
-            self._relay(job, summary)
+            if self._take_turn(summary):
+                try:
+                    self._relay(job, summary)
+                finally:
+                    _JOB_LOCK.release()
         except Exception as exc:  # noqa: BLE001 - report, never die silently
             summary.status = "failed"
             summary.message = f"{type(exc).__name__}: {exc}"
@@ -195,6 +210,20 @@ class DenoiseWorker(QObject):
         summary.seconds = time.perf_counter() - t0
         self.summary = summary
         self.finished.emit(summary)
+
+    def _take_turn(self, summary: RunSummary) -> bool:
+        """Wait until no other window's job is in the compute process; False if this
+        job was cancelled meanwhile."""
+        said = False
+        while not _JOB_LOCK.acquire(timeout=0.05):
+            if self.token.is_set():
+                summary.status = "cancelled"
+                summary.message = "cancelled by the user"
+                return False
+            if not said:
+                said = True
+                self.progress.emit("waiting", 0, 0, "waiting for another window's run to end")
+        return True
 
     def _relay(self, job: Job, summary: RunSummary) -> None:
         srv = compute_server()
