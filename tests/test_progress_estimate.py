@@ -189,3 +189,27 @@ def test_a_stack_s_pages_count_one_by_one_or_as_one_in_its_tiles():
     as_one(ProgressEvent("tiles", 1, 16))  # the motion widened the halo: 16 tiles
     as_one(ProgressEvent("page", 1, 2, message="stage 1"))
     assert as_one.fraction() == pytest.approx((1 + 0.25) / 16)
+
+
+def test_a_real_tiled_colour_run_counts_each_tile_once():
+    """The events of a real run (a colour photograph in tiles: three channels per chunk,
+    the pilot's flat references filled after its chunks) give each tile one share: at
+    the k-th tile's end the run is k/n done (the fill's events once read as a new pass,
+    and a 12-tile phone photo said 'run 100 %' after six tiles)."""
+    from kpca_denoise import denoise_set
+    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.params import DenoiseParams
+
+    img = np.asarray(Image.open(sample_images_dir() / "astronaut.png").convert("RGB"))[:, :300]
+    est = RunEstimate({0: work_weight(img.shape)}, tiles={0: 4})
+    est.begin(0)
+    seen = []
+
+    def listen(ev):
+        est(ev)
+        if ev.stage == "tiles":
+            seen.append((ev.done, ev.total, est.fraction()))
+
+    denoise_set([img], DenoiseParams(noise_sigma=20, tile_size=256), progress=listen)
+    assert len(seen) > 1 and seen[-1][0] == seen[-1][1]
+    assert [f for _, _, f in seen] == pytest.approx([d / n for d, n, _ in seen])

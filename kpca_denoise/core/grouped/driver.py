@@ -622,7 +622,8 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
                    stats[ch], nums[ch], dens[ch], progress)
     if keep is not None:
         _fill_holes(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, lags,
-                    running, work, progress, None if region is None else region.exact)
+                    running, work, progress, None if region is None else region.exact,
+                    (nchunks, nchunks))
     # every pixel is covered by a reference patch (stride <= p, last row/col kept) or,
     # where the pilot dropped references, filled by _fill_holes
     if region is None:
@@ -768,12 +769,13 @@ def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, str
 def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
                 run: _Run, ps: _Pass, stats: list, nums: list, dens: list, lags: Sequence,
                 running: bool, work: np.ndarray, progress: ProgressCallback | None,
-                exact: tuple | None) -> None:
+                exact: tuple | None, last: tuple) -> None:
     """The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
     region gets right, unless None): the estimates of the dropped
     references (``dropped``: (ry, rx) per chunk) whose patch holds one, each group's
     reference patch only, so that a hole's value depends on the references covering it
-    alone (as in a tile)."""
+    alone (as in a tile).  Progress says ``last``, the pass's last chunk (a count that
+    went back would read as a new pass: a tiled photo's estimate counted each tile twice)."""
     p = run.geometry.patch_size
     holes = dens[0][0] == 0
     if exact is not None:
@@ -803,7 +805,7 @@ def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ra
         gy, gx = match(guide_m, cy, cx, p, ps.match_size, ps.search_radius, ps.n,
                        run.geometry.dense_radius, lags, running, work)
         for ch in range(C):
-            _chunk(imgs[ch], guides[ch], ch, gy, gx, 0.0, (1, 1), ranks, run, ps, stats[ch],
+            _chunk(imgs[ch], guides[ch], ch, gy, gx, 0.0, last, ranks, run, ps, stats[ch],
                    nn[ch], dd[ch], progress, own=(cy, cx))
     for n, d, n2, d2 in zip(nums, dens, nn, dd):
         n[:, holes] = n2[:, holes]
