@@ -60,20 +60,27 @@ def test_neighbours_beat_pages_alone_and_are_reported():
 
 def test_high_noise_stacks_take_larger_pilot_groups():
     """Above HIGH_NOISE of the data range the stack's pilot groups take 64 patches (the
-    search along the pages still stops as for 40); below it, or when set, as asked."""
+    search along the pages still stops as for 40) with a stage-1 window of the patch + 6
+    and an own-page search of 16; below it, or when set, as asked."""
     from kpca_denoise.core.grouped.geometry import HIGH_NOISE
-    from kpca_denoise.core.grouped.sequence import HIGH_NOISE_GROUP1
+    from kpca_denoise.core.grouped.sequence import (HIGH_NOISE_GROUP1,
+                                                    HIGH_NOISE_MATCH_EXTRA1, HIGH_NOISE_RADIUS1)
 
     clean = _pan(5, 64)
     got = {}
-    for sigma, grouped in ((20.0, None), (60.0, None), (60.0, {"group_size1": 50})):
+    set_ = {"group_size1": 50, "match_size1": 9, "search_radius1": 20}
+    for sigma, grouped in ((20.0, None), (60.0, None), (60.0, set_)):
         noisy = np.clip(_noisy(clean, sigma), 0, 255).astype(np.uint8)
         kw = {"grouped": grouped} if grouped else {}
         _, stats = denoise_stack(noisy, noise_sigma=sigma, sequence="yes", return_stats=True,
                                  **kw)
-        got[sigma, bool(grouped)] = stats["pages"][1]["grouped"][0]["params"]["group_size1"]
+        q = stats["pages"][1]["grouped"][0]["params"]
+        got[sigma, bool(grouped)] = (q["group_size1"], q["match_size1"] - q["patch_size"],
+                                     q["search_radius1"])
     assert 20.0 / 255 < HIGH_NOISE < 60.0 / 255
-    assert got == {(20.0, False): 40, (60.0, False): HIGH_NOISE_GROUP1, (60.0, True): 50}
+    assert got == {(20.0, False): (40, 2, 32),
+                   (60.0, False): (HIGH_NOISE_GROUP1, HIGH_NOISE_MATCH_EXTRA1, HIGH_NOISE_RADIUS1),
+                   (60.0, True): (50, 4, 20)}
     # pages of 11x11 offer a corner reference 7 x 7 = 49 candidates: 40 stays
     tiny = np.clip(_noisy(clean[:, :11, :11], 60.0), 0, 255).astype(np.uint8)
     out, stats = denoise_stack(tiny, noise_sigma=60.0, sequence="yes", return_stats=True)

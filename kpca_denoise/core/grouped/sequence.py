@@ -55,6 +55,11 @@ DEPTH = 3
 #: (the single image's 40 below it, or ``group_size1`` when set); the search along the
 #: pages still stops where no candidate would join the closest 40 (``docs/stacks.md``)
 HIGH_NOISE_GROUP1 = 64
+#: there too, the stage-1 matching window is the patch + 6 (the single image's + 8:
+#: a stack's windows span :data:`DEPTH` pages) and the own-page search reaches 16
+#: pixels (the neighbour pages offer the rest), unless set (``docs/stacks.md``)
+HIGH_NOISE_MATCH_EXTRA1 = 6
+HIGH_NOISE_RADIUS1 = 16
 
 
 # -- motion between pages --------------------------------------------------------------
@@ -402,6 +407,20 @@ def _high_noise_groups(o: GroupedOptions, run, sigma: float, shape: tuple) -> bo
     return sigma / float(o.data_range) > HIGH_NOISE and fewest >= HIGH_NOISE_GROUP1
 
 
+def _high_noise_run(run):
+    """``run`` with the stack path's high-noise pilot: groups of
+    :data:`HIGH_NOISE_GROUP1`, a stage-1 window of the patch +
+    :data:`HIGH_NOISE_MATCH_EXTRA1` and an own-page search of
+    :data:`HIGH_NOISE_RADIUS1` where the options leave them to it (never larger)."""
+    o, g = run.options, run.geometry
+    m1 = g.match_size1 if o.match_size1 is not None else min(
+        g.match_size1, g.patch_size + HIGH_NOISE_MATCH_EXTRA1)
+    r1 = g.search_radius1 if o.search_radius1 is not None or o.search_radius is not None \
+        else min(g.search_radius1, HIGH_NOISE_RADIUS1)
+    return replace(run, n1=HIGH_NOISE_GROUP1,
+                   geometry=replace(g, match_size1=m1, search_radius1=r1))
+
+
 def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,),
                           options: Any = None, window: int = WINDOW, radius: int = RADIUS,
                           linked: np.ndarray | None = None, shifts: np.ndarray | None = None,
@@ -461,7 +480,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     cal = calibrate(middle, sigma, resolve_options(options, **overrides), trial_denoiser(cancel))
     run = _resolve(middle, sigma, cal)
     if _high_noise_groups(cal.options, run, sigma, middle[0].shape):
-        run = replace(run, n1=HIGH_NOISE_GROUP1)
+        run = _high_noise_run(run)
     del middle
     stats = [_ChannelStats() for _ in range(C)]
     floors: dict = {}
