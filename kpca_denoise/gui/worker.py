@@ -197,16 +197,15 @@ class DenoiseWorker(QObject):
         job = self.job
         t0 = time.perf_counter()
         summary = RunSummary(job=job, status="done")
-        try:
-            if self._take_turn(summary):
-                try:
-                    self._relay(job, summary)
-                finally:
-                    _JOB_LOCK.release()
-        except Exception as exc:  # noqa: BLE001 - report, never die silently
-            summary.status = "failed"
-            summary.message = f"{type(exc).__name__}: {exc}"
-            discard_compute_server()
+        if self._take_turn(summary):
+            try:
+                self._relay(job, summary)
+            except Exception as exc:  # noqa: BLE001 - report, never die silently
+                summary.status = "failed"
+                summary.message = f"{type(exc).__name__}: {exc}"
+                discard_compute_server()  # before another window's job may start on it
+            finally:
+                _JOB_LOCK.release()
         summary.seconds = time.perf_counter() - t0
         self.summary = summary
         self.finished.emit(summary)
