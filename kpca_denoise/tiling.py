@@ -48,7 +48,7 @@ from .params import DenoiseParams
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
            "luminance", "LazyLuminance", "channels", "colour_part", "training_patches",
            "merge_grouped_stats", "plan_stack", "denoise_stack_tile", "denoise_stack_tiled",
-           "resolve_stack", "STACK_TILE_BYTES",
+           "resolve_stack", "settle_stack_range", "nominal_range", "STACK_TILE_BYTES",
            "denoise_with_model"]
 
 GLOBAL_PATCH_SIZE = 8
@@ -368,6 +368,7 @@ def denoise_stack_tiled(pages, sigma: float, params: DenoiseParams, *, linked: n
     P = len(pages)
     first = np.asarray(pages[0])
     shape = (P,) + first.shape
+    params = settle_stack_range(pages[P // 2], sigma, params, vst)
     tiles = plan_stack(shape, params, shifts, reach)
     if len(tiles) > 1:
         params = resolve_stack(pages[P // 2], sigma, params, vst)
@@ -486,6 +487,45 @@ def working_range(dtype, vst=None) -> float | None:
         return hi - lo
     ends = vst.forward(np.array([[[lo], [hi]]]))  # (1, 2, C) after broadcasting
     return float(np.min(ends[0, 1] - ends[0, 0]))
+
+
+#: the ranges a float image conventionally holds: [0, 1], and 8, 12 and 16 bits as floats
+NOMINAL_RANGES = (1.0, 255.0, 4095.0, 65535.0)
+
+
+def nominal_range(values: np.ndarray, sigma: float) -> float | None:
+    """The conventional range ``[0, R]`` (:data:`NOMINAL_RANGES`, the smallest) a float
+    image holds, noise aside: its 0.1 and 99.9 percentiles within 4 ``sigma`` of it, and
+    ``sigma`` at most half of it (a range the noise would swamp is not the image's);
+    None when none holds them (values far below zero, physical units)."""
+    lo, hi = np.percentile(np.asarray(values, dtype=np.float64), [0.1, 99.9])
+    margin = 4.0 * float(sigma)
+    return next((r for r in NOMINAL_RANGES
+                 if sigma <= r / 2 and lo >= -margin and hi <= r + margin), None)
+
+
+def settle_stack_range(middle: np.ndarray, sigma: float, params: DenoiseParams,
+                       vst=None) -> DenoiseParams:
+    """``params`` with the grouped method's ``data_range`` of a float stack decided once,
+    on the central crop of its ``middle`` page (:func:`nominal_range`), so that a float
+    stack gets the decisions its 8- or 16-bit version gets from its type (the stack
+    path's high-noise pilot, ``docs/stacks.md``) and every tile gets the same.
+    Unchanged for integer pages, a stabilised stack (other units) or a range given."""
+    from .core.grouped.calibrate import central_crop
+
+    dtype = getattr(middle, "dtype", None)
+    if (params.grouped.data_range is not None or vst is not None
+            or working_range(dtype if dtype is not None else np.asarray(middle).dtype)
+            is not None):
+        return params
+    crop = np.asarray(central_crop(middle))
+    colour = channels(crop) == 3
+    r = nominal_range(crop[..., :3] if crop.ndim == 3 else crop, sigma)
+    if r is None:
+        return params
+    if colour:  # the luminance guide's span, as _guide_range gives an integer stack's
+        r *= float(OPPONENT[0].sum())
+    return params.replace(grouped=params.grouped.replace(data_range=r))
 
 
 def _guide_range(dtype, vst, colour: bool) -> float | None:

@@ -259,3 +259,35 @@ def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
     assert all(it.vst is None for it in seq)
     assert seq[1].result.noise_sigma == 5.0 * 1.5
     assert "noise_model" not in seq[1].result.stats
+
+
+def test_a_float_stack_gets_the_range_its_integer_version_has():
+    """A float stack holding 0..255 (or 0..1) values gets the data range an 8-bit stack
+    gets from its type, decided once on its middle page: at sigma 60 on that range the
+    high-noise pilot, as the 8-bit stack; values in no conventional range (far below
+    zero) keep no range, and a range given wins."""
+    from kpca_denoise.core.grouped.sequence import HIGH_NOISE_GROUP1
+    from kpca_denoise.tiling import nominal_range
+
+    clean = _pan(5, 64)
+    noisy = np.clip(_noisy(clean, 60.0), 0, 255).astype(np.uint8)
+
+    def pilot(stack, sigma, **kw):
+        _, stats = denoise_stack(stack, noise_sigma=sigma, sequence="yes", return_stats=True,
+                                 **kw)
+        q = stats["pages"][1]["grouped"][0]["params"]
+        return q["group_size1"], q["match_size1"], q["data_range"]
+
+    as_uint8 = pilot(noisy, 60.0)
+    assert as_uint8 == (HIGH_NOISE_GROUP1, 11, 255.0)
+    assert pilot(noisy.astype(np.float64), 60.0) == as_uint8
+    assert pilot(noisy / 255.0, 60.0 / 255) == (HIGH_NOISE_GROUP1, 11, 1.0)
+    assert pilot(noisy - 1000.0, 60.0)[::2] == (40, None)
+    assert pilot(noisy.astype(np.float32), 60.0, grouped={"data_range": 1000.0})[::2] == (40, 1000.0)
+    # the decision itself: the smallest conventional range within 4 sigma of the values
+    rng = np.random.default_rng(3)
+    assert nominal_range(rng.uniform(0, 1, 4000), 0.01) == 1.0
+    assert nominal_range(rng.uniform(0, 200, 4000), 5.0) == 255.0
+    assert nominal_range(rng.uniform(0, 3000, 4000), 20.0) == 4095.0
+    assert nominal_range(rng.uniform(-50, 200, 4000), 5.0) is None
+    assert nominal_range(rng.uniform(0, 200, 4000), 60.0) == 255.0  # not [0, 1]: sigma 60
