@@ -33,9 +33,10 @@ of 3-D Gaussian-smoothed points, isotropic), ``filaments`` (a z-stack of smoothe
 transform with the true parameters, sigma 1, and its exact unbiased inverse).
 ``--grouped kappa1=3.5,group_size1=64``: grouped options for ours (pages alone and
 default), to measure a variant against the default on the same stacks.  The stacks
-are float (the noise is not clipped), whose range ours does not assume;
-``--data-range 255`` tells it, as an 8-bit stack's type does (ours decides its
-high-noise settings from sigma against the range, ``docs/stacks.md``).
+are float (the noise is not clipped); ours takes their range as 0..255 from their values,
+as it does any float stack's (``kpca_denoise.tiling.nominal_range``) and as an 8-bit
+stack's type says it (it decides its high-noise settings from sigma against the range,
+``docs/stacks.md``); ``--data-range`` gives another.
 """
 
 from __future__ import annotations
@@ -336,7 +337,7 @@ def main(argv=None) -> None:
                     help="ours only, the stack path's high-noise pilot group size at each "
                          "of these (sequence.HIGH_NOISE_GROUP1): PSNR and CPU seconds")
     ap.add_argument("--data-range", type=float,
-                    help="tell ours the stacks' range (255: as an 8-bit stack says it)")
+                    help="tell ours the stacks' range (default: decided from their values)")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
