@@ -518,9 +518,11 @@ def settle_stack_range(middle: np.ndarray, sigma: float, params: DenoiseParams,
             or working_range(dtype if dtype is not None else np.asarray(middle).dtype)
             is not None):
         return params
-    crop = np.asarray(central_crop(middle))
+    crop = np.asarray(central_crop(np.asarray(middle)))
     colour = channels(crop) == 3
-    r = nominal_range(crop[..., :3] if crop.ndim == 3 else crop, sigma)
+    if crop.ndim == 3:  # the colour or grey channels, not an alpha
+        crop = crop[..., :3] if colour else crop[..., :1]
+    r = nominal_range(crop, sigma)
     if r is None:
         return params
     if colour:  # the luminance guide's span, as _guide_range gives an integer stack's
