@@ -95,10 +95,7 @@ def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas:
     else the pages' own (``vsts``)."""
     if not vsts or any(v is None for v in vsts):
         return list(vsts)
-    try:
-        _, vst = shared_noise(params, pages, sigmas, vsts[0])
-    except ValueError:  # pages that fit no one model together: each its own
-        return list(vsts)
+    _, vst = shared_noise(params, pages, sigmas, vsts[0])
     return [vst] * len(vsts)
 
 
