@@ -26,8 +26,7 @@ from .results import _Run
 from .tiling import _to_working, denoise_stack_tiled, luminance
 
 __all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
-           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD",
-           "decision_stabilisers"]
+           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
 #: :func:`link_scores` is above this (the scores measured on each kind of set:
@@ -85,18 +84,6 @@ def decide_stack(crops: list, vsts: list, sigmas: list,
     pages = [np.asarray(luminance(c), dtype=np.float64) if v is None
              else _to_working(c, v)[0][..., 0] for c, v in zip(crops, vsts)]
     return decide(pages, float(np.median(sigmas)) / params.strength, params.sequence)
-
-
-def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list) -> list:
-    """The stabilisers the link decision reads ``pages`` through: where every page has
-    one, a single one measured as a sequence's (:func:`shared_noise`), since each page's
-    own estimate moves with its content (a sparse z-stack's gain by a factor of two
-    between neighbouring slices, which then scored as unrelated, ``docs/stacks.md``);
-    else the pages' own (``vsts``)."""
-    if not vsts or any(v is None for v in vsts):
-        return list(vsts)
-    _, vst = shared_noise(params, pages, sigmas, vsts[0])
-    return [vst] * len(vsts)
 
 
 def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple[float, Any]:
@@ -196,9 +183,7 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             dec = decide_stack(crops, [None] * len(seq),
                                [_gaussian_level(it, params) for it in seq], params)
         else:
-            sigmas = [it.result.noise_sigma for it in seq]
-            dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
-                                                           vsts, sigmas), sigmas, params)
+            dec = decide_stack(crops, vsts, [it.result.noise_sigma for it in seq], params)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
         for k, it in enumerate(seq):
