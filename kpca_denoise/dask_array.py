@@ -397,14 +397,15 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
     The decision goes into every page's stats and ``run.sequence``."""
     import dask
 
-    from .sequence import decide_stack, shared_noise, stabiliser_stats
+    from .sequence import decide_stack, decision_stabilisers, shared_noise, stabiliser_stats
 
     if (params.method != "grouped" or params.sequence == "no" or len(pages) < 2
             or any(d is None for d in decisions)):
         return None
     crops = [np.asarray(c) for c in dask.compute(*[central_crop(p) for p in pages])]
-    dec = decide_stack(crops, [d.vst for d in decisions], [d.sigma for d in decisions],
-                       params)
+    sigmas = [d.sigma for d in decisions]
+    dec = decide_stack(crops, decision_stabilisers(params, pages, [d.vst for d in decisions],
+                                                   sigmas), sigmas, params)
     run.sequence = dec.as_dict()
     for k, st in enumerate(run.stats):
         st["sequence"] = dict(decision=dec.decision, choice=dec.choice, reason=dec.reason,

@@ -23,10 +23,11 @@ from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
 from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, _stabiliser
 from .results import _Run
-from .tiling import _to_working, denoise_stack_tiled, luminance
+from .tiling import _to_working, colour_part, denoise_stack_tiled, luminance
 
 __all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
-           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD"]
+           "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD",
+           "decision_stabilisers", "same_sensor"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
 #: :func:`link_scores` is above this (the scores measured on each kind of set:
@@ -84,6 +85,46 @@ def decide_stack(crops: list, vsts: list, sigmas: list,
     pages = [np.asarray(luminance(c), dtype=np.float64) if v is None
              else _to_working(c, v)[0][..., 0] for c, v in zip(crops, vsts)]
     return decide(pages, float(np.median(sigmas)) / params.strength, params.sequence)
+
+
+#: pages whose own noise model and the sequence's one give noise stds within this factor
+#: of each other at the page's median signal are read through the sequence's one for
+#: the link decision: a sparse z-stack's own estimates moved by 0.97-1.01 there (their
+#: gains by 2x), two sensors of gain 16 and 64 by 0.76 and 1.5 (``docs/stacks.md``)
+SHARED_SENSOR_TOLERANCE = 1.15
+
+
+def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list) -> list:
+    """The stabilisers the link decision reads ``pages`` through: one measured as the
+    sequence's (:func:`shared_noise`) where every page has a stabiliser and each page's
+    own gives the same noise where the page's pixels are (:func:`same_sensor`), since
+    each page's own estimate moves with its content (a sparse z-stack's gain by a
+    factor of two between neighbouring slices, which then scored as unrelated,
+    ``docs/stacks.md``); else the pages' own (``vsts``)."""
+    if not vsts or any(v is None for v in vsts):
+        return list(vsts)
+    try:
+        _, vst = shared_noise(params, pages, sigmas, vsts[0])
+    except ValueError:  # pages that fit no one model together: each its own
+        return list(vsts)
+    if not all(same_sensor(p, own, vst) for p, own in zip(pages, vsts)):
+        return list(vsts)
+    return [vst] * len(vsts)
+
+
+def same_sensor(page: np.ndarray, own, shared, tol: float = SHARED_SENSOR_TOLERANCE) -> bool:
+    """Whether stabilisers ``own`` and ``shared`` give ``page`` the same noise std within
+    a factor ``tol`` at its median signal in each colour channel (where an estimate is
+    best determined; a sparse page's gain and read noise trade against each other)."""
+    x = colour_part(np.asarray(page))
+    x = x.reshape(-1, 1) if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+    x = x[:: max(1, x.shape[0] // 65536)]
+    var = []
+    for v in (own, shared):
+        m = np.maximum(np.median(x, axis=0) - v.offset, 0.0)
+        var.append(np.asarray(v.gain) * m + np.asarray(v.sigma) ** 2)
+    ratio = var[0] / np.maximum(var[1], np.finfo(float).tiny)
+    return bool(np.all((ratio >= tol ** -2) & (ratio <= tol ** 2)))
 
 
 def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple[float, Any]:
@@ -183,7 +224,9 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
             dec = decide_stack(crops, [None] * len(seq),
                                [_gaussian_level(it, params) for it in seq], params)
         else:
-            dec = decide_stack(crops, vsts, [it.result.noise_sigma for it in seq], params)
+            sigmas = [it.result.noise_sigma for it in seq]
+            dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
+                                                           vsts, sigmas), sigmas, params)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
         for k, it in enumerate(seq):

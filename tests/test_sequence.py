@@ -291,3 +291,50 @@ def test_a_float_stack_gets_the_range_its_integer_version_has():
     assert nominal_range(rng.uniform(0, 3000, 4000), 20.0) == 4095.0
     assert nominal_range(rng.uniform(-50, 200, 4000), 5.0) is None
     assert nominal_range(rng.uniform(0, 200, 4000), 60.0) == 255.0  # not [0, 1]: sigma 60
+
+
+def _sparse_zstack(pages=8, size=128, seed=0):
+    """Thin bright curves drifting a pixel a slice on a dark background, under
+    Poisson-Gaussian noise (gain 3, std 5): a sparse z-stack."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:size, :size].astype(float)
+    clean = np.full((pages, size, size), 20.0)
+    for _ in range(12):
+        a, b, c = rng.uniform(0, size, 3)
+        f = rng.uniform(0.03, 0.08)
+        for k in range(pages):
+            d = np.abs(yy - (a + 8 * np.sin(f * xx + b) + 0.7 * k))
+            clean[k] += 180 * np.exp(-d ** 2 / 2.0) * (np.abs(xx - c) < size / 3)
+    return 3.0 * rng.poisson(clean / 3.0) + rng.normal(0, 5.0, clean.shape)
+
+
+def test_a_stabilised_stack_is_decided_through_one_stabiliser():
+    """The link decision reads a Poisson-Gaussian stack through one stabiliser measured as
+    the sequence's, not each page's own estimate (on a sparse z-stack those moved by a
+    factor of two between slices, and slices of one scene scored as unrelated)."""
+    from kpca_denoise.core.vst import GeneralizedAnscombe
+    from kpca_denoise.sequence import decide_stack, decision_stabilisers, shared_noise
+
+    stack = _sparse_zstack()
+    params = DenoiseParams(noise_model="poisson-gaussian")
+    # as estimated page by page: gain and read noise traded against each other
+    own = [GeneralizedAnscombe(np.array([g]), np.array([s]))
+           for g, s in [(3.0, 5.0), (1.45, 6.3)] * 4]
+    pages = list(stack)
+    picked = decision_stabilisers(params, pages, own, [1.0] * len(pages))
+    _, shared = shared_noise(params, pages, [1.0] * len(pages), own[0])
+    assert all(np.allclose(v.gain, shared.gain) and np.allclose(v.sigma, shared.sigma)
+               for v in picked)
+    assert 2.0 < float(np.ravel(shared.gain)[0]) < 4.5  # the stack's gain, 3
+    dec = decide_stack(pages, picked, [1.0] * len(pages), params)
+    assert dec.decision == "sequence" and all(dec.linked), dec.scores
+    # through the pages' own estimates, so unlike, the same slices look unrelated
+    assert not any(decide_stack(pages, own, [1.0] * len(pages), params).linked)
+    # two sensors (gains 16 and 64) are not one: each page keeps its own
+    rng = np.random.default_rng(8)
+    y = np.linspace(2000.0, 50000.0, 64)[None, :] * np.ones((64, 1))
+    two = [g * rng.poisson(y / g) + rng.normal(0, 200.0, y.shape) for g in (16.0, 64.0)]
+    theirs = [GeneralizedAnscombe(np.array([g]), np.array([200.0])) for g in (16.0, 64.0)]
+    assert decision_stabilisers(params, two, theirs, [1.0, 1.0]) == theirs
+    # Gaussian or mixed pages keep their own (None: decided on the pixels)
+    assert decision_stabilisers(params, pages, [None] * len(pages), [5.0] * 8) == [None] * 8
