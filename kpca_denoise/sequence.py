@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .core.grouped.calibrate import central_crop
-from .core.grouped.sequence import link_scores, page_shifts
+from .core.grouped.sequence import link_scores, page_shifts, steady_shifts
 from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
 from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, _stabiliser
@@ -66,11 +66,12 @@ def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
         return SequenceDecision("pages", choice, [False] * max(n - 1, 0), [],
                                 shifts.tolist(), "asked" if choice == "no" else "one image")
     if choice == "yes":
-        return SequenceDecision("sequence", choice, [True] * (n - 1), [], shifts.tolist(),
-                                "asked")
+        return SequenceDecision("sequence", choice, [True] * (n - 1), [],
+                                steady_shifts(shifts).tolist(), "asked")
     scores, shifts = link_scores(pages, sigma, shifts)
     related = float(np.median(scores)) > LINK_THRESHOLD
     linked = [bool(related and s >= CUT_THRESHOLD) for s in scores]
+    shifts = steady_shifts(shifts, linked)
     k = sum(linked)
     return SequenceDecision("sequence" if k else "pages", choice, linked, scores.tolist(),
                             shifts.tolist(), f"{k} of {n - 1} neighbouring pairs alike")

@@ -338,3 +338,30 @@ def test_a_stabilised_stack_is_decided_through_one_stabiliser():
     assert decision_stabilisers(params, two, theirs, [1.0, 1.0]) == theirs
     # Gaussian or mixed pages keep their own (None: decided on the pixels)
     assert decision_stabilisers(params, pages, [None] * len(pages), [5.0] * 8) == [None] * 8
+
+
+def test_a_subpixel_drift_gets_one_shift_for_every_pair():
+    """Content drifting a fraction of a pixel per page: the phase correlation's integer
+    shifts jitter between two values, which cut neighbouring pages' 3-D patches
+    differently; the decision takes one shift for the run (steady_shifts), and that
+    is worth more than half a dB against the jittering shifts."""
+    from scipy import ndimage as ndi
+
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack, steady_shifts
+
+    assert steady_shifts([[1, 1], [1, 0], [1, 1], [2, -3]], [True, True, True, True]).tolist() \
+        == [[1, 1], [1, 0], [1, 1], [1, -3]]  # y's 1, 2 steadied; x's 1, 0, -3 are motion
+    # an unlinked pair cuts the runs; a tie goes to the smaller shift
+    assert steady_shifts([[0, 1], [0, 2], [5, 5], [0, -1], [0, 0]],
+                         [True, True, False, True, True]).tolist() \
+        == [[0, 1], [0, 1], [5, 5], [0, 0], [0, 0]]
+    s = _scene(0, 200)
+    clean = np.stack([ndi.shift(s, (0.3 * k, 0.55 * k), order=3)[40:112, 40:112]
+                      for k in range(8)])
+    noisy = _noisy(clean, 15.0, 3)
+    out, stats = denoise_stack(noisy, noise_sigma=15.0, return_stats=True)
+    assert stats["sequence"]["shifts"] == [[0, 1]] * 7
+    jitter = np.array([[0, 1], [0, 0]] * 3 + [[0, 1]])
+    est, _ = denoise_grouped_stack(noisy[..., None], 15.0, shifts=jitter,
+                                   options=dict(data_range=255))
+    assert psnr(clean, out, 255) > psnr(clean, est[None][..., 0], 255) + 0.4
