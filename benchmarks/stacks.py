@@ -7,7 +7,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
 
     python -m benchmarks.stacks [--kinds pan,blobs] [--noise 25,pg] [--pages 16]
         [--size 256] [--no-baselines] [--repeat N] [--grouped KNOB=VALUE,...]
-        [--data-range 255] [--group1-sizes 40,64]
+        [--data-range 255] [--group1-sizes 40,64] [--colour]
         | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
         [--centre-tile]
@@ -31,6 +31,10 @@ of 3-D Gaussian-smoothed points, isotropic), ``filaments`` (a z-stack of smoothe
 (15, 25, 50), told to every method, or ``pg``: Poisson-Gaussian of gain 3 and std 5
 (ours estimates it once per stack; BM3D and BM4D run on the generalised Anscombe
 transform with the true parameters, sigma 1, and its exact unbiased inverse).
+``--colour``: the pan, rotation, zoom and burst over the colour astronaut, (P, H, W, 3),
+Gaussian noise only; BM3D is CBM3D page by page (``bm3d.bm3d_rgb``) and BM4D runs on
+the orthonormal opponent channels (``bm4d.bm4d_multichannel``: its block matching on
+the luminance, as CBM3D's).
 ``--grouped kappa1=3.5,group_size1=64``: grouped options for ours (pages alone and
 default), to measure a variant against the default on the same stacks.  The stacks
 are float (the noise is not clipped); ours takes their range as 0..255 from their values,
@@ -105,6 +109,34 @@ def _filaments(shape, n, rng) -> np.ndarray:
 def _scaled(v: np.ndarray, lo: float = 20.0, hi: float = 230.0) -> np.ndarray:
     v = (v - v.min()) / max(float(np.ptp(v)), 1e-12)
     return lo + (hi - lo) * v
+
+
+#: the kinds ``--colour`` builds in colour (from the colour astronaut)
+COLOUR_KINDS = ("pan", "rotate", "zoom", "burst")
+
+
+def _colour_warp(image: np.ndarray, *args) -> np.ndarray:
+    return np.stack([_warp(image[..., c], *args) for c in range(3)], axis=-1)
+
+
+def build_colour(kind: str, pages: int = 16, size: int = 256) -> np.ndarray:
+    """The clean colour stack ``(pages, size, size, 3)`` float64 on 0..255 of ``kind``
+    (one of :data:`COLOUR_KINDS`), the motion of its grey version over the colour
+    astronaut."""
+    rng = np.random.default_rng(7)
+    im = sample_image("astronaut.png")[..., :3].astype(np.float64)
+    if kind == "pan":
+        y0, x0 = (im.shape[0] - size) // 2, max(0, (im.shape[1] - size - pages) // 2)
+        return np.stack([im[y0:y0 + size, x0 + k:x0 + k + size] for k in range(pages)])
+    if kind == "rotate":
+        return np.stack([_colour_warp(im, 0.4 * k, 1.0, (0.7 * k, 0.3 * k), size)
+                         for k in range(pages)])
+    if kind == "zoom":
+        return np.stack([_colour_warp(im, 0.0, 1.012 ** k, (0, 0), size) for k in range(pages)])
+    if kind == "burst":
+        return np.stack([_colour_warp(im, rng.normal(0, 0.3), 1.0, tuple(rng.normal(0, 1.5, 2)),
+                                      size) for _ in range(pages)])
+    raise ValueError(f"no colour stack of kind {kind!r}; known are {', '.join(COLOUR_KINDS)}")
 
 
 def build(kind: str, pages: int = 16, size: int = 256) -> np.ndarray:
@@ -198,12 +230,23 @@ def _with_vst(fn, noisy: np.ndarray, noise: str) -> np.ndarray:
 def bm3d_pages(noisy: np.ndarray, noise: str) -> np.ndarray:
     import bm3d
 
+    if noisy.ndim == 4:  # colour: CBM3D (opponent colour space) page by page
+        return np.stack([bm3d.bm3d_rgb(pg, float(noise)) for pg in noisy])
     return _with_vst(lambda v, s: np.stack([bm3d.bm3d(pg, s) for pg in v]), noisy, noise)
+
+
+#: an orthonormal opponent colour transform (luminance, red-blue, green-magenta): white
+#: noise of std sigma stays white of std sigma in each channel
+OPPONENT = np.array([[1, 1, 1], [1, 0, -1], [1, -2, 1]]) / np.sqrt([[3], [2], [6]])
 
 
 def bm4d_volume(noisy: np.ndarray, noise: str) -> np.ndarray:
     import bm4d
 
+    if noisy.ndim == 4:  # colour: BM4D on the opponent channels, matched on the luminance
+        opp = np.moveaxis(noisy @ OPPONENT.T, -1, 0)
+        out = np.asarray(bm4d.bm4d_multichannel(opp, float(noise))).reshape(opp.shape)
+        return np.moveaxis(out, 0, -1) @ OPPONENT
     return _with_vst(lambda v, s: np.asarray(bm4d.bm4d(v, s)).reshape(v.shape), noisy, noise)
 
 
@@ -304,8 +347,11 @@ def group1_sizes(args, knobs: dict) -> None:
     sizes = [int(v) for v in args.group1_sizes.split(",")]
     print("# PSNR dB (CPU s) with the high-noise pilot group size of each column")
     print(f"{'stack':<10} {'noise':>5} " + " ".join(f"{n:>15}" for n in sizes))
+    if args.colour and "pg" in args.noise.split(","):
+        ap.error("--colour takes Gaussian noise levels only, not pg")
     for kind in args.kinds.split(","):
-        clean = build(kind, args.pages, args.size)
+        clean = (build_colour if args.colour else build)(kind, args.pages, args.size)
+        kind = kind + ("-rgb" if args.colour else "")
         for noise in args.noise.split(","):
             noisy = add_stack_noise(clean, noise)
             kn = with_range(knobs, args.data_range, noise)
@@ -338,6 +384,9 @@ def main(argv=None) -> None:
                          "of these (sequence.HIGH_NOISE_GROUP1): PSNR and CPU seconds")
     ap.add_argument("--data-range", type=float,
                     help="tell ours the stacks' range (default: decided from their values)")
+    ap.add_argument("--colour", action="store_true",
+                    help=f"colour stacks of the kinds {', '.join(COLOUR_KINDS)} (Gaussian "
+                         "noise only; CBM3D per page, BM4D on opponent channels)")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--target", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -357,8 +406,11 @@ def main(argv=None) -> None:
                                         if args.repeat > 1 else ""))
     print(f"{'stack':<10} {'noise':>5} {'noisy':>7} {'pages alone':>15} {'default':>15} "
           f"{'BM3D pages':>15} {'BM4D':>15} {'t/BM4D':>6}  auto")
+    if args.colour and "pg" in args.noise.split(","):
+        ap.error("--colour takes Gaussian noise levels only, not pg")
     for kind in args.kinds.split(","):
-        clean = build(kind, args.pages, args.size)
+        clean = (build_colour if args.colour else build)(kind, args.pages, args.size)
+        kind = kind + ("-rgb" if args.colour else "")
         for noise in args.noise.split(","):
             noisy = add_stack_noise(clean, noise)
             kn = with_range(knobs, args.data_range, noise)
