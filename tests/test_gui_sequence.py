@@ -101,8 +101,17 @@ def test_texts_of_a_separate_image_in_a_sequence():
         "this 50%, +1 25%)")
     assert texts.sequence_text(seq) == (
         "page 2 of 5 with its neighbours (patches from pages -1 25%, this 50%, +1 25%)")
-    assert "neighbouring images" in texts.preview_sequence_text(page=False)
-    assert "neighbouring pages" in texts.preview_sequence_text(page=True)
+    preview = dict(seq, first=0, last=4)
+    assert texts.preview_sequence_text(preview, page=False) == (
+        "the preview denoised image 2 of 5 with images 1–5 in load order (the region on each), "
+        "as the run does; patches there from images -1 25%, this 50%, +1 25%")
+    assert texts.preview_sequence_text(preview).startswith(
+        "the preview denoised page 2 of 5 with pages 1–5 (the region on each)")
+    alone = dict(decision="pages", choice="auto", page=0, pages=3,
+                 reason="0 of 2 neighbouring pairs alike")
+    assert texts.preview_sequence_text(alone) == (
+        "the preview shows page 1 of 3 alone, as the run denoises it (sequence auto: 0 of 2 "
+        "neighbouring pairs alike)")
     assert texts.run_started_text(5, "grouped", {None}, [5]) == (
         "run started: 5 images, method grouped, ranks auto, the set of 5 images denoised as "
         "one sequence")
@@ -113,7 +122,8 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     """'yes': a frame's run denoises the five frames together, the pixels of
     denoise_set(frames, sequence='yes'), the command line's call; the line over the
     views and the log say which neighbouring images a frame's groups used, and its
-    preview says the run uses them.  An image of another size stays out.  'no' (and
+    preview denoises it with them too, saying so.  An image of another size stays out.
+    'no' (and
     'auto', as the command line under --sequence auto) denoise the frame alone."""
     folder, frames = _burst(tmp_path)
     window.load_paths([folder])
@@ -167,11 +177,15 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     out = next(p for p in written if p.suffix == ".png" and "kpca" in p.name)
     np.testing.assert_array_equal(read_item(tmp_path / "cli" / out.name).array,
                                   read_item(out).array)
-    # the preview (parameters not run yet) shows the frame alone and says the run does not
+    # the preview (parameters not run yet) denoises the frame with the frames, as the run
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         window.params_panel.set_params(params.replace(strength=1.5))
         window.toggle_preview()
-    assert any(texts.preview_sequence_text(page=False) in x for x in window.log_view.lines)
+    pv = window.session.preview(window.entries[2], params.replace(strength=1.5))
+    assert pv.sequence["decision"] == "sequence" and (pv.sequence["first"],
+                                                      pv.sequence["last"]) == (0, FRAMES - 1)
+    assert any("the preview denoised image 3 of 5 with images 1–5 in load order" in x
+               for x in window.log_view.lines)
     window.toggle_preview()
     # 'no': the frame alone, the page-by-page pixels
     alone = params.replace(sequence="no")

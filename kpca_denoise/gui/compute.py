@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.metrics import residual_std
-from ..core.progress import Cancelled, ProgressEvent, check_cancel
+from ..core.progress import Cancelled, ProgressEvent, check_cancel, report
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
@@ -37,6 +37,7 @@ __all__ = [
     "PreviewOutcome",
     "run_preview",
     "preview_tile",
+    "stack_page_reach",
     "prepare_preview",
     "compute_metrics",
     "params_key",
@@ -118,8 +119,11 @@ class Job:
     job_id: int = 0
     #: tuples of indices into ``items`` denoised together by one ``denoise_set``
     #: call, i.e. one global kernel PCA for the group (one per kind of image),
-    #: as the command line fits them for a folder; every other item is fitted alone
+    #: as the command line fits them for a folder; every other item is fitted alone.
+    #: A preview's (or its decisions') sequence: its one set, the pages of the
+    #: ``focus`` item's sequence (the region of ``items[focus]`` is previewed)
     sets: list = field(default_factory=list)
+    focus: int = 0
 
 
 @dataclass
@@ -145,6 +149,11 @@ class PreviewOutcome:
     error: str | None = None
     note: str | None = None
     decided_before: bool = False  # the whole image's decisions were made before (kept)
+    #: a page of a sequence: the run's decision for it (``stats['sequence']`` of the
+    #: pipeline: decision, choice, reason, page, pages) and, denoised with its neighbours,
+    #: the pages the preview read (``first``, ``last``: indices in the sequence, as
+    #: ``page``) and the share of its groups' members from each (``neighbours_used``)
+    sequence: dict | None = None
 
 
 @dataclass
@@ -454,12 +463,21 @@ _DECISIONS: dict = {}
 #: grouped knob only calibrates again
 _MEASURED: dict = {}
 _KEPT = 4  # each holds an image
+#: the decisions of a sequence's previews (a stack's pages, or separate images under
+#: sequence 'yes') by (its images' keys, parameters without ranks): each page's noise, the
+#: link decision, the shifts, the shared noise and the stack path's calibration, made as
+#: the full run makes them (:func:`kpca_denoise.sequence.run_sequences`); moving the
+#: region, or previewing another page, re-uses them
+_SEQUENCES: dict = {}
+#: the pages' noise measurement at strength 1, by (their keys, what it depends on)
+_SEQUENCE_MEASURED: dict = {}
+_SEQUENCES_KEPT = 2  # each holds a sequence's pages
 
 
-def _keep(cache: dict, key, value) -> None:
+def _keep(cache: dict, key, value, kept: int = _KEPT) -> None:
     cache.pop(key, None)
     cache[key] = value
-    while len(cache) > _KEPT:
+    while len(cache) > kept:
         cache.pop(next(iter(cache)))
 
 
@@ -470,6 +488,23 @@ def _measurement_params(params: DenoiseParams) -> DenoiseParams:
                          noise_model=params.noise_model, noise_sigma=params.noise_sigma,
                          poisson_gain=params.poisson_gain, add_noise=params.add_noise,
                          seed=params.seed)
+
+
+def _with_strength(img, params: DenoiseParams):
+    """A copy of an ``ImageResult`` measured at strength 1 with ``params``' strength
+    applied as the preparation applies it, when it has noise to remove (its stats a copy:
+    a sequence's decisions write into them)."""
+    if not img.error and not img.outputs:
+        return replace(img, noise_sigma=img.noise_sigma * params.strength, stats=dict(img.stats))
+    return replace(img, stats=dict(img.stats))
+
+
+def _stabiliser_of(img):
+    """The Poisson-Gaussian stabiliser an ``ImageResult``'s stats describe, or None."""
+    from ..core.vst import GeneralizedAnscombe
+
+    nm = img.stats.get("noise_model")
+    return GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
 
 
 def _measure(item: JobItem, params: DenoiseParams, progress, cancel):
@@ -489,60 +524,205 @@ def _measure(item: JobItem, params: DenoiseParams, progress, cancel):
         img = denoise_set([item.array], mp, names=[item.name], progress=progress, cancel=cancel,
                           fit_only=True).images[0]
         _keep(_MEASURED, mkey, img)
-    if not img.error and not img.outputs:  # noise to remove: the level the denoiser gets
-        img = replace(img, noise_sigma=img.noise_sigma * params.strength)
-    return img, None
+    return _with_strength(img, params), None
 
 
-def _decisions(item: JobItem, params: DenoiseParams, progress, cancel):
+def _decisions_key(item: JobItem, params: DenoiseParams, sequence=()) -> tuple:
+    """The key of an image's decisions in :data:`_DECISIONS`; a page the run denoises
+    alone within its ``sequence`` (its JobItems) has its own: its added noise is the
+    sequence's (seeded by its place in it)."""
+    key = (item.key, params_key(params))
+    return key + (tuple(m.key for m in sequence),) if len(sequence) > 1 else key
+
+
+def _decisions(item: JobItem, params: DenoiseParams, progress, cancel, measured=None,
+               sequence=()):
     """``(noisy, sigma, vst, calibrated params, model, result)`` of the whole image, made
     as the full run makes them (``denoise_set`` up to the fit, then the grouped method's
-    calibration on the whole image, :func:`kpca_denoise.tiling.resolve_periodic`)."""
-    from ..core.vst import GeneralizedAnscombe
+    calibration on the whole image, :func:`kpca_denoise.tiling.resolve_periodic`).
+    ``measured``: the image's ``ImageResult`` from the preparation of its ``sequence``
+    (a page the run denoises alone in its sequence's run)."""
     from ..tiling import resolve_periodic
 
     pkey = params_key(params)
     model_key = (item.key, pkey)
-    found = _DECISIONS.get(model_key)
+    key = _decisions_key(item, params, sequence)
+    found = _DECISIONS.get(key)
     model = _MODELS.get(model_key)
     top = max(result_keys(params, False), key=rank_sort_key)
     if found is not None and (params.method != "global" or (
             model is not None and model.eigenvalues_.size >= top)):
         return found[:4] + (model,) + found[5:]
-    img, model = _measure(item, params, progress, cancel)
+    img, model = (measured, None) if measured is not None else _measure(item, params, progress,
+                                                                       cancel)
     check_cancel(cancel)  # a run asked for during the measurement (one step) stops here
-    nm = img.stats.get("noise_model")
-    vst = GeneralizedAnscombe(np.asarray(nm["gain"]), np.asarray(nm["sigma"])) if nm else None
+    vst = _stabiliser_of(img)
     calibrated = params
     if not img.error and not img.outputs and params.method == "grouped":
         calibrated = resolve_periodic(img.noisy, img.noise_sigma, params, vst, cancel)
     found = (img.noisy, img.noise_sigma, vst, calibrated, model, img)
-    _keep(_DECISIONS, model_key, found)
+    _keep(_DECISIONS, key, found)
     return found
 
 
-def prepare_preview(item: JobItem, params: DenoiseParams, cancel=None) -> bool:
+@dataclass
+class _StackRun:
+    """A run of pages of one size of a sequence (``sequence._runs_of_one_size``: a page
+    that failed or has no noise to remove cuts it) as the full run denoises it:
+    ``members`` their indices in the sequence.  Linked (the decision 'sequence', in the
+    pages' stats): the pages after the shared noise (``items``, ``sigma``, ``vst``),
+    ``params`` with the stack path's decisions (:func:`kpca_denoise.tiling.resolve_stack`),
+    the pairs' links and shifts; else no ``items``."""
+
+    members: tuple
+    items: list = field(default_factory=list)
+    sigma: float = float("nan")
+    vst: Any = None
+    params: DenoiseParams | None = None
+    linked: np.ndarray | None = None
+    shifts: np.ndarray | None = None
+
+
+@dataclass
+class _Sequence:
+    """A sequence's previews' decisions: each page's ``ImageResult`` of the preparation
+    (noise added and measured; errors and notes) and its runs of two pages or more."""
+
+    results: list
+    runs: list
+
+    def run_of(self, k: int) -> tuple:
+        """``(run, index of page k in it)``, or ``(None, -1)`` for a page the run
+        denoises alone (no neighbouring page of its size, or it failed)."""
+        return next(((r, r.members.index(k)) for r in self.runs if k in r.members), (None, -1))
+
+
+def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) -> _Sequence:
+    """The decisions of the sequence of ``members`` (JobItems in load order) as the full
+    run's :func:`~kpca_denoise.pipeline.denoise_set` makes them: every page measured
+    (``fit_only``, a page at a time, a cancel checked between them; kept without the
+    strength), then per run of one size the link decision and, linked, the shared noise
+    and the stack path's calibration (:func:`kpca_denoise.sequence.run_sequences` up to
+    the stack path)."""
+    from ..prepare import PreparedItem
+    from ..sequence import _runs_of_one_size
+    from ..tiling import channels
+
+    key = (tuple(m.key for m in members), params_key(params))
+    found = _SEQUENCES.get(key)
+    if found is not None:
+        return found
+    mp = _measurement_params(params)
+    mkey = (key[0], params_key(mp))
+    measured = _SEQUENCE_MEASURED.get(mkey)
+    if measured is None:
+        measured = {}  # page -> its ImageResult, kept as they come (a cancel keeps them)
+        _keep(_SEQUENCE_MEASURED, mkey, measured, _SEQUENCES_KEPT)
+    names = _unique_names([m.name for m in members])
+    for i, m in enumerate(members):
+        if i not in measured:  # page i of the set: its added noise is the set's (first_index)
+            check_cancel(cancel)
+            measured[i] = denoise_set([m.array], mp, names=[names[i]], first_index=i,
+                                      fit_only=True).images[0]
+        report(progress, "noise", i + 1, len(members))
+    results = [_with_strength(measured[i], params) for i in range(len(members))]
+    items = [PreparedItem("image", r.noisy, r, channels=channels(r.noisy), vst=_stabiliser_of(r))
+             for r in results if not r.error and not r.outputs]
+    runs = []
+    for seq in _runs_of_one_size(items):
+        if len(seq) > 1:
+            check_cancel(cancel)
+            runs.append(_stack_run(seq, params))
+    found = _Sequence(results, runs)
+    _keep(_SEQUENCES, key, found, _SEQUENCES_KEPT)
+    return found
+
+
+def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
+    """One run's link decision from its pages' central crops and, linked, its one noise
+    model and level (:func:`kpca_denoise.sequence.run_sequences`'s steps) and the stack
+    path's decisions on its middle page (:func:`kpca_denoise.tiling.denoise_stack_tiled`'s:
+    the range of a float stack, the calibration every tile gets)."""
+    from ..sequence import (_decision_pages, _gaussian_level, _mixed, _one_noise_model,
+                            _shared_noise, decide_stack, decision_stabilisers)
+    from ..tiling import resolve_stack, settle_stack_range
+
+    crops, vsts = _decision_pages(seq)
+    if _mixed(seq):  # decided on the pixels and Gaussian levels, as one model
+        sigmas, vsts = [_gaussian_level(it, params) for it in seq], [None] * len(seq)
+    else:
+        sigmas = [it.result.noise_sigma for it in seq]
+        vsts = decision_stabilisers(params, [it.data for it in seq], vsts, sigmas)
+    dec = decide_stack(crops, vsts, sigmas, params)
+    for k, it in enumerate(seq):
+        it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
+                                           reason=dec.reason, page=k, pages=len(seq))
+    run = _StackRun(tuple(it.result.index for it in seq))
+    if dec.decision != "sequence":
+        return run
+    _one_noise_model(params, seq)
+    sigma = _shared_noise(params, seq)
+    vst, middle = seq[0].vst, seq[len(seq) // 2].data
+    # the full run calibrates inside the stack path when the pages make one tile: on the
+    # middle page's central crop, as here
+    calibrated = resolve_stack(middle, sigma, settle_stack_range(middle, sigma, params, vst), vst)
+    return replace(run, items=list(seq), sigma=sigma, vst=vst, params=calibrated,
+                   linked=np.asarray(dec.linked, dtype=bool),
+                   shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2))
+
+
+def stack_page_reach(params: DenoiseParams) -> int:
+    """Pages either side of a page whose pixels its result in the stack path depends on:
+    a group reads and writes :func:`~kpca_denoise.core.grouped.sequence.page_reach` pages
+    either side of its reference page, so a page's result depends on the references
+    within that reach and their reads (twice it), and with two stages on the pilot of
+    those pages, itself so made (four times it; measured: with fewer pages around it
+    the page's result differs)."""
+    from ..core.grouped.sequence import StackReach, page_reach
+
+    r = StackReach()  # the full run's (kpca_denoise.sequence._run_stack)
+    return (4 if params.grouped_options().two_stage else 2) * page_reach(r.window, r.depth)
+
+
+def _pages_read(run: _StackRun, k: int) -> tuple[int, int]:
+    """``(lo, hi)``: the pages of ``run`` (indices in it) a preview of page ``k`` reads,
+    those within :func:`stack_page_reach` of it, its scene only: a group never crosses an
+    unlinked pair, and the page beyond one is read so that its neighbour takes its own
+    slices there, as in the full stack (not the mirrored ones of the stack's end)."""
+    far = stack_page_reach(run.params)
+    lo, hi = max(0, k - far), min(len(run.items) - 1, k + far)
+    lo = max([j for j in range(lo, k) if not run.linked[j]], default=lo)
+    hi = min([j + 1 for j in range(k, hi) if not run.linked[j]], default=hi)
+    return lo, hi
+
+
+def prepare_preview(item: JobItem, params: DenoiseParams, cancel=None, sequence=()) -> bool:
     """Make the whole-image decisions of a preview of ``item`` ahead of it (the window
-    asks when an image is selected); True when they were made now, False when kept."""
-    if (item.key, params_key(params)) in _DECISIONS:
-        return False
-    _decisions(item, params, None, cancel)
+    asks when an image is selected); True when they were made now, False when kept.
+    ``sequence``: the JobItems of ``item``'s sequence (its pages, ``item`` among them):
+    the sequence's decisions, and the page's own where the run denoises it alone."""
+    measured, made = None, False
+    if len(sequence) > 1:
+        made = (tuple(m.key for m in sequence), params_key(params)) not in _SEQUENCES
+        found = _sequence_decisions(list(sequence), params, None, cancel)
+        k = [m.key for m in sequence].index(item.key)
+        run = found.run_of(k)[0]
+        if run is not None and run.items:  # the page goes through the stack path
+            return made
+        measured = found.results[k]
+    if _decisions_key(item, params, sequence) in _DECISIONS:
+        return made
+    _decisions(item, params, None, cancel, measured, sequence)
     return True
 
 
-def preview_tile(image: np.ndarray, params: DenoiseParams, box: tuple, sigma: float,
-                 vst=None):
-    """The tile whose core covers ``box`` (y0, y1, x0, x1) of ``image``, grown to the
-    method's reference grid, with the halo a core pixel depends on (the grouped method's
-    at this noise level ``sigma``, ``params`` calibrated), so its core is the whole
-    image's result there."""
+def _box_tile(shape: tuple, box: tuple, halo: int, align: int):
+    """The tile whose core covers ``box`` (y0, y1, x0, x1) of an image of ``shape``,
+    grown to the ``align`` grid, with ``halo`` (rounded up to it) around it."""
     from ..core.tiles import Tile
-    from ..tiling import _global_geometry, grouped_halo
 
-    halo, align = (grouped_halo(image, sigma, params, vst) if params.method == "grouped"
-                   else _global_geometry(params)[:2])
     halo = -(-halo // align) * align
-    h, w = image.shape[:2]
+    h, w = shape[:2]
     y0, y1, x0, x1 = (int(v) for v in box)
     y0, x0 = max(0, y0 // align * align), max(0, x0 // align * align)
     y1, x1 = min(h, -(-y1 // align) * align), min(w, -(-x1 // align) * align)
@@ -552,40 +732,70 @@ def preview_tile(image: np.ndarray, params: DenoiseParams, box: tuple, sigma: fl
                 min(w, x1 + halo))
 
 
-def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, cancel) -> PreviewOutcome:
+def preview_tile(image: np.ndarray, params: DenoiseParams, box: tuple, sigma: float,
+                 vst=None):
+    """The tile whose core covers ``box`` (y0, y1, x0, x1) of ``image``, grown to the
+    method's reference grid, with the halo a core pixel depends on (the grouped method's
+    at this noise level ``sigma``, ``params`` calibrated), so its core is the whole
+    image's result there."""
+    from ..tiling import _global_geometry, grouped_halo
+
+    halo, align = (grouped_halo(image, sigma, params, vst) if params.method == "grouped"
+                   else _global_geometry(params)[:2])
+    return _box_tile(image.shape, box, halo, align)
+
+
+def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, cancel,
+                sequence=()) -> PreviewOutcome:
     """Denoise the region ``box`` of one image at every rank of ``params``: the whole
     image's decisions (noise level, stabiliser, the global fit, the grouped calibration)
     once, then one tile of the tiled engine (:func:`kpca_denoise.tiling.denoise_tile`)
-    whose core is the region: the full run's pixels there, in a fraction of its time."""
-    from ..tiling import denoise_tile, merge_grouped_stats
+    whose core is the region: the full run's pixels there, in a fraction of its time.
 
+    ``sequence``: the JobItems of the sequence the run denoises ``item`` in (a stack's
+    pages, ``item`` among them).  Where the run links ``item`` to its neighbours, the
+    region goes through the stack path (:func:`_preview_stack_page`); elsewhere it is
+    denoised alone, as the run denoises it."""
     t = time.perf_counter()
-    out = PreviewOutcome(key=item.key, params_key=params_key(params), params=params,
-                         decided_before=(item.key, params_key(params)) in _DECISIONS)
+    pkey = params_key(params)
+    out = PreviewOutcome(key=item.key, params_key=pkey, params=params)
+    measured, before = None, True
     try:
-        noisy, sigma, vst, calibrated, model, img = _decisions(item, params, progress, cancel)
+        if len(sequence) > 1:
+            before = (tuple(m.key for m in sequence), pkey) in _SEQUENCES
+            found = _sequence_decisions(list(sequence), params, progress, cancel)
+            k = [m.key for m in sequence].index(item.key)
+            run, j = found.run_of(k)
+            measured = found.results[k]
+            if run is not None and run.items:
+                out.decided_before, out.sequence = before, dict(measured.stats["sequence"])
+                return _preview_stack_page(item, run, j, params, box, progress, cancel, out, t)
+            if not (measured.error or measured.outputs):  # denoised alone, and why
+                out.sequence = dict(measured.stats.get("sequence") or dict(
+                    decision="pages", choice=params.sequence, page=k, pages=len(sequence),
+                    reason="no neighbouring page of its size to denoise it with"))
+        out.decided_before = before and _decisions_key(item, params, sequence) in _DECISIONS
+        noisy, sigma, vst, calibrated, model, img = _decisions(item, params, progress, cancel,
+                                                               measured, sequence)
     except _FIT_ERRORS as exc:
         out.error = f"{item.name}: {exc}"
         return out
     if img.error:
         out.error = img.error
         return out
-    out.noise_sigma, out.noise_estimated = img.noise_sigma, img.noise_estimated
-    out.noise_model = img.stats.get("noise_model")
-    out.noise = img.stats.get("noise")
-    out.note = img.stats.get("note")
-    if params.add_noise:
-        out.noisy = noisy
+    _outcome_noise(out, img, params, noisy)
+    calibrated = calibrated.replace(ranks=tuple(params.ranks))  # kept with a former job's
     try:
         tile = preview_tile(noisy, calibrated, box, sigma, vst)
     except ValueError as exc:
         out.error = str(exc)
         return out
-    out.box = (tile.y0, tile.y1, tile.x0, tile.x1)
     keys = result_keys(params, False)
     if img.outputs:  # no noise to remove: every rank is the input
         outs = {r: noisy[tile.core] for r in keys}
     else:
+        from ..tiling import denoise_tile, merge_grouped_stats
+
         outs, stats = denoise_tile(noisy[tile.region], tile, sigma, calibrated, model=model,
                                    ranks=keys if params.method == "global" else (), vst=vst,
                                    progress=progress, cancel=cancel)
@@ -596,7 +806,26 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
         if None in params.ranks:  # shown as 'auto', as the full run shows it
             outs[None] = outs[result_keys(params.replace(ranks=(None,)), False)[0]]
         outs = {r: outs[r] for r in params.ranks}
-    clean = item.reference if item.reference is not None else (item.array if params.add_noise else None)
+    return _finish_preview(out, item, noisy, tile, outs, t)
+
+
+def _outcome_noise(out: PreviewOutcome, img, params: DenoiseParams, noisy: np.ndarray) -> None:
+    """The noise of the previewed image (an ``ImageResult`` of its preparation) in ``out``."""
+    out.noise_sigma, out.noise_estimated = img.noise_sigma, img.noise_estimated
+    out.noise_model = img.stats.get("noise_model")
+    out.noise = img.stats.get("noise")
+    out.note = img.stats.get("note")
+    if params.add_noise:
+        out.noisy = noisy
+
+
+def _finish_preview(out: PreviewOutcome, item: JobItem, noisy: np.ndarray, tile, outs: dict,
+                    t: float) -> PreviewOutcome:
+    """The core's pixels per rank and their metrics (against the reference, or the input
+    when noise was added) into ``out``."""
+    out.box = (tile.y0, tile.y1, tile.x0, tile.x1)
+    clean = item.reference if item.reference is not None else (
+        item.array if out.params.add_noise else None)
     crop = clean[tile.core] if clean is not None and np.shape(clean) == noisy.shape else None
     out.noisy_metrics = compute_metrics(noisy[tile.core], crop, noisy.dtype, False) if crop is not None \
         else {"noise_sigma": out.noise_sigma}
@@ -605,6 +834,47 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
         out.metrics[r] = compute_metrics(arr, crop, noisy.dtype, False)
     out.seconds = time.perf_counter() - t
     return out
+
+
+def _preview_stack_page(item: JobItem, run: _StackRun, k: int, params: DenoiseParams,
+                        box: tuple, progress, cancel, out: PreviewOutcome,
+                        t: float) -> PreviewOutcome:
+    """The region ``box`` of page ``k`` of a linked ``run`` through the stack path, as
+    the full run denoises it (:func:`kpca_denoise.sequence.run_sequences`): the run's
+    link decision, shifts, shared noise and calibration, the pages within reach of the
+    page (:func:`_pages_read`), each cropped to the region and the halo the stack path
+    needs (:func:`kpca_denoise.tiling._stack_geometry`): its core is the full run's
+    pixels of the page there."""
+    from ..sequence import neighbours_used
+    from ..tiling import _stack_geometry, denoise_stack_tile, merge_grouped_stats
+
+    page = run.items[k]
+    _outcome_noise(out, page.result, params, page.data)
+    lo, hi = _pages_read(run, k)
+    linked, shifts = run.linked[lo:hi], run.shifts[lo:hi]
+    calibrated = run.params.replace(ranks=tuple(params.ranks))
+    try:
+        tile = _box_tile(page.data.shape, box, *_stack_geometry(calibrated, shifts))
+    except ValueError as exc:
+        out.error = str(exc)
+        return out
+    kept: dict = {}
+
+    def sink(q: int, done: dict) -> None:  # only the previewed page's core is kept
+        if q == k - lo:
+            kept.update(done)
+
+    _, stats = denoise_stack_tile([it.data[tile.region] for it in run.items[lo:hi + 1]], tile,
+                                  run.sigma, calibrated, linked=linked, shifts=shifts,
+                                  vst=run.vst, progress=progress, cancel=cancel, sink=sink)
+    info = stats[0]["sequence"]
+    # the pages read beyond a cut (see _pages_read) give it nothing: not among those used
+    first = lo + 1 if lo < k and not run.linked[lo] else lo
+    last = hi - 1 if hi > k and not run.linked[hi - 1] else hi
+    out.sequence.update(first=first, last=last,
+                        neighbours_used=neighbours_used(info["counts"][k - lo], info["window"]))
+    out.group_spectra = merge_grouped_stats([stats])
+    return _finish_preview(out, item, page.data, tile, {r: kept[r] for r in params.ranks}, t)
 
 
 def reproducing_ranks(params: DenoiseParams, rank, fitted: int | None) -> tuple:
@@ -632,16 +902,18 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     group_of = {i: tuple(g) for g in job.sets if len(g) > 1 for i in g}
     try:
         started: set = set()
+        if job.purpose in ("preview", "prepare"):
+            item = job.items[job.focus]
+            sequence = [job.items[i] for i in job.sets[0]] if job.sets else ()
         if job.purpose == "preview":
-            item = job.items[0]
             emit("item_started", (-1, 1, f"preview of {item.name}"))
-            outcome = run_preview(item, job.params, job.box, throttle, cancel)
+            outcome = run_preview(item, job.params, job.box, throttle, cancel, sequence)
             summary["failed" if outcome.error else "done"] += 1
             emit("preview", outcome)
             job = replace(job, items=[])
         elif job.purpose == "prepare":  # a failure is the preview's to report
             try:
-                prepare_preview(job.items[0], job.params, cancel)
+                prepare_preview(item, job.params, cancel, sequence)
             except _FIT_ERRORS:
                 pass
             job = replace(job, items=[])

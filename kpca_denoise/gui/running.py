@@ -155,8 +155,9 @@ class RunControl:
             self._update_actions()
             return
         n = len(job.items)
-        self.progress.start(job.params.method, n, one_model=bool(job.sets),
-                            sets_only=sum(len(g) for g in job.sets) == n,
+        preview = job.purpose == "preview"  # one image's region (a sequence's page: its sweep)
+        self.progress.start(job.params.method, 1 if preview else n, one_model=bool(job.sets),
+                            sets_only=not preview and sum(len(g) for g in job.sets) == n,
                             passes=2 if job.params.grouped.two_stage else 1)
         if job.purpose != "preview":
             self.log(run_started_text(n, job.params.method, {r for it in job.items for r in it.ranks},

@@ -216,20 +216,30 @@ def sequence_text(seq: dict, page: bool = True) -> str:
         "" if page else " in load order")
     if seq.get("decision") != "sequence":
         return f"{where} denoised alone (sequence {seq.get('choice')}: {seq.get('reason')})"
+    return f"{where} with its neighbours (patches from {unit}s {_shares(seq)})"
+
+
+def _shares(seq: dict) -> str:
+    """The share of a page's group members from each relative page, nearest first:
+    "-1 25%, this 50%, +1 25%" (``neighbours_used``)."""
     used = sorted(((int(d), float(s)) for d, s in (seq.get("neighbours_used") or {}).items()),
                   key=lambda ds: ds[0])
-    shares = ", ".join(f"{'this' if d == 0 else f'{d:+d}'} {100 * s:.0f}%" for d, s in used)
-    return f"{where} with its neighbours (patches from {unit}s {shares})"
+    return ", ".join(f"{'this' if d == 0 else f'{d:+d}'} {100 * s:.0f}%" for d, s in used)
 
 
-def preview_sequence_text(page: bool = True) -> str:
+def preview_sequence_text(seq: dict, page: bool = True) -> str:
     """The log's word on the preview of a stack's page (``page``) or of a separate image
-    that the run denoises as part of a sequence."""
-    if page:
-        return ("the preview shows the page alone; the run denoises it with its "
-                "neighbouring pages (set as sequence)")
-    return ("the preview shows the image alone; the run denoises it with its neighbouring "
-            "images, the loaded images of its size in load order (sequence yes)")
+    that the run denoises in a sequence (``PreviewOutcome.sequence``): the pages (images)
+    the preview denoised it with, as the run does, or why it shows it alone as the run
+    denoises it."""
+    unit = "page" if page else "image"
+    where = f"{unit} {seq.get('page', 0) + 1} of {seq.get('pages', 1)}"
+    if seq.get("decision") != "sequence" or "first" not in seq:
+        return (f"the preview shows {where} alone, as the run denoises it (sequence "
+                f"{seq.get('choice')}: {seq.get('reason')})")
+    return (f"the preview denoised {where} with {unit}s {seq['first'] + 1}–{seq['last'] + 1}"
+            f"{'' if page else ' in load order'} (the region on each), as the run does; "
+            f"patches there from {unit}s {_shares(seq)}")
 
 
 def separate_images_alone_text(n: int) -> str:
