@@ -27,7 +27,7 @@ from .tiling import _to_working, colour_part, denoise_stack_tiled, luminance
 
 __all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
            "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD",
-           "decision_stabilisers", "same_sensor"]
+           "decision_stabilisers", "same_sensor", "decide_run", "link_run", "runs_of_one_size"]
 
 #: 'auto' takes a set for a sequence when the median of its neighbouring pairs'
 #: :func:`link_scores` is above this (the scores measured on each kind of set:
@@ -142,7 +142,7 @@ def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple
 # -- the pipeline's step ------------------------------------------------------------------
 
 
-def _runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
+def runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
     """The images in order, cut where the size, dtype or colour changes and where an
     image of the set is missing (it failed, or had no noise to remove): its
     neighbours are not neighbouring pages.  Pages whose noise model the run chose
@@ -204,7 +204,7 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
     if params.method != "grouped" or params.sequence == "no":
         return items, []
     images = [it for it in items if not it.is_patchset]
-    runs = _runs_of_one_size(images)
+    runs = runs_of_one_size(images)
     odd = next((r for r in runs[1:] if (r[0].data.shape, r[0].data.dtype)
                 != (runs[0][0].data.shape, runs[0][0].data.dtype)), None)
     if params.sequence == "yes" and odd is not None:
@@ -218,28 +218,41 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         if len(seq) < 2:
             alone += seq
             continue
-        # decided on each page's own noise measure (stabilised: std 1), then one
-        # noise level for the pages of a sequence
-        crops, vsts = _decision_pages(seq)
-        if _mixed(seq):  # decided on the pixels and Gaussian levels, as one model
-            dec = decide_stack(crops, [None] * len(seq),
-                               [_gaussian_level(it, params) for it in seq], params)
-        else:
-            sigmas = [it.result.noise_sigma for it in seq]
-            dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
-                                                           vsts, sigmas), sigmas, params)
+        dec = decide_run(params, seq)
         run.resolved.setdefault("sequence", []).append(
             dict(dec.as_dict(), images=[it.result.name for it in seq]))
-        for k, it in enumerate(seq):
-            it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
-                                               reason=dec.reason, page=k, pages=len(seq))
         if dec.decision != "sequence":
             alone += seq
             continue
-        _one_noise_model(params, seq)
-        spectra += _run_stack(run, seq, _shared_noise(params, seq), dec)
+        spectra += _run_stack(run, seq, link_run(params, seq), dec)
     order = {id(it): k for k, it in enumerate(items)}
     return sorted(alone, key=lambda it: order[id(it)]), spectra
+
+
+def decide_run(params: DenoiseParams, seq: list[PreparedItem]) -> SequenceDecision:
+    """Whether a run of images of one size ``seq`` (prepared: noise measured) is a
+    sequence, decided on each page's own noise measure (stabilised: std 1) or one
+    stabiliser where the pages share a sensor (:func:`decision_stabilisers`); the
+    decision goes into each page's ``stats["sequence"]``."""
+    crops, vsts = _decision_pages(seq)
+    if _mixed(seq):  # decided on the pixels and Gaussian levels, as one model
+        dec = decide_stack(crops, [None] * len(seq),
+                           [_gaussian_level(it, params) for it in seq], params)
+    else:
+        sigmas = [it.result.noise_sigma for it in seq]
+        dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
+                                                       vsts, sigmas), sigmas, params)
+    for k, it in enumerate(seq):
+        it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
+                                           reason=dec.reason, page=k, pages=len(seq))
+    return dec
+
+
+def link_run(params: DenoiseParams, seq: list[PreparedItem]) -> float:
+    """The pages of a run :func:`decide_run` called a sequence given one noise model and
+    one noise estimate (:func:`shared_noise`); returns the level."""
+    _one_noise_model(params, seq)
+    return _shared_noise(params, seq)
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:

@@ -233,7 +233,7 @@ def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
     from kpca_denoise.core.vst import GeneralizedAnscombe
     from kpca_denoise.prepare import CHOSEN_HINT, PreparedItem
     from kpca_denoise.results import ImageResult
-    from kpca_denoise.sequence import _one_noise_model, _runs_of_one_size
+    from kpca_denoise.sequence import _one_noise_model, runs_of_one_size
 
     params = DenoiseParams(strength=1.5)
     vst = GeneralizedAnscombe(np.array([2.0]), np.array([3.0]))
@@ -248,7 +248,7 @@ def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
 
     # one run although the model differs; the majority (chosen) given to page 1
     seq = [page(0, True), page(1, False), page(2, True)]
-    assert len(_runs_of_one_size(seq)) == 1
+    assert len(runs_of_one_size(seq)) == 1
     _one_noise_model(params, seq)
     assert all(it.vst is not None for it in seq)
     assert seq[1].result.noise_sigma == 1.5

@@ -567,7 +567,7 @@ def _decisions(item: JobItem, params: DenoiseParams, progress, cancel, measured=
 
 @dataclass
 class _StackRun:
-    """A run of pages of one size of a sequence (``sequence._runs_of_one_size``: a page
+    """A run of pages of one size of a sequence (``sequence.runs_of_one_size``: a page
     that failed or has no noise to remove cuts it) as the full run denoises it:
     ``members`` their indices in the sequence.  Linked (the decision 'sequence', in the
     pages' stats): the pages after the shared noise (``items``, ``sigma``, ``vst``),
@@ -605,7 +605,7 @@ def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) 
     and the stack path's calibration (:func:`kpca_denoise.sequence.run_sequences` up to
     the stack path)."""
     from ..prepare import PreparedItem
-    from ..sequence import _runs_of_one_size
+    from ..sequence import runs_of_one_size
     from ..tiling import channels
 
     key = (tuple(m.key for m in members), params_key(params))
@@ -629,7 +629,7 @@ def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) 
     items = [PreparedItem("image", r.noisy, r, channels=channels(r.noisy), vst=_stabiliser_of(r))
              for r in results if not r.error and not r.outputs]
     runs = []
-    for seq in _runs_of_one_size(items):
+    for seq in runs_of_one_size(items):
         if len(seq) > 1:
             check_cancel(cancel)
             runs.append(_stack_run(seq, params))
@@ -643,25 +643,14 @@ def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
     model and level (:func:`kpca_denoise.sequence.run_sequences`'s steps) and the stack
     path's decisions on its middle page (:func:`kpca_denoise.tiling.denoise_stack_tiled`'s:
     the range of a float stack, the calibration every tile gets)."""
-    from ..sequence import (_decision_pages, _gaussian_level, _mixed, _one_noise_model,
-                            _shared_noise, decide_stack, decision_stabilisers)
+    from ..sequence import decide_run, link_run
     from ..tiling import resolve_stack, settle_stack_range
 
-    crops, vsts = _decision_pages(seq)
-    if _mixed(seq):  # decided on the pixels and Gaussian levels, as one model
-        sigmas, vsts = [_gaussian_level(it, params) for it in seq], [None] * len(seq)
-    else:
-        sigmas = [it.result.noise_sigma for it in seq]
-        vsts = decision_stabilisers(params, [it.data for it in seq], vsts, sigmas)
-    dec = decide_stack(crops, vsts, sigmas, params)
-    for k, it in enumerate(seq):
-        it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
-                                           reason=dec.reason, page=k, pages=len(seq))
+    dec = decide_run(params, seq)
     run = _StackRun(tuple(it.result.index for it in seq))
     if dec.decision != "sequence":
         return run
-    _one_noise_model(params, seq)
-    sigma = _shared_noise(params, seq)
+    sigma = link_run(params, seq)
     vst, middle = seq[0].vst, seq[len(seq) // 2].data
     # the full run calibrates inside the stack path when the pages make one tile: on the
     # middle page's central crop, as here
