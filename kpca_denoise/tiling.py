@@ -273,6 +273,10 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
         # tens of pixels, each recomputing a ring many times its size (the working set
         # then exceeds the budget rather than the work growing without bound)
         side = max(region - 2 * halo, halo, 4 * align)
+        if shape[1] * shape[2] * c * per_pixel <= STACK_TILE_BYTES:
+            # the whole pages fit: one tile (cut into tiles whose halos cover the page,
+            # a 256x256 colour stack computed most of its groups four times)
+            side = max(shape[1], shape[2])
     return tile_grid(shape[1:3], max(side, align), halo, align)
 
 

@@ -83,3 +83,23 @@ def test_the_sweep_reports_its_pages_in_order():
                           progress=lambda ev: events.append((ev.message, ev.done, ev.total))
                           if ev.stage == "page" else None)
     assert events == [(f"stage {1 + i // 5}", 1 + i % 5, 5) for i in range(10)]
+
+
+def test_pages_that_fit_the_budget_make_one_tile():
+    """Pages whose working set fits ``STACK_TILE_BYTES`` are one tile: cut, the tiles'
+    halos (166 px for a 1 px pan) covered the page, and a 256x256 colour stack
+    computed most of its groups four times.  Larger pages are cut, each tile within
+    the budget's region side."""
+    from kpca_denoise.tiling import STACK_TILE_BYTES
+
+    params = DenoiseParams(noise_sigma=25)
+    pan = np.array([[0, 1]] * 15)
+    per_pixel = stack_bytes(1)
+    for shape in [(16, 256, 256, 3), (16, 512, 512), (40, 128, 128, 3)]:
+        c = shape[3] if len(shape) == 4 else 1
+        assert shape[1] * shape[2] * c * per_pixel <= STACK_TILE_BYTES
+        tiles = plan_stack(shape, params, pan[:shape[0] - 1] if shape[0] <= 16 else
+                           np.array([[0, 1]] * (shape[0] - 1)))
+        assert len(tiles) == 1 and tiles[0].region == (slice(0, shape[1]), slice(0, shape[2]))
+    for shape in [(16, 1024, 1024), (16, 512, 512, 3)]:
+        assert len(plan_stack(shape, params, pan)) > 1
