@@ -25,7 +25,9 @@ so the whole run's peak is this task's plus the shared decisions, which it inclu
 Kinds: ``pan`` (a view panning 1 px per frame over the astronaut), ``rotate`` (the
 cameraman turning 0.4 degrees and drifting 0.7 / 0.3 px per frame), ``zoom`` (the
 astronaut, 1.2 % larger per frame), ``burst`` (the cameraman under hand shake:
-sub-pixel shifts of std 1.5 px and turns of std 0.3 degrees), ``blobs`` (a z-stack
+sub-pixel shifts of std 1.5 px and turns of std 0.3 degrees), ``pan2`` (the astronaut
+moving 1.5 / 2.5 px per frame), ``drift`` (the cameraman drifting 0.5 / -0.5 px per
+frame: half a pixel, rounded either way), ``blobs`` (a z-stack
 of 3-D Gaussian-smoothed points, isotropic), ``filaments`` (a z-stack of smoothed
 3-D curves), ``unrelated`` (16 different grey photographs).  Noise: a Gaussian std
 (15, 25, 50), told to every method, or ``pg``: Poisson-Gaussian of gain 3 and std 5
@@ -54,7 +56,7 @@ from scipy import ndimage as ndi
 
 from .common import GREY, psnr, results_header, sample_image
 
-KINDS = ("pan", "rotate", "zoom", "burst", "blobs", "filaments", "unrelated")
+KINDS = ("pan", "rotate", "zoom", "burst", "blobs", "filaments", "unrelated", "pan2", "drift")
 #: the Poisson-Gaussian noise of ``pg``: gain (pixel units per photon) and std
 PG_GAIN, PG_SIGMA = 3.0, 5.0
 
@@ -149,6 +151,12 @@ def build(kind: str, pages: int = 16, size: int = 256) -> np.ndarray:
     if kind == "rotate":
         im = _grey("camera.png")
         return np.stack([_warp(im, 0.4 * k, 1.0, (0.7 * k, 0.3 * k), size) for k in range(pages)])
+    if kind == "pan2":
+        im = _grey("astronaut.png")
+        return np.stack([_warp(im, 0.0, 1.0, (1.5 * k, 2.5 * k), size) for k in range(pages)])
+    if kind == "drift":
+        im = _grey("camera.png")
+        return np.stack([_warp(im, 0.0, 1.0, (0.5 * k, -0.5 * k), size) for k in range(pages)])
     if kind == "zoom":
         im = _grey("astronaut.png")
         return np.stack([_warp(im, 0.0, 1.012 ** k, (0, 0), size) for k in range(pages)])
