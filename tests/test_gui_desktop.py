@@ -638,12 +638,14 @@ def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
     window.export_current(tmp_path / "gui")
     sidecar = json.loads(next((tmp_path / "gui").glob("*.json")).read_text())
     assert sidecar["params"]["sequence"] == "yes"
-    # a page's preview is the page alone, and says so (parameters not run yet: no rank
-    # of a record is missing, nothing runs by itself after the preview)
+    # a page's preview goes through the stack path with its neighbours, as the run does,
+    # and says so (parameters not run yet: no rank of a record is missing, nothing runs
+    # by itself after the preview)
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         window.params_panel.set_params(params.replace(strength=1.5))
         window.toggle_preview()
-    assert any("the preview shows the page alone" in line for line in window.log_view.lines)
+    assert any("the preview denoised page 3 of 3 with pages 1–3" in line
+               for line in window.log_view.lines), window.log_view.lines[-3:]
     window.toggle_preview()
     # 'no': the page alone, as the pipeline gives it alone
     alone = params.replace(sequence="no")
