@@ -405,7 +405,7 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
     crops = [np.asarray(c) for c in dask.compute(*[central_crop(p) for p in pages])]
     sigmas = [d.sigma for d in decisions]
     dec = decide_stack(crops, decision_stabilisers(params, pages, [d.vst for d in decisions],
-                                                   sigmas), sigmas, params)
+                                                   sigmas, crops), sigmas, params)
     run.sequence = dec.as_dict()
     for k, st in enumerate(run.stats):
         st["sequence"] = dict(decision=dec.decision, choice=dec.choice, reason=dec.reason,

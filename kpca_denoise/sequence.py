@@ -95,20 +95,23 @@ def decide_stack(crops: list, vsts: list, sigmas: list,
 SHARED_SENSOR_TOLERANCE = 1.15
 
 
-def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list) -> list:
+def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list,
+                         crops: list | None = None) -> list:
     """The stabilisers the link decision reads ``pages`` through: one measured as the
     sequence's (:func:`shared_noise`) where every page has a stabiliser and each page's
-    own gives the same noise where the page's pixels are (:func:`same_sensor`), since
-    each page's own estimate moves with its content (a sparse z-stack's gain by a
-    factor of two between neighbouring slices, which then scored as unrelated,
-    ``docs/stacks.md``); else the pages' own (``vsts``)."""
+    own gives the same noise where the page's pixels are (:func:`same_sensor`, on the
+    pages' central ``crops`` when given: what the decision reads), since each page's own
+    estimate moves with its content (a sparse z-stack's gain by a factor of two between
+    neighbouring slices, which then scored as unrelated, ``docs/stacks.md``); else the
+    pages' own (``vsts``)."""
     if not vsts or any(v is None for v in vsts):
         return list(vsts)
     try:
         _, vst = shared_noise(params, pages, sigmas, vsts[0])
     except ValueError:  # pages that fit no one model together: each its own
         return list(vsts)
-    if not all(same_sensor(p, own, vst) for p, own in zip(pages, vsts)):
+    looked_at = pages if crops is None else crops
+    if not all(same_sensor(p, own, vst) for p, own in zip(looked_at, vsts)):
         return list(vsts)
     return [vst] * len(vsts)
 
@@ -241,7 +244,7 @@ def decide_run(params: DenoiseParams, seq: list[PreparedItem]) -> SequenceDecisi
     else:
         sigmas = [it.result.noise_sigma for it in seq]
         dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
-                                                       vsts, sigmas), sigmas, params)
+                                                       vsts, sigmas, crops), sigmas, params)
     for k, it in enumerate(seq):
         it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
                                            reason=dec.reason, page=k, pages=len(seq))
