@@ -89,7 +89,7 @@ def decide_stack(crops: list, vsts: list, sigmas: list,
 
 
 #: pages whose own noise model and the sequence's one give noise stds within this factor
-#: of each other at the page's median signal are read through the sequence's one for
+#: of each other at the page's (central crop's) median signal are read through the sequence's one for
 #: the link decision: a sparse z-stack's own estimates moved by 0.97-1.01 there (their
 #: gains by 2x), two sensors of gain 16 and 64 by 0.76 and 1.5 (``docs/stacks.md``)
 SHARED_SENSOR_TOLERANCE = 1.15
