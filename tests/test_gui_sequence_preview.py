@@ -172,7 +172,14 @@ def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, 
     assert pv is not None and not pv.error and pv.sequence["decision"] == "sequence"
     log = window.log_view.toPlainText()
     assert "the preview denoised page 3 of 5 with pages 1–5 (the region on each)" in log
-    _run(qtbot, window, params)
+    # the region moved: the stack's decisions are kept, and the log says whose they are
+    with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS,
+                          check_params_cb=lambda s: s.job.purpose == "preview"):
+        window.draw_preview((8, 8, 40, 40))
+    _settle(qtbot, window)
+    assert "(the stack's decisions made before)" in window.log_view.toPlainText()
+    assert "(the image's decisions made before)" not in window.log_view.toPlainText()
+    _run(qtbot, window, params)  # the first region's preview (pv) against the run
     rec = window.session.record(window.current_entry(), params)
     y0, y1, x0, x1 = pv.box
     np.testing.assert_array_equal(rec.ranks[None].output[y0:y1, x0:x1], pv.outputs[None])

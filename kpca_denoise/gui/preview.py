@@ -216,7 +216,8 @@ class PreviewControl:
         y0, y1, x0, x1 = pv.box
         self.log(f"preview of {x1 - x0}×{y1 - y0} pixels at ({x0}, {y0}), ranks "
                  f"{', '.join(rank_label(r) for r in pv.outputs)}: {pv.seconds:.1f} s"
-                 + (" (the image's decisions made before)" if pv.decided_before else ""))
+                 + ((" (the stack's decisions made before)" if pv.sequence and "first" in pv.sequence
+                     else " (the image's decisions made before)") if pv.decided_before else ""))
         if pv.note:
             self.log(pv.note)
         if pv.sequence:  # what the run does with its neighbouring pages, and the preview
