@@ -404,8 +404,9 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
         return None
     crops = [np.asarray(c) for c in dask.compute(*[central_crop(p) for p in pages])]
     sigmas = [d.sigma for d in decisions]
-    dec = decide_stack(crops, decision_stabilisers(params, pages, [d.vst for d in decisions],
-                                                   sigmas, crops), sigmas, params)
+    stabilisers, shared = decision_stabilisers(params, pages, [d.vst for d in decisions],
+                                               sigmas, crops)
+    dec = decide_stack(crops, stabilisers, sigmas, params)
     run.sequence = dec.as_dict()
     for k, st in enumerate(run.stats):
         st["sequence"] = dict(decision=dec.decision, choice=dec.choice, reason=dec.reason,
@@ -413,7 +414,7 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
     if dec.decision != "sequence":
         return None
     vst0 = decisions[0].vst
-    sigma, vst = shared_noise(params, pages, [d.sigma for d in decisions], vst0)
+    sigma, vst = shared or shared_noise(params, pages, sigmas, vst0)  # measured once
     run.noise_sigma = [sigma] * len(pages)
     if vst is not None:  # as the pipeline's step reports the stack's stabiliser
         for st in run.stats:

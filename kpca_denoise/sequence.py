@@ -47,6 +47,9 @@ class SequenceDecision:
     scores: list = field(default_factory=list)  # link_scores (auto only)
     shifts: list = field(default_factory=list)  # global shift per pair
     reason: str = ""
+    #: the sequence's one noise level and stabiliser (:func:`shared_noise`) when the
+    #: decision measured it (:func:`decision_stabilisers`): the run then reuses it
+    noise: tuple | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
         return dict(decision=self.decision, choice=self.choice, linked=list(self.linked),
@@ -96,24 +99,25 @@ SHARED_SENSOR_TOLERANCE = 1.15
 
 
 def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list,
-                         crops: list | None = None) -> list:
-    """The stabilisers the link decision reads ``pages`` through: one measured as the
-    sequence's (:func:`shared_noise`) where every page has a stabiliser and each page's
-    own gives the same noise where the page's pixels are (:func:`same_sensor`, on the
-    pages' central ``crops`` when given: what the decision reads), since each page's own
-    estimate moves with its content (a sparse z-stack's gain by a factor of two between
-    neighbouring slices, which then scored as unrelated, ``docs/stacks.md``); else the
-    pages' own (``vsts``)."""
+                         crops: list | None = None) -> tuple[list, tuple | None]:
+    """The stabilisers the link decision reads ``pages`` through, and the sequence's
+    :func:`shared_noise` when it was measured (None otherwise: a page without a
+    stabiliser, or pages that fit no one model together).  The shared one where every
+    page has a stabiliser and each page's own gives the same noise where the page's
+    pixels are (:func:`same_sensor`, on the pages' central ``crops`` when given: what the
+    decision reads), since each page's own estimate moves with its content (a sparse
+    z-stack's gain by a factor of two between neighbouring slices, which then scored as
+    unrelated, ``docs/stacks.md``); else the pages' own (``vsts``)."""
     if not vsts or any(v is None for v in vsts):
-        return list(vsts)
+        return list(vsts), None
     try:
-        _, vst = shared_noise(params, pages, sigmas, vsts[0])
+        shared = shared_noise(params, pages, sigmas, vsts[0])
     except ValueError:  # pages that fit no one model together: each its own
-        return list(vsts)
+        return list(vsts), None
     looked_at = pages if crops is None else crops
-    if not all(same_sensor(p, own, vst) for p, own in zip(looked_at, vsts)):
-        return list(vsts)
-    return [vst] * len(vsts)
+    if not all(same_sensor(p, own, shared[1]) for p, own in zip(looked_at, vsts)):
+        return list(vsts), shared
+    return [shared[1]] * len(vsts), shared
 
 
 def same_sensor(page: np.ndarray, own, shared, tol: float = SHARED_SENSOR_TOLERANCE) -> bool:
@@ -227,7 +231,7 @@ def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
         if dec.decision != "sequence":
             alone += seq
             continue
-        spectra += _run_stack(run, seq, link_run(params, seq), dec)
+        spectra += _run_stack(run, seq, link_run(params, seq, dec), dec)
     order = {id(it): k for k, it in enumerate(items)}
     return sorted(alone, key=lambda it: order[id(it)]), spectra
 
@@ -243,19 +247,22 @@ def decide_run(params: DenoiseParams, seq: list[PreparedItem]) -> SequenceDecisi
                            [_gaussian_level(it, params) for it in seq], params)
     else:
         sigmas = [it.result.noise_sigma for it in seq]
-        dec = decide_stack(crops, decision_stabilisers(params, [it.data for it in seq],
-                                                       vsts, sigmas, crops), sigmas, params)
+        stabilisers, shared = decision_stabilisers(params, [it.data for it in seq], vsts,
+                                                   sigmas, crops)
+        dec = decide_stack(crops, stabilisers, sigmas, params)
+        dec.noise = shared
     for k, it in enumerate(seq):
         it.result.stats["sequence"] = dict(decision=dec.decision, choice=dec.choice,
                                            reason=dec.reason, page=k, pages=len(seq))
     return dec
 
 
-def link_run(params: DenoiseParams, seq: list[PreparedItem]) -> float:
-    """The pages of a run :func:`decide_run` called a sequence given one noise model and
-    one noise estimate (:func:`shared_noise`); returns the level."""
-    _one_noise_model(params, seq)
-    return _shared_noise(params, seq)
+def link_run(params: DenoiseParams, seq: list[PreparedItem], dec: SequenceDecision) -> float:
+    """The pages of a run :func:`decide_run` called a sequence (``dec``) given one noise
+    model and one noise estimate (:func:`shared_noise`, the decision's when it measured
+    it); returns the level."""
+    _one_noise_model(params, seq)  # a no-op unless the pages were mixed (then no dec.noise)
+    return _shared_noise(params, seq, dec.noise)
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:
@@ -269,10 +276,11 @@ def stabiliser_stats(page: dict, vst) -> dict:
     return dict(page, gain=np.ravel(vst.gain).tolist(), sigma=np.ravel(vst.sigma).tolist())
 
 
-def _shared_noise(params: DenoiseParams, seq: list[PreparedItem]) -> float:
-    """:func:`shared_noise` given to every page of ``seq``; returns the level."""
-    sigma, vst = shared_noise(params, [it.data for it in seq],
-                              [it.result.noise_sigma for it in seq], seq[0].vst)
+def _shared_noise(params: DenoiseParams, seq: list[PreparedItem], noise=None) -> float:
+    """:func:`shared_noise` (or ``noise``, measured before) given to every page of
+    ``seq``; returns the level."""
+    sigma, vst = noise or shared_noise(params, [it.data for it in seq],
+                                       [it.result.noise_sigma for it in seq], seq[0].vst)
     for it in seq:
         if vst is not None:
             it.vst = vst

@@ -321,11 +321,12 @@ def test_a_stabilised_stack_is_decided_through_one_stabiliser():
     own = [GeneralizedAnscombe(np.array([g]), np.array([s]))
            for g, s in [(3.0, 5.0), (1.45, 6.3)] * 4]
     pages = list(stack)
-    picked = decision_stabilisers(params, pages, own, [1.0] * len(pages))
+    picked, measured = decision_stabilisers(params, pages, own, [1.0] * len(pages))
     _, shared = shared_noise(params, pages, [1.0] * len(pages), own[0])
     assert all(np.allclose(v.gain, shared.gain) and np.allclose(v.sigma, shared.sigma)
                for v in picked)
     assert 2.0 < float(np.ravel(shared.gain)[0]) < 4.5  # the stack's gain, 3
+    assert measured is not None and measured[1] is picked[0]  # measured once: the run's too
     dec = decide_stack(pages, picked, [1.0] * len(pages), params)
     assert dec.decision == "sequence" and all(dec.linked), dec.scores
     # through the pages' own estimates, so unlike, the same slices look unrelated
@@ -335,9 +336,9 @@ def test_a_stabilised_stack_is_decided_through_one_stabiliser():
     y = np.linspace(2000.0, 50000.0, 64)[None, :] * np.ones((64, 1))
     two = [g * rng.poisson(y / g) + rng.normal(0, 200.0, y.shape) for g in (16.0, 64.0)]
     theirs = [GeneralizedAnscombe(np.array([g]), np.array([200.0])) for g in (16.0, 64.0)]
-    assert decision_stabilisers(params, two, theirs, [1.0, 1.0]) == theirs
+    assert decision_stabilisers(params, two, theirs, [1.0, 1.0])[0] == theirs
     # Gaussian or mixed pages keep their own (None: decided on the pixels)
-    assert decision_stabilisers(params, pages, [None] * len(pages), [5.0] * 8) == [None] * 8
+    assert decision_stabilisers(params, pages, [None] * len(pages), [5.0] * 8)[0] == [None] * 8
 
 
 def test_a_subpixel_drift_gets_one_shift_for_every_pair():

@@ -650,7 +650,7 @@ def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
     run = _StackRun(tuple(it.result.index for it in seq))
     if dec.decision != "sequence":
         return run
-    sigma = link_run(params, seq)
+    sigma = link_run(params, seq, dec)
     vst, middle = seq[0].vst, seq[len(seq) // 2].data
     # the full run calibrates inside the stack path when the pages make one tile: on the
     # middle page's central crop, as here
