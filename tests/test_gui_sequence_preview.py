@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from kpca_denoise.gui import texts  # noqa: E402
-from kpca_denoise.gui.compute import (JobItem, _pages_read, _StackRun,  # noqa: E402
-                                      prepare_preview, run_preview, stack_page_reach)
+from kpca_denoise.gui.compute import JobItem, prepare_preview, run_preview  # noqa: E402
+from kpca_denoise.gui.stack_preview import _pages_read, _StackRun, stack_page_reach  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
 from test_gui import (RUN_TIMEOUT_MS, _run, _settle, no_thread_left_running,  # noqa: E402,F401

@@ -1,0 +1,196 @@
+"""The window's preview of a page that the run denoises with its neighbouring pages (a
+stack's page, or an image of a sequence 'yes'): the sequence's decisions made as the full
+run makes them (each page's noise, the link decision and shifts, the shared noise, the
+stack path's calibration), kept per sequence and parameters, and the region denoised
+through the stack path on the pages within its reach, so that the preview is the full
+run's pixels there.  No Qt: it runs in the compute process
+(:func:`kpca_denoise.gui.compute.run_preview` calls it).
+``docs/gui.md#preview-before-the-long-run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..core.progress import check_cancel, report
+from ..params import DenoiseParams
+from ..pipeline import denoise_set
+from .compute import (JobItem, PreviewOutcome, _box_tile, _finish_preview, _keep,
+                      _measurement_params, _outcome_noise, _stabiliser_of, _unique_names,
+                      _with_strength, params_key)
+
+__all__ = ["stack_page_reach"]
+
+#: the decisions of a sequence's previews (a stack's pages, or separate images under
+#: sequence 'yes') by (its images' keys, parameters without ranks): each page's noise, the
+#: link decision, the shifts, the shared noise and the stack path's calibration, made as
+#: the full run makes them (:func:`kpca_denoise.sequence.run_sequences`); moving the
+#: region, or previewing another page, re-uses them
+_SEQUENCES: dict = {}
+#: the pages' noise measurement at strength 1, by (their keys, what it depends on)
+_SEQUENCE_MEASURED: dict = {}
+_SEQUENCES_KEPT = 2  # each holds a sequence's pages
+
+
+@dataclass
+class _StackRun:
+    """A run of pages of one size of a sequence (``sequence.runs_of_one_size``: a page
+    that failed or has no noise to remove cuts it) as the full run denoises it:
+    ``members`` their indices in the sequence.  Linked (the decision 'sequence', in the
+    pages' stats): the pages after the shared noise (``items``, ``sigma``, ``vst``),
+    ``params`` with the stack path's decisions (:func:`kpca_denoise.tiling.resolve_stack`),
+    the pairs' links and shifts; else no ``items``."""
+
+    members: tuple
+    items: list = field(default_factory=list)
+    sigma: float = float("nan")
+    vst: Any = None
+    params: DenoiseParams | None = None
+    linked: np.ndarray | None = None
+    shifts: np.ndarray | None = None
+
+
+@dataclass
+class _Sequence:
+    """A sequence's previews' decisions: each page's ``ImageResult`` of the preparation
+    (noise added and measured; errors and notes) and its runs of two pages or more."""
+
+    results: list
+    runs: list
+
+    def run_of(self, k: int) -> tuple:
+        """``(run, index of page k in it)``, or ``(None, -1)`` for a page the run
+        denoises alone (no neighbouring page of its size, or it failed)."""
+        return next(((r, r.members.index(k)) for r in self.runs if k in r.members), (None, -1))
+
+
+def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) -> _Sequence:
+    """The decisions of the sequence of ``members`` (JobItems in load order) as the full
+    run's :func:`~kpca_denoise.pipeline.denoise_set` makes them: every page measured
+    (``fit_only``, a page at a time, a cancel checked between them; kept without the
+    strength), then per run of one size the link decision and, linked, the shared noise
+    and the stack path's calibration (:func:`kpca_denoise.sequence.run_sequences` up to
+    the stack path)."""
+    from ..prepare import PreparedItem
+    from ..sequence import runs_of_one_size
+    from ..tiling import channels
+
+    key = (tuple(m.key for m in members), params_key(params))
+    found = _SEQUENCES.get(key)
+    if found is not None:
+        return found
+    mp = _measurement_params(params)
+    mkey = (key[0], params_key(mp))
+    measured = _SEQUENCE_MEASURED.get(mkey)
+    if measured is None:
+        measured = {}  # page -> its ImageResult, kept as they come (a cancel keeps them)
+        _keep(_SEQUENCE_MEASURED, mkey, measured, _SEQUENCES_KEPT)
+    names = _unique_names([m.name for m in members])
+    for i, m in enumerate(members):
+        if i not in measured:  # page i of the set: its added noise is the set's (first_index)
+            check_cancel(cancel)
+            measured[i] = denoise_set([m.array], mp, names=[names[i]], first_index=i,
+                                      fit_only=True).images[0]
+        report(progress, "noise", i + 1, len(members))
+    results = [_with_strength(measured[i], params) for i in range(len(members))]
+    items = [PreparedItem("image", r.noisy, r, channels=channels(r.noisy), vst=_stabiliser_of(r))
+             for r in results if not r.error and not r.outputs]
+    runs = []
+    for seq in runs_of_one_size(items):
+        if len(seq) > 1:
+            check_cancel(cancel)
+            runs.append(_stack_run(seq, params))
+    found = _Sequence(results, runs)
+    _keep(_SEQUENCES, key, found, _SEQUENCES_KEPT)
+    return found
+
+
+def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
+    """One run's link decision from its pages' central crops and, linked, its one noise
+    model and level (:func:`kpca_denoise.sequence.run_sequences`'s steps) and the stack
+    path's decisions on its middle page (:func:`kpca_denoise.tiling.denoise_stack_tiled`'s:
+    the range of a float stack, the calibration every tile gets)."""
+    from ..sequence import decide_run, link_run
+    from ..tiling import resolve_stack, settle_stack_range
+
+    dec = decide_run(params, seq)
+    run = _StackRun(tuple(it.result.index for it in seq))
+    if dec.decision != "sequence":
+        return run
+    sigma = link_run(params, seq, dec)
+    vst, middle = seq[0].vst, seq[len(seq) // 2].data
+    # the full run calibrates inside the stack path when the pages make one tile: on the
+    # middle page's central crop, as here
+    calibrated = resolve_stack(middle, sigma, settle_stack_range(middle, sigma, params, vst), vst)
+    return replace(run, items=list(seq), sigma=sigma, vst=vst, params=calibrated,
+                   linked=np.asarray(dec.linked, dtype=bool),
+                   shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2))
+
+
+def stack_page_reach(params: DenoiseParams) -> int:
+    """Pages either side of a page whose pixels its result in the stack path depends on:
+    a group reads and writes :func:`~kpca_denoise.core.grouped.sequence.page_reach` pages
+    either side of its reference page, so a page's result depends on the references
+    within that reach and their reads (twice it), and with two stages on the pilot of
+    those pages, itself so made (four times it; measured: with fewer pages around it
+    the page's result differs)."""
+    from ..core.grouped.sequence import StackReach, page_reach
+
+    r = StackReach()  # the full run's (kpca_denoise.sequence._run_stack)
+    return (4 if params.grouped_options().two_stage else 2) * page_reach(r.window, r.depth)
+
+
+def _pages_read(run: _StackRun, k: int) -> tuple[int, int]:
+    """``(lo, hi)``: the pages of ``run`` (indices in it) a preview of page ``k`` reads,
+    those within :func:`stack_page_reach` of it, its scene only: a group never crosses an
+    unlinked pair, and the page beyond one is read so that its neighbour takes its own
+    slices there, as in the full stack (not the mirrored ones of the stack's end)."""
+    far = stack_page_reach(run.params)
+    lo, hi = max(0, k - far), min(len(run.items) - 1, k + far)
+    lo = max([j for j in range(lo, k) if not run.linked[j]], default=lo)
+    hi = min([j + 1 for j in range(k, hi) if not run.linked[j]], default=hi)
+    return lo, hi
+
+
+def _preview_stack_page(item: JobItem, run: _StackRun, k: int, params: DenoiseParams,
+                        box: tuple, progress, cancel, out: PreviewOutcome,
+                        t: float) -> PreviewOutcome:
+    """The region ``box`` of page ``k`` of a linked ``run`` through the stack path, as
+    the full run denoises it (:func:`kpca_denoise.sequence.run_sequences`): the run's
+    link decision, shifts, shared noise and calibration, the pages within reach of the
+    page (:func:`_pages_read`), each cropped to the region and the halo the stack path
+    needs (:func:`kpca_denoise.tiling._stack_geometry`): its core is the full run's
+    pixels of the page there."""
+    from ..sequence import neighbours_used
+    from ..tiling import _stack_geometry, denoise_stack_tile, merge_grouped_stats
+
+    page = run.items[k]
+    _outcome_noise(out, page.result, params, page.data)
+    lo, hi = _pages_read(run, k)
+    linked, shifts = run.linked[lo:hi], run.shifts[lo:hi]
+    calibrated = run.params.replace(ranks=tuple(params.ranks))
+    try:
+        tile = _box_tile(page.data.shape, box, *_stack_geometry(calibrated, shifts))
+    except ValueError as exc:
+        out.error = str(exc)
+        return out
+    kept: dict = {}
+
+    def sink(q: int, done: dict) -> None:  # only the previewed page's core is kept
+        if q == k - lo:
+            kept.update(done)
+
+    _, stats = denoise_stack_tile([it.data[tile.region] for it in run.items[lo:hi + 1]], tile,
+                                  run.sigma, calibrated, linked=linked, shifts=shifts,
+                                  vst=run.vst, progress=progress, cancel=cancel, sink=sink)
+    info = stats[0]["sequence"]
+    # the pages read beyond a cut (see _pages_read) give it nothing: not among those used
+    first = lo + 1 if lo < k and not run.linked[lo] else lo
+    last = hi - 1 if hi > k and not run.linked[hi - 1] else hi
+    out.sequence.update(first=first, last=last,
+                        neighbours_used=neighbours_used(info["counts"][k - lo], info["window"]))
+    out.group_spectra = merge_grouped_stats([stats])
+    return _finish_preview(out, item, page.data, tile, {r: kept[r] for r in params.ranks}, t)
