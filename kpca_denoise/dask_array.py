@@ -421,11 +421,7 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
             st["noise_model"] = stabiliser_stats(st.get("noise_model", {}), vst)
     shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
     middle = crops[len(pages) // 2]  # the middle page's central crop, computed above
-    params = tiling.settle_stack_range(middle, sigma, params, vst)
-    tiles = tiling.plan_stack(a.shape, params, shifts)
-    if len(tiles) > 1:
-        params = tiling.resolve_stack(middle, sigma, params, vst)
-        tiles = tiling.plan_stack(a.shape, params, shifts)
+    params, tiles = tiling.stack_plan(middle, sigma, params, a.shape, shifts, vst=vst)
     return _StackDecision(sigma, params, tiles, result_keys(params, False),
                           np.asarray(dec.linked, dtype=bool), shifts, vst)
 

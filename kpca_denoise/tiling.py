@@ -48,8 +48,8 @@ from .params import DenoiseParams
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
            "luminance", "LazyLuminance", "channels", "colour_part", "training_patches",
            "merge_grouped_stats", "plan_stack", "denoise_stack_tile", "denoise_stack_tiled",
-           "resolve_stack", "settle_stack_range", "nominal_range", "STACK_TILE_BYTES",
-           "denoise_with_model"]
+           "resolve_stack", "settle_stack_range", "stack_plan", "nominal_range",
+           "STACK_TILE_BYTES", "denoise_with_model"]
 
 GLOBAL_PATCH_SIZE = 8
 #: core side of a tile per method when ``DenoiseParams.tile_size`` is None
@@ -358,6 +358,24 @@ def resolve_stack(middle: np.ndarray, sigma: float, params: DenoiseParams,
     return params.replace(grouped=params.grouped.replace(**decided)) if decided else params
 
 
+def stack_plan(middle: np.ndarray, sigma: float, params: DenoiseParams,
+               shape: tuple[int, ...], shifts: np.ndarray, *, vst=None, reach=None,
+               calibrate: bool = False) -> tuple[DenoiseParams, list[Tile]]:
+    """``(params, tiles)`` of a stack of ``shape`` (P, H, W[, C]) through the stack path,
+    decided on its ``middle`` page: the range of a float stack settled
+    (:func:`settle_stack_range`), the tiles planned (:func:`plan_stack`) and, when there
+    is more than one, the stack's calibration made once (:func:`resolve_stack`) so that
+    every tile gets it, and the tiles planned again.  One tile calibrates inside the
+    stack path, on the same crop of the same page; ``calibrate``: made here all the
+    same (a region of the pages, a preview's, would calibrate on the region)."""
+    params = settle_stack_range(middle, sigma, params, vst)
+    tiles = plan_stack(shape, params, shifts, reach)
+    if len(tiles) > 1 or calibrate:
+        params = resolve_stack(middle, sigma, params, vst)
+        tiles = plan_stack(shape, params, shifts, reach)
+    return params, tiles
+
+
 def denoise_stack_tiled(pages, sigma: float, params: DenoiseParams, *, linked: np.ndarray,
                         shifts: np.ndarray, vst=None, reach=None, progress=None,
                         cancel=None, sink=None, tile_map=None):
@@ -371,12 +389,8 @@ def denoise_stack_tiled(pages, sigma: float, params: DenoiseParams, *, linked: n
     merged over the tiles."""
     P = len(pages)
     first = np.asarray(pages[0])
-    shape = (P,) + first.shape
-    params = settle_stack_range(pages[P // 2], sigma, params, vst)
-    tiles = plan_stack(shape, params, shifts, reach)
-    if len(tiles) > 1:
-        params = resolve_stack(pages[P // 2], sigma, params, vst)
-        tiles = plan_stack(shape, params, shifts, reach)
+    params, tiles = stack_plan(pages[P // 2], sigma, params, (P,) + first.shape, shifts,
+                               vst=vst, reach=reach)
     outputs: dict = {}
     if sink is None:
         def sink(k, tile, done):

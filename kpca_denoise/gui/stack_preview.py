@@ -41,7 +41,7 @@ class _StackRun:
     that failed or has no noise to remove cuts it) as the full run denoises it:
     ``members`` their indices in the sequence.  Linked (the decision 'sequence', in the
     pages' stats): the pages after the shared noise (``items``, ``sigma``, ``vst``),
-    ``params`` with the stack path's decisions (:func:`kpca_denoise.tiling.resolve_stack`),
+    ``params`` with the stack path's decisions (:func:`kpca_denoise.tiling.stack_plan`),
     the pairs' links and shifts; else no ``items``."""
 
     members: tuple
@@ -111,10 +111,10 @@ def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) 
 def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
     """One run's link decision from its pages' central crops and, linked, its one noise
     model and level (:func:`kpca_denoise.sequence.run_sequences`'s steps) and the stack
-    path's decisions on its middle page (:func:`kpca_denoise.tiling.denoise_stack_tiled`'s:
-    the range of a float stack, the calibration every tile gets)."""
+    path's decisions on its middle page (:func:`kpca_denoise.tiling.stack_plan`: the range
+    of a float stack, the calibration every tile gets)."""
     from ..sequence import decide_run, link_run
-    from ..tiling import resolve_stack, settle_stack_range
+    from ..tiling import stack_plan
 
     dec = decide_run(params, seq)
     run = _StackRun(tuple(it.result.index for it in seq))
@@ -122,12 +122,13 @@ def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
         return run
     sigma = link_run(params, seq, dec)
     vst, middle = seq[0].vst, seq[len(seq) // 2].data
-    # the full run calibrates inside the stack path when the pages make one tile: on the
-    # middle page's central crop, as here
-    calibrated = resolve_stack(middle, sigma, settle_stack_range(middle, sigma, params, vst), vst)
+    shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
+    # calibrated however many tiles the full run makes: when the pages make one, it
+    # calibrates inside the stack path, on the middle page's central crop, as here
+    calibrated, _ = stack_plan(middle, sigma, params, (len(seq),) + middle.shape, shifts,
+                               vst=vst, calibrate=True)
     return replace(run, items=list(seq), sigma=sigma, vst=vst, params=calibrated,
-                   linked=np.asarray(dec.linked, dtype=bool),
-                   shifts=np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2))
+                   linked=np.asarray(dec.linked, dtype=bool), shifts=shifts)
 
 
 def stack_page_reach(params: DenoiseParams) -> int:
