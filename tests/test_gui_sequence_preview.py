@@ -19,7 +19,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from kpca_denoise.gui import texts  # noqa: E402
-from kpca_denoise.gui.compute import JobItem, prepare_preview, run_preview  # noqa: E402
+from kpca_denoise.core.progress import CancelToken  # noqa: E402
+from kpca_denoise.gui.compute import (Job, JobItem, prepare_preview, run_job,  # noqa: E402
+                                      run_preview)
 from kpca_denoise.gui.stack_preview import _pages_read, _StackRun, stack_page_reach  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
@@ -152,9 +154,44 @@ def test_a_long_stacks_page_reads_only_the_pages_within_reach():
     np.testing.assert_array_equal(pv.outputs[None], full.images[37].outputs[None][y0:y1, x0:x1])
 
 
-def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, qtbot):
+def test_a_preview_job_sends_its_page_alone_once_the_decisions_are_kept():
+    """A preview of page 2 of a 12-page stack goes to the compute process with that page's
+    array only; the process asks for the others ('pages') until it keeps the stack's
+    decisions, and then previews from what it keeps: the pixels of the whole job's."""
+    pages = _moving(12, 40)
+    params = DenoiseParams(ranks=(None,))
+    job = Job(_items(pages, params, "sent"), params, purpose="preview", box=(8, 32, 8, 32),
+              sets=[tuple(range(12))], focus=2)
+    sent = job.without_pages()
+    assert len(sent.items) == 12 and [it.key for it in sent.items] == [it.key for it in job.items]
+    assert [k for k, it in enumerate(sent.items) if it.array is not None] == [2]
+    assert all(it.array is not None for it in job.items)  # the window's job keeps them
+
+    def run(j: Job) -> tuple:
+        outcomes = []
+        summary = run_job(j, lambda kind, payload: outcomes.append(payload)
+                          if kind == "preview" else None, CancelToken())
+        return summary["status"], outcomes
+
+    assert run(sent) == ("pages", [])  # nothing kept yet: the whole job, please
+    status, [whole] = run(job)
+    assert status == "done" and not whole.error and whole.sequence["decision"] == "sequence"
+    status, [pv] = run(sent)
+    assert status == "done" and pv.decided_before and pv.sequence == whole.sequence
+    assert pv.box == whole.box
+    np.testing.assert_array_equal(pv.outputs[None], whole.outputs[None])
+
+
+def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, qtbot,
+                                                             monkeypatch):
     """A multi-page TIFF: the preview of its middle page is the window's full run's pixels
-    in the region, and the log says which pages the preview denoised it with."""
+    in the region, and the log says which pages the preview denoised it with.  The compute
+    process gets the other pages once: the second preview sends the page alone."""
+    from kpca_denoise.gui.worker import compute_server
+
+    srv = compute_server()
+    sent, put = [], srv.jobs.put
+    monkeypatch.setattr(srv.jobs, "put", lambda j, *a: (sent.append(j), put(j, *a))[1])
     tifffile = pytest.importorskip("tifffile")
     path = tmp_path / "stack.tif"
     tifffile.imwrite(path, np.stack(_moving(5, 64)), photometric="minisblack")
@@ -179,6 +216,9 @@ def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, 
     _settle(qtbot, window)
     assert "(the stack's decisions made before)" in window.log_view.toPlainText()
     assert "(the image's decisions made before)" not in window.log_view.toPlainText()
+    # the first preview: the page alone, then (asked for) every page; the second: alone
+    assert [sum(it.array is not None for it in j.items) for j in sent
+            if j is not None and j.purpose == "preview"] == [1, 5, 1]
     _run(qtbot, window, params)  # the first region's preview (pv) against the run
     rec = window.session.record(window.current_entry(), params)
     y0, y1, x0, x1 = pv.box

@@ -98,11 +98,12 @@ def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dt
 
 @dataclass
 class JobItem:
-    """One image of a job and the ranks still missing for it."""
+    """One image of a job and the ranks still missing for it (``array`` None: not sent,
+    :meth:`Job.without_pages`)."""
 
     key: str
     name: str
-    array: np.ndarray
+    array: np.ndarray | None
     is_patchset: bool
     ranks: tuple
     reference: np.ndarray | None = None
@@ -123,6 +124,17 @@ class Job:
     #: ``focus`` item's sequence (the region of ``items[focus]`` is previewed)
     sets: list = field(default_factory=list)
     focus: int = 0
+
+    def without_pages(self) -> "Job":
+        """The job as first sent to the compute process: a preview of a sequence's page
+        carries that page's arrays only, as the process keeps the pages with the
+        sequence's decisions (:func:`.stack_preview.decisions_kept`); where it does not,
+        it answers ``status`` 'pages' and gets the whole job (:mod:`.worker`)."""
+        if self.purpose != "preview" or not self.sets:
+            return self
+        return replace(self, items=[it if i == self.focus else replace(it, array=None,
+                                                                       reference=None)
+                                    for i, it in enumerate(self.items)])
 
 
 @dataclass
@@ -560,11 +572,11 @@ def prepare_preview(item: JobItem, params: DenoiseParams, cancel=None, sequence=
     asks when an image is selected); True when they were made now, False when kept.
     ``sequence``: the JobItems of ``item``'s sequence (its pages, ``item`` among them):
     the sequence's decisions, and the page's own where the run denoises it alone."""
-    from .stack_preview import _SEQUENCES, _sequence_decisions
+    from .stack_preview import _sequence_decisions, decisions_kept
 
     measured, made = None, False
     if len(sequence) > 1:
-        made = (tuple(m.key for m in sequence), params_key(params)) not in _SEQUENCES
+        made = not decisions_kept(sequence, params)
         found = _sequence_decisions(list(sequence), params, None, cancel)
         k = [m.key for m in sequence].index(item.key)
         run = found.run_of(k)[0]
@@ -617,7 +629,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     pages, ``item`` among them).  Where the run links ``item`` to its neighbours, the
     region goes through the stack path (:mod:`.stack_preview`); elsewhere it is
     denoised alone, as the run denoises it."""
-    from .stack_preview import _SEQUENCES, _preview_stack_page, _sequence_decisions
+    from .stack_preview import _preview_stack_page, _sequence_decisions, decisions_kept
 
     t = time.perf_counter()
     pkey = params_key(params)
@@ -625,7 +637,7 @@ def run_preview(item: JobItem, params: DenoiseParams, box: tuple, progress, canc
     measured, before = None, True
     try:
         if len(sequence) > 1:
-            before = (tuple(m.key for m in sequence), pkey) in _SEQUENCES
+            before = decisions_kept(sequence, params)
             found = _sequence_decisions(list(sequence), params, progress, cancel)
             k = [m.key for m in sequence].index(item.key)
             run, j = found.run_of(k)
@@ -715,8 +727,12 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     kinds: 'item_started' (index, count, name; index -1 for a set fitted
     together, count its size), 'progress' (stage, done, total, message),
     'spectrum' (eigenvalues), 'item' (ItemOutcome).
-    Returns the summary ``{'status', 'done', 'failed', 'message', 'seconds'}``.
+    Returns the summary ``{'status', 'done', 'failed', 'message', 'seconds'}``;
+    ``status`` 'pages': a preview sent without its sequence's pages
+    (:meth:`Job.without_pages`) whose decisions this process does not keep.
     """
+    from .stack_preview import decisions_kept
+
     t0 = time.perf_counter()
     summary = {"status": "done", "done": 0, "failed": 0, "message": "", "seconds": 0.0}
     throttle = _Throttle(emit)
@@ -727,7 +743,11 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
         if job.purpose in ("preview", "prepare"):
             item = job.items[job.focus]
             sequence = [job.items[i] for i in job.sets[0]] if job.sets else ()
-        if job.purpose == "preview":
+        if (job.purpose == "preview" and any(m.array is None for m in sequence)
+                and not decisions_kept(sequence, job.params)):
+            summary["status"] = "pages"  # sent without them (Job.without_pages): all, please
+            job = replace(job, items=[])
+        elif job.purpose == "preview":
             emit("item_started", (-1, 1, f"preview of {item.name}"))
             outcome = run_preview(item, job.params, job.box, throttle, cancel, sequence)
             summary["failed" if outcome.error else "done"] += 1

@@ -8,9 +8,11 @@ run going on).  The compute process makes the whole image's decisions once (nois
 the global fit, the grouped calibration) and denoises one tile of the tiled engine whose
 core is the region (:func:`kpca_denoise.gui.compute.run_preview`), so the preview is the
 full run's result there, pixel for pixel.  A page the run denoises with its neighbouring
-pages (a stack's, or an image of a sequence) is previewed so too: the job carries its
-sequence's pages, and the region goes through the stack path with the pages within its
-reach.  The rank views show it in place, framed, with the metrics of the region.
+pages (a stack's, or an image of a sequence) is previewed so too: the job names its
+sequence's pages (their arrays go to the compute process only when it does not keep the
+sequence's decisions and pages already), and the region goes through the stack path with
+the pages within its reach.  The rank views show it in place, framed, with the metrics of
+the region.
 ``docs/gui.md#preview-before-the-long-run``.
 """
 

@@ -22,7 +22,7 @@ from .compute import (JobItem, PreviewOutcome, _box_tile, _finish_preview, _keep
                       _measurement_params, _outcome_noise, _stabiliser_of, _unique_names,
                       _with_strength, params_key)
 
-__all__ = ["stack_page_reach"]
+__all__ = ["stack_page_reach", "decisions_kept"]
 
 #: the decisions of a sequence's previews (a stack's pages, or separate images under
 #: sequence 'yes') by (its images' keys, parameters without ranks): each page's noise, the
@@ -67,6 +67,17 @@ class _Sequence:
         return next(((r, r.members.index(k)) for r in self.runs if k in r.members), (None, -1))
 
 
+def _sequence_key(members, params: DenoiseParams) -> tuple:
+    return tuple(m.key for m in members), params_key(params)
+
+
+def decisions_kept(members, params: DenoiseParams) -> bool:
+    """Whether this process keeps the decisions of the sequence of ``members`` (JobItems)
+    with ``params``, and with them its pages: a preview of one of its pages then reads no
+    other page's array."""
+    return _sequence_key(members, params) in _SEQUENCES
+
+
 def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) -> _Sequence:
     """The decisions of the sequence of ``members`` (JobItems in load order) as the full
     run's :func:`~kpca_denoise.pipeline.denoise_set` makes them: every page measured
@@ -78,7 +89,7 @@ def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) 
     from ..sequence import runs_of_one_size
     from ..tiling import channels
 
-    key = (tuple(m.key for m in members), params_key(params))
+    key = _sequence_key(members, params)
     found = _SEQUENCES.get(key)
     if found is not None:
         return found

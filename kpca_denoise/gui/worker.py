@@ -9,6 +9,10 @@ if the process has not stopped within :data:`CANCEL_GRACE` seconds (a
 pre-image block can take longer) the process is ended and a fresh one is
 started for the next run.  ``RunController.finished`` is emitted only after
 the thread has stopped, so "finished" always means "no worker left running".
+A preview of a sequence's page is sent with that page alone
+(:meth:`~kpca_denoise.gui.compute.Job.without_pages`): the process keeps the
+sequence's pages with its decisions, and when it does not, it says so and the
+whole job follows.
 The windows of one application share the compute process: one job runs in it at a
 time, and a second window's job waits for the first's to end.
 
@@ -227,7 +231,7 @@ class DenoiseWorker(QObject):
     def _relay(self, job: Job, summary: RunSummary) -> None:
         srv = compute_server()
         srv.cancel.clear()
-        srv.jobs.put(job)
+        srv.jobs.put(job.without_pages())  # a preview's other pages only if asked for
         cancel_sent: float | None = None
         grace = PREPARE_GRACE if job.purpose == "prepare" else CANCEL_GRACE
         while True:
@@ -265,6 +269,11 @@ class DenoiseWorker(QObject):
                 if cancel_sent is None:
                     self.previewDone.emit(payload)
             elif kind == "finished":
+                if payload["status"] == "pages":  # it keeps no decisions of the sequence:
+                    if cancel_sent is None:
+                        srv.jobs.put(job)  # its pages, then
+                        continue
+                    payload = dict(payload, status="cancelled", message="cancelled by the user")
                 summary.status = payload["status"]
                 summary.done = payload["done"]
                 summary.failed = payload["failed"]
