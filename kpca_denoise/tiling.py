@@ -598,7 +598,7 @@ def merge_grouped_stats(per_tile: list[list[dict]]) -> list[dict]:
     their spread over the groups (the quantiles) from every tile's sampled spectra
     pooled (one tile: its own, from all its samples), resolved parameters of the first
     tile."""
-    from .core.grouped.driver import pooled_quantiles
+    from .core.grouped.stats import pooled_quantiles
 
     merged = []
     for chans in zip(*per_tile):

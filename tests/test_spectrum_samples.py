@@ -1,9 +1,9 @@
 """The sampled group spectra a run keeps for its quantiles stay bounded however many
-groups a long stack has, and stay evenly spread over them (driver._ChannelStats)."""
+groups a long stack has, and stay evenly spread over them (stats.ChannelStats)."""
 
 import numpy as np
 
-from kpca_denoise.core.grouped import driver
+from kpca_denoise.core.grouped import stats
 
 
 def _offer(st, chunks):
@@ -12,12 +12,12 @@ def _offer(st, chunks):
 
 
 def test_samples_stay_bounded_and_evenly_spread(monkeypatch):
-    monkeypatch.setattr(driver, "SAMPLE_ROWS", 1000)
+    monkeypatch.setattr(stats, "SAMPLE_ROWS", 1000)
     rng = np.random.default_rng(3)
     # 300 chunks of 256 sampled groups, each row tagged with its global index
     chunks = [np.column_stack([np.arange(k * 256, (k + 1) * 256), rng.random((256, 4))])
               for k in range(300)]
-    st = driver._ChannelStats()
+    st = stats.ChannelStats()
     _offer(st, chunks)
     held = np.concatenate(st.samples["spectrum"])
     assert len(held) <= 1000
@@ -26,27 +26,27 @@ def test_samples_stay_bounded_and_evenly_spread(monkeypatch):
     step = st.step["spectrum"]
     assert step > 1
     np.testing.assert_array_equal(held[:, 0], np.arange(0, 300 * 256, step))
-    rows, weight = driver._pool(st.samples["spectrum"], st.seen["spectrum"])
-    assert len(rows) == driver.POOL_ROWS
-    assert weight == 300 * 256 / driver.POOL_ROWS
+    rows, weight = stats.pool(st.samples["spectrum"], st.seen["spectrum"])
+    assert len(rows) == stats.POOL_ROWS
+    assert weight == 300 * 256 / stats.POOL_ROWS
 
 
 def test_quantiles_of_the_bounded_sample_follow_the_whole(monkeypatch):
-    monkeypatch.setattr(driver, "SAMPLE_ROWS", 2000)
+    monkeypatch.setattr(stats, "SAMPLE_ROWS", 2000)
     rng = np.random.default_rng(4)
     chunks = [np.sort(rng.gamma(2.0 + k / 50, 1.0, (256, 6)), axis=1)[:, ::-1]
               for k in range(200)]
-    st = driver._ChannelStats()
+    st = stats.ChannelStats()
     _offer(st, chunks)
-    whole = np.quantile(np.concatenate(chunks), driver.QUANTILES, axis=0)
-    bounded = driver._quantiles(st.samples["spectrum"])
+    whole = np.quantile(np.concatenate(chunks), stats.QUANTILES, axis=0)
+    bounded = stats.quantiles(st.samples["spectrum"])
     # 2000 evenly spread rows of 51,200: the quantiles within a few hundredths
     np.testing.assert_allclose(bounded, whole, rtol=0.05)
 
 
 def test_a_small_run_keeps_every_sample():
-    st = driver._ChannelStats()
+    st = stats.ChannelStats()
     rows = np.arange(40.0).reshape(10, 4)
     st.add_samples("spectrum", rows)
     np.testing.assert_array_equal(np.concatenate(st.samples["spectrum"]), rows)
-    assert driver._pool(st.samples["spectrum"], st.seen["spectrum"])[1] == 1.0
+    assert stats.pool(st.samples["spectrum"], st.seen["spectrum"])[1] == 1.0

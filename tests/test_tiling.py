@@ -238,7 +238,7 @@ def test_the_spread_of_the_group_spectra_pools_every_tile():
 
 
 def test_pooled_quantiles_weigh_each_pool_by_the_groups_it_stands_for():
-    from kpca_denoise.core.grouped.driver import pooled_quantiles
+    from kpca_denoise.core.grouped.stats import pooled_quantiles
 
     ones, twos = np.ones((10, 3)), np.full((10, 3), 2.0)
     q = pooled_quantiles([(ones, 1.0), (twos, 9.0)])  # 10 groups of ones, 90 of twos

@@ -8,15 +8,17 @@ the estimates are averaged where they overlap
 (:func:`kpca_denoise.core.patches.accumulate_groups`).  A second pass repeats this
 guided by the first pass's estimate.  :mod:`.calibrate` decides what depends on the
 image (a regular texture, its detail), :mod:`.geometry` the patch and search sizes,
-:mod:`.options` holds the knobs and :mod:`.driver` chains the steps.
+:mod:`.options` holds the knobs, :mod:`.driver` chains the steps and :mod:`.stats`
+holds what they count and report.
 
 The method and its equations: ``docs/method.md``; the knobs: ``docs/options.md``.
 """
 
 from .calibrate import calibrate
-from .driver import STAGES, denoise_grouped, denoise_grouped_channels, resolve_options
+from .driver import denoise_grouped, denoise_grouped_channels, resolve_options
 from .geometry import resolve_geometry
 from .options import PRESETS, GroupedOptions
+from .stats import STAGES
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "GroupedOptions", "PRESETS",
            "resolve_options", "resolve_geometry", "calibrate", "STAGES"]

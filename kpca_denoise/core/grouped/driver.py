@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -33,24 +33,16 @@ from .matching import (exact_sums, gather, interleave_guide, match, match_predic
                        pad_for_matching, quantise_guide, search_mask)
 from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
+from .stats import SPECTRUM_EVERY, ChannelStats, spectrum_every
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
-           "region_plan", "RegionPlan", "PassRegion", "pooled_quantiles", "STAGES"]
+           "region_plan", "RegionPlan", "PassRegion"]
 
-#: the stages a pass reports progress and time for, in order
-STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
 #: patches per group in stage 1 when ``GroupedOptions.group_size1`` is None (stage 2:
 #: ``GroupedOptions.group_size``)
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
-#: the final pass decomposes every this many-th group fully for the spectrum it reports
-#: (the others get only the components the shrinkage uses); a pass of more than
-#: ``SPECTRUM_SAMPLES * SPECTRUM_EVERY`` groups samples more sparsely, up to every
-#: ``SPECTRUM_EVERY_MAX``-th, keeping at least ``SPECTRUM_SAMPLES``
-SPECTRUM_EVERY = 8
-SPECTRUM_EVERY_MAX = 32
-SPECTRUM_SAMPLES = 512
 #: a pilot pass takes the references whose matching window is flat, its variance on the
 #: noisy image (mean over the channels) below ``(1 + FLAT_PILOT) sigma^2``, only on every
 #: other row and column of the reference grid (None: every reference)
@@ -91,83 +83,6 @@ class _Run:
         return self.options.kernel == "rbf"
 
 
-@dataclass
-class _ChannelStats:
-    """What one channel's passes count (reported as its stats dict)."""
-
-    seconds: dict = field(default_factory=lambda: {s: 0.0 for s in STAGES})
-    fallbacks: int = 0
-    iterations: int = 0
-    groups: int = 0
-    spectrum: np.ndarray | None = None
-    spectrum_groups: int = 0  # the final pass's groups decomposed fully
-    final_groups: int = 0
-    kept: Any = 0
-    rank_spectrum: np.ndarray | None = None  # stage 2's noisy groups, for explicit ranks
-    # sampled groups' spectra of each kind, for the quantiles over groups (add_samples)
-    samples: dict = field(default_factory=lambda: {"spectrum": [], "rank_spectrum": []})
-    seen: dict = field(default_factory=lambda: {"spectrum": 0, "rank_spectrum": 0})
-    step: dict = field(default_factory=lambda: {"spectrum": 1, "rank_spectrum": 1})
-
-    def add_samples(self, kind: str, rows: np.ndarray) -> None:
-        """Keep sampled spectra ``rows`` of ``kind``: every ``step``-th of all offered,
-        the step doubling whenever more than :data:`SAMPLE_ROWS` are held, so that a
-        long stack's samples stay bounded and evenly spread over its pages."""
-        step, seen = self.step[kind], self.seen[kind]
-        self.seen[kind] = seen + len(rows)
-        self.samples[kind].append(np.array(rows[(-seen) % step::step]))
-        if sum(len(r) for r in self.samples[kind]) > SAMPLE_ROWS:
-            n = min(r.shape[1] for r in self.samples[kind])
-            self.samples[kind] = [np.concatenate([r[:, :n] for r in self.samples[kind]])[::2]]
-            self.step[kind] = 2 * step
-
-
-#: the quantiles over the groups a run reports (``spectrum_quantiles``)
-QUANTILES = (0.1, 0.5, 0.9)
-#: sampled spectra a call keeps for pooling with other calls' (the tiles of an image)
-POOL_ROWS = 512
-#: sampled spectra of each kind a call holds at most (``_ChannelStats.add_samples``)
-SAMPLE_ROWS = 8192
-
-
-def _quantiles(samples: list) -> np.ndarray:
-    """(3, n): the 10 %, 50 % and 90 % quantiles over the sampled groups' spectra."""
-    if not samples:
-        return np.zeros((3, 0))
-    n = min(s.shape[1] for s in samples)
-    return np.quantile(np.concatenate([s[:, :n] for s in samples]), QUANTILES, axis=0)
-
-
-def _pool(samples: list, seen: int) -> tuple[np.ndarray, float]:
-    """``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
-    each standing for ``weight`` of the ``seen`` sampled, for :func:`pooled_quantiles`."""
-    if not samples:
-        return np.zeros((0, 0)), 0.0
-    n = min(s.shape[1] for s in samples)
-    rows = np.concatenate([s[:, :n] for s in samples])
-    if len(rows) > POOL_ROWS:
-        rows = rows[np.linspace(0, len(rows) - 1, POOL_ROWS).round().astype(np.int64)]
-    return rows, max(seen, len(rows)) / max(len(rows), 1)
-
-
-def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
-    """(3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
-    (``stats['spectrum_pool']``, each row weighted by its pool's weight): the spread over
-    every group of an image cut into tiles.  Each quantile is the smallest value whose
-    cumulative weight reaches it (no interpolation)."""
-    pools = [(np.asarray(r, dtype=np.float64), float(w)) for r, w in pools if np.size(r)]
-    if not pools:
-        return np.zeros((3, 0))
-    n = min(r.shape[1] for r, _ in pools)
-    vals = np.concatenate([r[:, :n] for r, _ in pools])
-    wts = np.concatenate([np.full(len(r), w) for r, w in pools])
-    order = np.argsort(vals, axis=0, kind="stable")
-    cum = np.cumsum(wts[order], axis=0)
-    total = cum[-1]
-    idx = np.stack([np.minimum((cum < q * total).sum(axis=0), len(vals) - 1) for q in QUANTILES])
-    return np.take_along_axis(np.sort(vals, axis=0), idx, axis=0)
-
-
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
                     options: Options = None, progress: ProgressCallback | None = None,
                     cancel: Any = None, core: Sequence[int] | None = None,
@@ -187,7 +102,7 @@ def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | No
         The method's knobs (``docs/options.md``); ``overrides`` (knob names as
         keywords, such as ``kappa1=4.0``) are applied on top.
     progress, cancel
-        Progress callback (stages :data:`STAGES`) and cancel token, between chunks.
+        Progress callback (stages :data:`.stats.STAGES`) and cancel token, between chunks.
     core : (y0, y1, x0, x1), optional
         The region of interest: only the groups its pixels depend on are computed
         (:func:`region_plan`); its pixels are those of the whole call, the others the
@@ -410,7 +325,7 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     cal = calibrate(imgs, sigma, options, trial_denoiser(cancel))
     run = _resolve(imgs, sigma, cal)
     plan = region_plan(run, imgs[0].shape, core)
-    stats = [_ChannelStats() for _ in imgs]
+    stats = [ChannelStats() for _ in imgs]
     floors: dict = {}
     if run.options.two_stage:
         # without regroup, stage 1 keeps its groups (all references) for stage 2
@@ -430,32 +345,9 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
                          None, plan and plan.stage1)
     params = _report(run, cal, floors)
     total = time.perf_counter() - t_all
-    C = len(imgs)
-    results, all_stats = [], []
-    for out, st in zip(outs, stats):
-        results.append({rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)})
-        ng = max(st.final_groups, 1)
-        ns = max(st.spectrum_groups, 1)
-        all_stats.append(dict(
-            preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
-            groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
-            # mean eigenvalues of the final stage's centred group Gram matrices, descending
-            spectrum=st.spectrum / ns if st.spectrum is not None else np.zeros(0),
-            # the same for the noisy groups' own kernel PCA, whose leading components an
-            # explicit rank keeps (empty when only the auto rank was asked)
-            rank_spectrum=(st.rank_spectrum / ng if st.rank_spectrum is not None
-                           else np.zeros(0)),
-            # their spread over the groups: the 10 %, 50 % and 90 % quantiles, (3, n)
-            spectrum_quantiles=_quantiles(st.samples["spectrum"]),
-            rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
-            # a bounded share of those spectra, to pool with other tiles' (pooled_quantiles)
-            spectrum_pool=_pool(st.samples["spectrum"], st.seen["spectrum"]),
-            rank_spectrum_pool=_pool(st.samples["rank_spectrum"], st.seen["rank_spectrum"]),
-            # mean number of kernel components kept per group of the final stage, per rank
-            effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
-                            else 0.0 for i, rk in enumerate(rank_list)},
-        ))
-    return results, all_stats
+    results = [{rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)}
+               for out in outs]
+    return results, [st.report(total / len(imgs), params, rank_list) for st in stats]
 
 
 @dataclass(frozen=True)
@@ -476,13 +368,6 @@ class _Pass:
     own_gamma: float = 0.0
     #: the final pass decomposes every this many-th group fully (the spectrum)
     spectrum_every: int = SPECTRUM_EVERY
-
-
-def spectrum_every(groups: int) -> int:
-    """Every how many-th group of a final pass of ``groups`` groups is decomposed
-    fully for the reported spectrum: :data:`SPECTRUM_EVERY`, sparser for a large pass
-    (up to :data:`SPECTRUM_EVERY_MAX`) as long as :data:`SPECTRUM_SAMPLES` remain."""
-    return int(min(max(groups // SPECTRUM_SAMPLES, SPECTRUM_EVERY), SPECTRUM_EVERY_MAX))
 
 
 def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass:
@@ -686,7 +571,7 @@ def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
            t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
-           st: _ChannelStats, num: np.ndarray, den: np.ndarray,
+           st: ChannelStats, num: np.ndarray, den: np.ndarray,
            progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
     accumulation into ``num`` / ``den``."""
@@ -813,7 +698,7 @@ def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ra
 
 
 def shrink_by_rank(ps: _Pass, lam, V, rowmean, P, X, K, fl_ch: NoiseFloors, ranks: np.ndarray,
-                   rbf: bool, st: _ChannelStats) -> tuple[np.ndarray, list]:
+                   rbf: bool, st: ChannelStats) -> tuple[np.ndarray, list]:
     """The shrinkage of one chunk's groups for every rank: ``(auto, parts)``, ``auto``
     marking the ranks of the first part.  Each part is (expansion weights, aggregation
     weights, kept, members, kernel width, Gram): in stage 2 the auto rank is the pilot's
@@ -846,7 +731,7 @@ def preimage_by_rank(auto: np.ndarray, parts: list, rbf: bool, max_iter: int,
 
 
 def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
-                    st: _ChannelStats) -> tuple:
+                    st: ChannelStats) -> tuple:
     """Stage 2's explicit ranks: each noisy group's own kernel PCA with its ``ranks``
     leading components kept whole.  Returns what :func:`_chunk` needs for the
     pre-image (as its other rank kind does); the groups' summed spectrum (what the

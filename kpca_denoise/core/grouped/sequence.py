@@ -31,14 +31,14 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from kpca_denoise.core.patches import accumulate_groups
 
 from .calibrate import calibrate, central_crop
-from .driver import (CHUNK_GROUPS, GROUP_SIZE1, SPECTRUM_EVERY, _ChannelStats, _check_inputs,
-                     _plan_pass, _quantiles, _report, _resolve, preimage_by_rank, resolve_options,
-                     shrink_by_rank, trial_denoiser)
+from .driver import (CHUNK_GROUPS, GROUP_SIZE1, _check_inputs, _plan_pass, _report, _resolve,
+                     preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
 from .geometry import HIGH_NOISE
 from .group_pca import fit_groups
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .options import GroupedOptions
 from .shrinkage import correct_means, eigen_floor
+from .stats import SPECTRUM_EVERY, ChannelStats
 
 __all__ = ["denoise_grouped_stack", "page_shifts", "steady_shifts", "link_scores", "calibrate_stack",
            "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
@@ -511,7 +511,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     if _high_noise_groups(cal.options, run, sigma, middle[0].shape):
         run = _high_noise_run(run)
     del middle
-    stats = [_ChannelStats() for _ in range(C)]
+    stats = [ChannelStats() for _ in range(C)]
     floors: dict = {}
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
@@ -534,20 +534,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     share = used / np.maximum(used.sum(axis=1, keepdims=True), 1.0)
     info = dict(window=w, radius=seq["R"], shifts=shifts.tolist(), linked=linked.tolist(),
                 neighbours_used=share.tolist(), counts=used.tolist())
-    all_stats = []
-    for st in stats:
-        ng = max(st.final_groups, 1)
-        all_stats.append(dict(
-            preimage_fallbacks=st.fallbacks, preimage_iterations=st.iterations,
-            groups=st.groups, seconds={**st.seconds, "total": total / C}, params=dict(params),
-            # the mean over the groups decomposed whole (driver.SPECTRUM_EVERY)
-            spectrum=(st.spectrum / max(st.spectrum_groups, 1) if st.spectrum is not None
-                      else np.zeros(0)),
-            spectrum_quantiles=_quantiles(st.samples["spectrum"]),
-            rank_spectrum_quantiles=_quantiles(st.samples["rank_spectrum"]),
-            effective_rank={rk: float(np.asarray(st.kept)[i]) / ng if st.final_groups
-                            else 0.0 for i, rk in enumerate(rank_list)},
-            sequence=info))
+    all_stats = [dict(st.report(total / C, params, rank_list), sequence=info) for st in stats]
     return results, all_stats
 
 
@@ -839,7 +826,7 @@ def _gather_slices(img, rows, cols, p, out, r0, r1):
 
 
 def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
-                 st: _ChannelStats) -> None:
+                 st: ChannelStats) -> None:
     """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
     pages around it (mirrored at the stack's ends) where the global motion carries it
     (its own page across a cut): one kernel PCA of the 3-D patches, each slice's
@@ -875,7 +862,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     fit = fit_groups(G, run.rbf, fl.gamma, eigen_floor(ps.stage, s.ranks, fl_ch, ps.n),
                      gram=run.rbf, every=SPECTRUM_EVERY if ps.final else 0)
     lam, V, rowmean = fit[:3]
-    if ps.final:  # the spectrum of the groups decomposed whole (driver.SPECTRUM_EVERY)
+    if ps.final:  # the spectrum of the groups decomposed whole (stats.SPECTRUM_EVERY)
         sampled = lam[::SPECTRUM_EVERY]
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
