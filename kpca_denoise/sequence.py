@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .core.grouped.calibrate import central_crop
-from .core.grouped.sequence import link_scores, page_shifts, steady_shifts
+from .core.grouped.motion import link_scores, page_shifts, steady_shifts
 from .core.progress import Cancelled, ProgressCallback, report
 from .params import DenoiseParams
 from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, _stabiliser
@@ -60,7 +60,7 @@ class SequenceDecision:
 def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
     """Whether the (H, W) luminance ``pages`` (noise std ``sigma``) are a sequence:
     'yes' links every pair, 'no' none; 'auto' calls the set a sequence when the
-    median of the pairs' :func:`~kpca_denoise.core.grouped.sequence.link_scores` is
+    median of the pairs' :func:`~kpca_denoise.core.grouped.motion.link_scores` is
     above :data:`LINK_THRESHOLD`, and then links the pairs scoring at least
     :data:`CUT_THRESHOLD`."""
     n = len(pages)

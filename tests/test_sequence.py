@@ -348,7 +348,8 @@ def test_a_subpixel_drift_gets_one_shift_for_every_pair():
     is worth more than half a dB against the jittering shifts."""
     from scipy import ndimage as ndi
 
-    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack, steady_shifts
+    from kpca_denoise.core.grouped.motion import steady_shifts
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
 
     assert steady_shifts([[1, 1], [1, 0], [1, 1], [2, -3]], [True, True, True, True]).tolist() \
         == [[1, 1], [1, 0], [1, 1], [1, -3]]  # y's 1, 2 steadied; x's 1, 0, -3 are motion

@@ -5,7 +5,8 @@ import numpy as np
 
 from kpca_denoise import DenoiseParams
 from kpca_denoise.core.grouped import GroupedOptions
-from kpca_denoise.core.grouped.sequence import StackReach, page_shifts, stack_bytes
+from kpca_denoise.core.grouped.motion import page_shifts
+from kpca_denoise.core.grouped.sequence import StackReach, stack_bytes
 from kpca_denoise.tiling import denoise_stack_tiled, plan_stack
 
 #: a small search and reach, so that small pages have tiles with a halo on every side
