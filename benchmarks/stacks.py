@@ -10,7 +10,7 @@ images, scikit-image's grey photographs) or is synthetic: 16 pages of 256x256 on
         [--data-range 255] [--group1-sizes 40,64] [--colour]
         | tee -a benchmarks/results/stacks.txt
     python -m benchmarks.stacks --memory 4,8,16 [--size 2048] [--cheap] [--tile-size PX]
-        [--centre-tile]
+        [--centre-tile] [--eager]
 
 ``--memory``: the peak resident memory (MiB, ``ru_maxrss``), wall and CPU seconds of a
 uint16 pan stack (sigma 25) of each page count, built page by page as a Dask array (the input is never whole) and denoised by
@@ -21,6 +21,8 @@ tile at a time; the numba kernels still use every core).  ``--cheap`` searches 8
 ``--centre-tile`` computes only the tile whose core holds the page centre (an interior
 tile, the largest region): the synchronous scheduler runs the tiles one after another,
 so the whole run's peak is this task's plus the shared decisions, which it includes.
+``--eager`` builds the stack in memory and denoises it with ``denoise_stack`` instead (as
+the command line does a stack that fits in memory: no task holds every page's region).
 
 Kinds: ``pan`` (a view panning 1 px per frame over the astronaut), ``rotate`` (the
 cameraman turning 0.4 degrees and drifting 0.7 / 0.3 px per frame), ``zoom`` (the
@@ -270,10 +272,11 @@ def _timed(fn, repeat: int = 1):
 
 
 def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | None,
-                  centre: bool = False) -> None:
+                  centre: bool = False, eager: bool = False) -> None:
     """One ``--memory`` run (in its own process): prints peak memory, time, tiles, PSNR;
-    ``centre``: only the tile whose core holds the page centre is computed."""
-    import resource
+    ``centre``: only the tile whose core holds the page centre is computed; ``eager``:
+    the stack held in memory and denoised by :func:`kpca_denoise.denoise_stack` (as
+    the command line does a stack that fits), not read page by page by Dask."""
 
     import dask
     import dask.array as da
@@ -300,6 +303,17 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | N
     params = DenoiseParams(noise_sigma=25.0 * 200, grouped=grouped, tile_size=tile)
     out = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint16,
                                     shape=(pages, size, size))
+    if eager:
+        from kpca_denoise import denoise_stack
+
+        stack = np.concatenate([page(k) for k in range(pages)])
+        t = time.perf_counter()
+        res, stats = denoise_stack(stack, params=params, return_stats=True)
+        out[:] = res
+        seconds = time.perf_counter() - t
+        tiles = stats["pages"][0]["grouped"][0].get("tiles", 1)
+        _memory_line(pages, size, seconds, tiles, clean, page, out, None)
+        return
     t = time.perf_counter()
     with dask.config.set(scheduler="synchronous"):
         run = lazy_denoise(lazy, params)
@@ -315,23 +329,35 @@ def _memory_child(pages: int, size: int, cheap: bool, target: str, tile: int | N
             da.store(res, out, lock=False)  # tile by tile: no page waits for the others
         run.close()
     seconds = time.perf_counter() - t
+    _memory_line(pages, size, seconds, run.tiles if not centre else f"1/{run.tiles}", clean,
+                 page, out, crop)
+
+
+def _memory_line(pages, size, seconds, tiles, clean, page, out, crop) -> None:
+    """The ``--memory`` table's line of a run: this process's peak memory and CPU time,
+    the PSNR before and after of the middle page's ``crop`` (None: its central 256^2)."""
+    import resource
+
     use = resource.getrusage(resource.RUSAGE_SELF)
     peak, cpu = use.ru_maxrss / 1024, use.ru_utime + use.ru_stime
     k = pages // 2
+    c = size // 2
+    crop = crop or (slice(c - 128, c + 128), slice(c - 128, c + 128))
     print(f"{pages:>5} {size:>5} {pages * size * size * 2 / 2**30:8.2f} {peak:9.0f} "
-          f"{seconds:8.1f} {cpu:8.1f} {run.tiles if not centre else f'1/{run.tiles}':>6} "
+          f"{seconds:8.1f} {cpu:8.1f} {tiles:>6} "
           f"{psnr(clean(k)[crop] * 200, page(k)[0][crop], 65535):7.2f} "
           f"{psnr(clean(k)[crop] * 200, out[k][crop], 65535):7.2f}", flush=True)
 
 
 def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
-           centre: bool = False) -> None:
+           centre: bool = False, eager: bool = False) -> None:
     """``--memory``: each page count in a fresh process (see the module docstring)."""
     import os
     import subprocess
     import tempfile
 
-    print(f"# peak resident memory (MB) of denoise_dask on a uint16 pan stack, sigma 25 x 200,"
+    print(f"# peak resident memory (MB) of {'denoise_stack' if eager else 'denoise_dask'} on a"
+          f" uint16 pan stack, sigma 25 x 200,"
           f" {'cheap search' if cheap else 'default settings'}, synchronous scheduler")
     print(f"{'pages':>5} {'side':>5} {'input GB':>8} {'peak MB':>9} {'seconds':>8} "
           f"{'cpu s':>8} {'tiles':>6} {'noisy':>7} {'ours':>7}  (PSNR of a middle page's "
@@ -343,6 +369,7 @@ def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
                    "--size", str(size), "--target", os.path.join(tmp, "out.npy")]
             cmd += ["--tile-size", str(tile)] if tile else []
             cmd += ["--centre-tile"] if centre else []
+            cmd += ["--eager"] if eager else []
             subprocess.run(cmd + (["--cheap"] if cheap else []), check=True,
                            env=dict(os.environ, MALLOC_ARENA_MAX="2"))
 
@@ -356,7 +383,7 @@ def group1_sizes(args, knobs: dict) -> None:
     print("# PSNR dB (CPU s) with the high-noise pilot group size of each column")
     print(f"{'stack':<10} {'noise':>5} " + " ".join(f"{n:>15}" for n in sizes))
     if args.colour and "pg" in args.noise.split(","):
-        ap.error("--colour takes Gaussian noise levels only, not pg")
+        raise SystemExit("--colour takes Gaussian noise levels only, not pg")
     for kind in args.kinds.split(","):
         clean = (build_colour if args.colour else build)(kind, args.pages, args.size)
         kind = kind + ("-rgb" if args.colour else "")
@@ -384,6 +411,8 @@ def main(argv=None) -> None:
     ap.add_argument("--memory", help="page counts: the peak memory mode")
     ap.add_argument("--cheap", action="store_true", help="--memory: a cheaper search")
     ap.add_argument("--tile-size", type=int, help="--memory: the tiles' core side")
+    ap.add_argument("--eager", action="store_true",
+                    help="--memory: the stack in memory through denoise_stack, not Dask")
     ap.add_argument("--centre-tile", action="store_true",
                     help="--memory: compute only the tile holding the page centre")
     ap.add_argument("--grouped", help="grouped options for ours: KNOB=VALUE,...")
@@ -400,11 +429,11 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.memory_child:
         return _memory_child(args.memory_child, args.size, args.cheap, args.target,
-                             args.tile_size, args.centre_tile)
+                             args.tile_size, args.centre_tile, args.eager)
     if args.memory:
         print(results_header())
         return memory([int(n) for n in args.memory.split(",")], args.size, args.cheap,
-                      args.tile_size, args.centre_tile)
+                      args.tile_size, args.centre_tile, args.eager)
     knobs = _knobs(args.grouped)
     print(results_header())
     if args.group1_sizes:
