@@ -421,17 +421,14 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
             st["noise_model"] = stabiliser_stats(st.get("noise_model", {}), vst)
     shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
     middle = crops[len(pages) // 2]  # the middle page's central crop, computed above
-    # a task holds its region's input and outputs on every page (plan_stack's held)
-    c = int(np.prod(a.shape[3:], dtype=np.int64))
-    held = len(pages) * c * a.dtype.itemsize * (1 + len(params.ranks))
     params, tiles = tiling.stack_plan(middle, sigma, params, a.shape, shifts, vst=vst,
-                                      held=held)
+                                      lazy=True)
     return _StackDecision(sigma, params, tiles, result_keys(params, False),
                           np.asarray(dec.linked, dtype=bool), shifts, vst)
 
 
 #: one stack tile at a time per process: a tile's working set is the stack path's bound
-#: (``tiling.STACK_TILE_BYTES``), and its numba kernels use every core already
+#: (``tiling.LAZY_STACK_TILE_BYTES``), and its numba kernels use every core already
 _STACK_TILE_LOCK = threading.Lock()
 
 

@@ -56,10 +56,12 @@ GLOBAL_PATCH_SIZE = 8
 DEFAULT_TILE = {"grouped": 1024, "global": 256}
 #: the pages' working set of one tile of the stack path when ``DenoiseParams.tile_size``
 #: is None (bytes, :func:`~.core.grouped.sequence.stack_bytes`): a tile of the pages
-#: carries them all, streamed; a 1024x1024 grey stack is one tile (its halo of about
-#: 166 px made 16 tiles of 256 px cores compute 2.8 times the page's groups;
-#: ``docs/stacks.md#memory``)
+#: carries them all, streamed.  A stack held in memory: a 1024x1024 grey stack is one
+#: tile (its halo of about 166 px made 16 tiles of 256 px cores recompute much of the
+#: page); a lazy one (read tile by tile, each task holding its region of every page):
+#: ``LAZY_STACK_TILE_BYTES`` (``docs/stacks.md#memory``)
 STACK_TILE_BYTES = 1280 << 20
+LAZY_STACK_TILE_BYTES = 400 << 20
 #: rows converted to float64 at a time when a whole image is read (luminance)
 _ROWS = 256
 
@@ -255,13 +257,13 @@ def plan(shape: tuple[int, ...], params: DenoiseParams) -> list[Tile]:
 
 
 def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray,
-               reach=None, held: float = 0.0) -> list[Tile]:
+               reach=None, lazy: bool = False) -> list[Tile]:
     """The spatial tiles of a stack of pages of ``shape`` (P, H, W[, C]) for the stack
     path: every tile carries all the pages (they are streamed, :mod:`.core.grouped.sequence`)
     and the halo :func:`_stack_geometry`.  The core side is ``params.tile_size``, or
     what keeps a tile's working set (:func:`~.core.grouped.sequence.stack_bytes` per
-    pixel, and ``held`` bytes per pixel of its region that a task also holds: a lazy
-    stack's input and outputs on every page) within :data:`STACK_TILE_BYTES`."""
+    pixel) within :data:`STACK_TILE_BYTES`, or :data:`LAZY_STACK_TILE_BYTES` for a
+    ``lazy`` stack (its tasks also hold their region's input and outputs on every page)."""
     from .core.grouped.sequence import StackReach, stack_bytes
 
     reach = reach or StackReach()
@@ -270,13 +272,14 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
     if side is None:
         c = channels(np.empty((1, 1) + tuple(shape[3:]), np.uint8))
         per_pixel = c * stack_bytes(len(params.ranks), reach.window, reach.depth,
-                                    params.grouped_options().two_stage) + float(held)
-        region = int((STACK_TILE_BYTES / per_pixel) ** 0.5)
+                                    params.grouped_options().two_stage)
+        budget = LAZY_STACK_TILE_BYTES if lazy else STACK_TILE_BYTES
+        region = int((budget / per_pixel) ** 0.5)
         # a core at least the halo: a colour stack's budget alone would leave cores of
         # tens of pixels, each recomputing a ring many times its size (the working set
         # then exceeds the budget rather than the work growing without bound)
         side = max(region - 2 * halo, halo, 4 * align)
-        if shape[1] * shape[2] * per_pixel <= STACK_TILE_BYTES:
+        if shape[1] * shape[2] * per_pixel <= budget:
             # the whole pages fit: one tile (cut into tiles whose halos cover the page,
             # a 256x256 colour stack computed most of its groups four times)
             side = max(shape[1], shape[2])
@@ -363,20 +366,20 @@ def resolve_stack(middle: np.ndarray, sigma: float, params: DenoiseParams,
 
 def stack_plan(middle: np.ndarray, sigma: float, params: DenoiseParams,
                shape: tuple[int, ...], shifts: np.ndarray, *, vst=None, reach=None,
-               calibrate: bool = False, held: float = 0.0) -> tuple[DenoiseParams, list[Tile]]:
+               calibrate: bool = False, lazy: bool = False) -> tuple[DenoiseParams, list[Tile]]:
     """``(params, tiles)`` of a stack of ``shape`` (P, H, W[, C]) through the stack path,
     decided on its ``middle`` page: the range of a float stack settled
     (:func:`settle_stack_range`), the tiles planned (:func:`plan_stack`) and, when there
     is more than one, the stack's calibration made once (:func:`resolve_stack`) so that
     every tile gets it, and the tiles planned again.  One tile calibrates inside the
     stack path, on the same crop of the same page; ``calibrate``: made here all the
-    same (a region of the pages, a preview's, would calibrate on the region).  ``held``:
+    same (a region of the pages, a preview's, would calibrate on the region).  ``lazy``:
     as :func:`plan_stack`'s."""
     params = settle_stack_range(middle, sigma, params, vst)
-    tiles = plan_stack(shape, params, shifts, reach, held)
+    tiles = plan_stack(shape, params, shifts, reach, lazy)
     if len(tiles) > 1 or calibrate:
         params = resolve_stack(middle, sigma, params, vst)
-        tiles = plan_stack(shape, params, shifts, reach, held)
+        tiles = plan_stack(shape, params, shifts, reach, lazy)
     return params, tiles
 
 
