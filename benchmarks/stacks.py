@@ -358,7 +358,8 @@ def memory(counts: list, size: int, cheap: bool, tile: int | None = None,
 
     print(f"# peak resident memory (MB) of {'denoise_stack' if eager else 'denoise_dask'} on a"
           f" uint16 pan stack, sigma 25 x 200,"
-          f" {'cheap search' if cheap else 'default settings'}, synchronous scheduler")
+          f" {'cheap search' if cheap else 'default settings'}"
+          f"{', in memory' if eager else ', synchronous scheduler'}")
     print(f"{'pages':>5} {'side':>5} {'input GB':>8} {'peak MB':>9} {'seconds':>8} "
           f"{'cpu s':>8} {'tiles':>6} {'noisy':>7} {'ours':>7}  (PSNR of a middle page's "
           f"central 256^2; seconds: decisions and denoising; cpu s: the process's)",
