@@ -262,8 +262,9 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
     path: every tile carries all the pages (they are streamed, :mod:`.core.grouped.sequence`)
     and the halo :func:`_stack_geometry`.  The core side is ``params.tile_size``, or
     what keeps a tile's working set (:func:`~.core.grouped.sequence.stack_bytes` per
-    pixel) within :data:`STACK_TILE_BYTES`, or :data:`LAZY_STACK_TILE_BYTES` for a
-    ``lazy`` stack (its tasks also hold their region's input and outputs on every page)."""
+    pixel) within :data:`STACK_TILE_BYTES` (less where memory is short, :func:`_stack_budget`),
+    or :data:`LAZY_STACK_TILE_BYTES` for a ``lazy`` stack (its tasks also hold their
+    region's input and outputs on every page)."""
     from .core.grouped.sequence import StackReach, stack_bytes
 
     reach = reach or StackReach()
@@ -273,7 +274,7 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
         c = channels(np.empty((1, 1) + tuple(shape[3:]), np.uint8))
         per_pixel = c * stack_bytes(len(params.ranks), reach.window, reach.depth,
                                     params.grouped_options().two_stage)
-        budget = LAZY_STACK_TILE_BYTES if lazy else STACK_TILE_BYTES
+        budget = _stack_budget(lazy)
         region = int((budget / per_pixel) ** 0.5)
         # a core at least the halo: a colour stack's budget alone would leave cores of
         # tens of pixels, each recomputing a ring many times its size (the working set
@@ -284,6 +285,21 @@ def plan_stack(shape: tuple[int, ...], params: DenoiseParams, shifts: np.ndarray
             # a 256x256 colour stack computed most of its groups four times)
             side = max(shape[1], shape[2])
     return tile_grid(shape[1:3], max(side, align), halo, align)
+
+
+def _stack_budget(lazy: bool) -> int:
+    """A stack tile's working-set bound: :data:`LAZY_STACK_TILE_BYTES` for a lazy stack;
+    for one held in memory :data:`STACK_TILE_BYTES`, less where the process cannot
+    allocate three times that (:func:`.io.lazy_tiff.memory_budget`), not below the lazy
+    bound.  The tiles give the whole stack's pixels whatever their size."""
+    if lazy:
+        return LAZY_STACK_TILE_BYTES
+    from .io.lazy_tiff import memory_budget
+
+    free = memory_budget()
+    if free is None:
+        return STACK_TILE_BYTES
+    return int(min(STACK_TILE_BYTES, max(LAZY_STACK_TILE_BYTES, free // 3)))
 
 
 class _WorkingPages:

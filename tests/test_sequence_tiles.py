@@ -86,13 +86,16 @@ def test_the_sweep_reports_its_pages_in_order():
     assert events == [(f"stage {1 + i // 5}", 1 + i % 5, 5) for i in range(10)]
 
 
-def test_pages_that_fit_the_budget_make_one_tile():
+def test_pages_that_fit_the_budget_make_one_tile(monkeypatch):
     """Pages whose working set fits ``STACK_TILE_BYTES`` are one tile: cut, the tiles'
     halos (166 px for a 1 px pan) covered the page, and a 256x256 colour stack
     computed most of its groups four times.  Larger pages are cut, and a lazy stack's
     (whose tasks also hold their region of every page) within its smaller budget."""
     from kpca_denoise.tiling import LAZY_STACK_TILE_BYTES, STACK_TILE_BYTES
 
+    from kpca_denoise.io import lazy_tiff
+
+    monkeypatch.setattr(lazy_tiff, "memory_budget", lambda: 16 << 30)
     params = DenoiseParams(noise_sigma=25)
     pan = np.array([[0, 1]] * 15)
     per_pixel = stack_bytes(1)
@@ -110,3 +113,7 @@ def test_pages_that_fit_the_budget_make_one_tile():
     assert len(plan_stack((16, 1024, 1024), params, pan, lazy=True)) > 1
     big = (16, 2048, 2048)
     assert len(plan_stack(big, params, pan, lazy=True)) > len(plan_stack(big, params, pan))
+    # with little memory left, a stack held in memory gets the lazy stack's tiles
+    monkeypatch.setattr(lazy_tiff, "memory_budget", lambda: 600 << 20)
+    assert plan_stack(big, params, pan) == plan_stack(big, params, pan, lazy=True)
+    assert len(plan_stack((16, 1024, 1024), params, pan)) > 1
