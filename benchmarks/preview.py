@@ -5,7 +5,7 @@ A script, not a test.  The image is the cameraman tiled 2 x 2 (1024 x 1024, grey
 the astronaut (512 x 512, colour) with Gaussian noise of σ 25 added (seed 0); each
 profile of the grouped method (``DenoiseParams.grouped``) and the global method are
 run in one process: the full run (``denoise_set``, every rank of the GUI's default set),
-then the preview of a 256 x 256 region (:func:`kpca_denoise.gui.compute.run_preview`:
+then the preview of a 256 x 256 region (:func:`kpca_denoise.gui.image_preview.run_preview`:
 the whole image's decisions, then one tile), then the same region moved (the decisions
 kept), and the largest pixel difference between the preview and the full result there;
 then the decisions made alone (``prepare_preview``, what the window does when an image
@@ -34,8 +34,9 @@ import numpy as np
 
 import kpca_denoise.tiling as tiling
 from benchmarks.common import results_header, sample_image
-from kpca_denoise.gui.compute import (JobItem, _DECISIONS, _MEASURED, _MODELS, prepare_preview,
-                                      preview_tile, run_preview)
+from kpca_denoise.gui.compute import _MODELS, JobItem
+from kpca_denoise.gui.image_preview import (_DECISIONS, _MEASURED, prepare_preview, preview_tile,
+                                            run_preview)
 from kpca_denoise.gui.model import default_ranks
 from kpca_denoise.params import DenoiseParams
 from kpca_denoise.pipeline import denoise_set, result_keys

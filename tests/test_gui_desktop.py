@@ -84,7 +84,8 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
 def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
     """The full run in 2 x 2 tiles (their calibration made once for the whole image);
     the preview's tile is none of them."""
-    from kpca_denoise.gui.compute import JobItem, run_preview
+    from kpca_denoise.gui.compute import JobItem
+    from kpca_denoise.gui.image_preview import run_preview
 
     _, a = _camera(96, tmp_path)
     params = DenoiseParams(ranks=(2, None), add_noise=20.0, tile_size=64)
@@ -102,7 +103,8 @@ def test_a_colour_preview_on_the_images_edge_is_its_result_there(tmp_path):
     """The preview's tile computes only what its core depends on (the driver's ``core``):
     a colour image, the region on its top and right edges."""
     from kpca_denoise.gui.app import sample_images_dir
-    from kpca_denoise.gui.compute import JobItem, run_preview
+    from kpca_denoise.gui.compute import JobItem
+    from kpca_denoise.gui.image_preview import run_preview
 
     a = np.asarray(Image.open(sample_images_dir() / "astronaut.png"))[40:136, 200:296]
     params = DenoiseParams(ranks=(2, None), add_noise=20.0, grouped={"search_radius": 8})
@@ -122,7 +124,8 @@ def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     gets: the preview's tile takes the narrower halo, the core's own geometry for this
     image, and its core is still the full run's pixels (a search radius of 4 keeps the
     tile inside the image)."""
-    from kpca_denoise.gui.compute import JobItem, _decisions, run_preview
+    from kpca_denoise.gui.compute import JobItem
+    from kpca_denoise.gui.image_preview import _decisions, run_preview
     from kpca_denoise.tiling import _grouped_geometry, grouped_halo
 
     _, a = _camera(128, tmp_path)

@@ -20,8 +20,8 @@ pytest.importorskip("pytestqt")
 
 from kpca_denoise.gui import texts  # noqa: E402
 from kpca_denoise.core.progress import CancelToken  # noqa: E402
-from kpca_denoise.gui.compute import (Job, JobItem, prepare_preview, run_job,  # noqa: E402
-                                      run_preview)
+from kpca_denoise.gui.compute import Job, JobItem, run_job  # noqa: E402
+from kpca_denoise.gui.image_preview import prepare_preview, run_preview  # noqa: E402
 from kpca_denoise.gui.stack_preview import _pages_read, _StackRun, stack_page_reach  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402

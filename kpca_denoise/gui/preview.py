@@ -6,7 +6,7 @@ Preview) puts a rectangle on the input view, first over the part of the image in
 parameter denoises that region again (the latest request wins: one at a time, after the
 run going on).  The compute process makes the whole image's decisions once (noise level,
 the global fit, the grouped calibration) and denoises one tile of the tiled engine whose
-core is the region (:func:`kpca_denoise.gui.compute.run_preview`), so the preview is the
+core is the region (:func:`kpca_denoise.gui.image_preview.run_preview`), so the preview is the
 full run's result there, pixel for pixel.  A page the run denoises with its neighbouring
 pages (a stack's, or an image of a sequence) is previewed so too: the job names its
 sequence's pages (their arrays go to the compute process only when it does not keep the
@@ -155,7 +155,7 @@ class PreviewControl:
 
     def prepare_preview(self) -> bool:
         """Start the background job that makes the current image's whole-image decisions
-        (:func:`kpca_denoise.gui.compute.prepare_preview`), so that its first preview
+        (:func:`kpca_denoise.gui.image_preview.prepare_preview`), so that its first preview
         denoises only its region: the grouped method, an image of at most
         :data:`PREPARE_MAX_PIXELS`, nothing running.  True if it started."""
         e, p = self.current_entry(), self.current_params()

@@ -4,7 +4,7 @@ run makes them (each page's noise, the link decision and shifts, the shared nois
 stack path's calibration), kept per sequence and parameters, and the region denoised
 through the stack path on the pages within its reach, so that the preview is the full
 run's pixels there.  No Qt: it runs in the compute process
-(:func:`kpca_denoise.gui.compute.run_preview` calls it).
+(:func:`kpca_denoise.gui.image_preview.run_preview` calls it).
 ``docs/gui.md#preview-before-the-long-run``.
 """
 
@@ -18,9 +18,9 @@ import numpy as np
 from ..core.progress import check_cancel, report
 from ..params import DenoiseParams
 from ..pipeline import denoise_set
-from .compute import (JobItem, PreviewOutcome, _box_tile, _finish_preview, _keep,
-                      _measurement_params, _outcome_noise, _stabiliser_of, _unique_names,
-                      _with_strength, params_key)
+from .compute import JobItem, PreviewOutcome, _unique_names, params_key
+from .image_preview import (_box_tile, _finish_preview, _keep, _measurement_params,
+                            _outcome_noise, _stabiliser_of, _with_strength)
 
 __all__ = ["stack_page_reach", "decisions_kept"]
 
