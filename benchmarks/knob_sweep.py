@@ -1,7 +1,7 @@
 """The default pipeline under other grouped knobs: PSNR and CPU time against the default.
 
 A script, not a test.  Each JSON dictionary on the command line is a set of grouped
-knobs (``DenoiseParams(grouped=...)``) run through :func:`kpca_denoise.denoise_set`,
+knobs (``DenoiseParams(grouped=...)``; ``patch_size`` as the parameters' own) run through :func:`kpca_denoise.denoise_set`,
 noise level given, white Gaussian noise (seed 1, not clipped), on ``--crop`` x
 ``--crop`` centre crops (default 384).  Images: grey, the development set
 (``common.DEV`` and camera; hubble is its central 256x256); ``--colour``, the sample
@@ -43,6 +43,14 @@ def images(colour: bool, directory: str | None, crop: int) -> dict:
     return {k: centre_crop(v, crop) for k, v in out.items()}
 
 
+def params(sigma: float, knobs: dict) -> DenoiseParams:
+    """The parameters of one run: ``knobs`` as grouped options, ``patch_size`` (a
+    parameter of every method) as the parameters' own."""
+    knobs = dict(knobs)
+    extra = {"patch_size": knobs.pop("patch_size")} if "patch_size" in knobs else {}
+    return DenoiseParams(noise_sigma=sigma, grouped=knobs, **extra)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("knobs", nargs="+", help="JSON dictionaries of grouped knobs")
@@ -67,7 +75,7 @@ def main(argv=None) -> None:
             row = []
             for i, c in enumerate(cfgs):
                 t = time.process_time()
-                res = denoise_set([noisy], DenoiseParams(noise_sigma=s, grouped=c))
+                res = denoise_set([noisy], params(s, c))
                 cpu[i] += time.process_time() - t
                 row.append(psnr(im, next(iter(res.images[0].outputs.values()))))
                 diff[i, j] += row[-1] - row[0]

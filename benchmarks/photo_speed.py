@@ -14,7 +14,8 @@ thread), OpenCV's ``fastNlMeansDenoising`` / ``fastNlMeansDenoisingColored`` (h 
 as BM3D is unless ``--bm3d-all``).  Then the default's time per stage
 (``stats["grouped"][0]["seconds"]``, summed over channels) and its counts: references
 and distances per pixel (stage 2's predicted candidates counted at their most),
-kernel evaluations and pre-image iterations per patch.
+kernel evaluations and pre-image iterations per patch.  ``--tile-size`` sets our
+tiles' core side (``DenoiseParams.tile_size``; the pixels do not change).
 
 Usage::
 
@@ -22,6 +23,7 @@ Usage::
     python -m benchmarks.photo_speed --sizes 512 1024 2048 --bm3d-all
     python -m benchmarks.photo_speed --methods fast opencv-nlm --repeats 3
     python -m benchmarks.photo_speed --sizes 4000x3000 --methods default fast opencv-nlm
+    python -m benchmarks.photo_speed --sizes 4000x3000 --methods default --tile-size 2048
     python -m benchmarks.photo_speed --sizes 512 --repeats 2 --fast-variants '{}' '{"group_size1": 20}'
 
 ``--fast-variants`` compares configurations of the fast profile instead: each a JSON
@@ -98,8 +100,8 @@ def bm3d(noisy: np.ndarray) -> np.ndarray:
     return (_bm3d.bm3d_rgb if noisy.ndim == 3 else _bm3d.bm3d)(noisy, SIGMA)
 
 
-def ours(profile: str):
-    params = DenoiseParams(noise_sigma=SIGMA, profile=profile)
+def ours(profile: str, tile_size: int | None = None):
+    params = DenoiseParams(noise_sigma=SIGMA, profile=profile, tile_size=tile_size)
 
     def run(noisy):
         res = denoise_set([noisy], params)
@@ -184,6 +186,8 @@ def main() -> None:
                     help="runs per method and image, interleaved; the fastest counts")
     ap.add_argument("--fast-variants", nargs="+", metavar="JSON",
                     help="compare these configurations of the fast profile instead")
+    ap.add_argument("--tile-size", type=int, default=None,
+                    help="our tiles' core side in px (default: the engine's)")
     args = ap.parse_args()
     print(results_header(), flush=True)
     if args.fast_variants:
@@ -193,7 +197,8 @@ def main() -> None:
     for prof in ("default", "fast"):
         ours(prof)(warm)
         ours(prof)(np.dstack([warm] * 3))
-    every = {"default": ours("default"), "fast": ours("fast"), "bm3d": bm3d,
+    every = {"default": ours("default", args.tile_size), "fast": ours("fast", args.tile_size),
+             "bm3d": bm3d,
              "opencv-nlm": opencv_nlm, "skimage-nlm": skimage_nlm}
     methods = {m: every[m] for m in METHODS if m in args.methods}
     print(f"sigma {SIGMA:g}, noise level given; seconds (s/Mpx) and PSNR dB")
