@@ -3,8 +3,7 @@
 A script, not a test.  Each JSON dictionary on the command line is a set of grouped
 knobs (``DenoiseParams(grouped=...)``; ``patch_size`` as the parameters' own) run
 through :func:`kpca_denoise.denoise_set`, noise level given, white Gaussian noise (seed
-1, not clipped), on ``--crop`` x
-``--crop`` centre crops (default 384).  Images: grey, the development set
+1, not clipped), on ``--crop`` x ``--crop`` centre crops (default 384).  Images: grey, the development set
 (``common.DEV`` and camera; hubble is its central 256x256); ``--colour``, the sample
 astronaut and every PNG / JPEG / TIFF in ``--dir`` (the project used the twelve
 photographs of Debian 12's ``mate-backgrounds`` scaled to 512 px on the short side,
