@@ -28,6 +28,10 @@ Sections:
   predict  stage 2's predicted search (driver.PREDICT) against the full search
            (None), alternated in one process: median CPU and wall seconds, PSNR
            (camera and astronaut at 512x512, sigma 25; not in the default run).
+  parts    a chunk's per-group steps on parts of driver.PART_GROUPS groups against
+           the whole chunk at once (10^9), alternated in one process: median CPU and
+           wall seconds, PSNR, the same pixels (camera 512x512 and upscaled to
+           1024x1024, astronaut 600x900, sigma 25; not in the default run).
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -272,49 +276,74 @@ def bench_ab(base: str | None, repeats: int = 4):
     use(this)
 
 
-def bench_predict(repeats: int = 5):
+def _driver_variants(attr: str, variants: dict, images: dict, repeats: int) -> None:
+    """Each of ``variants`` (label -> value of the grouped driver's ``attr``) on each
+    image, alternated ``repeats`` times in one process: median CPU and wall seconds
+    against the first, PSNR and whether the pixels are the first's."""
     import kpca_denoise.core.grouped.driver as drv
     from kpca_denoise import DenoiseParams, denoise_set
 
     params = DenoiseParams(noise_sigma=25.0)
-    variants = {"full": None, "predicted": drv.PREDICT}
+    keep = getattr(drv, attr)
     warm = np.random.default_rng(1).normal(128, 25, (64, 64))
     for v in variants.values():
-        drv.PREDICT = v
+        setattr(drv, attr, v)
         denoise_set([warm], params)
         denoise_set([np.dstack([warm] * 3)], params)
+    first = next(iter(variants))
+    print(f"{attr}: " + " against ".join(f"{k} ({v})" for k, v in variants.items())
+          + f", median of {repeats} alternations")
+    try:
+        for name, img in images.items():
+            noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
+            runs = {k: [] for k in variants}
+            outs = {}
+            for _ in range(repeats):
+                for k, v in variants.items():
+                    setattr(drv, attr, v)
+                    t, c = time.perf_counter(), time.process_time()
+                    outs[k] = denoise_set([noisy], params).images[0].outputs[None]
+                    runs[k].append((time.process_time() - c, time.perf_counter() - t,
+                                    psnr(img, outs[k], 255)))
+            m = {k: np.median(np.array(r), axis=0) for k, r in runs.items()}
+            for k in list(variants)[1:]:
+                print(f"{name}: CPU {m[first][0]:.2f} -> {m[k][0]:.2f} s "
+                      f"({m[first][0] / m[k][0]:.2f}x), wall {m[first][1]:.2f} -> "
+                      f"{m[k][1]:.2f} s ({m[first][1] / m[k][1]:.2f}x), PSNR "
+                      f"{m[first][2]:.3f} -> {m[k][2]:.3f} dB, same pixels "
+                      f"{np.array_equal(outs[first], outs[k])}", flush=True)
+    finally:
+        setattr(drv, attr, keep)
+
+
+def bench_predict(repeats: int = 5):
+    import kpca_denoise.core.grouped.driver as drv
+
     images = {"camera": sample_image("camera.png").astype(np.float64),
               "astronaut": sample_image("astronaut.png")[..., :3].astype(np.float64)}
-    print(f"predict: PREDICT None against {variants['predicted']}, median of {repeats} "
-          "alternations")
-    for name, img in images.items():
-        noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
-        runs = {k: [] for k in variants}
-        for _ in range(repeats):
-            for k, v in variants.items():
-                drv.PREDICT = v
-                t, c = time.perf_counter(), time.process_time()
-                out = denoise_set([noisy], params).images[0].outputs[None]
-                runs[k].append((time.process_time() - c, time.perf_counter() - t,
-                                psnr(img, out, 255)))
-        m = {k: np.median(np.array(r), axis=0) for k, r in runs.items()}
-        print(f"{name}: CPU {m['full'][0]:.2f} -> {m['predicted'][0]:.2f} s "
-              f"({m['full'][0] / m['predicted'][0]:.2f}x), wall {m['full'][1]:.2f} -> "
-              f"{m['predicted'][1]:.2f} s, PSNR {m['full'][2]:.3f} -> {m['predicted'][2]:.3f} dB",
-              flush=True)
-    drv.PREDICT = variants["predicted"]
+    _driver_variants("PREDICT", {"full": None, "predicted": drv.PREDICT}, images, repeats)
+
+
+def bench_parts(repeats: int = 5):
+    import kpca_denoise.core.grouped.driver as drv
+    from benchmarks.photo_speed import photos
+
+    images = {k: v for k, v in photos([512, 1024]).items()
+              if k in ("camera 512x512", "camera 1024x1024", "astronaut 600x900")}
+    _driver_variants("PART_GROUPS", {"chunk whole": 10 ** 9, "parts": drv.PART_GROUPS},
+                     images, repeats)
 
 
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
-            "predict": bench_predict}
+            "predict": bench_predict, "parts": bench_parts}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
-                    default=[s for s in SECTIONS if s not in ("ab", "predict")],
-                    help="the sections to run (default: all but ab and predict)")
+                    default=[s for s in SECTIONS if s not in ("ab", "predict", "parts")],
+                    help="the sections to run (default: all but ab, predict and parts)")
     ap.add_argument("--base", help="ab: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4, help="ab: alternations per image")
     args = ap.parse_args()

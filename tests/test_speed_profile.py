@@ -95,3 +95,21 @@ def test_a_grey_photograph_stored_as_colour_is_denoised_as_float():
     # the same noise in every channel is sqrt(3) times the given sigma in the luminance
     # (the noise model wants independent channels): less is removed, but some is
     assert np.std(img.outputs[None][..., 0]) < 0.8 * np.std(grey)
+
+
+def test_a_chunk_taken_in_parts_gives_the_same_pixels(camera, monkeypatch):
+    from kpca_denoise.core.grouped import denoise_grouped, driver
+    from kpca_denoise.core.grouped.stats import SPECTRUM_EVERY_MAX
+
+    # a part starts at a multiple of every spectrum step: the same groups are sampled
+    assert driver.PART_GROUPS % SPECTRUM_EVERY_MAX == 0
+    noisy = add_noise(camera[150:246, 150:246].astype(float), 25, seed=4)
+    runs = {}
+    for part in (32, 10 ** 9):  # parts of 32 groups, and each chunk whole
+        monkeypatch.setattr(driver, "PART_GROUPS", part)
+        runs[part] = denoise_grouped(noisy, 25.0, ranks=(None, 3))
+    (out_p, st_p), (out_w, st_w) = runs[32], runs[10 ** 9]
+    for rank in (None, 3):  # the overlap sums in the same order: the same bits
+        assert np.array_equal(out_p[rank], out_w[rank])
+    assert st_p["groups"] == st_w["groups"]
+    np.testing.assert_allclose(st_p["spectrum"], st_w["spectrum"], rtol=1e-12)

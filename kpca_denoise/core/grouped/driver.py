@@ -43,6 +43,11 @@ __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "tr
 GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
+#: groups of a chunk taken through every step together (gather to overlap average): a
+#: part's arrays (about 60 kB a group) stay in the caches from one step to the next,
+#: which a whole chunk's (over 100 MB) do not; a multiple of every spectrum step
+#: (docs/speed.md#a-chunks-steps-on-parts-of-it)
+PART_GROUPS = 256
 #: a pilot pass takes the references whose matching window is flat, its variance on the
 #: noisy image (mean over the channels) below ``(1 + FLAT_PILOT) sigma^2``, only on every
 #: other row and column of the reference grid (None: every reference)
@@ -574,7 +579,22 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
            st: ChannelStats, num: np.ndarray, den: np.ndarray,
            progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
-    accumulation into ``num`` / ``den``."""
+    accumulation into ``num`` / ``den``, :data:`PART_GROUPS` groups at a time (the
+    same sums in the same order as the whole chunk at once).  ``own``: only each
+    reference's own patch is accumulated (``(ry, rx)`` of the references)."""
+    for a in range(0, len(gy), PART_GROUPS):
+        b = min(len(gy), a + PART_GROUPS)
+        _part(img, guide, ch, gy[a:b], gx[a:b], t_match if a == 0 else 0.0, step, ranks, run,
+              ps, st, num, den, progress, b == len(gy),
+              None if own is None else (own[0][a:b], own[1][a:b]))
+
+
+def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
+          t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
+          st: ChannelStats, num: np.ndarray, den: np.ndarray,
+          progress: ProgressCallback | None, last: bool, own: tuple | None) -> None:
+    """The steps of :func:`_chunk` for a part of its groups; progress per step (the
+    spectrum with the chunk's ``last`` part)."""
     p = run.geometry.patch_size
     rbf = run.rbf
     fl = ps.floors
@@ -605,7 +625,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
         st.add_samples("spectrum", sampled)
         st.final_groups += len(gy)
     report(progress, "eigensolver", done, total, message=msg,
-           eigenvalues=st.spectrum / st.spectrum_groups if ps.final else None)
+           eigenvalues=st.spectrum / st.spectrum_groups if ps.final and last else None)
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, P, X, K, fl_ch, ranks, rbf, st)
     t3 = time.perf_counter()
     sec["projection"] += t3 - t2
