@@ -31,7 +31,8 @@ Sections:
   parts    a chunk's per-group steps on parts of driver.PART_GROUPS groups against
            the whole chunk at once (10^9), alternated in one process: median CPU and
            wall seconds, PSNR, the same pixels (camera 512x512 and upscaled to
-           1024x1024, astronaut 600x900, sigma 25; not in the default run).
+           1024x1024, astronaut 600x900, sigma 25), then a 16-page 512x512 stack
+           through the stack path (best of two); not in the default run.
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -330,8 +331,32 @@ def bench_parts(repeats: int = 5):
 
     images = {k: v for k, v in photos([512, 1024]).items()
               if k in ("camera 512x512", "camera 1024x1024", "astronaut 600x900")}
-    _driver_variants("PART_GROUPS", {"chunk whole": 10 ** 9, "parts": drv.PART_GROUPS},
-                     images, repeats)
+    parts = drv.PART_GROUPS
+    _driver_variants("PART_GROUPS", {"chunk whole": 10 ** 9, "parts": parts}, images,
+                     repeats)
+    # a stack: 16 pages of 512x512 panning over the upscaled camera, the stack path
+    from benchmarks.stacks import add_stack_noise, ours
+
+    big = photos([1024])["camera 1024x1024"]
+    clean = np.stack([big[100:612, 50 + k:562 + k] for k in range(16)])
+    noisy = add_stack_noise(clean, "25")
+    ours(noisy[:3, :64, :64], "25", "auto")
+    runs: dict = {}
+    try:
+        for _ in range(2):
+            for label, v in (("chunk whole", 10 ** 9), ("parts", parts)):
+                drv.PART_GROUPS = v
+                t, c = time.perf_counter(), time.process_time()
+                out = ours(noisy, "25", "auto")[0]
+                runs.setdefault(label, []).append((time.process_time() - c,
+                                                   time.perf_counter() - t, out))
+    finally:
+        drv.PART_GROUPS = parts
+    (cw, ww, ow), (cp, wp, op) = (min(runs[k], key=lambda r: r[1])
+                                  for k in ("chunk whole", "parts"))
+    print(f"stack 16x512x512 (best of 2): CPU {cw:.1f} -> {cp:.1f} s ({cw / cp:.2f}x), "
+          f"wall {ww:.1f} -> {wp:.1f} s ({ww / wp:.2f}x), PSNR {psnr(clean, ow, 255):.3f} "
+          f"-> {psnr(clean, op, 255):.3f} dB, same pixels {np.array_equal(ow, op)}", flush=True)
 
 
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,

@@ -29,6 +29,7 @@ from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from .calibrate import calibrate
+from . import driver
 from .driver import (CHUNK_GROUPS, GROUP_SIZE1, _check_inputs, _plan_pass, _report, _resolve,
                      preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
 from .geometry import HIGH_NOISE
@@ -663,11 +664,13 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
     pages around it (mirrored at the stack's ends) where the global motion carries it
     (its own page across a cut): one kernel PCA of the 3-D patches, each slice's
-    estimate added to its page's sums."""
+    estimate added to its page's sums.  The steps up to the pre-image run on parts of
+    :data:`.driver.PART_GROUPS` / ``depth`` groups (a 3-D member is ``depth`` times a 2-D
+    one; rounded up to a multiple of the spectrum step), whose arrays stay in the
+    caches; the sums are then added for the whole chunk, slice by slice, in the same
+    order as without parts."""
     depth = seq["depth"]
     p = run.geometry.patch_size
-    ps = s.ps3
-    fl = ps.floors
     W = s.imgs.arrays[ch].shape[1]
     S, scene = seq["motion"]
     slices = [(q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
@@ -678,11 +681,39 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         return np.ascontiguousarray((q % ring.Q) * H + y)
 
     cols = np.stack([x for _, _, x in slices])
+    part = -(-driver.PART_GROUPS // depth)
+    part = -(-part // SPECTRUM_EVERY) * SPECTRUM_EVERY
+    Est = aggw = None
+    for a in range(0, len(gy), part):
+        b = min(len(gy), a + part)
+        e, w = _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
+                           np.ascontiguousarray(cols[:, a:b]), H, run, st)
+        if Est is None:
+            Est = np.empty((len(gy),) + e.shape[1:])
+            aggw = np.empty((len(gy),) + w.shape[1:])
+        Est[a:b], aggw[a:b] = e, w
+    t4 = time.perf_counter()
+    d = p * p
+    num, den = s.sums.arrays[ch], s.dens.arrays[ch]
+    for i, (q, y, x) in enumerate(slices):
+        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
+                          rows(s.sums, q, y), x, p, num, den, run.window)
+    st.seconds["reassembly"] += time.perf_counter() - t4
+
+
+def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
+                st: ChannelStats) -> tuple:
+    """The steps of :func:`_chunk_depth` up to the pre-image for a part of its groups
+    (``slices``: each slice's pages and rows, ``cols`` its columns): ``(Est, aggw)``."""
+    p = run.geometry.patch_size
+    ps = s.ps3
+    fl = ps.floors
 
     def members(ring: _Ring) -> np.ndarray:
-        out = np.empty(gy.shape + (depth * p * p,))
-        run_parts(_gather_slices, len(gy), ring.arrays[ch],
-                  np.stack([rows(ring, q, y) for q, y, _ in slices]), cols, p, out)
+        out = np.empty(cols.shape[1:] + (len(slices) * p * p,))
+        run_parts(_gather_slices, cols.shape[1], ring.arrays[ch],
+                  np.stack([np.ascontiguousarray((q % ring.Q) * H + y) for q, y in slices]),
+                  cols, p, out)
         return out
 
     sec = st.seconds
@@ -699,7 +730,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
         sampled = lam[::SPECTRUM_EVERY]
         st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
         st.spectrum_groups += len(sampled)
-        st.final_groups += len(gy)
+        st.final_groups += len(G)
         st.add_samples("spectrum", sampled)
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
@@ -711,14 +742,8 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                                           ps.tol2)
     mk = run.options.mean_kappa1
     if ps.stage == 1 and ch == 0 and mk is not None:
-        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (depth * p * p))
+        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (len(slices) * p * p))
     st.fallbacks += fb
     st.iterations += its
-    t4 = time.perf_counter()
-    sec["preimage"] += t4 - t3
-    d = p * p
-    num, den = s.sums.arrays[ch], s.dens.arrays[ch]
-    for i, (q, y, x) in enumerate(slices):
-        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
-                          rows(s.sums, q, y), x, p, num, den, run.window)
-    sec["reassembly"] += time.perf_counter() - t4
+    sec["preimage"] += time.perf_counter() - t3
+    return Est, aggw
