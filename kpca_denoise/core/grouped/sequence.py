@@ -553,7 +553,7 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
     """Stage ``s``'s groups of the references on page ``k``: matched on page ``k`` and
     followed onto its neighbours, each member's estimate added to its own page's sums."""
     P, H, W, C = shape
-    w, R = seq["w"], seq["R"]
+    w = seq["w"]
     g = run.geometry
     p, ps = g.patch_size, s.ps
     m = ps.match_size
