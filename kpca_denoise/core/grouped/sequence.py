@@ -669,6 +669,8 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     one; rounded up to a multiple of the spectrum step), whose arrays stay in the
     caches; the sums are then added for the whole chunk, slice by slice, in the same
     order as without parts."""
+    if not len(gy):
+        return
     depth = seq["depth"]
     p = run.geometry.patch_size
     W = s.imgs.arrays[ch].shape[1]
