@@ -679,9 +679,6 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p)))
               for q in _depth_pages(gp, depth, P, scene)]
 
-    def rows(ring: _Ring, q, y):
-        return np.ascontiguousarray((q % ring.Q) * H + y)
-
     cols = np.stack([x for _, _, x in slices])
     part = -(-driver.PART_GROUPS // depth)
     part = -(-part // SPECTRUM_EVERY) * SPECTRUM_EVERY
@@ -699,8 +696,14 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
     for i, (q, y, x) in enumerate(slices):
         accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
-                          rows(s.sums, q, y), x, p, num, den, run.window)
+                          _ring_rows(s.sums, q, y, H), x, p, num, den, run.window)
     st.seconds["reassembly"] += time.perf_counter() - t4
+
+
+def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:
+    """The rows of ``ring``'s arrays where pages ``q`` have their rows ``y`` (pages ``H``
+    rows high, page ``q`` at slot ``q % ring.Q``)."""
+    return np.ascontiguousarray((q % ring.Q) * H + y)
 
 
 def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
@@ -714,7 +717,7 @@ def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
     def members(ring: _Ring) -> np.ndarray:
         out = np.empty(cols.shape[1:] + (len(slices) * p * p,))
         run_parts(_gather_slices, cols.shape[1], ring.arrays[ch],
-                  np.stack([np.ascontiguousarray((q % ring.Q) * H + y) for q, y in slices]),
+                  np.stack([_ring_rows(ring, q, y, H) for q, y in slices]),
                   cols, p, out)
         return out
 
