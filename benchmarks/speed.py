@@ -25,6 +25,11 @@ Sections:
            same driver in one process and alternated: CPU seconds per run, the
            stage times of the fastest and the largest pixel difference
            (camera and astronaut at 512x512, sigma 25; not in the default run).
+  abstack  the same for the stack path: a base checkout's sequence._reference_page
+           (a page's matching across pages, its chunks' steps and overlap sums)
+           against this one's, on a 16-page 512x512 stack (pages panning over the
+           upscaled camera, sigma 25), alternated (--repeats): CPU and wall seconds,
+           PSNR, the largest pixel difference; not in the default run.
   predict  stage 2's predicted search (driver.PREDICT) against the full search
            (None), alternated in one process: median CPU and wall seconds, PSNR
            (camera and astronaut at 512x512, sigma 25; not in the default run).
@@ -325,6 +330,50 @@ def bench_predict(repeats: int = 5):
     _driver_variants("PREDICT", {"full": None, "predicted": drv.PREDICT}, images, repeats)
 
 
+def _pan_stack():
+    """(clean, noisy): 16 pages of 512x512 panning 1 px a page over the camera
+    upscaled to 1024x1024, sigma 25 (``benchmarks.stacks``' noise), the stack path warmed."""
+    from benchmarks.photo_speed import photos
+    from benchmarks.stacks import add_stack_noise, ours
+
+    big = photos([1024])["camera 1024x1024"]
+    clean = np.stack([big[100:612, 50 + k:562 + k] for k in range(16)])
+    noisy = add_stack_noise(clean, "25")
+    ours(noisy[:3, :64, :64], "25", "auto")
+    return clean, noisy
+
+
+def bench_abstack(base: str | None, repeats: int = 3):
+    import kpca_denoise.core.grouped.sequence as seq
+    from benchmarks.stacks import ours
+
+    if base is None:
+        raise SystemExit("the abstack section needs --base DIR, a checkout of the base commit")
+    this = seq._reference_page
+    other = _base_module(base, "core/grouped/sequence.py")._reference_page
+    seq._reference_page = other
+    clean, noisy = _pan_stack()
+    seq._reference_page = this
+    ours(noisy[:3, :64, :64], "25", "auto")
+    runs: dict = {"base": [], "this": []}
+    outs = {}
+    try:
+        for _ in range(repeats):
+            for label, fn in (("base", other), ("this", this)):
+                seq._reference_page = fn
+                t, c = time.perf_counter(), time.process_time()
+                outs[label] = ours(noisy, "25", "auto")[0]
+                runs[label].append((time.process_time() - c, time.perf_counter() - t))
+    finally:
+        seq._reference_page = this
+    (cb, wb), (ct, wt) = (np.median(np.array(runs[k]), axis=0) for k in ("base", "this"))
+    print(f"abstack: base {base} against this checkout, stack 16x512x512, median of "
+          f"{repeats} alternations: CPU {cb:.1f} -> {ct:.1f} s ({cb / ct:.2f}x), wall "
+          f"{wb:.1f} -> {wt:.1f} s ({wb / wt:.2f}x), PSNR {psnr(clean, outs['base'], 255):.3f} "
+          f"-> {psnr(clean, outs['this'], 255):.3f} dB, max |difference| "
+          f"{np.abs(outs['base'] - outs['this']).max():.1e}", flush=True)
+
+
 def bench_parts(repeats: int = 5):
     import kpca_denoise.core.grouped.driver as drv
     from benchmarks.photo_speed import photos
@@ -335,12 +384,9 @@ def bench_parts(repeats: int = 5):
     _driver_variants("PART_GROUPS", {"chunk whole": 10 ** 9, "parts": parts}, images,
                      repeats)
     # a stack: 16 pages of 512x512 panning over the upscaled camera, the stack path
-    from benchmarks.stacks import add_stack_noise, ours
+    from benchmarks.stacks import ours
 
-    big = photos([1024])["camera 1024x1024"]
-    clean = np.stack([big[100:612, 50 + k:562 + k] for k in range(16)])
-    noisy = add_stack_noise(clean, "25")
-    ours(noisy[:3, :64, :64], "25", "auto")
+    clean, noisy = _pan_stack()
     runs: dict = {}
     try:
         for _ in range(2):
@@ -361,22 +407,25 @@ def bench_parts(repeats: int = 5):
 
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
+            "abstack": bench_abstack,
             "predict": bench_predict, "parts": bench_parts}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
-                    default=[s for s in SECTIONS if s not in ("ab", "predict", "parts")],
-                    help="the sections to run (default: all but ab, predict and parts)")
-    ap.add_argument("--base", help="ab: a checkout of the base commit")
-    ap.add_argument("--repeats", type=int, default=4, help="ab: alternations per image")
+                    default=[s for s in SECTIONS
+                             if s not in ("ab", "abstack", "predict", "parts")],
+                    help="the sections to run (default: all but ab, abstack, predict and parts)")
+    ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
+    ap.add_argument("--repeats", type=int, default=4,
+                    help="ab, abstack: alternations per image")
     args = ap.parse_args()
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
-        if name == "ab":
-            bench_ab(args.base, args.repeats)
+        if name in ("ab", "abstack"):
+            SECTIONS[name](args.base, args.repeats)
         else:
             SECTIONS[name]()
 

@@ -177,6 +177,31 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
         assert set(zip(sy[r].tolist(), sx[r].tolist())) == ref
 
 
+def test_match_gives_its_members_distances_as_plain_ssds():
+    # what the stack path's cross-page selection reuses instead of summing again: each
+    # member's SSD over the channels' m x m windows, -1 for the reference, and NaN for
+    # a member the search never reached (a window too thin for n searched positions)
+    rng = np.random.default_rng(7)
+    img = rng.integers(0, 200, (2, 30, 33)).astype(float)
+    g = np.stack([_pad_for_matching(c, 5, 9) for c in img])
+    ry = np.array([0, 0, 13, 13, 25], np.int64)
+    rx = np.array([0, 28, 4, 14, 3], np.int64)
+    gy, gx, gd = match(g, ry, rx, 5, 9, 8, 12, dense=3, distances=True)
+    assert np.array_equal((gy, gx), match(g, ry, rx, 5, 9, 8, 12, dense=3))
+    for r in range(len(ry)):
+        for i in range(12):
+            y, x = gy[r, i], gx[r, i]
+            want = -1.0 if (y, x) == (ry[r], rx[r]) else float(
+                ((g[:, y:y + 9, x:x + 9] - g[:, ry[r]:ry[r] + 9, rx[r]:rx[r] + 9]) ** 2).sum())
+            assert gd[r, i] == want
+    thin = np.stack([_pad_for_matching(c[:6], 5, 5) for c in img])  # 2 rows of positions
+    ty, tx, td = match(thin, np.array([0], np.int64), np.array([10], np.int64), 5, 5, 4, 12,
+                       dense=1, distances=True)
+    searched = (np.abs(ty[0] - 0) <= 1) & (np.abs(tx[0] - 10) <= 1) | (
+        (ty[0] % 2 == 0) & (tx[0] % 2 == 0))
+    assert np.isnan(td[0]).any() and np.array_equal(np.isnan(td[0]), ~searched)
+
+
 @pytest.mark.parametrize("channels", [1, 3])
 def test_a_predicted_search_ranks_its_candidates_as_the_full_search(channels):
     # with every offset of the window among its candidates (a core of R), the

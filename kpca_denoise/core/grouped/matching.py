@@ -404,7 +404,7 @@ def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
 
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
           n: int, dense: int | None = None, lags: Sequence = (), running: bool | None = None,
-          work: np.ndarray | None = None):
+          work: np.ndarray | None = None, distances: bool = False):
     """Block matching on a guide padded by :func:`pad_for_matching`: the member
     positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
     :func:`search_mask` (``dense``, ``lags``).  ``running`` (None: :func:`exact_sums`,
@@ -412,7 +412,9 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     windows' (:func:`quantise_guide` makes a guide fit for it); only a guide of
     integers with exact sums gives the same members with it as without.  ``work``, a
     float64 scratch array of at least (searched offsets, len(ry)), spares the
-    allocation when the calls repeat (a chunk's distances: tens of MB).
+    allocation when the calls repeat (a chunk's distances: tens of MB).  With
+    ``distances``, also each member's SSD ``gd`` (len(ry), n): -1 for the reference,
+    NaN for a position not searched (a very thin image's last members).
 
         Candidates are the offsets ``(dy, dx)`` up to ``R`` with ``mask[dy + R, dx + R]``
     (:func:`search_mask`: every offset in the dense central square and, beyond it, those
@@ -474,7 +476,13 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     visit = np.concatenate([np.flatnonzero(centre), np.flatnonzero(~centre)])
     run_parts(_select, len(seg) - 1, ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x,
               visit, work, gy, gx)
-    return gy, gx
+    if not distances:
+        return gy, gx
+    # the members' distances, looked up where the search left them
+    oi = omap[gy - ry[:, None] + R, gx - rx[:, None] + R]
+    gd = np.where(oi >= 0, work[np.maximum(oi, 0), np.arange(k)[:, None]], np.nan)
+    gd[(gy == ry[:, None]) & (gx == rx[:, None])] = -1.0
+    return gy, gx, gd
 
 
 def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarray:

@@ -113,9 +113,10 @@ def _offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n, ns, p, m,
-                 out_p, out_y, out_x, r0, r1):
-    """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` and
+def _cross_match(g, P, page, ry, rx, own_y, own_x, own_d, shifts, linked, w, oy, ox, n, ns, p,
+                 m, out_p, out_y, out_x, r0, r1):
+    """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` (at
+    distances ``own_d`` from the matching, NaN where not known: computed here) and
     the candidates of the neighbour pages, followed page by page from the reference
     (see the module docstring) at the offsets ``oy, ox``; the reference first, then by
     distance (ties: the order met).  A direction ends at the first page none of
@@ -137,8 +138,11 @@ def _cross_match(g, P, page, ry, rx, own_y, own_x, shifts, linked, w, oy, ox, n,
         # the own-page members (the reference among them, kept with distance -1)
         for i in range(n_own):
             y, x = own_y[r, i], own_x[r, i]
-            d = -1.0 if (y == y0 and x == x0) else _ssd(g, page % Q, y0, x0, page % Q, y, x, m,
-                                                        np.inf)
+            d = own_d[r, i]
+            if y == y0 and x == x0:
+                d = -1.0
+            elif np.isnan(d):
+                d = _ssd(g, page % Q, y0, x0, page % Q, y, x, m, np.inf)
             cnt = _insert(hd, hp, hy, hx, cnt, d, page, y, x)
         for step in (1, -1):
             cy, cx = y0, x0
@@ -565,10 +569,15 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
         ry = np.ascontiguousarray(np.repeat(yy, len(s.xs)))
         rx = np.ascontiguousarray(np.tile(s.xs, len(yy)))
         t0 = time.perf_counter()
-        oy, ox = match(guide, ry, rx, p, m, ps.search_radius, ps.n,
-                       g.dense_radius, run.options.lags, s.match.exact[k], s.work)
+        # the own members' distances are the matching's when its sums are exact (the
+        # same integers _cross_match would add up), otherwise computed there
+        exact = bool(s.match.exact[k])
+        oy, ox, od = match(guide, ry, rx, p, m, ps.search_radius, ps.n, g.dense_radius,
+                           run.options.lags, exact, s.work, distances=True)
+        if not exact:
+            od[:] = np.nan
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
-        run_parts(_cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, seq["shifts"],
+        run_parts(_cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, od, seq["shifts"],
                   seq["linked"], w, *seq["offsets"], ps.n, min(ps.n, GROUP_SIZE1), p, m,
                   gp, gy, gx)
         rel = np.clip(gp - k + w, 0, 2 * w)
@@ -667,8 +676,8 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     estimate added to its page's sums.  The steps up to the pre-image run on parts of
     :data:`.driver.PART_GROUPS` / ``depth`` groups (a 3-D member is ``depth`` times a 2-D
     one; rounded up to a multiple of the spectrum step), whose arrays stay in the
-    caches; the sums are then added for the whole chunk, slice by slice, in the same
-    order as without parts."""
+    caches, each part's estimates added slice by slice (a pixel's sum in another
+    order than whole chunks': the same to about 1e-12)."""
     if not len(gy):
         return
     depth = seq["depth"]
@@ -682,22 +691,18 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     cols = np.stack([x for _, _, x in slices])
     part = -(-driver.PART_GROUPS // depth)
     part = -(-part // SPECTRUM_EVERY) * SPECTRUM_EVERY
-    Est = aggw = None
-    for a in range(0, len(gy), part):
-        b = min(len(gy), a + part)
-        e, w = _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
-                           np.ascontiguousarray(cols[:, a:b]), H, run, st)
-        if Est is None:
-            Est = np.empty((len(gy),) + e.shape[1:])
-            aggw = np.empty((len(gy),) + w.shape[1:])
-        Est[a:b], aggw[a:b] = e, w
-    t4 = time.perf_counter()
     d = p * p
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
-    for i, (q, y, x) in enumerate(slices):
-        accumulate_groups(np.ascontiguousarray(Est[..., i * d:(i + 1) * d]), aggw,
-                          _ring_rows(s.sums, q, y, H), x, p, num, den, run.window)
-    st.seconds["reassembly"] += time.perf_counter() - t4
+    for a in range(0, len(gy), part):
+        b = min(len(gy), a + part)
+        Est, aggw = _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
+                                np.ascontiguousarray(cols[:, a:b]), H, run, st)
+        t4 = time.perf_counter()
+        for i, (q, y, x) in enumerate(slices):
+            accumulate_groups(Est[..., i * d:(i + 1) * d], aggw,
+                              _ring_rows(s.sums, q[a:b], y[a:b], H), x[a:b], p, num, den,
+                              run.window)
+        st.seconds["reassembly"] += time.perf_counter() - t4
 
 
 def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:
