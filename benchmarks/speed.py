@@ -25,8 +25,8 @@ Sections:
            same driver in one process and alternated: CPU seconds per run, the
            stage times of the fastest and the largest pixel difference
            (camera and astronaut at 512x512, sigma 25; not in the default run).
-  abstack  the same for the stack path: a base checkout's sequence._reference_page
-           (a page's matching across pages, its chunks' steps and overlap sums)
+  abstack  the same for the stack path: a base checkout's
+           sequence.denoise_grouped_stack (and everything it calls in that module)
            against this one's, on a 16-page 512x512 stack (pages panning over the
            upscaled camera, sigma 25), alternated (--repeats): CPU and wall seconds,
            PSNR, the largest pixel difference; not in the default run.
@@ -350,23 +350,23 @@ def bench_abstack(base: str | None, repeats: int = 3):
 
     if base is None:
         raise SystemExit("the abstack section needs --base DIR, a checkout of the base commit")
-    this = seq._reference_page
-    other = _base_module(base, "core/grouped/sequence.py")._reference_page
-    seq._reference_page = other
+    this = seq.denoise_grouped_stack
+    other = _base_module(base, "core/grouped/sequence.py").denoise_grouped_stack
+    seq.denoise_grouped_stack = other
     clean, noisy = _pan_stack()
-    seq._reference_page = this
+    seq.denoise_grouped_stack = this
     ours(noisy[:3, :64, :64], "25", "auto")
     runs: dict = {"base": [], "this": []}
     outs = {}
     try:
         for _ in range(repeats):
             for label, fn in (("base", other), ("this", this)):
-                seq._reference_page = fn
+                seq.denoise_grouped_stack = fn
                 t, c = time.perf_counter(), time.process_time()
                 outs[label] = ours(noisy, "25", "auto")[0]
                 runs[label].append((time.process_time() - c, time.perf_counter() - t))
     finally:
-        seq._reference_page = this
+        seq.denoise_grouped_stack = this
     (cb, wb), (ct, wt) = (np.median(np.array(runs[k]), axis=0) for k in ("base", "this"))
     print(f"abstack: base {base} against this checkout, stack 16x512x512, median of "
           f"{repeats} alternations: CPU {cb:.1f} -> {ct:.1f} s ({cb / ct:.2f}x), wall "

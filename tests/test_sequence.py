@@ -88,6 +88,32 @@ def test_high_noise_stacks_take_larger_pilot_groups():
     assert stats["pages"][1]["grouped"][0]["params"]["group_size1"] == 40
 
 
+def test_the_final_pass_searches_a_stacks_own_page_less():
+    """A stack's final pass searches RADIUS2 px on a page's own patches (its neighbour
+    pages offer the rest), a single image 32; a set search_radius is kept, and so is
+    the wider search where the narrow one would leave a corner reference too few
+    candidates (pages 5 px wide)."""
+    from kpca_denoise.core.grouped.sequence import RADIUS2
+
+    clean = _pan(5, 64)
+    noisy = np.clip(_noisy(clean, 25.0), 0, 255).astype(np.uint8)
+    got = {}
+    for grouped in (None, {"search_radius": 24}):
+        kw = {"grouped": grouped} if grouped else {}
+        _, stats = denoise_stack(noisy, noise_sigma=25.0, sequence="yes", return_stats=True,
+                                 **kw)
+        q = stats["pages"][1]["grouped"][0]["params"]
+        got[bool(grouped)] = (q["search_radius1"], q["search_radius"])
+    alone = denoise_set([noisy[1]], DenoiseParams(noise_sigma=25.0))
+    assert RADIUS2 < 32
+    assert got == {False: (32, RADIUS2), True: (24, 24)}
+    assert alone.images[0].stats["grouped"][0]["params"]["search_radius"] == 32
+    thin = np.ascontiguousarray(noisy[:, :, :5])
+    out, stats = denoise_stack(thin, noise_sigma=25.0, sequence="yes", return_stats=True)
+    assert out.shape == thin.shape
+    assert stats["pages"][1]["grouped"][0]["params"]["search_radius"] == 32
+
+
 def test_unrelated_set_is_detected_and_runs_page_by_page():
     pages = [_scene(seed, 96) for seed in (3, 4, 5, 6)]
     noisy = [_noisy(p, 20, seed) for seed, p in enumerate(pages)]

@@ -60,6 +60,10 @@ HIGH_NOISE_GROUP1 = 64
 #: pixels (the neighbour pages offer the rest), unless set (``docs/stacks.md``)
 HIGH_NOISE_MATCH_EXTRA1 = 6
 HIGH_NOISE_RADIUS1 = 16
+#: the final pass's search on a page's own patches reaches this many pixels (a single
+#: image's 32), unless ``search_radius`` is set: its neighbour pages offer the rest
+#: of a group (``docs/stacks.md``)
+RADIUS2 = 16
 
 
 # -- matching across pages ------------------------------------------------------------
@@ -274,6 +278,23 @@ def _high_noise_groups(o: GroupedOptions, run, sigma: float, shape: tuple) -> bo
     return sigma / float(o.data_range) > HIGH_NOISE and fewest >= HIGH_NOISE_GROUP1
 
 
+def _own_page_run(run, shape: tuple):
+    """``run`` with the final pass's own-page search of :data:`RADIUS2` where the
+    options leave it to the stack path (never larger; a regular texture keeps its
+    wider search, which reaches its repeats) and a corner reference's own page still
+    offers the final groups' size."""
+    o, g = run.options, run.geometry
+    if o.periodic:
+        return run
+    r2 = min(g.search_radius, RADIUS2)
+    fewest = 1
+    for side in shape:
+        fewest *= min(r2 + 1, side - g.patch_size + 1)
+    if o.search_radius is not None or fewest < run.n2:
+        return run
+    return replace(run, geometry=replace(g, search_radius=r2))
+
+
 def _high_noise_run(run):
     """``run`` with the stack path's high-noise pilot: groups of
     :data:`HIGH_NOISE_GROUP1`, a stage-1 window of the patch +
@@ -348,6 +369,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     run = _resolve(middle, sigma, cal)
     if _high_noise_groups(cal.options, run, sigma, middle[0].shape):
         run = _high_noise_run(run)
+    run = _own_page_run(run, middle[0].shape)
     del middle
     stats = [ChannelStats() for _ in range(C)]
     floors: dict = {}
