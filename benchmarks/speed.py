@@ -217,8 +217,10 @@ def _base_module(base: str, rel: str):
 
     src = (pathlib.Path(base) / "kpca_denoise" / rel).read_text()
     pkg = "kpca_denoise." + rel.rsplit("/", 1)[0].replace("/", ".")
-    src = re.sub(r"^from \.(\w)", lambda m: f"from {pkg}.{m.group(1)}", src, flags=re.M)
-    src = re.sub(r"^from \. import", f"from {pkg} import", src, flags=re.M)
+    src = re.sub(r"^(\s*)from \.(\w)", lambda m: f"{m.group(1)}from {pkg}.{m.group(2)}", src,
+                 flags=re.M)
+    src = re.sub(r"^(\s*)from \. import", lambda m: f"{m.group(1)}from {pkg} import", src,
+                 flags=re.M)
     name = "base_" + rel.replace("/", "_")[:-3]
     path = pathlib.Path(tempfile.mkdtemp(prefix="kpca-ab-")) / f"{name}.py"
     path.write_text(src)
