@@ -272,10 +272,17 @@ def _high_noise_groups(o: GroupedOptions, run, sigma: float, shape: tuple) -> bo
     if o.group_size1 is not None or o.data_range is None or run.n1 != GROUP_SIZE1:
         return False
     g = run.geometry
+    return (sigma / float(o.data_range) > HIGH_NOISE
+            and _corner_candidates(shape, g.search_radius1, g.patch_size) >= HIGH_NOISE_GROUP1)
+
+
+def _corner_candidates(shape: tuple, radius: int, p: int) -> int:
+    """The positions a corner reference's search of ``radius`` finds on a page of
+    ``shape`` (the fewest any reference has)."""
     fewest = 1
     for side in shape:
-        fewest *= min(g.search_radius1 + 1, side - g.patch_size + 1)
-    return sigma / float(o.data_range) > HIGH_NOISE and fewest >= HIGH_NOISE_GROUP1
+        fewest *= min(radius + 1, side - p + 1)
+    return fewest
 
 
 def _own_page_run(run, shape: tuple):
@@ -284,13 +291,9 @@ def _own_page_run(run, shape: tuple):
     wider search, which reaches its repeats) and a corner reference's own page still
     offers the final groups' size."""
     o, g = run.options, run.geometry
-    if o.periodic:
-        return run
     r2 = min(g.search_radius, RADIUS2)
-    fewest = 1
-    for side in shape:
-        fewest *= min(r2 + 1, side - g.patch_size + 1)
-    if o.search_radius is not None or fewest < run.n2:
+    if (o.periodic or o.search_radius is not None
+            or _corner_candidates(shape, r2, g.patch_size) < run.n2):
         return run
     return replace(run, geometry=replace(g, search_radius=r2))
 
