@@ -238,7 +238,6 @@ def _select(refs_y, refs_x, seg, H, W, p, R, n, mask, omap, off_y, off_x, visit,
     visited in the order ``visit`` (the searched offsets' indices, the dense centre
     first: its close candidates fill the heaps early, so that few of the far ones
     get in); the members do not depend on it."""
-    nseg = seg.shape[0] - 1
     oref = omap[R, R]  # the reference's own offset (0, 0), always searched
     for si in range(s0, s1):
         r0 = seg[si]
