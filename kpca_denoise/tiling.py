@@ -236,7 +236,9 @@ def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tu
     halo = 2 * (spatial_reach(shifts, search=g.search_radius1, **kw) + p) + (g.match_size1 - p)
     if opts.two_stage:
         halo += 2 * (spatial_reach(shifts, search=g.search_radius, **kw) + p) + (g.match_size - p)
-    return halo, g.stride
+    # twice the stride: each page's references are a checkerboard of the grid
+    # (sequence.page_references)
+    return halo, 2 * g.stride
 
 
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:
@@ -317,7 +319,7 @@ class _WorkingPages:
 
 def denoise_stack_tile(block, tile: Tile | None, sigma: float, params: DenoiseParams, *,
                        linked: np.ndarray, shifts: np.ndarray, vst=None, reach=None,
-                       progress=None, cancel=None, sink=None):
+                       progress=None, cancel=None, sink=None, first_page: int = 0):
     """Denoise one tile's ``block`` of a stack: the pages' region, ``block[k]`` page
     ``k``'s pixels ``page[tile.region]`` (``tile`` None: the whole pages), through the
     stack path with the stack's ``linked`` pairs and global ``shifts`` and
@@ -327,7 +329,8 @@ def denoise_stack_tile(block, tile: Tile | None, sigma: float, params: DenoisePa
     Returns ``({rank: (P, core...) in the block's dtype}, stats)``; with ``sink``,
     ``sink(k, {rank: page k's core})`` gets each page as it is done and the dict is
     empty.  ``vst``: the stack's variance-stabilising transform; ``reach``: a
-    :class:`~.core.grouped.sequence.StackReach` (default the stack path's)."""
+    :class:`~.core.grouped.sequence.StackReach` (default the stack path's); ``first_page``:
+    the index of ``block[0]`` in the whole stack (a preview's pages)."""
     from .core.grouped.sequence import StackReach, denoise_grouped_stack
 
     pages = _WorkingPages(block, vst)
@@ -356,7 +359,7 @@ def denoise_stack_tile(block, tile: Tile | None, sigma: float, params: DenoisePa
         linked=linked, shifts=shifts, progress=progress, cancel=cancel, sink=put,
         core=(None if tile is None else
               (core[0].start, core[0].stop, core[1].start, core[1].stop)),
-        **(reach or StackReach()).keywords())
+        first_page=first_page, **(reach or StackReach()).keywords())
     return outs, stats
 
 

@@ -393,3 +393,51 @@ def test_a_subpixel_drift_gets_one_shift_for_every_pair():
     est, _ = denoise_grouped_stack(noisy[..., None], 15.0, shifts=jitter,
                                    options=dict(data_range=255))
     assert psnr(clean, out, 255) > psnr(clean, est[None][..., 0], 255) + 0.4
+
+
+def test_each_page_starts_from_half_its_references_and_every_pixel_gets_an_estimate():
+    """docs/stacks.md#half-the-references: a checkerboard of each page's reference grid,
+    alternating from page to page, plus the references a pixel would otherwise miss
+    (a jump of the motion, a cut, the stack's ends, a page alone in its scene)."""
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
+
+    s = _scene(3, 200)
+    # a pan with a 3 px jump, then a cut to another scene of two pages, then a page
+    # alone (cut on both sides)
+    origins = [(40, 30), (40, 31), (43, 32), (43, 33), (10, 90), (10, 91), (100, 20)]
+    clean = np.stack([s[y:y + 56, x:x + 56] for y, x in origins])
+    noisy = _noisy(clean)[..., None]
+    linked = np.array([True, True, True, False, True, False])
+    shifts = np.array([[0, -1], [-3, -1], [0, -1], [0, 0], [0, -1], [0, 0]])
+    out, stats = {}, {}
+    for thin in (False, True):
+        res, st = denoise_grouped_stack(noisy, 25.0, linked=linked, shifts=shifts, thin=thin)
+        out[thin], stats[thin] = res[None][..., 0], st[0]
+    # no pixel is left without an estimate (the noisy value would come back there)
+    assert np.all(out[True] != noisy[..., 0])
+    assert stats[True]["groups"] < 0.7 * stats[False]["groups"]
+    for k in range(len(origins)):
+        full, thin = psnr(clean[k], out[False][k], 255), psnr(clean[k], out[True][k], 255)
+        assert thin > full - 0.3, (k, full, thin)
+    # the page alone in its scene has no neighbour's slices: all its references
+    alone = denoise_grouped_stack(noisy[6:], 25.0, thin=True)[0][None][0, ..., 0]
+    np.testing.assert_allclose(out[True][6], alone, atol=1e-9)
+    np.testing.assert_allclose(out[False][6], alone, atol=1e-9)
+
+
+def test_the_checkerboard_follows_the_pages_index_in_the_whole_stack():
+    """A part of a stack given with the index of its first page (a preview's) picks the
+    whole stack's references: a page far enough from the part's start gets the whole
+    stack's result, and without the index another one."""
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack, page_reach
+
+    clean = _pan(13, 48)
+    noisy = _noisy(clean)[..., None]
+    shifts = np.array([[0, -1]] * 12)
+    whole = denoise_grouped_stack(noisy, 25.0, shifts=shifts, window=1)[0][None][..., 0]
+    # page 12 depends on the pages up to four page reaches before it (8): 4..12
+    assert 4 * page_reach(1) == 8
+    part = denoise_grouped_stack(noisy[3:], 25.0, shifts=shifts[3:], window=1, first_page=3)
+    np.testing.assert_allclose(part[0][None][9, ..., 0], whole[12], atol=1e-9)
+    other = denoise_grouped_stack(noisy[3:], 25.0, shifts=shifts[3:], window=1)
+    assert np.abs(other[0][None][9, ..., 0] - whole[12]).max() > 1e-3

@@ -197,7 +197,8 @@ def _preview_stack_page(item: JobItem, run: _StackRun, k: int, params: DenoisePa
 
     _, stats = denoise_stack_tile([it.data[tile.region] for it in run.items[lo:hi + 1]], tile,
                                   run.sigma, calibrated, linked=linked, shifts=shifts,
-                                  vst=run.vst, progress=progress, cancel=cancel, sink=sink)
+                                  vst=run.vst, progress=progress, cancel=cancel, sink=sink,
+                                  first_page=lo)
     info = stats[0]["sequence"]
     # the pages read beyond a cut (see _pages_read) give it nothing: not among those used
     first = lo + 1 if lo < k and not run.linked[lo] else lo

@@ -42,7 +42,7 @@ from .stats import SPECTRUM_EVERY, ChannelStats
 
 __all__ = ["denoise_grouped_stack", "calibrate_stack",
            "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
-           "DEPTH"]
+           "DEPTH", "THIN", "page_references"]
 
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
@@ -64,6 +64,11 @@ HIGH_NOISE_RADIUS1 = 16
 #: image's 32), unless ``search_radius`` is set: its neighbour pages offer the rest
 #: of a group (``docs/stacks.md``)
 RADIUS2 = 16
+#: each page's groups start from every other reference of its grid, in a checkerboard
+#: that alternates from page to page, plus those a pixel would otherwise miss: the
+#: slices of the neighbours' 3-D patches cover the rest (:func:`page_references`)
+THIN = True
+THIN_STAGES = (1, 2)
 
 
 # -- matching across pages ------------------------------------------------------------
@@ -318,8 +323,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
                           depth: int = DEPTH, match_depth: int | None = None,
                           progress: ProgressCallback | None = None,
                           cancel: Any = None, sink: Any = None,
-                          core: Sequence[int] | None = None,
-                          **overrides: Any) -> tuple[dict, list]:
+                          core: Sequence[int] | None = None, thin: bool = THIN,
+                          first_page: int = 0, **overrides: Any) -> tuple[dict, list]:
     """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
     groups (as :func:`.driver.denoise_grouped_channels`), with groups reaching
     ``window`` pages either way.
@@ -336,7 +341,9 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     scene: a group never crosses an unlinked pair.  ``depth`` (odd) pages make a
     patch: its slices on the pages either side follow the global motion (1: plain
     2-D patches); ``match_depth`` (odd, at most and by default ``depth``) pages make a
-    matching window.
+    matching window.  ``thin``: each page's groups start from half its reference
+    grid (:func:`page_references`); ``first_page``, the index of ``stack[0]`` in the whole
+    sequence (a preview's pages), keeps that half the whole sequence's.
     ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
@@ -379,6 +386,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
                depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked),
+               thin=bool(thin), first_page=int(first_page),
                core=None if core is None else tuple(int(v) for v in core))
     seq["offsets"] = _offsets(seq["R"])
     seq["mdepth"] = (seq["depth"] if match_depth is None
@@ -462,16 +470,19 @@ class _Stage:
         self.ps = _plan_pass(run, stage, final, floors)
         self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
         p = g.patch_size
-        self.ys = patch_positions(H, p, self.ps.stride)
-        self.xs = patch_positions(W, p, self.ps.stride)
-        if refs is not None:  # only the references a core depends on (_core_refs)
-            self.ys = self.ys[(self.ys >= refs[0]) & (self.ys <= refs[1])]
-            self.xs = self.xs[(self.xs >= refs[2]) & (self.xs <= refs[3])]
+        # the whole grid (page_references decides on it, as the untiled pages would)
+        # and the part of it a core depends on (_core_refs): rows iy, columns ix
+        self.grid = (patch_positions(H, p, self.ps.stride), patch_positions(W, p, self.ps.stride))
+        self.iy, self.ix = (np.arange(len(a)) for a in self.grid)
+        if refs is not None:
+            self.iy = self.iy[(self.grid[0] >= refs[0]) & (self.grid[0] <= refs[1])]
+            self.ix = self.ix[(self.grid[1] >= refs[2]) & (self.grid[1] <= refs[3])]
+        self.ys, self.xs = self.grid[0][self.iy], self.grid[1][self.ix]
         for st in stats:
             st.groups += P * len(self.ys) * len(self.xs)
         # a 3-D patch is ``depth`` times a 2-D one: as many times fewer groups per chunk
-        # keep the chunk's buffers the single image's
-        groups = max(1, CHUNK_GROUPS // seq["depth"])
+        # keep the chunk's buffers the single image's; a thinned page has half of them
+        groups = max(1, CHUNK_GROUPS // seq["depth"]) * (2 if _thinned(seq, stage) else 1)
         self.rows_per_chunk = max(1, groups // (len(self.xs) * len(ranks)))
         self.nchunks = (len(self.ys) + self.rows_per_chunk - 1) // self.rows_per_chunk
         # the guides of the pages the search reads (``w`` either way), and those put
@@ -577,6 +588,52 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
                      for i, rk in enumerate(rank_list)})
 
 
+def _thinned(seq: dict, stage: int) -> bool:
+    """Whether the pages' reference grids are thinned in ``stage`` (:func:`page_references`)."""
+    return seq["thin"] and seq["depth"] > 1 and stage in THIN_STAGES
+
+
+def page_references(seq: dict, k: int, grid: tuple, p: int, stride: int,
+                    shape: tuple, stage: int) -> np.ndarray:
+    """The references of page ``k``'s grid ``ys x xs`` (``grid``) its groups start from,
+    a boolean ``(len(ys), len(xs))``: all of them, or when the pages are thinned
+    (``seq["thin"]``, 3-D patches), those where ``y // stride + x // stride + k`` is
+    even (a checkerboard alternating from page to page; ``k`` counted from the whole
+    sequence's first page) and every other one whose patch holds a pixel of the page
+    that none of those references' slices covers: their own patches and the slices of
+    the neighbour pages' such references, where the global motion puts them.  A
+    reference is always a member of its group, so every pixel gets an estimate.  The
+    rule depends on the grid, the motion and the links only, so a tile decides as the
+    whole pages (its cores aligned to twice the stride).  ``docs/stacks.md``."""
+    ys, xs = grid
+    if not _thinned(seq, stage):
+        return np.ones((len(ys), len(xs)), bool)
+    H, W = shape
+    S, scene = seq["motion"]
+    P, h = seq["P"], seq["depth"] // 2
+    parity = (ys // stride)[:, None] + (xs // stride)[None, :] + seq["first_page"]
+    starts = np.zeros((H, W), bool)  # the top-left corners of the covering patches
+    for q in range(max(0, k - h), min(P, k + h + 1)):
+        if not any(int(d) == k for d in _depth_pages(np.asarray(q), seq["depth"], P, scene)):
+            continue
+        base = (parity + q) % 2 == 0
+        yy = np.clip(ys + S[k, 0] - S[q, 0], 0, H - p)
+        xx = np.clip(xs + S[k, 1] - S[q, 1], 0, W - p)
+        starts[np.broadcast_to(yy[:, None], base.shape)[base],
+               np.broadcast_to(xx[None, :], base.shape)[base]] = True
+    # a pixel is covered when a patch starts within p - 1 above and left of it
+    c = np.zeros((H + 1, W + 1), np.int64)
+    c[1:, 1:] = starts.cumsum(0).cumsum(1)
+    y1, x1 = np.arange(1, H + 1), np.arange(1, W + 1)
+    y0, x0 = np.maximum(y1 - p, 0), np.maximum(x1 - p, 0)
+    covered = (c[y1][:, x1] - c[y0][:, x1] - c[y1][:, x0] + c[y0][:, x0]) > 0
+    # the references whose patch holds a pixel no such patch covers
+    u = np.zeros((H + 1, W + 1), np.int64)
+    u[1:, 1:] = (~covered).cumsum(0).cumsum(1)
+    holes = (u[ys + p][:, xs + p] - u[ys][:, xs + p] - u[ys + p][:, xs] + u[ys][:, xs]) > 0
+    return ((parity + k) % 2 == 0) | holes
+
+
 def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple,
                     progress, cancel) -> None:
     """Stage ``s``'s groups of the references on page ``k``: matched on page ``k`` and
@@ -588,11 +645,18 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
     m = ps.match_size
     used = seq["used"]
     guide = s.match.g[k % s.match.Q].astype(np.float64)  # the matching's own type
+    keep = page_references(seq, k, s.grid, p, s.ps.stride, (H, W), s.stage)[np.ix_(s.iy, s.ix)]
+    for st in stats:
+        st.groups -= int(keep.size - np.count_nonzero(keep))
     for ci in range(s.nchunks):
         check_cancel(cancel)
-        yy = s.ys[ci * s.rows_per_chunk:(ci + 1) * s.rows_per_chunk]
-        ry = np.ascontiguousarray(np.repeat(yy, len(s.xs)))
-        rx = np.ascontiguousarray(np.tile(s.xs, len(yy)))
+        rows = slice(ci * s.rows_per_chunk, (ci + 1) * s.rows_per_chunk)
+        yy = s.ys[rows]
+        kk = keep[rows].ravel()
+        ry = np.ascontiguousarray(np.repeat(yy, len(s.xs))[kk])
+        rx = np.ascontiguousarray(np.tile(s.xs, len(yy))[kk])
+        if not len(ry):
+            continue
         t0 = time.perf_counter()
         # the own members' distances are the matching's when its sums are exact (the
         # same integers _cross_match would add up), otherwise computed there
