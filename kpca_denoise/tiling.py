@@ -237,7 +237,7 @@ def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tu
     if opts.two_stage:
         halo += 2 * (spatial_reach(shifts, search=g.search_radius, **kw) + p) + (g.match_size - p)
     # twice the stride: each page's references are a checkerboard of the grid
-    # (sequence.page_references)
+    # (slices.page_references)
     return halo, 2 * g.stride
 
 

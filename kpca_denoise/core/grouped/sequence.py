@@ -38,11 +38,12 @@ from .matching import exact_sums, match, pad_for_matching, quantise_guide, searc
 from .motion import page_shifts, steady_shifts
 from .options import GroupedOptions
 from .shrinkage import correct_means, eigen_floor
+from .slices import THIN, THIN_STAGES, depth_pages, motion_track, page_references
 from .stats import SPECTRUM_EVERY, ChannelStats
 
 __all__ = ["denoise_grouped_stack", "calibrate_stack",
            "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
-           "DEPTH", "THIN", "page_references"]
+           "DEPTH"]
 
 #: neighbour pages on each side a page's groups reach by default
 WINDOW = 8
@@ -64,12 +65,6 @@ HIGH_NOISE_RADIUS1 = 16
 #: image's 32), unless ``search_radius`` is set: its neighbour pages offer the rest
 #: of a group (``docs/stacks.md``)
 RADIUS2 = 16
-#: each page's groups start from every other reference of its grid, in a checkerboard
-#: that alternates from page to page, plus those a pixel would otherwise miss: the
-#: slices of the neighbours' 3-D patches cover the rest (:func:`page_references`)
-THIN = True
-#: the passes whose pages are thinned (both: each alone saves a fifth, ``docs/stacks.md``)
-THIN_STAGES = (1, 2)
 
 
 # -- matching across pages ------------------------------------------------------------
@@ -343,8 +338,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     patch: its slices on the pages either side follow the global motion (1: plain
     2-D patches); ``match_depth`` (odd, at most and by default ``depth``) pages make a
     matching window.  ``thin``: each page's groups start from half its reference
-    grid (:func:`page_references`); ``first_page``, the index of ``stack[0]`` in the whole
-    sequence (a preview's pages), keeps that half the whole sequence's.
+    grid (:func:`.slices.page_references`); ``first_page``, the index of ``stack[0]``
+    in the whole sequence (a preview's pages), keeps that half the whole sequence's.
     ``shifts`` (P - 1, 2) are the global shifts from page to page
     (default :func:`page_shifts` on channel 0).  The image-dependent decisions are made
     on the middle page (:func:`calibrate_stack`; given options keep theirs).
@@ -386,8 +381,8 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     floors: dict = {}
     used = np.zeros((P, 2 * w + 1))
     seq = dict(P=P, w=w, R=max(0, int(radius)), shifts=shifts, linked=linked, used=used,
-               depth=max(1, int(depth)) | 1, motion=_motion(shifts, linked),
-               thin=bool(thin), first_page=int(first_page),
+               depth=max(1, int(depth)) | 1, motion=motion_track(shifts, linked),
+               thin=bool(thin), first_page=int(first_page), kept={},
                core=None if core is None else tuple(int(v) for v in core))
     seq["offsets"] = _offsets(seq["R"])
     seq["mdepth"] = (seq["depth"] if match_depth is None
@@ -471,9 +466,9 @@ class _Stage:
         self.ps = _plan_pass(run, stage, final, floors)
         self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
         p = g.patch_size
-        # the whole grid (page_references decides on it, as the untiled pages would)
-        # and the part of it a core depends on (_core_refs): rows iy, columns ix
-        self.grid = (patch_positions(H, p, self.ps.stride), patch_positions(W, p, self.ps.stride))
+        # the whole grid (slices.page_references decides on it, as the untiled pages
+        # would) and the part of it a core depends on (_core_refs): rows iy, columns ix
+        self.grid = tuple(patch_positions(n, p, self.ps.stride) for n in (H, W))
         self.iy, self.ix = (np.arange(len(a)) for a in self.grid)
         if refs is not None:
             self.iy = self.iy[(self.grid[0] >= refs[0]) & (self.grid[0] <= refs[1])]
@@ -590,49 +585,26 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
 
 
 def _thinned(seq: dict, stage: int) -> bool:
-    """Whether the pages' reference grids are thinned in ``stage`` (:func:`page_references`)."""
+    """Whether the pages' reference grids are thinned in ``stage``
+    (:func:`.slices.page_references`)."""
     return seq["thin"] and seq["depth"] > 1 and stage in THIN_STAGES
 
 
-def page_references(seq: dict, k: int, grid: tuple, p: int, stride: int,
-                    shape: tuple, stage: int) -> np.ndarray:
-    """The references of page ``k``'s grid ``ys x xs`` (``grid``) its groups start from,
-    a boolean ``(len(ys), len(xs))``: all of them, or when the pages are thinned
-    (``seq["thin"]``, 3-D patches), those where ``y // stride + x // stride + k`` is
-    even (a checkerboard alternating from page to page; ``k`` counted from the whole
-    sequence's first page) and every other one whose patch holds a pixel of the page
-    that none of those references' slices covers: their own patches and the slices of
-    the neighbour pages' such references, where the global motion puts them.  A
-    reference is always a member of its group, so every pixel gets an estimate.  The
-    rule depends on the grid, the motion and the links only, so a tile decides as the
-    whole pages (its cores aligned to twice the stride).  ``docs/stacks.md``."""
-    ys, xs = grid
-    if not _thinned(seq, stage):
-        return np.ones((len(ys), len(xs)), bool)
-    H, W = shape
-    S, scene = seq["motion"]
-    P, h = seq["P"], seq["depth"] // 2
-    parity = (ys // stride)[:, None] + (xs // stride)[None, :] + seq["first_page"]
-    starts = np.zeros((H, W), bool)  # the top-left corners of the covering patches
-    for q in range(max(0, k - h), min(P, k + h + 1)):
-        if not any(int(d) == k for d in _depth_pages(np.asarray(q), seq["depth"], P, scene)):
-            continue
-        base = (parity + q) % 2 == 0
-        yy = np.clip(ys + S[k, 0] - S[q, 0], 0, H - p)
-        xx = np.clip(xs + S[k, 1] - S[q, 1], 0, W - p)
-        starts[np.broadcast_to(yy[:, None], base.shape)[base],
-               np.broadcast_to(xx[None, :], base.shape)[base]] = True
-    # a pixel is covered when a patch starts within p - 1 above and left of it
-    c = np.zeros((H + 1, W + 1), np.int64)
-    c[1:, 1:] = starts.cumsum(0).cumsum(1)
-    y1, x1 = np.arange(1, H + 1), np.arange(1, W + 1)
-    y0, x0 = np.maximum(y1 - p, 0), np.maximum(x1 - p, 0)
-    covered = (c[y1][:, x1] - c[y0][:, x1] - c[y1][:, x0] + c[y0][:, x0]) > 0
-    # the references whose patch holds a pixel no such patch covers
-    u = np.zeros((H + 1, W + 1), np.int64)
-    u[1:, 1:] = (~covered).cumsum(0).cumsum(1)
-    holes = (u[ys + p][:, xs + p] - u[ys][:, xs + p] - u[ys + p][:, xs] + u[ys][:, xs]) > 0
-    return ((parity + k) % 2 == 0) | holes
+def _page_keep(s: _Stage, k: int, seq: dict, p: int, shape: tuple) -> np.ndarray:
+    """The references of stage ``s``'s grid on page ``k`` (the part a core depends on)
+    its groups start from: :func:`.slices.page_references` where the stage's pages are
+    thinned, made once per page for both stages (their grids are the same) and kept
+    while stage 2, two page reaches behind, may still ask."""
+    if not _thinned(seq, s.stage):
+        return np.ones((len(s.iy), len(s.ix)), bool)
+    made = seq["kept"]
+    if k not in made:
+        made[k] = page_references(k, s.grid, p, s.ps.stride, shape, seq["motion"],
+                                  seq["depth"], seq["first_page"])
+        lag = 2 * page_reach(seq["w"], seq["depth"])
+        for j in [j for j in made if j < k - lag]:
+            del made[j]
+    return made[k][np.ix_(s.iy, s.ix)]
 
 
 def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple,
@@ -646,7 +618,7 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
     m = ps.match_size
     used = seq["used"]
     guide = s.match.g[k % s.match.Q].astype(np.float64)  # the matching's own type
-    keep = page_references(seq, k, s.grid, p, s.ps.stride, (H, W), s.stage)[np.ix_(s.iy, s.ix)]
+    keep = _page_keep(s, k, seq, p, (H, W))
     for st in stats:
         st.groups -= int(keep.size - np.count_nonzero(keep))
     for ci in range(s.nchunks):
@@ -687,35 +659,13 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
 # -- 3-D patches -------------------------------------------------------------------------
 
 
-def _motion(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and its
-    scene, ``(P,)``: the unlinked pairs before it (two pages are one scene when their
-    counts are equal)."""
-    P = len(shifts) + 1
-    S = np.zeros((P, 2), np.int64)
-    S[1:] = np.cumsum(shifts, axis=0)
-    return S, np.concatenate([[0], np.cumsum(~np.asarray(linked, dtype=bool))])
-
-
-def _depth_pages(k, depth: int, P: int, scene: np.ndarray) -> list:
-    """The pages of the ``depth`` slices of patches on pages ``k`` (an int array):
-    ``k + dz`` mirrored at the stack's ends, ``k`` itself across a cut (``scene``:
-    :func:`_motion`'s)."""
-    out = []
-    for dz in range(-(depth // 2), depth // 2 + 1):
-        q = np.abs(k + dz)
-        q = np.clip(np.where(q > P - 1, 2 * (P - 1) - q, q), 0, P - 1)
-        out.append(np.where(scene[k] != scene[q], k, q))
-    return out
-
-
 def _slab(ring: _Ring, k: int, seq: dict, H: int, W: int) -> list:
     """Page ``k``'s matching guide: per channel, its ``mdepth`` slices (the pages of
-    :func:`_depth_pages`) moved onto page ``k`` by the global motion (edges repeated),
-    so that a window's SSD is that of the 3-D patches."""
+    :func:`.slices.depth_pages`) moved onto page ``k`` by the global motion (edges
+    repeated), so that a window's SSD is that of the 3-D patches."""
     S, scene = seq["motion"]
     out = []
-    for q in _depth_pages(np.asarray(k), seq["mdepth"], seq["P"], scene):
+    for q in depth_pages(np.asarray(k), seq["mdepth"], seq["P"], scene):
         q = int(q)
         dy, dx = (int(v) for v in S[q] - S[k])
         yy = np.clip(np.arange(H) + dy, 0, H - 1)
@@ -776,7 +726,7 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     S, scene = seq["motion"]
     slices = [(q, np.clip(gy + S[q, 0] - S[gp, 0], 0, H - p),
                np.ascontiguousarray(np.clip(gx + S[q, 1] - S[gp, 1], 0, W - p)))
-              for q in _depth_pages(gp, depth, P, scene)]
+              for q in depth_pages(gp, depth, P, scene)]
 
     cols = np.stack([x for _, _, x in slices])
     part = -(-driver.PART_GROUPS // depth)
