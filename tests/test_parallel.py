@@ -1,4 +1,8 @@
-"""core.parallel.run_parts: every item once, whatever the thread count; errors raised."""
+"""core.parallel.run_parts: every item once, whatever the thread count; errors raised;
+kernels compiled with the SLP vectoriser on request."""
+
+import platform
+import re
 
 import numba
 import numpy as np
@@ -40,3 +44,43 @@ def test_an_error_in_a_part_is_raised():
 
     with pytest.raises(ValueError, match="part"):
         run_parts(kernel, 50)
+
+
+@numba.njit(nogil=True)
+def _row_sums(g, out, r0, r1):
+    for r in range(r0, r1):  # eight side-by-side sums, as cross_pages._row8 has them
+        a0 = a1 = a2 = a3 = 0.0
+        for i in range(g.shape[1] - 4):
+            k = np.uint64(i)
+            a0 += g[r, k] * g[r, k]
+            a1 += g[r, k + np.uint64(1)] * g[r, k + np.uint64(1)]
+            a2 += g[r, k + np.uint64(2)] * g[r, k + np.uint64(2)]
+            a3 += g[r, k + np.uint64(3)] * g[r, k + np.uint64(3)]
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3] = a0, a1, a2, a3
+
+
+def test_slp_compiles_once_gives_the_scalar_sums_and_restores_numbas_switch():
+    g = np.random.default_rng(0).normal(size=(37, 50))
+    want = np.array([[np.sum(g[r, j:j + 46] ** 2) for j in range(4)] for r in range(37)])
+    out = np.zeros((37, 4))
+    before = numba.core.config.SLP_VECTORIZE
+    run_parts(_row_sums, 37, g, out, slp=True)
+    run_parts(_row_sums, 37, g, out, slp=True)  # compiled already: nothing to do
+    assert numba.core.config.SLP_VECTORIZE == before
+    assert len(_row_sums.overloads) == 1
+    # each lane adds in the scalar order: the same sums as one at a time
+    for r in range(37):
+        for j in range(4):
+            s = 0.0
+            for i in range(46):
+                s += g[r, i + j] * g[r, i + j]
+            assert out[r, j] == s
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+    if platform.machine() in ("x86_64", "AMD64"):  # the sums packed into vector lanes
+        def packed(kernel):
+            asm = kernel.inspect_asm(kernel.signatures[0])
+            return bool(re.search(r"\bv?mulpd\b", asm))
+
+        plain = numba.njit(nogil=True)(_row_sums.py_func)
+        plain(g, out, 0, 37)
+        assert packed(_row_sums) and not packed(plain)

@@ -5,9 +5,10 @@ groups of page ``k`` take their members from page ``k`` and from its neighbours
 Everything but the grouping is the single-image method's (:mod:`.driver`): the same
 two passes, the same kernel PCA per group, shrinkage and fixed-point pre-image.  A
 reference patch's own-page members come from :func:`.matching.match`; on each
-neighbour page the search follows the motion: around where the best match of the
-page before went, moved by the two pages' global shift (phase correlation,
-:func:`.motion.page_shifts`), ``radius`` pixels either way (VBM3D's predictive search).  The
+neighbour page the search follows the motion (:mod:`.cross_pages`): around where the
+best match of the page before went, moved by the two pages' global shift (phase
+correlation, :func:`.motion.page_shifts`), ``radius`` pixels either way (VBM3D's
+predictive search).  The
 ``n`` closest of the own-page members and of every neighbour candidate make the
 group, and every member's estimate is averaged into its own page, so that a page
 also gets the estimates of its neighbours' groups.  Members are 3-D patches (their
@@ -29,6 +30,7 @@ from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from .calibrate import calibrate
+from .cross_pages import candidate_offsets, cross_match
 from . import driver
 from .driver import (CHUNK_GROUPS, GROUP_SIZE1, _check_inputs, _plan_pass, _report, _resolve,
                      preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
@@ -65,128 +67,6 @@ HIGH_NOISE_RADIUS1 = 16
 #: image's 32), unless ``search_radius`` is set: its neighbour pages offer the rest
 #: of a group (``docs/stacks.md``)
 RADIUS2 = 16
-
-
-# -- matching across pages ------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def _ssd(g, pa, ya, xa, pb, yb, xb, m, bound):
-    """SSD of the ``m x m`` windows of pages (slots) ``pa`` and ``pb`` of ``g`` (Q, C, Hg, Wg),
-    summed over channels in float64 (the guides may be stored as float32); stops once
-    past ``bound`` (returns a value above it)."""
-    s = 0.0
-    for c in range(g.shape[1]):
-        for u in range(m):
-            ra = g[pa, c, ya + u]
-            rb = g[pb, c, yb + u]
-            for v in range(m):
-                t = np.float64(ra[xa + v]) - np.float64(rb[xb + v])
-                s += t * t
-            if s > bound:
-                return s
-    return s
-
-
-@njit(cache=True, inline="always")
-def _insert(hd, hp, hy, hx, cnt, d, q, y, x):
-    """Put member ``(q, y, x)`` at distance ``d`` into the list ``hd, hp, hy, hx`` of
-    the ``cnt`` closest so far, kept ascending (ties: the earlier first) and at most
-    ``len(hd)`` long; returns the new count."""
-    n = hd.shape[0]
-    if cnt < n:
-        j = cnt
-        cnt += 1
-    elif d < hd[n - 1]:
-        j = n - 1
-    else:
-        return cnt
-    while j > 0 and hd[j - 1] > d:
-        hd[j], hp[j], hy[j], hx[j] = hd[j - 1], hp[j - 1], hy[j - 1], hx[j - 1]
-        j -= 1
-    hd[j], hp[j], hy[j], hx[j] = d, q, y, x
-    return cnt
-
-
-def _offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
-    """The offsets ``(dy, dx)`` up to ``R`` either way, nearest first (ties: row-major),
-    the order a neighbour page's candidates are met in (a close match found early
-    ends the other candidates' sums early)."""
-    dy, dx = np.mgrid[-R:R + 1, -R:R + 1].reshape(2, -1)
-    order = np.argsort(dy * dy + dx * dx, kind="stable")
-    return np.ascontiguousarray(dy[order]), np.ascontiguousarray(dx[order])
-
-
-@njit(cache=True, nogil=True)
-def _cross_match(g, P, page, ry, rx, own_y, own_x, own_d, shifts, linked, w, oy, ox, n, ns, p,
-                 m, out_p, out_y, out_x, r0, r1):
-    """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` (at
-    distances ``own_d`` from the matching, NaN where not known: computed here) and
-    the candidates of the neighbour pages, followed page by page from the reference
-    (see the module docstring) at the offsets ``oy, ox``; the reference first, then by
-    distance (ties: the order met).  A direction ends at the first page none of
-    whose candidates joins the group's closest ``ns`` (a z-stack's farther slices, a
-    scene cut the links missed).  ``g`` holds page ``q`` of the ``P`` at slot ``q % len(g)`` (the
-    pages within ``w`` of ``page`` at least).  ``out_p`` holds the members' pages.
-    References ``r0 .. r1 - 1`` (:func:`~kpca_denoise.core.parallel.run_parts`)."""
-    Q = g.shape[0]
-    H = g.shape[2] - (m - p)
-    W = g.shape[3] - (m - p)
-    n_own = own_y.shape[1]
-    for r in range(r0, r1):
-        hd = np.empty(n)
-        hp = np.empty(n, np.int64)
-        hy = np.empty(n, np.int64)
-        hx = np.empty(n, np.int64)
-        cnt = 0
-        y0, x0 = ry[r], rx[r]
-        # the own-page members (the reference among them, kept with distance -1)
-        for i in range(n_own):
-            y, x = own_y[r, i], own_x[r, i]
-            d = own_d[r, i]
-            if y == y0 and x == x0:
-                d = -1.0
-            elif np.isnan(d):
-                d = _ssd(g, page % Q, y0, x0, page % Q, y, x, m, np.inf)
-            cnt = _insert(hd, hp, hy, hx, cnt, d, page, y, x)
-        for step in (1, -1):
-            cy, cx = y0, x0
-            for k in range(1, w + 1):
-                q = page + step * k
-                if q < 0 or q >= P:
-                    break
-                link = q - 1 if step == 1 else q
-                if not linked[link]:
-                    break
-                if step == 1:
-                    cy += shifts[link, 0]
-                    cx += shifts[link, 1]
-                else:
-                    cy -= shifts[link, 0]
-                    cx -= shifts[link, 1]
-                best = np.inf
-                by, bx = cy, cx
-                entered = False
-                for o in range(oy.shape[0]):  # nearest the prediction first
-                    y = cy + oy[o]
-                    x = cx + ox[o]
-                    if y < 0 or y > H - p or x < 0 or x > W - p:
-                        continue
-                    top = hd[n - 1] if cnt == n else np.inf
-                    d = _ssd(g, page % Q, y0, x0, q % Q, y, x, m, max(best, top))
-                    if d < best:
-                        best, by, bx = d, y, x
-                    if cnt < ns or d < hd[ns - 1]:
-                        entered = True
-                    cnt = _insert(hd, hp, hy, hx, cnt, d, q, y, x)
-                if best < np.inf:  # the motion followed from the best match
-                    cy, cx = by, bx
-                if not entered:
-                    break
-        for j in range(n):
-            out_p[r, j] = hp[j]
-            out_y[r, j] = hy[j]
-            out_x[r, j] = hx[j]
 
 
 # -- reach: what a page's result depends on ---------------------------------------------
@@ -384,7 +264,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
                depth=max(1, int(depth)) | 1, motion=motion_track(shifts, linked),
                thin=bool(thin), first_page=int(first_page), kept={},
                core=None if core is None else tuple(int(v) for v in core))
-    seq["offsets"] = _offsets(seq["R"])
+    seq["offsets"] = candidate_offsets(seq["R"])
     seq["mdepth"] = (seq["depth"] if match_depth is None
                      else min(max(1, int(match_depth)) | 1, seq["depth"]))
     results: dict = {}
@@ -632,16 +512,16 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
             continue
         t0 = time.perf_counter()
         # the own members' distances are the matching's when its sums are exact (the
-        # same integers _cross_match would add up), otherwise computed there
+        # same integers cross_match would add up), otherwise computed there
         exact = bool(s.match.exact[k])
         oy, ox, od = match(guide, ry, rx, p, m, ps.search_radius, ps.n, g.dense_radius,
                            run.options.lags, exact, s.work, distances=True)
         if not exact:
             od[:] = np.nan
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
-        run_parts(_cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, od, seq["shifts"],
+        run_parts(cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, od, seq["shifts"],
                   seq["linked"], w, *seq["offsets"], ps.n, min(ps.n, GROUP_SIZE1), p, m,
-                  gp, gy, gx)
+                  True, gp, gy, gx, slp=True)
         rel = np.clip(gp - k + w, 0, 2 * w)
         if ps.final:
             used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
