@@ -1,5 +1,6 @@
-"""core.parallel.run_parts: every item once, whatever the thread count; errors raised;
-kernels compiled with the SLP vectoriser on request."""
+"""core.parallel: run_parts runs every item once, whatever the thread count, and raises
+errors; kernels compiled with the SLP vectoriser on request; run_in_order adds each
+result on the calling thread in order while the threads compute."""
 
 import platform
 import re
@@ -8,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 
-from kpca_denoise.core.parallel import run_parts
+from kpca_denoise.core.parallel import run_in_order, run_parts
 
 
 @numba.njit(nogil=True)
@@ -84,3 +85,48 @@ def test_slp_compiles_once_gives_the_scalar_sums_and_restores_numbas_switch():
         plain = numba.njit(nogil=True)(_row_sums.py_func)
         plain(g, out, 0, 37)
         assert packed(_row_sums) and not packed(plain)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("n", [0, 1, 2, 9, 40])
+def test_in_order_adds_every_result_once_in_order_on_the_calling_thread(threads, n):
+    import threading
+
+    caller = threading.get_ident()
+    seen, computed_on = [], {}
+
+    def compute(i):
+        computed_on[i] = (threading.get_ident(), numba.get_num_threads())
+        out = np.zeros(3, np.int64)
+        run_parts(_mark, 3, out)  # a kernel inside sees one thread: runs inline
+        return i * 10 + out.sum()
+
+    def add(i, r):
+        assert threading.get_ident() == caller
+        seen.append((i, r))
+
+    keep = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        run_in_order(n, compute, add)
+        assert numba.get_num_threads() == min(threads, numba.config.NUMBA_NUM_THREADS)
+    finally:
+        numba.set_num_threads(keep)
+    assert seen == [(i, i * 10 + 6) for i in range(n)]
+    assert sorted(computed_on) == list(range(n))
+    if n > 1 and numba.get_num_threads() > 1 and threads > 1:
+        assert all(t == 1 for _, t in computed_on.values())
+
+
+@pytest.mark.parametrize("bad", [0, 5, 11])
+def test_in_order_raises_a_computes_error_and_stops(bad):
+    added = []
+
+    def compute(i):
+        if i == bad:
+            raise ValueError(f"item {i}")
+        return i
+
+    with pytest.raises(ValueError, match=f"item {bad}"):
+        run_in_order(12, compute, lambda i, r: added.append(i))
+    assert added == list(range(len(added))) and bad not in added

@@ -23,6 +23,12 @@ noisy = clean + rng.normal(0, 25, clean.shape)
 outs, _ = denoise_grouped(noisy, 25.0, ranks=(None, 2, 8))
 fast, _ = denoise_grouped(noisy, 25.0, options="fast")
 np.save(sys.argv[1], np.stack([outs[None], outs[2], outs[8], fast[None]]))
+# a stack: its parts run at once on the threads, their sums and counts added in order
+from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
+pages = np.stack([clean[k:k + 56, 2 * k:2 * k + 56] for k in range(5)])[..., None]
+out, st = denoise_grouped_stack(pages + rng.normal(0, 25, pages.shape), 25.0, ranks=(None, 3))
+np.save(sys.argv[1] + ".stack.npy", np.stack([out[None], out[3]]))
+np.save(sys.argv[1] + ".spectrum.npy", np.asarray(st[0]["spectrum"]))
 """
 
 
@@ -41,6 +47,10 @@ def test_grouped_output_is_the_same_with_1_and_4_threads(tmp_path):
         outs[n] = np.load(f)
     # pixel values 0..255: differences are summation-order noise only
     np.testing.assert_allclose(outs[4], outs[1], rtol=0, atol=1e-8)
+    for kind in ("stack", "spectrum"):
+        a, b = (np.load(tmp_path / f"t{n}.npy.{kind}.npy") for n in (1, 4))
+        assert a.shape == b.shape and a.size > 0
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-8)
 
 
 def test_the_thread_sensitive_quality_tests_pass_with_4_threads():

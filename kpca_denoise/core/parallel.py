@@ -94,3 +94,82 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
             kernel.compile(sig)
         finally:
             config.SLP_VECTORIZE = saved
+
+
+
+def run_in_order(n: int, compute: Callable, add: Callable) -> None:
+    """``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
+    on numba's number of threads (the calling thread and a pool's), each call on one
+    thread (the kernels it runs through :func:`run_parts` see one thread); the ``add``
+    calls run on the calling thread, one at a time in the order of ``i``, between its
+    own ``compute`` calls.  So the serial work (``add``, the Python between a call's
+    kernels) overlaps the other threads' kernels.  Returns when all are added (raises
+    the first error; the other threads then take no more items).  docs/speed.md."""
+    import numba
+
+    threads = min(numba.get_num_threads(), n)
+    if threads <= 1:
+        for i in range(n):
+            add(i, compute(i))
+        return
+    lock = threading.Lock()  # the next item and the results ready
+    got = threading.Condition(lock)  # a result is ready (or a thread failed)
+    todo = {"next": 0, "stop": False}
+    ready: dict = {}
+
+    def take() -> int | None:
+        with lock:
+            if todo["stop"] or todo["next"] >= n:
+                return None
+            todo["next"] += 1
+            return todo["next"] - 1
+
+    def help_out() -> None:
+        keep = numba.get_num_threads()
+        numba.set_num_threads(1)  # this thread's own setting
+        try:
+            while (i := take()) is not None:
+                r = compute(i)
+                with got:
+                    ready[i] = r
+                    got.notify()
+        except BaseException:
+            with got:
+                todo["stop"] = True
+                got.notify()
+            raise
+        finally:
+            numba.set_num_threads(keep)
+
+    pool = _pool(threads - 1)
+    helpers = [pool.submit(help_out) for _ in range(threads - 1)]
+    keep = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        for j in range(n):
+            # compute items of its own while the next result is not ready
+            while True:
+                with lock:
+                    if j in ready or todo["stop"]:
+                        break
+                i = take()
+                if i is None:
+                    with got:  # every item taken: wait for the helpers' result
+                        got.wait_for(lambda: j in ready or todo["stop"])
+                    break
+                r = compute(i)
+                with lock:
+                    ready[i] = r
+            with lock:
+                if j not in ready:  # a helper failed
+                    break
+                r = ready.pop(j)
+            add(j, r)
+    except BaseException:
+        with lock:
+            todo["stop"] = True
+        raise
+    finally:
+        numba.set_num_threads(keep)
+        for f in helpers:
+            f.result()  # a helper's error, if the caller had none

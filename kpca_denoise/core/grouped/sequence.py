@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
-from kpca_denoise.core.parallel import run_parts
+from kpca_denoise.core.parallel import run_in_order, run_parts
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
@@ -596,8 +596,10 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     estimate added to its page's sums.  The steps up to the pre-image run on parts of
     :data:`.driver.PART_GROUPS` / ``depth`` groups (a 3-D member is ``depth`` times a 2-D
     one; rounded up to a multiple of the spectrum step), whose arrays stay in the
-    caches, each part's estimates added slice by slice (a pixel's sum in another
-    order than whole chunks': the same to about 1e-12)."""
+    caches, several parts at once, one per thread (:func:`.parallel.run_in_order`); each
+    part's estimates and counts are added in the parts' order on this thread, slice by
+    slice (a pixel's sum in another order than whole chunks': the same to about
+    1e-12)."""
     if not len(gy):
         return
     depth = seq["depth"]
@@ -613,16 +615,35 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     part = -(-part // SPECTRUM_EVERY) * SPECTRUM_EVERY
     d = p * p
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
-    for a in range(0, len(gy), part):
-        b = min(len(gy), a + part)
+    bounds = [(a, min(len(gy), a + part)) for a in range(0, len(gy), part)]
+    spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
+
+    def compute(j: int) -> tuple:
+        a, b = bounds[j]
+        mine = ChannelStats()  # this part's counts, merged in order by add
         Est, aggw = _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
-                                np.ascontiguousarray(cols[:, a:b]), H, run, st)
+                                np.ascontiguousarray(cols[:, a:b]), H, run, mine)
+        return Est, aggw, mine
+
+    def add(j: int, res: tuple) -> None:
+        a, b = bounds[j]
+        Est, aggw, mine = res
         t4 = time.perf_counter()
         for i, (q, y, x) in enumerate(slices):
             accumulate_groups(Est[..., i * d:(i + 1) * d], aggw,
                               _ring_rows(s.sums, q[a:b], y[a:b], H), x[a:b], p, num, den,
                               run.window)
-        st.seconds["reassembly"] += time.perf_counter() - t4
+        mine.seconds["reassembly"] += time.perf_counter() - t4
+        st.merge(mine)
+        for k, v in mine.seconds.items():
+            spent[k] += v
+
+    # the parts at once on the threads, each part's sums added in order (the same sums)
+    t0 = time.perf_counter()
+    run_in_order(len(bounds), compute, add)
+    wall, busy = time.perf_counter() - t0, sum(spent.values())
+    for k, v in spent.items():  # the wall time, shared out as the threads spent it
+        st.seconds[k] += wall * v / busy if busy > 0 else 0.0
 
 
 def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:

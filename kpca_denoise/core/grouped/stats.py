@@ -52,6 +52,23 @@ class ChannelStats:
     seen: dict = field(default_factory=lambda: {"spectrum": 0, "rank_spectrum": 0})
     step: dict = field(default_factory=lambda: {"spectrum": 1, "rank_spectrum": 1})
 
+    def merge(self, part: "ChannelStats") -> None:
+        """Add what ``part`` (the fresh stats of one part of a pass, filled on another
+        thread) counted, as if it had been counted here: the same additions in the
+        same order.  Its ``seconds`` are left to the caller."""
+        self.fallbacks += part.fallbacks
+        self.iterations += part.iterations
+        self.groups += part.groups
+        self.spectrum_groups += part.spectrum_groups
+        self.final_groups += part.final_groups
+        self.kept = part.kept + self.kept
+        for name in ("spectrum", "rank_spectrum"):
+            mine, theirs = getattr(self, name), getattr(part, name)
+            if theirs is not None:
+                setattr(self, name, theirs + (mine if mine is not None else 0.0))
+            for rows in part.samples[name]:
+                self.add_samples(name, rows)
+
     def add_samples(self, kind: str, rows: np.ndarray) -> None:
         """Keep sampled spectra ``rows`` of ``kind``: every ``step``-th of all offered,
         the step doubling whenever more than :data:`SAMPLE_ROWS` are held, so that a
