@@ -30,6 +30,10 @@ Sections:
            against this one's, on a 16-page 512x512 stack (pages panning over the
            upscaled camera, sigma 25), alternated (--repeats): CPU and wall seconds,
            PSNR, the largest pixel difference; not in the default run.
+  abchunk  the same for a chunk of groups: a base checkout's driver._chunk (and
+           the _part it calls) against this one's, on camera upscaled to 1024x1024
+           and astronaut resized to 600x900 (sigma 25), alternated (--repeats):
+           median CPU and wall seconds, PSNR, the same pixels; not in the default run.
   predict  stage 2's predicted search (driver.PREDICT) against the full search
            (None), alternated in one process: median CPU and wall seconds, PSNR
            (camera and astronaut at 512x512, sigma 25; not in the default run).
@@ -377,6 +381,45 @@ def bench_abstack(base: str | None, repeats: int = 3):
           f"{np.abs(outs['base'] - outs['this']).max():.1e}", flush=True)
 
 
+def bench_abchunk(base: str | None, repeats: int = 3):
+    import kpca_denoise.core.grouped.driver as drv
+    from benchmarks.photo_speed import photos
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    if base is None:
+        raise SystemExit("the abchunk section needs --base DIR, a checkout of the base commit")
+    this = drv._chunk
+    other = _base_module(base, "core/grouped/driver.py")._chunk
+    params = DenoiseParams(noise_sigma=25.0)
+    ims = photos([512, 1024])
+    images = {"camera 1024x1024": ims["camera 1024x1024"],
+              "astronaut 600x900": ims["astronaut 600x900"]}
+    warm = np.random.default_rng(1).normal(128, 25, (64, 64))
+    try:
+        for fn in (other, this):
+            drv._chunk = fn
+            denoise_set([warm], params)
+            denoise_set([np.dstack([warm] * 3)], params)
+        print(f"abchunk: base {base} against this checkout, median of {repeats} alternations")
+        for name, img in images.items():
+            noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
+            runs: dict = {"base": [], "this": []}
+            outs = {}
+            for _ in range(repeats):
+                for label, fn in (("base", other), ("this", this)):
+                    drv._chunk = fn
+                    t, c = time.perf_counter(), time.process_time()
+                    outs[label] = denoise_set([noisy], params).images[0].outputs[None]
+                    runs[label].append((time.process_time() - c, time.perf_counter() - t))
+            (cb, wb), (ct, wt) = (np.median(np.array(runs[k]), axis=0) for k in ("base", "this"))
+            print(f"{name}: CPU {cb:.2f} -> {ct:.2f} s ({cb / ct:.2f}x), wall {wb:.2f} -> "
+                  f"{wt:.2f} s ({wb / wt:.2f}x), PSNR {psnr(img, outs['base'], 255):.3f} -> "
+                  f"{psnr(img, outs['this'], 255):.3f} dB, same pixels "
+                  f"{np.array_equal(outs['base'], outs['this'])}", flush=True)
+    finally:
+        drv._chunk = this
+
+
 def bench_parts(repeats: int = 5):
     import kpca_denoise.core.grouped.driver as drv
     from benchmarks.photo_speed import photos
@@ -410,7 +453,7 @@ def bench_parts(repeats: int = 5):
 
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
-            "abstack": bench_abstack,
+            "abstack": bench_abstack, "abchunk": bench_abchunk,
             "predict": bench_predict, "parts": bench_parts}
 
 
@@ -422,12 +465,12 @@ def main():
                     help="the sections to run (default: all but ab, abstack, predict and parts)")
     ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4,
-                    help="ab, abstack: alternations per image")
+                    help="ab, abstack, abchunk: alternations per image")
     args = ap.parse_args()
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
-        if name in ("ab", "abstack"):
+        if name in ("ab", "abstack", "abchunk"):
             SECTIONS[name](args.base, args.repeats)
         else:
             SECTIONS[name]()

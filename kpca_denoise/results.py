@@ -59,7 +59,9 @@ class _StageClock:
     An event with ``done > 0`` reports work finished in its stage, so the time since
     the previous event is charged to that stage; an event with ``done == 0`` marks a
     stage's start (and ``close`` the end), so that time goes to the stage before it.
-    ``clock`` is the time source (seconds)."""
+    An event that carries its stage's ``seconds`` (measured by the core, whose steps
+    ran on several threads at once) is charged those instead.  ``clock`` is the time
+    source (seconds)."""
 
     def __init__(self, inner: ProgressCallback | None, clock=time.perf_counter):
         self.inner = inner
@@ -71,7 +73,10 @@ class _StageClock:
     def __call__(self, ev: ProgressEvent) -> None:
         now = self._clock()
         stage = ev.stage if ev.done > 0 or self._stage is None else self._stage
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + (now - self._last)
+        spent = now - self._last if ev.seconds is None else ev.seconds
+        if ev.seconds is not None:
+            stage = ev.stage
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + spent
         self._last = now
         self._stage = ev.stage
         if self.inner is not None:

@@ -24,6 +24,7 @@ import numpy as np
 from kpca_denoise.core.kpca import _is_number
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.preimage import preimage_groups
+from kpca_denoise.core.parallel import run_in_order
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from .calibrate import Calibration, calibrate, noise_fraction
@@ -579,34 +580,62 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
            st: ChannelStats, num: np.ndarray, den: np.ndarray,
            progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
-    accumulation into ``num`` / ``den``, :data:`PART_GROUPS` groups at a time (the
-    same sums in the same order as the whole chunk at once).  ``own``: only each
-    reference's own patch is accumulated (``(ry, rx)`` of the references)."""
-    for a in range(0, len(gy), PART_GROUPS):
-        b = min(len(gy), a + PART_GROUPS)
-        _part(img, guide, ch, gy[a:b], gx[a:b], t_match if a == 0 else 0.0, step, ranks, run,
-              ps, st, num, den, progress, b == len(gy),
-              None if own is None else (own[0][a:b], own[1][a:b]))
+    accumulation into ``num`` / ``den``, on parts of :data:`PART_GROUPS` groups, several
+    at once, one per thread (:func:`~kpca_denoise.core.parallel.run_in_order`); each
+    part's estimates and counts are added on this thread in the parts' order (the same
+    sums as the whole chunk at once).  The chunk's wall time (and ``t_match``, its
+    share of the matching) is shared out between the steps as the threads spent it,
+    and reported per step (``ProgressEvent.seconds``).  ``own``: only each reference's
+    own patch is accumulated (``(ry, rx)`` of the references)."""
+    bounds = [(a, min(len(gy), a + PART_GROUPS)) for a in range(0, len(gy), PART_GROUPS)]
+    spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
+
+    def compute(j: int) -> tuple:
+        a, b = bounds[j]
+        mine = ChannelStats()  # this part's counts, merged in order by add
+        return _part(img, guide, ch, gy[a:b], gx[a:b], ranks, run, ps, mine,
+                     None if own is None else (own[0][a:b], own[1][a:b])) + (mine,)
+
+    def add(j: int, res: tuple) -> None:
+        a, b = bounds[j]
+        Est, aggw, mine = res
+        t = time.perf_counter()
+        accumulate_groups(Est, aggw, gy[a:b], gx[a:b], run.geometry.patch_size, num, den,
+                          run.window)
+        mine.seconds["reassembly"] += time.perf_counter() - t
+        st.merge(mine)
+        for k, v in mine.seconds.items():
+            spent[k] += v
+
+    t0 = time.perf_counter()
+    run_in_order(len(bounds), compute, add)
+    wall, busy = time.perf_counter() - t0, sum(spent.values())
+    shares = {k: wall * v / busy if busy > 0 else 0.0 for k, v in spent.items()}
+    shares["grouping"] += t_match
+    msg = f"stage {ps.stage}"
+    for k in ("grouping", "eigensolver", "projection", "preimage", "reassembly"):
+        st.seconds[k] += shares[k]
+        # the mean spectrum, sent as it grows so a plot can follow the run
+        eig = (st.spectrum / st.spectrum_groups if k == "eigensolver" and ps.final
+               and st.spectrum_groups else None)
+        report(progress, k, *step, message=msg, eigenvalues=eig, seconds=shares[k])
 
 
 def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
-          t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
-          st: ChannelStats, num: np.ndarray, den: np.ndarray,
-          progress: ProgressCallback | None, last: bool, own: tuple | None) -> None:
-    """The steps of :func:`_chunk` for a part of its groups; progress per step (the
-    spectrum with the chunk's ``last`` part)."""
+          ranks: np.ndarray, run: _Run, ps: _Pass, st: ChannelStats,
+          own: tuple | None) -> tuple:
+    """The steps of :func:`_chunk` up to the pre-image for a part of its groups, on one
+    thread: ``(estimates, aggregation weights)``; its times and counts go into ``st``
+    (the part's own)."""
     p = run.geometry.patch_size
     rbf = run.rbf
     fl = ps.floors
     sec = st.seconds
-    msg = f"stage {ps.stage}"
-    done, total = step
     t0 = time.perf_counter()
     X = gather(img, gy, gx, p)
     P = gather(guide, gy, gx, p) if ps.stage == 2 else X
     t1 = time.perf_counter()
-    sec["grouping"] += t1 - t0 + t_match
-    report(progress, "grouping", done, total, message=msg)
+    sec["grouping"] += t1 - t0
     # only the components the shrinkage keeps: above the stage-1 threshold, or above
     # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
     # an explicit rank in stage 1 may keep components below the threshold: all
@@ -618,18 +647,15 @@ def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.nd
     K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
     t2 = time.perf_counter()
     sec["eigensolver"] += t2 - t1
-    if ps.final:  # the mean spectrum, sent as it grows so a plot can follow the run
+    if ps.final:  # the spectrum's sampled groups
         sampled = lam[::every]
-        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
+        st.spectrum = sampled.sum(axis=0)
         st.spectrum_groups += len(sampled)
         st.add_samples("spectrum", sampled)
         st.final_groups += len(gy)
-    report(progress, "eigensolver", done, total, message=msg,
-           eigenvalues=st.spectrum / st.spectrum_groups if ps.final and last else None)
     auto, parts = shrink_by_rank(ps, lam, V, rowmean, P, X, K, fl_ch, ranks, rbf, st)
     t3 = time.perf_counter()
     sec["projection"] += t3 - t2
-    report(progress, "projection", done, total, message=msg)
     Est, aggw, fb, its = preimage_by_rank(auto, parts, rbf, int(run.options.max_iter), ps.tol2)
     # the mean step on channel 0 only (the luminance of colour): the chrominances lose
     # with it (docs/options.md); its time counts as the pre-image's
@@ -638,14 +664,10 @@ def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.nd
         correct_means(Est, X, float(mk) * run.sigma * run.sigma / (p * p))
     st.fallbacks += int(fb)
     st.iterations += int(its)
-    t4 = time.perf_counter()
-    sec["preimage"] += t4 - t3
-    report(progress, "preimage", done, total, message=msg)
+    sec["preimage"] += time.perf_counter() - t3
     if own is not None:  # only each reference's own patch
         aggw = aggw * ((gy == own[0][:, None]) & (gx == own[1][:, None]))[:, None, :]
-    accumulate_groups(Est, aggw, gy, gx, p, num, den, run.window)
-    sec["reassembly"] += time.perf_counter() - t4
-    report(progress, "reassembly", done, total, message=msg)
+    return Est, aggw
 
 
 def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, stride: int,
