@@ -24,7 +24,6 @@ import numpy as np
 from kpca_denoise.core.kpca import _is_number
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.preimage import preimage_groups
-from kpca_denoise.core.parallel import run_in_order
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from .calibrate import Calibration, calibrate, noise_fraction
@@ -34,7 +33,7 @@ from .matching import (exact_sums, gather, interleave_guide, match, match_predic
                        pad_for_matching, quantise_guide, search_mask)
 from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
-from .stats import SPECTRUM_EVERY, ChannelStats, spectrum_every
+from .stats import SPECTRUM_EVERY, ChannelStats, run_chunk_parts, spectrum_every
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
            "region_plan", "RegionPlan", "PassRegion"]
@@ -588,29 +587,18 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     and reported per step (``ProgressEvent.seconds``).  ``own``: only each reference's
     own patch is accumulated (``(ry, rx)`` of the references)."""
     bounds = [(a, min(len(gy), a + PART_GROUPS)) for a in range(0, len(gy), PART_GROUPS)]
-    spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
 
-    def compute(j: int) -> tuple:
+    def compute(j: int, mine: ChannelStats) -> tuple:
         a, b = bounds[j]
-        mine = ChannelStats()  # this part's counts, merged in order by add
         return _part(img, guide, ch, gy[a:b], gx[a:b], ranks, run, ps, mine,
-                     None if own is None else (own[0][a:b], own[1][a:b])) + (mine,)
+                     None if own is None else (own[0][a:b], own[1][a:b]))
 
-    def add(j: int, res: tuple) -> None:
+    def add(j: int, est: tuple) -> None:
         a, b = bounds[j]
-        Est, aggw, mine = res
-        t = time.perf_counter()
-        accumulate_groups(Est, aggw, gy[a:b], gx[a:b], run.geometry.patch_size, num, den,
+        accumulate_groups(*est, gy[a:b], gx[a:b], run.geometry.patch_size, num, den,
                           run.window)
-        mine.seconds["reassembly"] += time.perf_counter() - t
-        st.merge(mine)
-        for k, v in mine.seconds.items():
-            spent[k] += v
 
-    t0 = time.perf_counter()
-    run_in_order(len(bounds), compute, add)
-    wall, busy = time.perf_counter() - t0, sum(spent.values())
-    shares = {k: wall * v / busy if busy > 0 else 0.0 for k, v in spent.items()}
+    shares = run_chunk_parts(st, len(bounds), compute, add)
     shares["grouping"] += t_match
     msg = f"stage {ps.stage}"
     for k in ("grouping", "eigensolver", "projection", "preimage", "reassembly"):

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
-from kpca_denoise.core.parallel import run_in_order, run_parts
+from kpca_denoise.core.parallel import run_parts
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
@@ -41,7 +41,7 @@ from .motion import page_shifts, steady_shifts
 from .options import GroupedOptions
 from .shrinkage import correct_means, eigen_floor
 from .slices import THIN, THIN_STAGES, depth_pages, motion_track, page_references
-from .stats import SPECTRUM_EVERY, ChannelStats
+from .stats import SPECTRUM_EVERY, ChannelStats, run_chunk_parts
 
 __all__ = ["denoise_grouped_stack", "calibrate_stack",
            "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
@@ -616,34 +616,23 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
     d = p * p
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
     bounds = [(a, min(len(gy), a + part)) for a in range(0, len(gy), part)]
-    spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
 
-    def compute(j: int) -> tuple:
+    def compute(j: int, mine: ChannelStats) -> tuple:
         a, b = bounds[j]
-        mine = ChannelStats()  # this part's counts, merged in order by add
-        Est, aggw = _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
-                                np.ascontiguousarray(cols[:, a:b]), H, run, mine)
-        return Est, aggw, mine
+        return _depth_part(s, ch, [(q[a:b], y[a:b]) for q, y, _ in slices],
+                           np.ascontiguousarray(cols[:, a:b]), H, run, mine)
 
-    def add(j: int, res: tuple) -> None:
+    def add(j: int, est: tuple) -> None:
         a, b = bounds[j]
-        Est, aggw, mine = res
-        t4 = time.perf_counter()
+        Est, aggw = est
         for i, (q, y, x) in enumerate(slices):
             accumulate_groups(Est[..., i * d:(i + 1) * d], aggw,
                               _ring_rows(s.sums, q[a:b], y[a:b], H), x[a:b], p, num, den,
                               run.window)
-        mine.seconds["reassembly"] += time.perf_counter() - t4
-        st.merge(mine)
-        for k, v in mine.seconds.items():
-            spent[k] += v
 
     # the parts at once on the threads, each part's sums added in order (the same sums)
-    t0 = time.perf_counter()
-    run_in_order(len(bounds), compute, add)
-    wall, busy = time.perf_counter() - t0, sum(spent.values())
-    for k, v in spent.items():  # the wall time, shared out as the threads spent it
-        st.seconds[k] += wall * v / busy if busy > 0 else 0.0
+    for k, v in run_chunk_parts(st, len(bounds), compute, add).items():
+        st.seconds[k] += v
 
 
 def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:

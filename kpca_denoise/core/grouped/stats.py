@@ -1,14 +1,16 @@
 """What the grouped method's passes count and report, per channel: each stage's time
 (:data:`STAGES`), the counters, and the final groups' eigen-spectrum, sampled, with
 its spread over the groups, pooled across the tiles of an image
-(:func:`pooled_quantiles`).  The stage clock: ``docs/speed.md``; the spectrum the
-window plots: ``docs/gui.md``.
+(:func:`pooled_quantiles`); a chunk's parts run at once with their counts merged in
+order and their stage times shared out (:func:`run_chunk_parts`).  The stage clock:
+``docs/speed.md``; the spectrum the window plots: ``docs/gui.md``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -153,3 +155,34 @@ def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
     total = cum[-1]
     idx = np.stack([np.minimum((cum < q * total).sum(axis=0), len(vals) - 1) for q in QUANTILES])
     return np.take_along_axis(np.sort(vals, axis=0), idx, axis=0)
+
+
+def run_chunk_parts(st: ChannelStats, n: int, compute: Callable, add: Callable) -> dict:
+    """A chunk's ``n`` parts at once on the threads
+    (:func:`~kpca_denoise.core.parallel.run_in_order`): ``compute(j, mine)`` fills the
+    part's fresh stats ``mine`` and returns its estimates, ``add(j, estimates)`` adds
+    them into the overlap sums on the calling thread in the parts' order (its time
+    counts as the reassembly), and each part's counts are merged into ``st`` in the
+    same order.  Returns the chunk's wall time shared out between the steps as the
+    threads spent it (the stage times, ``st.seconds`` left to the caller)."""
+    from kpca_denoise.core.parallel import run_in_order
+
+    spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
+
+    def part(j: int) -> tuple:
+        mine = ChannelStats()
+        return compute(j, mine), mine
+
+    def merge(j: int, res: tuple) -> None:
+        est, mine = res
+        t = time.perf_counter()
+        add(j, est)
+        mine.seconds["reassembly"] += time.perf_counter() - t
+        st.merge(mine)
+        for k, v in mine.seconds.items():
+            spent[k] += v
+
+    t0 = time.perf_counter()
+    run_in_order(n, part, merge)
+    wall, busy = time.perf_counter() - t0, sum(spent.values())
+    return {k: wall * v / busy if busy > 0 else 0.0 for k, v in spent.items()}
