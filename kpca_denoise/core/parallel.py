@@ -1,7 +1,10 @@
 """The grouped core's parallel loops: a numba kernel over independent items (groups,
 search rows) runs on parts of their range at once, in the calling thread and a pool's
 (the kernels release the GIL).  Not numba's parallel loops (``parallel=True``), which
-compile every kernel again as a parallel function (docs/speed.md#the-first-run)."""
+compile every kernel again as a parallel function (docs/speed.md#the-first-run).
+:func:`run_in_order` runs whole parts of a chunk at once, one per thread, and adds
+their results in order on the calling thread; :func:`compile_slp` compiles a kernel
+with LLVM's SLP vectoriser."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-__all__ = ["run_parts", "compile_slp", "PARTS_PER_THREAD"]
+__all__ = ["run_parts", "run_in_order", "compile_slp", "PARTS_PER_THREAD"]
 
 #: parts per thread: a thread that finishes its part early takes the next one
 PARTS_PER_THREAD = 4
@@ -94,7 +97,6 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
             kernel.compile(sig)
         finally:
             config.SLP_VECTORIZE = saved
-
 
 
 def run_in_order(n: int, compute: Callable, add: Callable) -> None:
