@@ -72,10 +72,11 @@ class _StageClock:
 
     def __call__(self, ev: ProgressEvent) -> None:
         now = self._clock()
-        stage = ev.stage if ev.done > 0 or self._stage is None else self._stage
-        spent = now - self._last if ev.seconds is None else ev.seconds
-        if ev.seconds is not None:
-            stage = ev.stage
+        if ev.seconds is not None:  # the core measured the stage itself
+            stage, spent = ev.stage, ev.seconds
+        else:
+            stage = ev.stage if ev.done > 0 or self._stage is None else self._stage
+            spent = now - self._last
         self.seconds[stage] = self.seconds.get(stage, 0.0) + spent
         self._last = now
         self._stage = ev.stage

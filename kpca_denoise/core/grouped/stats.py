@@ -14,7 +14,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["STAGES", "ChannelStats", "spectrum_every", "quantiles", "pool", "pooled_quantiles",
+from kpca_denoise.core.parallel import run_in_order
+
+__all__ = ["STAGES", "ChannelStats", "run_chunk_parts", "spectrum_every", "quantiles", "pool", "pooled_quantiles",
            "SPECTRUM_EVERY", "SPECTRUM_EVERY_MAX", "SPECTRUM_SAMPLES", "QUANTILES", "POOL_ROWS",
            "SAMPLE_ROWS"]
 
@@ -165,8 +167,6 @@ def run_chunk_parts(st: ChannelStats, n: int, compute: Callable, add: Callable) 
     counts as the reassembly), and each part's counts are merged into ``st`` in the
     same order.  Returns the chunk's wall time shared out between the steps as the
     threads spent it (the stage times, ``st.seconds`` left to the caller)."""
-    from kpca_denoise.core.parallel import run_in_order
-
     spent = dict.fromkeys(st.seconds, 0.0)  # the parts' step times, on their threads
 
     def part(j: int) -> tuple:
