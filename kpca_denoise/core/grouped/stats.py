@@ -17,8 +17,8 @@ import numpy as np
 from kpca_denoise.core.parallel import run_in_order
 
 __all__ = ["STAGES", "ChannelStats", "run_chunk_parts", "spectrum_every", "quantiles", "pool",
-           "pooled_quantiles", "SPECTRUM_EVERY", "SPECTRUM_EVERY_MAX", "SPECTRUM_SAMPLES", "QUANTILES", "POOL_ROWS",
-           "SAMPLE_ROWS"]
+           "pooled_quantiles", "SPECTRUM_EVERY", "SPECTRUM_EVERY_MAX", "SPECTRUM_SAMPLES",
+           "QUANTILES", "POOL_ROWS", "SAMPLE_ROWS"]
 
 #: the stages a pass reports progress and time for, in order
 STAGES = ("grouping", "eigensolver", "projection", "preimage", "reassembly")
