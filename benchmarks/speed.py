@@ -42,6 +42,11 @@ Sections:
            wall seconds, PSNR, the same pixels (camera 512x512 and upscaled to
            1024x1024, astronaut 600x900, sigma 25), then a 16-page 512x512 stack
            through the stack path (best of two); not in the default run.
+  tiles    an image's tiles at once, one per thread (the default), against one
+           after the other on all the threads (a tile map), alternated (--repeats):
+           astronaut resized to 1500x1100 (4 tiles of unequal size) and 4000x3000
+           (12 tiles), white noise of sigma 15, given: median CPU and wall seconds,
+           the same pixels; not in the default run.
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -451,27 +456,60 @@ def bench_parts(repeats: int = 5):
           f"-> {psnr(clean, op, 255):.3f} dB, same pixels {np.array_equal(ow, op)}", flush=True)
 
 
+def bench_tiles(repeats: int = 2):
+    from benchmarks.photo_speed import photos
+    from kpca_denoise import DenoiseParams, denoise_set
+    import kpca_denoise.tiling as tiling
+
+    def one_at_a_time(jobs, **kw):
+        return ((k, tiling.denoise_tile(r, t, **kw)) for k, r, t in jobs)
+
+    params = DenoiseParams(noise_sigma=15.0)
+    denoise_set([np.random.default_rng(1).normal(128, 15, (64, 64, 3))], params)
+    print(f"tiles: at once against one at a time, median of {repeats} alternations")
+    for name, img in photos(["1500x1100", "4000x3000"]).items():
+        noisy = np.clip(img + np.random.default_rng(0).normal(0.0, 15.0, img.shape), 0, 255)
+        noisy = noisy.round().astype(np.uint8)
+        runs: dict = {"one at a time": [], "at once": []}
+        outs = {}
+        for _ in range(repeats):
+            for label, tm in (("one at a time", one_at_a_time), ("at once", None)):
+                t, c = time.perf_counter(), time.process_time()
+                res = denoise_set([noisy], params, tile_map=tm).images[0]
+                runs[label].append((time.process_time() - c, time.perf_counter() - t))
+                outs[label] = res.outputs[None]
+        (c1, w1), (c2, w2) = (np.median(np.array(runs[k]), axis=0)
+                              for k in ("one at a time", "at once"))
+        print(f"{name} ({res.stats['grouped'][0]['tiles']} tiles): CPU {c1:.1f} -> {c2:.1f} s "
+              f"({c1 / c2:.2f}x), wall {w1:.1f} -> {w2:.1f} s ({w1 / w2:.2f}x), PSNR "
+              f"{psnr(img, outs['at once'], 255):.3f} dB, same pixels "
+              f"{np.array_equal(outs['one at a time'], outs['at once'])}", flush=True)
+
+
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
             "abstack": bench_abstack, "abchunk": bench_abchunk,
-            "predict": bench_predict, "parts": bench_parts}
+            "predict": bench_predict, "parts": bench_parts, "tiles": bench_tiles}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
                     default=[s for s in SECTIONS
-                             if s not in ("ab", "abstack", "predict", "parts")],
-                    help="the sections to run (default: all but ab, abstack, predict and parts)")
+                             if s not in ("ab", "abstack", "abchunk", "predict", "parts", "tiles")],
+                    help="the sections to run (default: all but ab, abstack, abchunk, "
+                         "predict, parts and tiles)")
     ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4,
-                    help="ab, abstack, abchunk: alternations per image")
+                    help="ab, abstack, abchunk, tiles: alternations per image")
     args = ap.parse_args()
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
         if name in ("ab", "abstack", "abchunk"):
             SECTIONS[name](args.base, args.repeats)
+        elif name == "tiles":
+            SECTIONS[name](args.repeats)
         else:
             SECTIONS[name]()
 

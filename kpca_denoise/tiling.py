@@ -42,6 +42,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
 from .core.patches import extract_patches, patch_positions, reassemble
 from .core.progress import check_cancel, report
+from .core.parallel import threads
 from .core.tiles import Tile, tile_grid
 from .params import DenoiseParams
 
@@ -702,27 +703,37 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     if len(tiles) > 1:  # one tile decides on its own, on the same centre crop
         params = resolve_periodic(a, sigma, params, vst, cancel)
         tiles = plan(a.shape, params)
-    jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
-    if tile_map is None:
-        done = ((k, denoise_tile(region, tile, sigma, params, model=model, ranks=ranks, vst=vst,
-                                 progress=progress, cancel=cancel))
-                for k, region, tile in jobs)
-    else:
-        done = tile_map(jobs, sigma=sigma, params=params, model=model, ranks=ranks, vst=vst)
     outputs: dict = {}
     per_tile: list = [None] * len(tiles)
-    try:
-        for n_done, (k, (outs, stats)) in enumerate(done, 1):
-            check_cancel(cancel)
-            for r, o in outs.items():
-                if r not in outputs:
-                    outputs[r] = np.empty_like(a)
-                outputs[r][tiles[k].core] = o
-            per_tile[k] = stats
-            if len(tiles) > 1:
-                report(progress, "tiles", n_done, len(tiles))
-    finally:
-        done.close()  # stopped early (cancel, an error): a tile map drops what is left
+
+    def take(n_done: int, k: int, outs: dict, stats) -> None:  # a tile's core written
+        check_cancel(cancel)
+        for r, o in outs.items():
+            if r not in outputs:
+                outputs[r] = np.empty_like(a)
+            outputs[r][tiles[k].core] = o
+        per_tile[k] = stats
+        if len(tiles) > 1:
+            report(progress, "tiles", n_done, len(tiles))
+
+    kw = dict(sigma=sigma, params=params, model=model, ranks=ranks, vst=vst)
+    if tile_map is None and len(tiles) > 1 and params.method == "grouped" and threads() > 1:
+        from .tile_threads import tiles_at_once
+
+        tiles_at_once(a, tiles, denoise_tile, kw, progress, cancel, take)
+    else:
+        jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))
+        if tile_map is None:
+            done = ((k, denoise_tile(region, tile, progress=progress, cancel=cancel, **kw))
+                    for k, region, tile in jobs)
+        else:
+            done = tile_map(jobs, **kw)
+        try:
+            for n_done, (k, (outs, stats)) in enumerate(done, 1):
+                take(n_done, k, outs, stats)
+        finally:
+            done.close()  # stopped early (cancel, an error): a tile map drops what is left
     if params.method == "grouped":
         return outputs, merge_grouped_stats(per_tile)
     return outputs, _merge_global_stats(per_tile)
+

@@ -4,6 +4,7 @@ result on the calling thread in order while the threads compute."""
 
 import platform
 import re
+import threading
 
 import numba
 import numpy as np
@@ -130,3 +131,59 @@ def test_in_order_raises_a_computes_error_and_stops(bad):
     with pytest.raises(ValueError, match=f"item {bad}"):
         run_in_order(12, compute, lambda i, r: added.append(i))
     assert added == list(range(len(added))) and bad not in added
+
+
+needs_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                   reason="a pool's helper needs two threads")
+
+
+@needs_threads
+def test_parts_do_not_wait_for_a_helper_that_never_started():
+    """A helper queued behind the pool's other work (another tile's, say) finds nothing
+    left once the caller has done every part: run_parts returns without waiting."""
+    from kpca_denoise.core.parallel import _pool
+
+    release, busy = threading.Event(), threading.Event()
+
+    def block():
+        busy.set()
+        assert release.wait(60)
+
+    keep = numba.get_num_threads()
+    numba.set_num_threads(2)
+    blocker = _pool(1).submit(block)
+    try:
+        assert busy.wait(60)
+        out = np.zeros(40, np.int64)
+        run_parts(_mark, 40, out)  # the caller does all 8 parts alone
+        assert np.array_equal(out, np.arange(1, 41)) and not blocker.done()
+        added = []
+        run_in_order(5, lambda i: i * i, lambda i, r: added.append(r))
+        assert added == [0, 1, 4, 9, 16] and not blocker.done()
+    finally:
+        release.set()
+        numba.set_num_threads(keep)
+    blocker.result()
+
+
+@needs_threads
+def test_in_order_tells_the_other_threads_to_stop_before_it_waits():
+    """``stop`` runs on the calling thread when it fails, before it waits for the item
+    another thread computes (which can then end early); the caller's error is raised."""
+    stopping = threading.Event()
+    caller = threading.get_ident()
+
+    def compute(i):
+        if threading.get_ident() == caller:
+            raise KeyboardInterrupt
+        assert stopping.wait(60)  # ends only once told to
+        raise ValueError("the other thread's, after the stop")
+
+    keep = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_in_order(4, compute, lambda i, r: None, items=True, stop=stopping.set)
+    finally:
+        numba.set_num_threads(keep)
+    assert stopping.is_set()

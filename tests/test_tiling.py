@@ -263,3 +263,91 @@ def test_the_whole_images_calibration_stops_when_cancelled():
         trial_denoiser(lambda: True)([img], 20.0, resolve_options(periodic=False))
     assert resolve_periodic(img, 20.0, DenoiseParams(noise_sigma=20.0),
                             cancel=lambda: False).grouped.periodic is not None
+
+
+def _one_at_a_time(jobs, **kw):
+    """A tile map: the tiles one after the other, each on all the threads."""
+    import kpca_denoise.tiling as tiling
+
+    return ((k, tiling.denoise_tile(r, t, **kw)) for k, r, t in jobs)
+
+
+def _at_once_params():
+    # 3 x 2 tiles of 64 px cores (an even count) and 2 x 3 of a wider image: a search of
+    # 4 px keeps the halo small, as in test_tiled_grouped_equals_whole_image
+    return DenoiseParams(noise_sigma=20.0, tile_size=64,
+                         grouped={"search_radius": 4, "periodic": False})
+
+
+needs_threads = pytest.mark.skipif(
+    __import__("numba").config.NUMBA_NUM_THREADS < 2,
+    reason="tiles run at once only on two threads or more")
+
+
+@needs_threads
+@pytest.mark.parametrize("shape", [(192, 160, 3), (200, 200)], ids=["colour-6", "grey-9"])
+def test_tiles_at_once_give_the_pixels_of_one_tile_at_a_time(shape):
+    import threading
+
+    caller, seen = threading.get_ident(), []
+    img = np.stack([_scene(shape[:2], c) for c in range(3)], -1) if len(shape) == 3 else \
+        _scene(shape, 0)
+    noisy = img.astype(np.uint8)
+    p = _at_once_params()
+
+    def progress(ev):
+        assert threading.get_ident() == caller  # every event on the calling thread
+        seen.append(ev)
+
+    at_once = denoise_set([noisy], p, progress=progress)
+    serial = denoise_set([noisy], p, tile_map=_one_at_a_time)
+    a, b = at_once.images[0], serial.images[0]
+    assert a.stats["grouped"][0]["tiles"] == len(plan(noisy.shape, p)) >= 6
+    assert np.array_equal(a.outputs[None], b.outputs[None])
+    assert [s["groups"] for s in a.stats["grouped"]] == [s["groups"] for s in b.stats["grouped"]]
+    tiles = [ev.done for ev in seen if ev.stage == "tiles"]
+    assert tiles == list(range(1, len(tiles) + 1)) and len(tiles) == a.stats["grouped"][0]["tiles"]
+    # each tile's steps are charged a share of the run's wall time, not their own (the
+    # tiles ran side by side): the stages add up to the run's time
+    t = at_once.timings
+    steps = sum(v for k, v in t.items() if k != "total")
+    assert 0.5 * t["total"] <= steps <= 1.05 * t["total"] + 0.05
+
+
+@needs_threads
+@pytest.mark.parametrize("how", ["cancel", "interrupt"])
+def test_tiles_at_once_stop_together(monkeypatch, how):
+    """A cancel, or an interrupt on the calling thread (Ctrl-C), while another thread
+    denoises a tile: that tile ends at its next chunk, and the interrupt (or the
+    cancel) is what is raised."""
+    import threading
+
+    import kpca_denoise.tiling as tiling
+    from kpca_denoise.core.progress import Cancelled
+
+    caller, ended, inner = threading.get_ident(), [], tiling.denoise_tile
+    helper_in, flag = threading.Event(), threading.Event()
+
+    def recorded(region, tile, **kw):
+        try:
+            if threading.get_ident() == caller:  # once the other thread is in its tile
+                assert helper_in.wait(60)
+                if how == "interrupt":
+                    raise KeyboardInterrupt
+                flag.set()
+            else:  # its tile starts once the run is stopping
+                helper_in.set()
+                assert kw["cancel"].stop.wait(60)
+            out = inner(region, tile, **kw)
+        except BaseException as e:
+            ended.append(type(e).__name__)
+            raise
+        ended.append("done")
+        return out
+
+    monkeypatch.setattr(tiling, "denoise_tile", recorded)
+    noisy = _scene((192, 160), 0).astype(np.uint8)
+    with pytest.raises(KeyboardInterrupt if how == "interrupt" else Cancelled):
+        denoise_set([noisy], _at_once_params(), cancel=flag)
+    want = ["KeyboardInterrupt", "Cancelled"] if how == "interrupt" else ["Cancelled"] * 2
+    assert sorted(ended) == sorted(want)

@@ -13,23 +13,42 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-__all__ = ["run_parts", "run_in_order", "compile_slp", "PARTS_PER_THREAD"]
+__all__ = ["run_parts", "run_in_order", "compile_slp", "threads", "PARTS_PER_THREAD"]
 
 #: parts per thread: a thread that finishes its part early takes the next one
 PARTS_PER_THREAD = 4
 
 _lock = threading.Lock()
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[tuple, ThreadPoolExecutor] = {}
 if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
     os.register_at_fork(after_in_child=_pools.clear)
 
 
-def _pool(threads: int) -> ThreadPoolExecutor:
+def _pool(threads: int, kind: str = "part") -> ThreadPoolExecutor:
+    """The pool of ``threads`` threads for ``kind`` of work: "part" (a kernel's parts,
+    a chunk's) or "item" (whole items, such as an image's tiles, whose kernels then
+    still find the parts' pool free)."""
     with _lock:
-        pool = _pools.get(threads)
+        pool = _pools.get((threads, kind))
         if pool is None:
-            pool = _pools[threads] = ThreadPoolExecutor(threads, "kpca-denoise-part")
+            pool = _pools[(threads, kind)] = ThreadPoolExecutor(threads, f"kpca-denoise-{kind}")
         return pool
+
+
+def _wait_started(helpers: list) -> None:
+    """Wait for the helpers that started (raising the first one's error); those still
+    queued, behind a busy pool's other work, are dropped: every part is taken by
+    then, so they would find nothing to do."""
+    for f in helpers:
+        if not f.cancel():
+            f.result()
+
+
+def threads() -> int:
+    """numba's number of threads on this thread (``NUMBA_NUM_THREADS`` unless set)."""
+    import numba
+
+    return numba.get_num_threads()
 
 
 def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
@@ -70,8 +89,7 @@ def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
                 pass
         raise
     finally:
-        for f in helpers:
-            f.result()
+        _wait_started(helpers)
 
 
 def compile_slp(kernel: Callable, args: tuple) -> None:
@@ -99,14 +117,20 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
             config.SLP_VECTORIZE = saved
 
 
-def run_in_order(n: int, compute: Callable, add: Callable) -> None:
+def run_in_order(n: int, compute: Callable, add: Callable, *, items: bool = False,
+                 stop: Callable | None = None) -> None:
     """``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
     on numba's number of threads (the calling thread and a pool's), each call on one
     thread (the kernels it runs through :func:`run_parts` see one thread); the ``add``
     calls run on the calling thread, one at a time in the order of ``i``, between its
     own ``compute`` calls.  So the serial work (``add``, the Python between a call's
     kernels) overlaps the other threads' kernels.  Returns when all are added (raises
-    the first error; the other threads then take no more items).  docs/speed.md."""
+    the first error; the other threads then take no more items).  ``items``: the
+    helpers come from a pool of their own, so that a ``compute`` call that raises its
+    thread's number of threads again (an image's last tile) finds the parts' pool free.
+    ``stop``: called on the calling thread when it stops on an error or an interrupt,
+    before it waits for the items the other threads are computing (to tell them to
+    end early).  docs/speed.md."""
     import numba
 
     threads = min(numba.get_num_threads(), n)
@@ -143,7 +167,7 @@ def run_in_order(n: int, compute: Callable, add: Callable) -> None:
         finally:
             numba.set_num_threads(keep)
 
-    pool = _pool(threads - 1)
+    pool = _pool(threads - 1, "item" if items else "part")
     helpers = [pool.submit(help_out) for _ in range(threads - 1)]
     keep = numba.get_num_threads()
     numba.set_num_threads(1)
@@ -170,8 +194,12 @@ def run_in_order(n: int, compute: Callable, add: Callable) -> None:
     except BaseException:
         with lock:
             todo["stop"] = True
+        if stop is not None:
+            stop()
+        for f in helpers:  # their items end first; the caller's error is the one raised
+            if not f.cancel():
+                f.exception()
         raise
     finally:
         numba.set_num_threads(keep)
-        for f in helpers:
-            f.result()  # a helper's error, if the caller had none
+    _wait_started(helpers)  # a helper's error, the caller having none
