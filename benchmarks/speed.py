@@ -44,9 +44,9 @@ Sections:
            through the stack path (best of two); not in the default run.
   tiles    an image's tiles at once, one per thread (the default), against one
            after the other on all the threads (a tile map), alternated (--repeats):
-           astronaut resized to 1500x1100 (4 tiles of unequal size) and 4000x3000
-           (12 tiles), white noise of sigma 15, given: median CPU and wall seconds,
-           the same pixels; not in the default run.
+           astronaut resized to 3000x1000 (3 tiles: the last alone), 2048x1536 (4)
+           and 4000x3000 (12), white noise of sigma 15, given (--sizes: others):
+           median CPU and wall seconds, the same pixels; not in the default run.
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -456,7 +456,7 @@ def bench_parts(repeats: int = 5):
           f"-> {psnr(clean, op, 255):.3f} dB, same pixels {np.array_equal(ow, op)}", flush=True)
 
 
-def bench_tiles(repeats: int = 2):
+def bench_tiles(repeats: int = 2, sizes=("3000x1000", "2048x1536", "4000x3000")):
     from benchmarks.photo_speed import photos
     from kpca_denoise import DenoiseParams, denoise_set
     import kpca_denoise.tiling as tiling
@@ -467,7 +467,7 @@ def bench_tiles(repeats: int = 2):
     params = DenoiseParams(noise_sigma=15.0)
     denoise_set([np.random.default_rng(1).normal(128, 15, (64, 64, 3))], params)
     print(f"tiles: at once against one at a time, median of {repeats} alternations")
-    for name, img in photos(["1500x1100", "4000x3000"]).items():
+    for name, img in photos(sizes).items():
         noisy = np.clip(img + np.random.default_rng(0).normal(0.0, 15.0, img.shape), 0, 255)
         noisy = noisy.round().astype(np.uint8)
         runs: dict = {"one at a time": [], "at once": []}
@@ -502,6 +502,7 @@ def main():
     ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4,
                     help="ab, abstack, abchunk, tiles: alternations per image")
+    ap.add_argument("--sizes", nargs="+", help="tiles: the photographs' sizes, WxH")
     args = ap.parse_args()
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
@@ -509,7 +510,7 @@ def main():
         if name in ("ab", "abstack", "abchunk"):
             SECTIONS[name](args.base, args.repeats)
         elif name == "tiles":
-            SECTIONS[name](args.repeats)
+            SECTIONS[name](args.repeats, *([args.sizes] if args.sizes else []))
         else:
             SECTIONS[name]()
 

@@ -200,7 +200,8 @@ class RunEstimate:
 class ProgressBar:
     """A one-line progress bar on stderr; when stderr is not a terminal (a log file,
     a pipe), one line per stage the first time it starts, one per finished image, one
-    per finished tile of a large image (at most every 5 s) and one at least every
+    per finished tile of a large image (when 5 s or a tenth of its tiles have passed
+    since the last) and one at least every
     :data:`HEARTBEAT` seconds, each with the whole run's time left (:class:`RunEstimate`)."""
 
     def __init__(self, stream=None, enabled=True, names=None, estimate: RunEstimate | None = None,
@@ -216,6 +217,7 @@ class ProgressBar:
         self._last_draw = 0.0
         self._t0 = self._clock()
         self._last_tiles = -float("inf")
+        self._tiles_shown = 0  # the tiles done at the last tiles line
         self._last_line = self._t0
         self._partial = False  # a terminal's bar drawn and not ended
 
@@ -264,16 +266,20 @@ class ProgressBar:
     def _plain(self, ev: ProgressEvent) -> None:
         now = self._clock()
         if ev.stage == "image":
+            self._tiles_shown = 0  # (an image that failed between its tiles too)
             if not ev.done:
                 return
             what = "failed" if ev.message == "failed" else "done"
             left = self.estimate.left() if ev.done < ev.total else None
             more = f", about {duration(left)} left" if left is not None and left >= 0.5 else ""
             self._line(f"image {ev.done}/{ev.total} {what} ({now - self._t0:.1f} s{more})")
-        elif ev.stage == "tiles" and ev.total and (ev.done >= ev.total
-                                                    or now - self._last_tiles >= 5):
-            # a large image's tiles: a line at most every 5 s, with the time left
+        elif ev.stage == "tiles" and ev.total and (
+                ev.done >= ev.total or now - self._last_tiles >= 5
+                or ev.done - self._tiles_shown >= max(1, ev.total // 10)):
+            # a large image's tiles: a line when 5 s or a tenth of them have passed
+            # since the last, with the time left (the next image counts from 0)
             self._last_tiles = now
+            self._tiles_shown = ev.done if ev.done < ev.total else 0
             self._line(f"tiles {ev.done}/{ev.total} ({now - self._t0:.0f} s){self._run(', ')}")
         elif ev.stage not in self._seen and ev.stage != "tiles":
             self._seen.add(ev.stage)

@@ -9,8 +9,6 @@ threads.  Used by :func:`kpca_denoise.tiling.denoise_tiled` for the grouped meth
 from __future__ import annotations
 
 import threading
-import time
-from dataclasses import replace
 from typing import Any, Callable
 
 from .core.parallel import run_in_order
@@ -35,40 +33,29 @@ class _Stopped:
 def tiles_at_once(a, tiles: list, denoise_tile: Callable, kw: dict, progress: Any,
                   cancel: Any, take: Callable) -> None:
     """``denoise_tile(a[tile.region], tile, **kw)`` for every tile, at once on numba's
-    threads (the last tile on all of them: the threads that finish help it); on the
-    calling thread, in the tiles' order, each tile's progress events are sent and
-    ``take(n_done, k, outs, stats)`` writes its core.  An error or an interrupt ends
-    the tiles in flight at their next chunk and is raised."""
+    threads (the last tile asks for all of them: the pool's threads help it as they
+    finish theirs); on the calling thread, in the tiles' order, ``take(n_done, k, outs,
+    stats)`` writes each core.  The calling thread's own tiles send their progress
+    events as they go (a window's bars move, and the run's stage clock takes their
+    steps' times, which stand for the tiles beside them); the other threads' tiles
+    send none.  An error or an interrupt ends the tiles in flight at their next chunk
+    and is raised."""
     import numba
 
     token = _Stopped(cancel)
     threads = numba.get_num_threads()
+    caller = threading.get_ident()
 
     def compute(k: int) -> tuple:
-        events: list = []
         keep = numba.get_num_threads()
         if k == len(tiles) - 1:
             numba.set_num_threads(threads)
         try:
-            res = denoise_tile(a[tiles[k].region], tiles[k], progress=events.append,
-                               cancel=token, **kw)
+            return denoise_tile(a[tiles[k].region], tiles[k], cancel=token,
+                                progress=progress if threading.get_ident() == caller else None,
+                                **kw)
         finally:
             numba.set_num_threads(keep)
-        return res, events
 
-    last = [time.perf_counter()]
-
-    def add(k: int, done: tuple) -> None:
-        (outs, stats), events = done
-        if progress is not None:
-            # the wall time since the previous tile's, shared out as this tile's steps
-            # took theirs: the stages still add up to the run's time
-            now = time.perf_counter()
-            spent = sum(ev.seconds or 0.0 for ev in events)
-            f = (now - last[0]) / spent if spent > 0.0 else 0.0
-            last[0] = now
-            for ev in events:
-                progress(ev if ev.seconds is None else replace(ev, seconds=ev.seconds * f))
-        take(k + 1, k, outs, stats)
-
-    run_in_order(len(tiles), compute, add, items=True, stop=token.stop.set)
+    run_in_order(len(tiles), compute, lambda k, done: take(k + 1, k, *done),
+                 stop=token.stop.set)

@@ -1544,6 +1544,31 @@ def test_an_roi_of_a_larger_image_moves_inside_the_next_one(window, images):
     assert vx1 - vx0 < 60 and vy1 - vy0 < 60  # fitted to the 48 px image, not to the ROI
 
 
+def test_a_large_images_tiles_are_counted_on_the_overall_line(qtbot, monkeypatch):
+    # the tiles run at once and their steps arrive when each is written: the stage bars
+    # sat full between tiles, with no word of how far the image was
+    import kpca_denoise.gui.panels as panels
+
+    now = [100.0]
+    monkeypatch.setattr(panels.time, "monotonic", lambda: now[0])
+    p = panels.ProgressPanel()
+    qtbot.addWidget(p)
+    p.start("grouped", 1)
+    p.item_started(0, 1, "phone.jpg")
+    now[0] += 15.0
+    p.update_stage("grouping", 258, 258, "stage 2")
+    p.update_stage("tiles", 1, 12)  # the second tile, in flight beside it, nearly done
+    assert "tile 1/12" in p.overall.text() and "left" not in p.overall.text()
+    now[0] += 1.0
+    p.update_stage("tiles", 2, 12)  # two tiles in 16 s: ten more, 80 s
+    assert "image 1/1: phone.jpg, tile 2/12" in p.overall.text()
+    assert "about 80 s left" in p.overall.text()
+    p.update_stage("tiles", 12, 12)
+    assert "tile" not in p.overall.text()
+    p.item_started(0, 1, "next.png")
+    assert "tile" not in p.overall.text()
+
+
 def test_a_run_of_several_images_estimates_the_whole_run(qtbot, monkeypatch):
     # the estimate covered only the current stage ("about 20 s left" at 21 s of 102 s)
     import kpca_denoise.gui.panels as panels

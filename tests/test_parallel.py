@@ -183,7 +183,7 @@ def test_in_order_tells_the_other_threads_to_stop_before_it_waits():
     numba.set_num_threads(2)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_in_order(4, compute, lambda i, r: None, items=True, stop=stopping.set)
+            run_in_order(4, compute, lambda i, r: None, stop=stopping.set)
     finally:
         numba.set_num_threads(keep)
     assert stopping.is_set()

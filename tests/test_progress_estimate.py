@@ -116,6 +116,25 @@ def test_a_log_gets_the_run_s_time_left_per_tile_and_per_image():
         "image 2/2 done (80.0 s)"]
 
 
+def test_tiles_finishing_in_pairs_each_get_a_line_and_many_fast_ones_a_tenth():
+    """Tiles at once, one per thread, are written in pairs; every one of a 12-tile photo
+    gets its line, while 200 quick tiles get one per tenth (or per 5 s)."""
+    clock = Clock()
+    buf = io.StringIO()
+    bar = ProgressBar(stream=buf, clock=clock, estimate=RunEstimate({0: 1.0, 1: 1.0}, clock=clock))
+    for image, total, pause in ((0, 12, 16.0), (1, 200, 0.2)):
+        bar.begin(image)
+        for t in range(1, total + 1):
+            clock.t += pause if t % 2 else 0.01  # the second of a pair right after
+            bar(ProgressEvent("tiles", t, total))
+        bar(ProgressEvent("image", image + 1, 2))
+    lines = [ln.split(" (")[0] for ln in buf.getvalue().splitlines() if ln.startswith("tiles")]
+    assert lines[:12] == [f"tiles {t}/12" for t in range(1, 13)]
+    # the second image starts its count again: a line at its 20th tile (a tenth), not
+    # held back by the first image's 12
+    assert lines[12:] == [f"tiles {t}/200" for t in range(20, 201, 20)]
+
+
 def test_a_log_gets_a_line_every_half_minute_of_a_long_image():
     clock = Clock()
     buf = io.StringIO()

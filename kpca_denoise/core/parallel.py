@@ -19,19 +19,20 @@ __all__ = ["run_parts", "run_in_order", "compile_slp", "threads", "PARTS_PER_THR
 PARTS_PER_THREAD = 4
 
 _lock = threading.Lock()
-_pools: dict[tuple, ThreadPoolExecutor] = {}
+_pools: dict[int, ThreadPoolExecutor] = {}
 if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's threads
     os.register_at_fork(after_in_child=_pools.clear)
 
 
-def _pool(threads: int, kind: str = "part") -> ThreadPoolExecutor:
-    """The pool of ``threads`` threads for ``kind`` of work: "part" (a kernel's parts,
-    a chunk's) or "item" (whole items, such as an image's tiles, whose kernels then
-    still find the parts' pool free)."""
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The pool of ``threads`` threads that every parallel loop shares: a loop inside
+    an item that another loop runs (a kernel's parts inside an image's tile) queues
+    behind the pool's busy threads and is helped as they come free, so the threads
+    never outnumber numba's."""
     with _lock:
-        pool = _pools.get((threads, kind))
+        pool = _pools.get(threads)
         if pool is None:
-            pool = _pools[(threads, kind)] = ThreadPoolExecutor(threads, f"kpca-denoise-{kind}")
+            pool = _pools[threads] = ThreadPoolExecutor(threads, "kpca-denoise-part")
         return pool
 
 
@@ -117,7 +118,7 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
             config.SLP_VECTORIZE = saved
 
 
-def run_in_order(n: int, compute: Callable, add: Callable, *, items: bool = False,
+def run_in_order(n: int, compute: Callable, add: Callable, *,
                  stop: Callable | None = None) -> None:
     """``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
     on numba's number of threads (the calling thread and a pool's), each call on one
@@ -125,12 +126,11 @@ def run_in_order(n: int, compute: Callable, add: Callable, *, items: bool = Fals
     calls run on the calling thread, one at a time in the order of ``i``, between its
     own ``compute`` calls.  So the serial work (``add``, the Python between a call's
     kernels) overlaps the other threads' kernels.  Returns when all are added (raises
-    the first error; the other threads then take no more items).  ``items``: the
-    helpers come from a pool of their own, so that a ``compute`` call that raises its
-    thread's number of threads again (an image's last tile) finds the parts' pool free.
-    ``stop``: called on the calling thread when it stops on an error or an interrupt,
-    before it waits for the items the other threads are computing (to tell them to
-    end early).  docs/speed.md."""
+    the first error; the other threads then take no more items).  A ``compute`` call
+    that raises its thread's number of threads again (an image's last tile) is helped
+    by the pool's threads as they finish their items.  ``stop``: called on the calling
+    thread when it stops on an error or an interrupt, before it waits for the items
+    the other threads are computing (to tell them to end early).  docs/speed.md."""
     import numba
 
     threads = min(numba.get_num_threads(), n)
@@ -167,7 +167,7 @@ def run_in_order(n: int, compute: Callable, add: Callable, *, items: bool = Fals
         finally:
             numba.set_num_threads(keep)
 
-    pool = _pool(threads - 1, "item" if items else "part")
+    pool = _pool(threads - 1)
     helpers = [pool.submit(help_out) for _ in range(threads - 1)]
     keep = numba.get_num_threads()
     numba.set_num_threads(1)

@@ -96,6 +96,8 @@ class ProgressPanel(QWidget):
         self._eta: float | None = None
         self._items = (0, 0)  # (images begun, images in the run): the whole run's estimate
         self._item_t0 = 0.0
+        self._tile = ""  # a large image's tiles written so far, on the overall line
+        self._tiles_t0 = 0.0
         self.first_run = True  # the first run of a session loads (or compiles) the numeric code
         # the elapsed time ticks every second, not only when the pipeline reports
         self.clock = QTimer(self)
@@ -155,6 +157,7 @@ class ProgressPanel(QWidget):
         self._eta = None
         self._items = (0, n_items)
         self._item = f"starting ({n_items} image{'s' if n_items != 1 else ''})…"
+        self._tile = ""
         self._detail = ""
         self.clock.start()
         self._render()
@@ -168,7 +171,7 @@ class ProgressPanel(QWidget):
         if not self._running:
             return
         el = self.elapsed()
-        parts = [self._item]
+        parts = [self._item + self._tile]
         if self._detail:
             parts.append(self._detail)
         elif self.last_stage is None and el >= 3:
@@ -206,6 +209,7 @@ class ProgressPanel(QWidget):
         if index >= 0:
             self._items = (index + 1, count)
             self._item_t0 = time.monotonic()
+        self._tile, self._tiles_t0 = "", time.monotonic()
         self._detail = ""
         self._eta = None
         self._render()
@@ -219,6 +223,12 @@ class ProgressPanel(QWidget):
                 ebar.setRange(0, max(1, ebar.value()))
                 ebar.setFormat(f"converged, {ebar.value()} it.")
         now = time.monotonic()
+        if stage == "tiles":  # a large image's tiles run at once: their count and pace
+            self._tile = f", tile {done}/{total}" if 0 < done < total else ""
+            spent = now - self._tiles_t0  # (the first tile ends with its neighbour's
+            self._eta = spent / done * (total - done) if done > 1 else None  # half done)
+            self._render()
+            return
         if stage != self.last_stage or done <= 0 or done < self._last_done:
             self._stage_t0 = now  # a new stage, or a new pass of it (a sequence's stage 2)
         self.last_stage = stage
