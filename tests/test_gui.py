@@ -1544,16 +1544,22 @@ def test_an_roi_of_a_larger_image_moves_inside_the_next_one(window, images):
     assert vx1 - vx0 < 60 and vy1 - vy0 < 60  # fitted to the 48 px image, not to the ROI
 
 
-def test_a_large_images_tiles_are_counted_on_the_overall_line(qtbot, monkeypatch):
-    # the tiles run at once and their steps arrive when each is written: the stage bars
-    # sat full between tiles, with no word of how far the image was
+def _panel_on_a_fake_clock(qtbot, monkeypatch, images):
+    """A progress panel whose clock is ``now[0]``, a grouped run of ``images`` started."""
     import kpca_denoise.gui.panels as panels
 
     now = [100.0]
     monkeypatch.setattr(panels.time, "monotonic", lambda: now[0])
     p = panels.ProgressPanel()
     qtbot.addWidget(p)
-    p.start("grouped", 1)
+    p.start("grouped", images)
+    return p, now
+
+
+def test_a_large_images_tiles_are_counted_on_the_overall_line(qtbot, monkeypatch):
+    # the tiles run at once and only the window's own thread's tiles send their steps:
+    # the stage bars said nothing of how far the image was
+    p, now = _panel_on_a_fake_clock(qtbot, monkeypatch, 1)
     p.item_started(0, 1, "phone.jpg")
     now[0] += 15.0
     p.update_stage("grouping", 258, 258, "stage 2")
@@ -1573,11 +1579,7 @@ def test_a_run_of_several_images_estimates_the_whole_run(qtbot, monkeypatch):
     # the estimate covered only the current stage ("about 20 s left" at 21 s of 102 s)
     import kpca_denoise.gui.panels as panels
 
-    now = [100.0]
-    monkeypatch.setattr(panels.time, "monotonic", lambda: now[0])
-    p = panels.ProgressPanel()
-    qtbot.addWidget(p)
-    p.start("grouped", 4)
+    p, now = _panel_on_a_fake_clock(qtbot, monkeypatch, 4)
     p.item_started(0, 4, "a.png")
     assert p.run_left() is None  # nothing done yet: no rate
     now[0] += 20.0
