@@ -40,9 +40,9 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
+from .core.parallel import num_threads
 from .core.patches import extract_patches, patch_positions, reassemble
 from .core.progress import check_cancel, report
-from .core.parallel import threads
 from .core.tiles import Tile, tile_grid
 from .params import DenoiseParams
 
@@ -717,7 +717,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
             report(progress, "tiles", n_done, len(tiles))
 
     kw = dict(sigma=sigma, params=params, model=model, ranks=ranks, vst=vst)
-    if tile_map is None and len(tiles) > 1 and params.method == "grouped" and threads() > 1:
+    if tile_map is None and len(tiles) > 1 and params.method == "grouped" and num_threads() > 1:
         from .tile_threads import tiles_at_once
 
         tiles_at_once(a, tiles, denoise_tile, kw, progress, cancel, take)
@@ -736,4 +736,3 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     if params.method == "grouped":
         return outputs, merge_grouped_stats(per_tile)
     return outputs, _merge_global_stats(per_tile)
-

@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-__all__ = ["run_parts", "run_in_order", "compile_slp", "threads", "PARTS_PER_THREAD"]
+__all__ = ["run_parts", "run_in_order", "compile_slp", "num_threads", "PARTS_PER_THREAD"]
 
 #: parts per thread: a thread that finishes its part early takes the next one
 PARTS_PER_THREAD = 4
@@ -45,7 +45,7 @@ def _wait_started(helpers: list) -> None:
             f.result()
 
 
-def threads() -> int:
+def num_threads() -> int:
     """numba's number of threads on this thread (``NUMBA_NUM_THREADS`` unless set)."""
     import numba
 

@@ -224,9 +224,10 @@ class ProgressPanel(QWidget):
                 ebar.setFormat(f"converged, {ebar.value()} it.")
         now = time.monotonic()
         if stage == "tiles":  # a large image's tiles run at once: their count and pace
+            # (not from the first alone: the tile beside it is then nearly done too)
             self._tile = f", tile {done}/{total}" if 0 < done < total else ""
-            spent = now - self._tiles_t0  # (the first tile ends with its neighbour's
-            self._eta = spent / done * (total - done) if done > 1 else None  # half done)
+            spent = now - self._tiles_t0
+            self._eta = spent / done * (total - done) if done > 1 else None
             self._render()
             return
         if stage != self.last_stage or done <= 0 or done < self._last_done:
