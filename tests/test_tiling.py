@@ -349,5 +349,8 @@ def test_tiles_at_once_stop_together(monkeypatch, how):
     noisy = _scene((192, 160), 0).astype(np.uint8)
     with pytest.raises(KeyboardInterrupt if how == "interrupt" else Cancelled):
         denoise_set([noisy], _at_once_params(), cancel=flag)
-    want = ["KeyboardInterrupt", "Cancelled"] if how == "interrupt" else ["Cancelled"] * 2
-    assert sorted(ended) == sorted(want)
+    # the caller's tile and every other thread's that started (one at least; more on
+    # more threads) end before the run does, none of them done
+    first = "KeyboardInterrupt" if how == "interrupt" else "Cancelled"
+    assert len(ended) >= 2 and ended.count(first) >= 1, ended
+    assert set(ended) <= {first, "Cancelled"} and "done" not in ended, ended
