@@ -13,7 +13,12 @@ from typing import Any, Callable
 
 from .core.parallel import run_in_order
 
-__all__ = ["tiles_at_once"]
+__all__ = ["tiles_at_once", "MAX_AT_ONCE"]
+
+#: at most this many tiles at once (one per thread): each holds its working set (about
+#: 400 MB for a colour tile of the default size), so on more threads the tiles run one
+#: after the other on all of them and memory stays at one tile's
+MAX_AT_ONCE = 4
 
 
 class _Stopped:

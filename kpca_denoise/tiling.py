@@ -45,6 +45,7 @@ from .core.patches import extract_patches, patch_positions, reassemble
 from .core.progress import check_cancel, report
 from .core.tiles import Tile, tile_grid
 from .params import DenoiseParams
+from .tile_threads import MAX_AT_ONCE, tiles_at_once
 
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
            "luminance", "LazyLuminance", "channels", "colour_part", "training_patches",
@@ -717,9 +718,8 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
             report(progress, "tiles", n_done, len(tiles))
 
     kw = dict(sigma=sigma, params=params, model=model, ranks=ranks, vst=vst)
-    if tile_map is None and len(tiles) > 1 and params.method == "grouped" and num_threads() > 1:
-        from .tile_threads import tiles_at_once
-
+    if (tile_map is None and len(tiles) > 1 and params.method == "grouped"
+            and 1 < num_threads() <= MAX_AT_ONCE):
         tiles_at_once(a, tiles, denoise_tile, kw, progress, cancel, take)
     else:
         jobs = ((k, a[tile.region], tile) for k, tile in enumerate(tiles))

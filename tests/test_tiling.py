@@ -354,3 +354,20 @@ def test_tiles_at_once_stop_together(monkeypatch, how):
     first = "KeyboardInterrupt" if how == "interrupt" else "Cancelled"
     assert len(ended) >= 2 and ended.count(first) >= 1, ended
     assert set(ended) <= {first, "Cancelled"} and "done" not in ended, ended
+
+
+@needs_threads
+def test_on_more_threads_than_tiles_may_hold_memory_for_they_run_one_at_a_time(monkeypatch):
+    """Each tile in flight holds its working set: above tile_threads.MAX_AT_ONCE threads
+    the tiles run one after the other on all of them (the same pixels either way)."""
+    import kpca_denoise.tiling as tiling
+
+    calls = []
+    at_once = tiling.tiles_at_once
+    monkeypatch.setattr(tiling, "tiles_at_once", lambda *a: calls.append(1) or at_once(*a))
+    noisy = _scene((192, 160), 0).astype(np.uint8)
+    first = denoise_set([noisy], _at_once_params()).images[0].outputs[None]
+    assert calls == [1]
+    monkeypatch.setattr(tiling, "MAX_AT_ONCE", 1)  # two threads are now too many
+    second = denoise_set([noisy], _at_once_params()).images[0].outputs[None]
+    assert calls == [1] and np.array_equal(first, second)
