@@ -12,6 +12,7 @@ import threading
 from typing import Any, Callable
 
 from .core.parallel import run_in_order
+from .core.progress import cancel_requested
 
 __all__ = ["tiles_at_once", "MAX_AT_ONCE"]
 
@@ -29,10 +30,7 @@ class _Stopped:
         self.cancel, self.stop = cancel, threading.Event()
 
     def is_set(self) -> bool:
-        if self.stop.is_set():
-            return True
-        c = self.cancel
-        return bool(c is not None and (c.is_set() if hasattr(c, "is_set") else c()))
+        return self.stop.is_set() or cancel_requested(self.cancel)
 
 
 def tiles_at_once(a, tiles: list, denoise_tile: Callable, kw: dict, progress: Any,

@@ -21,6 +21,7 @@ __all__ = [
     "ProgressCallback",
     "report",
     "check_cancel",
+    "cancel_requested",
 ]
 
 
@@ -83,10 +84,15 @@ def report(
         progress(ProgressEvent(stage, int(done), int(total), eigenvalues, message, seconds))
 
 
+def cancel_requested(cancel: Any) -> bool:
+    """Whether the token (a :class:`CancelToken`, an object with ``is_set`` or a
+    function returning True to stop) says stop; ``None`` never does."""
+    if cancel is None:
+        return False
+    return bool(cancel.is_set() if hasattr(cancel, "is_set") else cancel())
+
+
 def check_cancel(cancel: Any) -> None:
     """Raise :class:`Cancelled` if the token says so; ``None`` never cancels."""
-    if cancel is None:
-        return
-    flag = cancel.is_set() if hasattr(cancel, "is_set") else cancel()
-    if flag:
+    if cancel_requested(cancel):
         raise Cancelled("cancelled by the user")
