@@ -1,9 +1,8 @@
 """An image's tiles denoised at once, one per thread, their cores written in order.
 
-Each tile's steps then run on one thread and wait on no other (a tile alone on two
-threads keeps them busy about 1.75 of the time; docs/speed.md#tiles-at-once).  The
-pixels are those of one tile at a time: a core's results do not depend on the
-threads.  Used by :func:`kpca_denoise.tiling.denoise_tiled` for the grouped method.
+Each tile's steps then run on one thread and wait on no other, which keeps the cores
+busier than one tile split across them (docs/speed.md#tiles-at-once).  The pixels are
+those of one tile at a time: a core's results do not depend on the threads.  Used by :func:`kpca_denoise.tiling.denoise_tiled` for the grouped method.
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ from .core.progress import cancel_requested
 
 __all__ = ["tiles_at_once", "MAX_AT_ONCE"]
 
-#: at most this many tiles at once (one per thread): each holds its working set (about
-#: 400 MB for a colour tile of the default size), so on more threads the tiles run one
-#: after the other on all of them and memory stays at one tile's
+#: at most this many tiles at once (one per thread): each holds its working set
+#: (docs/speed.md#tiles-at-once), so on more threads the tiles run one after the other
+#: on all of them and memory stays at one tile's
 MAX_AT_ONCE = 4
 
 
