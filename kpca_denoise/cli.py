@@ -397,9 +397,28 @@ def _denoise(args) -> int:
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
         return interrupted_code(interrupted)
-    _print_table(rows)
-    print(f"results in {outdir.resolve()}")
-    return 1 if failed else 0
+    code = 1 if failed else 0
+    try:
+        _print_table(rows)
+        print(f"results in {outdir.resolve()}")
+        sys.stdout.flush()
+    except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
+        _drop_stdout()
+        if not isinstance(exc, BrokenPipeError):
+            print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
+                  f"outputs and the sidecar are in {outdir}", file=sys.stderr)
+    return code
+
+
+def _drop_stdout() -> None:
+    """Send what is left for stdout to the null device, so that the exit's flush of a
+    closed or full stdout raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _note_first_compile(params: DenoiseParams, patch_sets, bar: ProgressBar):
@@ -610,7 +629,8 @@ def _print_table(rows) -> None:
     for name, rank, sigma, pn, p, s, sec, target in rows:
         name = name if len(name) <= 24 else "..." + name[-21:]
         if not isinstance(sigma, str):  # a str: 'vst', the stabilised domain's
-            sigma = format(sigma, ".3g") if sigma < 1000 else f"{sigma:.0f}"  # 16-bit: 4930
+            # 16-bit: 4930; far outside any pixel range: 1.2e+36
+            sigma = format(sigma, ".3g") if not 1000 <= sigma < 1e7 else f"{sigma:.0f}"
         print(f"{name:<24} {rank:>5} {sigma:>7} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
               f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
 

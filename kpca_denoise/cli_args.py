@@ -45,6 +45,21 @@ def _positive_int(text: str) -> int:
     return v
 
 
+#: local Dask workers per CPU at most (--workers): more only divide the same cores
+WORKERS_PER_CPU = 4
+
+
+def _workers(text: str) -> int:
+    """--workers: a positive integer, at most :data:`WORKERS_PER_CPU` per CPU of this
+    machine (each worker is a process: an unbounded count would exhaust the memory)."""
+    v = _positive_int(text)
+    most = WORKERS_PER_CPU * (os.cpu_count() or 1)
+    if v > most:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {most} ({WORKERS_PER_CPU} per CPU of this machine), got {text!r}")
+    return v
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors in one line, as every other error of the command (it
     printed the whole usage first)."""
@@ -124,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--tile-size", type=int, metavar="PX",
                    help="side of the overlapping tiles images are denoised in (bounds memory; "
                         "default: automatic, the result does not depend on it)")
-    d.add_argument("--workers", type=_positive_int, metavar="N",
+    d.add_argument("--workers", type=_workers, metavar="N",
                    help="spread the images over N local Dask worker processes "
                         "(needs kpca-denoise[distributed])")
     d.add_argument("--scheduler", metavar="ADDRESS",

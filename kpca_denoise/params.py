@@ -7,7 +7,6 @@ command line reads back (``kpca-denoise denoise --params sidecar.json``).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .core.grouped.options import GroupedOptions
+from .core.kpca import _is_finite
 
 __all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks"]
 
@@ -49,6 +49,9 @@ class ParamError(ValueError):
 NO_CAP_WORDS = ("auto", "all", "none")
 #: ranks are below this (a 32-bit count of components)
 _MAX_RANK = 2**31
+#: the integer parameters (at most 2**31 - 1)
+_INT_FIELDS = ("patch_size", "stride", "n_train", "n_landmarks", "preimage_iterations", "seed",
+               "tile_size")
 
 
 def parse_ranks(value: Any, *, check: bool = True) -> tuple:
@@ -80,7 +83,8 @@ def parse_ranks(value: Any, *, check: bool = True) -> tuple:
                          f"ranks must be integers >= 1 or 'auto', got {bad!r}")
     for k, r in enumerate(ranks if check else ()):
         if r is not None and not 1 <= r < _MAX_RANK:
-            raise ParamError("ranks", f"ranks must be integers >= 1 or 'auto', got {r!r}")
+            raise ParamError("ranks", f"ranks must be integers >= 1 or 'auto', got {r!r}"
+                             + (f" (at most {_MAX_RANK - 1})" if r >= _MAX_RANK else ""))
         if r in ranks[:k]:
             times = "twice" if ranks.count(r) == 2 else "more than twice"
             raise ParamError("ranks", f"ranks lists {'auto' if r is None else r} {times}; "
@@ -205,6 +209,9 @@ class DenoiseParams:
     def validate(self) -> "DenoiseParams":
         """Return self, or raise :class:`ParamError` naming the parameter and the fix."""
         def bad(name: str, msg: str):
+            v = getattr(self, name, None)
+            if name in _INT_FIELDS and isinstance(v, int) and abs(v) >= 2**31:
+                msg += f" (at most {2**31 - 1})"
             raise ParamError(name, f"{name} {msg}")
 
         def is_int(v) -> bool:
@@ -213,7 +220,7 @@ class DenoiseParams:
         def is_num(v) -> bool:
             return isinstance(v, (int, float)) and not isinstance(v, bool)
 
-        if self.profile not in PROFILES:
+        if not isinstance(self.profile, str) or self.profile not in PROFILES:
             bad("profile", f"must be one of {', '.join(PROFILES)}, got {self.profile!r}")
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
@@ -238,7 +245,7 @@ class DenoiseParams:
             v = getattr(self, name)
             if v is None:
                 continue
-            if not is_num(v) or not math.isfinite(v):
+            if not is_num(v) or not _is_finite(v):
                 bad(name, f"must be a finite number, got {v!r}")
             if name == "add_noise" and not (0 <= v <= MAX_SIGMA):
                 bad(name, f"must be between 0 and {MAX_SIGMA:g} (pixel units), got {v!r}")

@@ -12,7 +12,9 @@ reads or writes files (see ``io``) or knows about Qt.
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Mapping
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy as np
 from .core.progress import Cancelled, ProgressCallback, check_cancel, report
 from .estimator import KernelPCA
 from .global_method import _global_groups, _run_global
-from .params import DenoiseParams
+from .params import DenoiseParams, ParamError
 from .prepare import PreparedItem, _prepare_items
 from .results import GLOBAL_DEFAULT_RANK, ImageResult, SetResult, _Run, _StageClock, result_keys
 from .tiling import GLOBAL_PATCH_SIZE, denoise_tiled
@@ -162,6 +164,10 @@ def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequenc
     if isinstance(images, np.ndarray) and images.ndim in (2, 3) and patch_sets is None:
         raise ValueError(f"images must be a list of arrays, got one array of shape {images.shape}; "
                          "pass [image] (or use denoise_image)")
+    if (isinstance(images, (str, bytes, os.PathLike, Mapping))
+            or not hasattr(images, "__iter__") and not hasattr(images, "__len__")):
+        raise TypeError(f"images must be a list of arrays, got {type(images).__name__}; "
+                        "read files first (kpca_denoise.io.read_item)")
     if not hasattr(images, "__len__"):  # a generator: its images are needed twice
         images = list(images)
     n_items = len(images)
@@ -265,6 +271,11 @@ def denoise_image(
     >>> denoise_image(noisy, noise_sigma=20, method="global", n_components=8).shape
     (64, 64)
     """
+    if n_components is not None and (not isinstance(n_components, (int, np.integer))
+                                     or isinstance(n_components, bool)
+                                     or not 1 <= n_components < 2**31):
+        raise ParamError("n_components", "n_components must be an integer >= 1, or None for "
+                                         f"the method's default, got {n_components!r}")
     params = DenoiseParams(
         method=method, ranks=(n_components,) if (n_components is not None or method == "grouped")
         else (GLOBAL_DEFAULT_RANK,), patch_size=patch_size, stride=stride, n_train=n_train,
@@ -272,8 +283,26 @@ def denoise_image(
         noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
         seed=random_state, noise_model=noise_model, poisson_gain=poisson_gain,
     )
+    try:
+        params.validate()
+    except ParamError as exc:  # named as this function's arguments
+        raise _as_argument(exc) from None
     res = denoise_set([image], params, progress=progress, cancel=cancel)
     item = res.images[0]
     if item.error:
         raise ValueError(item.error)
     return item.outputs[res.ranks[-1] if len(res.ranks) else None]
+
+
+#: :func:`denoise_image`'s arguments for the parameters they set
+_ARGUMENTS = {"seed": "random_state"}
+
+
+def _as_argument(exc: ParamError) -> ParamError:
+    """``exc`` with the parameter's name at the start of its message replaced by the
+    :func:`denoise_image` argument that set it (``random_state`` for ``seed``)."""
+    arg = _ARGUMENTS.get(exc.name or "")
+    msg = str(exc)
+    if arg and msg.startswith(exc.name):
+        msg = arg + msg[len(exc.name):]
+    return ParamError(arg or exc.name, msg)

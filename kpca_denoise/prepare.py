@@ -5,6 +5,7 @@ an item without noise to remove returned unchanged.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -96,6 +97,9 @@ MAX_MAGNITUDE = 1e150
 
 
 def _check_image(image: np.ndarray, name: str) -> np.ndarray:
+    if isinstance(image, (str, bytes, os.PathLike)):
+        raise ValueError(f"{name}: a file name, not an image; read it first "
+                         "(kpca_denoise.io.read_item) or use the command line")
     a = np.asarray(image)
     if a.size == 0:
         raise ValueError(f"{name}: the image is empty")

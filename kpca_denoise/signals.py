@@ -1,6 +1,7 @@
-"""SIGTERM and SIGHUP stop a command-line run as Ctrl-C does: the handlers that turn
-them into :class:`Terminated`, the block that holds them while an input's files are
-written and recorded, and the exit code of an interrupted run."""
+"""SIGTERM, SIGHUP and the other signals whose default is to end the process stop a
+command-line run as Ctrl-C does: the handlers that turn them into :class:`Terminated`,
+the block that holds them while an input's files are written and recorded, and the exit
+code of an interrupted run."""
 
 from __future__ import annotations
 
@@ -12,18 +13,21 @@ __all__ = ["Terminated", "STOP_SIGNALS", "stop_signals_interrupt", "signals_held
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (the terminal closed, the session ended): the run stops as on
-    Ctrl-C (the cluster closed, what was written listed in the sidecar), with exit code
-    128 + the signal's number (143, 129)."""
+    """SIGTERM, SIGHUP (the terminal closed, the session ended) or another of
+    :data:`STOP_SIGNALS`: the run stops as on Ctrl-C (the cluster closed, what was
+    written listed in the sidecar), with exit code 128 + the signal's number (143, 129)."""
 
     def __init__(self, signum: int = signal.SIGTERM) -> None:
         super().__init__(signum)
         self.signum = int(signum)
 
 
-#: the signals that stop a run as Ctrl-C does (SIGHUP does not exist on Windows)
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                     if hasattr(signal, name))
+#: the signals that stop a run as Ctrl-C does: those whose default action ends the
+#: process (Ctrl-\, a CPU-time limit, a timer, a user signal), where the platform has
+#: them (Windows has only SIGTERM)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF",
+    "SIGXCPU") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -46,7 +50,7 @@ def _handlers(handler, *signums):
 
 
 def stop_signals_interrupt():
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` while the command runs: their
+    """Turn :data:`STOP_SIGNALS` into :class:`Terminated` while the command runs: their
     default action ends the process with no cleanup (a cluster's workers left running,
     no sidecar for the files written).  An ignored one (``nohup``) stays ignored."""
     def stop(signum, frame):
@@ -57,7 +61,7 @@ def stop_signals_interrupt():
 
 @contextlib.contextmanager
 def signals_held():
-    """Hold Ctrl-C, SIGTERM and SIGHUP while an input's files are written and recorded,
+    """Hold Ctrl-C and :data:`STOP_SIGNALS` while an input's files are written and recorded,
     and deliver them after: an interrupted run's sidecar lists every file it wrote."""
     held: list = []
     try:

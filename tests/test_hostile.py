@@ -596,6 +596,9 @@ def test_an_output_folder_inside_the_input_folder_is_left_out_of_the_walk(tmp_pa
     (["{x}", "-o", ""], "error: -o is empty; give a folder for the results"),
     (["{x}", "-o", "{o}", "--ranks", "a,b"], "error: argument --ranks: ranks must be integers"),
     (["{x}", "-o", "{o}", "--workers", "0"], "error: "),
+    # each worker is a process: an unbounded count exhausted the memory
+    (["{x}", "-o", "{o}", "--workers", "99999999999999999999"],
+     "error: argument --workers: must be at most "),
     (["{x}", "-o", "{o}", "--noise-sigma", "abc"], "error: argument --noise-sigma"),
 ])
 def test_usage_errors_are_one_line(tmp_path, capsys, monkeypatch, no_compute, args, msg):
@@ -780,3 +783,102 @@ def test_pixel_values_too_large_to_square_are_named():
                          "float64; scale the image into a range such as 0..1 or 0..255 first")
     ok = denoise_set([huge * 1e-160], DenoiseParams(), patch_sets=[True]).images[0]
     assert ok.error is None
+
+
+def test_numbers_too_large_for_a_float_are_named():
+    # an int beyond float range raised OverflowError from math.isfinite
+    from kpca_denoise.params import ParamError
+
+    huge = 10 ** 400
+    cases = [(dict(noise_sigma=huge), "noise_sigma must be a finite number"),
+             (dict(gamma=huge), "gamma must be a finite number"),
+             (dict(grouped={"kappa2": huge}), "grouped kappa2 must be a finite number"),
+             (dict(grouped={"group_size": huge}), "grouped group_size must be an integer from"),
+             (dict(patch_size=2 ** 31), "patch_size must be an integer >= 2 (pixels), got "
+                                        "2147483648 (at most 2147483647)"),
+             (dict(ranks=[10 ** 20]), "(at most 2147483647)")]
+    for kw, words in cases:
+        with pytest.raises(ParamError) as exc:
+            DenoiseParams(**kw).validate()
+        assert words in str(exc.value), (kw, str(exc.value))
+
+
+def test_huge_numbers_in_a_params_file_are_one_line(tmp_path, capsys, no_compute):
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "p.json").write_text('{"noise_sigma": 1' + "0" * 400 + "}")
+    rc = main(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--params",
+               str(tmp_path / "p.json"), "-q"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "noise_sigma must be a finite number" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_library_refuses_what_is_not_a_list_of_images():
+    # a path looped over its characters, a dict over its keys, an int raised from list()
+    img = _smooth((32, 32))
+    for images, kind in (("a.png", "str"), ({"a": img}, "dict"), (5, "int")):
+        with pytest.raises(TypeError, match=f"images must be a list of arrays, got {kind}; "
+                                            "read files first"):
+            denoise_set(images)
+    with pytest.raises(ValueError, match="image 0: a file name, not an image; read it first"):
+        denoise_image("x.png")
+    from kpca_denoise.params import ParamError
+
+    with pytest.raises(ParamError, match="^n_components must be an integer >= 1, or None"):
+        denoise_image(img, n_components=0)
+    with pytest.raises(ParamError, match="^random_state must be a non-negative integer"):
+        denoise_image(img, random_state=-1)
+    with pytest.raises(ParamError, match=r"^profile must be one of default, fast, got \['fast'\]"):
+        DenoiseParams(profile=["fast"]).validate()
+
+
+def test_an_unreadable_folder_in_a_tree_is_named(tmp_path, monkeypatch):
+    # os.walk skipped a folder it could not list: its images were lost without a word
+    import kpca_denoise.io.inputs as inputs
+    from kpca_denoise.io import collect_inputs
+
+    (tmp_path / "in" / "locked").mkdir(parents=True)
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "in" / "a.png")
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "in" / "locked" / "x.png")
+    walk = os.walk
+
+    def refusing(top, **kw):  # the folder as a user without read permission meets it
+        for root, dirs, names in walk(top, **kw):
+            if os.path.basename(root) == "locked":
+                kw["onerror"](PermissionError(13, "Permission denied", root))
+                continue
+            yield root, dirs, names
+
+    monkeypatch.setattr(inputs.os, "walk", refusing)
+    files, errors, _ = collect_inputs([tmp_path / "in"])
+    assert [f.rel.as_posix() for f in files] == ["a.png"]
+    assert errors == [(tmp_path / "in" / "locked",
+                       f"{tmp_path / 'in' / 'locked'}: cannot read the folder (Permission "
+                       "denied); check its permissions or leave it out")]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_closed_or_full_stdout_loses_nothing(tmp_path):
+    # the run's files were written, then the summary's write failed: exit 2 and "check
+    # the path"; now the run's own code, and one line for a full stdout
+    import subprocess
+    import sys
+
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    cmd = [sys.executable, "-m", "kpca_denoise", "denoise", str(tmp_path / "x.png"), "-q",
+           "--noise-sigma", "10"]
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(cmd + ["-o", str(tmp_path / "o1")], stdout=full,
+                             stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[-1].startswith(
+        "error: the summary could not be printed (No space left on device)"), run.stderr
+    assert (tmp_path / "o1" / "x_kpca.png").is_file()
+    proc = subprocess.Popen(cmd + ["-o", str(tmp_path / "o2")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the summary
+    err = proc.stderr.read()
+    assert proc.wait() == 0, err
+    assert "Traceback" not in err and "error" not in err, err
+    assert (tmp_path / "o2" / "x_kpca.png").is_file()
+    assert len(list((tmp_path / "o2").glob("kpca-denoise-*.json"))) == 1

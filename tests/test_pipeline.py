@@ -159,7 +159,7 @@ def test_patch_set_denoising_improves_digits():
 @pytest.mark.parametrize("kw,msg", [
     (dict(patch_size=0), "patch_size must be an integer >= 2"),
     (dict(patch_size=-3), "patch_size must be an integer >= 2"),
-    (dict(n_components=0), "ranks must be integers >= 1"),
+    (dict(n_components=0), "n_components must be an integer >= 1"),
     (dict(gamma=0.0), "gamma must be > 0"),
     (dict(gamma=float("nan")), "gamma must be a finite number"),
     (dict(noise_sigma=-1.0), "noise_sigma must be > 0 and at most"),

@@ -58,13 +58,16 @@ def _end(proc):
         proc.wait()
 
 
-# -- 1. the command line: SIGTERM and SIGHUP as Ctrl-C ---------------------------------
+# -- 1. the command line: SIGTERM, SIGHUP and the others as Ctrl-C ---------------------
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+                                    signal.SIGUSR1],
+                         ids=["SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1"])
 def test_sigterm_and_sighup_stop_a_run_as_ctrl_c(tmp_path, signum):
-    """``kill`` or a closed terminal mid-run: complete files only, the run's sidecar
-    lists them and says the run was interrupted, exit code 128 + the signal."""
+    """``kill``, a closed terminal, Ctrl-\\ or a user signal mid-run: complete files
+    only, the run's sidecar lists them and says the run was interrupted, exit code 128 +
+    the signal."""
     from PIL import Image
 
     src = tmp_path / "in"

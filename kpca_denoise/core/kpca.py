@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import warnings
 
+import math
+
 import numpy as np
 
 from . import eigen
@@ -166,6 +168,14 @@ def _int_seed(random_state) -> int:
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _is_finite(x) -> bool:
+    """A number that is finite as a float (an int too large for one is not)."""
+    try:
+        return _is_number(x) and math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 class KernelPCACore:

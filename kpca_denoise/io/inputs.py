@@ -80,7 +80,15 @@ def collect_inputs(paths, *, exclude=None):
         if p.is_dir():
             found = []
             walked: set = set()  # real folders already walked: a link back up is no loop
-            for root, dirs, names in os.walk(p, followlinks=True):
+            unreadable = len(errors)
+
+            def refused(exc: OSError) -> None:  # a folder the walk cannot list
+                where = exc.filename or p
+                errors.append((Path(where), f"{where}: cannot read the folder "
+                                            f"({exc.strerror or exc}); check its permissions "
+                                            "or leave it out"))
+
+            for root, dirs, names in os.walk(p, followlinks=True, onerror=refused):
                 walked.add(os.path.realpath(root))
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")
                                  and not _within(Path(root) / d, exclude)
@@ -99,7 +107,7 @@ def collect_inputs(paths, *, exclude=None):
                         found.append(f)
                     else:
                         skipped.append(f)
-            if not found:
+            if not found and len(errors) == unreadable:
                 errors.append((p, f"{p}: the folder has no supported files "
                                   f"({', '.join(sorted(SUPPORTED_SUFFIXES))})"))
             for f in found:
