@@ -399,8 +399,9 @@ def _denoise(args) -> int:
         return interrupted_code(interrupted)
     code = 1 if failed else 0
     try:
-        _print_table(rows)
-        print(f"results in {outdir.resolve()}")
+        if rows:  # (none: every input failed, each said why)
+            _print_table(rows)
+            print(f"results in {outdir.resolve()}")
         sys.stdout.flush()
     except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
         _drop_stdout()

@@ -137,9 +137,11 @@ def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
         raise ValueError(f"{name}: expected a grayscale (H, W) or colour (H, W, 3|4) "
                          f"image, got shape {a.shape}")
     if min(a.shape[:2]) < side:
+        fix = (f"use a patch size of {min(a.shape[:2])} or less" if min(a.shape[:2]) >= 2
+               else "an image needs at least 2x2 pixels")
         raise ValueError(
             f"{name}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
-            f"{side}x{side} patch; use a smaller patch size"
+            f"{side}x{side} patch; {fix}"
         )
 
 

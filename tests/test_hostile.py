@@ -421,7 +421,7 @@ def test_argument_messages_name_the_option_and_the_real_patch(tmp_path, capsys):
     rc, errs, _ = _run(["denoise", str(tmp_path / "six.png"), str(tmp_path / "tiny.png"), "-o",
                         str(tmp_path / "o"), "-q"], capsys)
     assert rc == 1 and errs == ["error: tiny.png: image 4x4 is smaller than the 5x5 patch; use a "
-                                "smaller patch size"]
+                                "patch size of 4 or less"]
     assert (tmp_path / "o" / "six_kpca.png").is_file()
 
 
@@ -783,6 +783,21 @@ def test_pixel_values_too_large_to_square_are_named():
                          "float64; scale the image into a range such as 0..1 or 0..255 first")
     ok = denoise_set([huge * 1e-160], DenoiseParams(), patch_sets=[True]).images[0]
     assert ok.error is None
+
+
+def test_two_failing_files_of_one_name_are_told_apart(tmp_path, capsys):
+    # both said "img.png: ..."; a 1x1 image was told to use a smaller patch than exists
+    for sub, side in (("x", 1), ("y", 3)):
+        (tmp_path / sub).mkdir()
+        Image.fromarray(np.zeros((side, side), np.uint8)).save(tmp_path / sub / "img.png")
+    rc, errs, out = _run(["denoise", str(tmp_path / "x" / "img.png"),
+                          str(tmp_path / "y" / "img.png"), "-o", str(tmp_path / "o"), "-q"], capsys)
+    assert rc == 1 and errs == [
+        "error: x/img.png: image 1x1 is smaller than the 5x5 patch; an image needs at least 2x2 "
+        "pixels",
+        "error: y/img.png: image 3x3 is smaller than the 5x5 patch; use a patch size of 3 or less"]
+    assert out.out == ""  # no table of nothing
+    assert not list((tmp_path / "o").rglob("*.png"))
 
 
 def test_numbers_too_large_for_a_float_are_named():

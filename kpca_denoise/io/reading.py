@@ -53,7 +53,9 @@ class LoadedItem:
 
     @property
     def name(self) -> str:
-        return self.path.name
+        """Its name in messages: ``rel`` (a sub-folder tells apart two files of one
+        name), else the file's name."""
+        return self.rel.as_posix() if self.rel is not None else self.path.name
 
     @property
     def shape(self) -> tuple:
