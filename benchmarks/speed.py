@@ -47,6 +47,11 @@ Sections:
            astronaut resized to 3000x1000 (3 tiles: the last alone), 2048x1536 (4)
            and 4000x3000 (12), white noise of sigma 15, given (--sizes: others):
            median CPU and wall seconds, the same pixels; not in the default run.
+  ranks    what comparing ranks costs: the auto rank alone against ranks 1, 2, 4, 8
+           and auto (the window's default), alternated (--repeats) on astronaut
+           resized to 600x900 (sigma 25, given): median CPU and wall seconds, the
+           stage times; then one run on one thread with the CPU spent in the explicit
+           ranks' own kernel PCA (driver._own_components); not in the default run.
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -486,22 +491,77 @@ def bench_tiles(repeats: int = 2, sizes=("3000x1000", "2048x1536", "4000x3000"))
               f"{np.array_equal(outs['one at a time'], outs['at once'])}", flush=True)
 
 
+def bench_ranks(repeats: int = 4):
+    import numba
+
+    import kpca_denoise.core.grouped.driver as drv
+    from benchmarks.photo_speed import photos
+    from kpca_denoise import DenoiseParams, denoise_set
+
+    own = drv._own_components
+    spent = {"own": 0.0}
+
+    def timed(*args, **kw):
+        t = time.process_time()
+        try:
+            return own(*args, **kw)
+        finally:
+            spent["own"] += time.process_time() - t
+
+    img = photos([512])["astronaut 600x900"]
+    noisy = img + np.random.default_rng(0).normal(0.0, 25.0, img.shape)
+    variants = {"auto": (None,), "1 2 4 8 auto": (1, 2, 4, 8, None)}
+    for ranks in variants.values():
+        denoise_set([noisy[:64, :64]], DenoiseParams(noise_sigma=25.0, ranks=ranks))
+    runs: dict = {k: [] for k in variants}
+    for _ in range(repeats):
+        for label, ranks in variants.items():
+            t, c = time.perf_counter(), time.process_time()
+            res = denoise_set([noisy], DenoiseParams(noise_sigma=25.0, ranks=ranks))
+            runs[label].append((time.process_time() - c, time.perf_counter() - t, res.timings))
+    print(f"ranks: astronaut 600x900, sigma 25, median of {repeats} alternations")
+    base = np.median([r[0] for r in runs["auto"]])
+    for label, rs in runs.items():
+        cpu, wall = (float(np.median([r[i] for r in rs])) for i in range(2))
+        st = min(rs, key=lambda r: r[1])[2]
+        print(f"{label}: CPU {cpu:.1f} s ({cpu / base:.2f}x the auto rank's), wall {wall:.1f} s; "
+              "stages (fastest run): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in st.items() if k not in ("total", "image")),
+              flush=True)
+    # the explicit ranks' share, on one thread (where a timer around them is the truth)
+    keep = numba.get_num_threads()
+    numba.set_num_threads(1)
+    drv._own_components = timed
+    try:
+        c = time.process_time()
+        denoise_set([noisy], DenoiseParams(noise_sigma=25.0, ranks=variants["1 2 4 8 auto"]))
+        c = time.process_time() - c
+    finally:
+        drv._own_components = own
+        numba.set_num_threads(keep)
+    print(f"1 2 4 8 auto on one thread: CPU {c:.1f} s, of which the explicit ranks' own kernel "
+          f"PCA (driver._own_components) {spent['own']:.1f} s ({spent['own'] / c:.0%})",
+          flush=True)
+
+
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
             "abstack": bench_abstack, "abchunk": bench_abchunk,
-            "predict": bench_predict, "parts": bench_parts, "tiles": bench_tiles}
+            "predict": bench_predict, "parts": bench_parts, "tiles": bench_tiles,
+            "ranks": bench_ranks}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
                     default=[s for s in SECTIONS
-                             if s not in ("ab", "abstack", "abchunk", "predict", "parts", "tiles")],
+                             if s not in ("ab", "abstack", "abchunk", "predict", "parts", "tiles",
+                                          "ranks")],
                     help="the sections to run (default: all but ab, abstack, abchunk, "
-                         "predict, parts and tiles)")
+                         "predict, parts, tiles and ranks)")
     ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4,
-                    help="ab, abstack, abchunk, tiles: alternations per image")
+                    help="ab, abstack, abchunk, tiles, ranks: alternations per image")
     ap.add_argument("--sizes", nargs="+", help="tiles: the photographs' sizes, WxH")
     args = ap.parse_args()
     print(results_header(), flush=True)
@@ -509,6 +569,8 @@ def main():
     for name in args.only:
         if name in ("ab", "abstack", "abchunk"):
             SECTIONS[name](args.base, args.repeats)
+        elif name == "ranks":
+            SECTIONS[name](args.repeats)
         elif name == "tiles":
             SECTIONS[name](args.repeats, *([args.sizes] if args.sizes else []))
         else:

@@ -92,6 +92,9 @@ def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
     if not ref:
         return {}
     refpath = Path(ref)
+    if not refpath.exists():
+        raise UsageError(f"--reference {ref}: no such file or folder; give the clean image "
+                         "(or a folder of them, named as the inputs)")
     if refpath.is_dir():
         out = {}
         for it in items:
@@ -176,6 +179,9 @@ def _check_memory(items, params: DenoiseParams) -> None:
 def _check_output_folder(outdir: Path) -> None:
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
+    if outdir.is_symlink() and not outdir.exists():
+        raise UsageError(f"{outdir}: the output path is a link to nothing ({os.readlink(outdir)}); "
+                         "create its target or choose another folder with -o")
     try:
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -785,6 +785,22 @@ def test_pixel_values_too_large_to_square_are_named():
     assert ok.error is None
 
 
+def test_a_missing_reference_and_a_dangling_output_link_are_named(tmp_path, capsys, no_compute):
+    # "unsupported file type '(none)'" and "cannot create the output folder (File exists)"
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    for args, msg in (
+            (["-o", str(tmp_path / "o"), "--reference", str(tmp_path / "nodir") + "/"],
+             f"error: --reference {tmp_path / 'nodir'}/: no such file or folder; give the clean "
+             "image"),
+            (["-o", str(tmp_path / "gone")],
+             f"error: {tmp_path / 'gone'}: the output path is a link to nothing "
+             f"({tmp_path / 'nowhere'}); create its target or choose another folder with -o")):
+        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), *args, "-q"], capsys)
+        assert rc == 2 and len(errs) == 1 and errs[0].startswith(msg), errs
+    assert not (tmp_path / "o").exists() and not (tmp_path / "nowhere").exists()
+
+
 def test_two_failing_files_of_one_name_are_told_apart(tmp_path, capsys):
     # both said "img.png: ..."; a 1x1 image was told to use a smaller patch than exists
     for sub, side in (("x", 1), ("y", 3)):

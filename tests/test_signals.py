@@ -257,3 +257,17 @@ def test_a_part_file_of_a_killed_writer_is_removed_by_the_next_run(tmp_path, mon
     finally:
         live.kill()
         live.wait()
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line(monkeypatch, capsys):
+    """An interrupt while the command's libraries load (its first second) printed
+    Python's 40-line traceback; now one line and 130, as during a run."""
+    from kpca_denoise import entry
+
+    class Loading:
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "kpca_denoise.cli", Loading())
+    assert entry.main(["denoise", "x.png", "-o", "o"]) == 130
+    assert capsys.readouterr().err.strip() == entry.INTERRUPTED_EARLY
