@@ -375,10 +375,38 @@ def _denoise(args) -> int:
         # the files written are complete, and the run's sidecar lists them: no result
         # stands without a record of how it was made
         interrupted = exc
-    finally:
+    except BaseException:
         quiet_again()
         executor.close()
-    result = executor.summary
+        raise
+    # from the end of the run until its sidecar is written, a second signal waits (it
+    # left the files written without their record) and is delivered after
+    with signals_held():
+        quiet_again()
+        executor.close()
+        rows, failed = _record_run(executor.summary, params, finished, interrupted, outdir,
+                                   failed)
+    if interrupted:
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
+        return interrupted_code(interrupted)
+    code = 1 if failed else 0
+    try:
+        if rows:  # (none: every input failed, each said why)
+            _print_table(rows)
+            print(f"results in {outdir.resolve()}")
+        sys.stdout.flush()
+    except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
+        _drop_stdout()
+        if not isinstance(exc, BrokenPipeError):
+            print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
+                  f"outputs and the sidecar are in {outdir}", file=sys.stderr)
+    return code
+
+
+def _record_run(result, params: DenoiseParams, finished: dict, interrupted, outdir: Path,
+                failed: int) -> tuple[list, int]:
+    """The run's sidecar, listing every file written (``finished``: item position ->
+    (entry, rows)), marked interrupted if it was: ``(rows of the table, failed)``."""
     rows, written = [], []
     sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
                "resolved": getattr(result, "resolved", {}),
@@ -400,21 +428,7 @@ def _denoise(args) -> int:
             failed += 1
         else:
             print(f"parameters and results in {side.name}", file=sys.stderr)
-    if interrupted:
-        print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return interrupted_code(interrupted)
-    code = 1 if failed else 0
-    try:
-        if rows:  # (none: every input failed, each said why)
-            _print_table(rows)
-            print(f"results in {outdir.resolve()}")
-        sys.stdout.flush()
-    except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
-        _drop_stdout()
-        if not isinstance(exc, BrokenPipeError):
-            print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
-                  f"outputs and the sidecar are in {outdir}", file=sys.stderr)
-    return code
+    return rows, failed
 
 
 def _drop_stdout() -> None:

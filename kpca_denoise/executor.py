@@ -38,6 +38,7 @@ import numpy as np
 from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
 from .params import DenoiseParams
 from .pipeline import ImageResult, SetResult, denoise_set
+from .signals import STOP_SIGNALS
 from .tiling import denoise_stack_tile, denoise_tile, plan
 
 __all__ = ["Executor", "ExecutorError"]
@@ -142,21 +143,24 @@ class _ItemProgress:
 
 @contextlib.contextmanager
 def _workers_ignore_sigint():
-    """Start child processes with SIGINT ignored (inherited through exec).
+    """Start child processes with SIGINT, SIGHUP and the other stop signals but SIGTERM
+    ignored (inherited through exec).
 
-    Ctrl-C on a terminal signals the whole process group: the local workers
-    printed a KeyboardInterrupt traceback each.  This process handles it
-    instead, cancels the futures and closes the cluster.
+    Ctrl-C on a terminal, or the terminal closing, signals the whole process group: the
+    local workers printed a traceback each.  This process handles it instead, cancels
+    the futures and closes the cluster (with SIGTERM, which the workers keep).
     """
+    signums = [signal.SIGINT] + [s for s in STOP_SIGNALS if s != signal.SIGTERM]
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in signums}
     except ValueError:  # not the main thread: nothing to change
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, old in previous.items():
+            signal.signal(s, signal.SIG_DFL if old is None else old)
 
 
 class Executor:

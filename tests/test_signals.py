@@ -271,3 +271,36 @@ def test_ctrl_c_while_the_command_loads_is_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "kpca_denoise.cli", Loading())
     assert entry.main(["denoise", "x.png", "-o", "o"]) == 130
     assert capsys.readouterr().err.strip() == entry.INTERRUPTED_EARLY
+
+
+def test_a_signal_while_the_run_closes_still_leaves_its_sidecar(tmp_path):
+    """A signal that arrives as the run ends (a second Ctrl-C, or ``timeout`` signalling
+    the workers too) was raised out of the executor's close: the files written stood
+    without their sidecar.  Now it waits until the sidecar is written."""
+    from PIL import Image
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for k in range(2):
+        Image.fromarray((np.random.default_rng(k).random((48, 48)) * 255).astype(np.uint8)) \
+            .save(src / f"im{k}.png")
+    out = tmp_path / "out"
+    child = (
+        "import os, signal, sys\n"
+        "from kpca_denoise.executor import Executor\n"
+        "close = Executor.close\n"
+        "def closing(self):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    close(self)\n"
+        "Executor.close = closing\n"
+        "from kpca_denoise.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    run = subprocess.run([sys.executable, "-c", child, "denoise", str(src), "-o", str(out),
+                          "--noise-sigma", "20", "-q"], cwd=ROOT, env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr[-800:]
+    assert "Traceback" not in run.stderr and run.stderr.strip().splitlines()[-1] == INTERRUPTED
+    sidecars = sorted(out.glob("kpca-denoise-*.json"))
+    assert len(sidecars) == 1, sorted(p.name for p in out.iterdir())
+    side = json.loads(sidecars[0].read_text())
+    assert sorted(side["files"]) == ["im0_kpca.png", "im1_kpca.png"]
