@@ -171,7 +171,8 @@ def _running(pids) -> list:
     return alive
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGUSR1", "SIGKILL"])
 def test_the_compute_process_ends_with_the_window(tmp_path, signum):
     """SIGTERM closes the window as Quit does (exit 143) and stops its compute process;
     after a SIGKILL of the window, which no handler sees, the compute process notices its
@@ -193,7 +194,8 @@ def test_the_compute_process_ends_with_the_window(tmp_path, signum):
         _wait_for(started, 300, "compute process", proc)
         os.kill(proc.pid, signum)
         proc.wait(timeout=120)
-        assert proc.returncode == (143 if signum == signal.SIGTERM else -signal.SIGKILL), \
+        assert proc.returncode == (-signal.SIGKILL if signum == signal.SIGKILL
+                                   else 128 + signum), \
             log.read_text()[-800:]
         _wait_for(lambda: not _running(found), 60, "end of the window's children")
     finally:

@@ -15,6 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
+from ..signals import STOP_SIGNALS
+
 __all__ = ["main", "sample_images_dir", "platform_problem", "DEMO_PARAMS", "DEMO_FILES"]
 
 DEMO_FILES = ("camera.png", "astronaut.png", "digits.npz")
@@ -155,9 +157,9 @@ def main(files=None, *, demo: bool = False, screenshot: str | None = None) -> in
 
 
 #: the signals that close the window as its Quit does (Ctrl-C in the terminal that
-#: started it, ``kill``, the session or the terminal ending)
-CLOSE_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
-                      if hasattr(signal, n))
+#: started it, ``kill``, the session or the terminal ending, and the others whose
+#: default ends the process: the command line's, kpca_denoise.signals)
+CLOSE_SIGNALS = (signal.SIGINT, *STOP_SIGNALS)
 
 
 class _SignalHandlers:
@@ -209,9 +211,9 @@ class _SignalHandlers:
 
 
 def _close_on_signals(app, windows: list, status) -> _SignalHandlers:
-    """SIGTERM, SIGHUP and Ctrl-C close the window as Quit does, without asking (nobody
-    is there to answer): the run is cancelled, the compute process stopped, the
-    settings kept; the exit code is 128 + the signal's number.  The signal's default
+    """SIGTERM, SIGHUP, Ctrl-C and the other stop signals close the window as Quit does,
+    without asking (nobody is there to answer): the run is cancelled, the compute
+    process stopped, the settings kept; the exit code is 128 + the signal's number.  The signal's default
     action ended the window with its compute process still running."""
     from PySide6.QtCore import QTimer
 
