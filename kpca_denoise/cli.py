@@ -305,6 +305,7 @@ def _denoise(args) -> int:
         raise UsageError(f"{lazy[0].path}: --add-noise is not available for inputs read "
                          "lazily (OME-Zarr, TIFFs too large to hold; read chunk by chunk); add "
                          "the noise to the image first")
+    _note_global_only(args, params, items)
     if args.to_zarr and not any(it.format == "TIFF" for it in lazy):
         print("note: --to-zarr: no TIFF is read lazily here; the outputs keep their inputs' "
               "formats", file=sys.stderr)
@@ -401,6 +402,20 @@ def _denoise(args) -> int:
             print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
                   f"outputs and the sidecar are in {outdir}", file=sys.stderr)
     return code
+
+
+def _note_global_only(args, params: DenoiseParams, items) -> None:
+    """A note for --stride and --train-patches given to the grouped method, which does
+    not use them (patch sets, which take the global kernel PCA, use --train-patches)."""
+    if params.method != "grouped":
+        return
+    unused = ["--stride (for --method global)"] if args.stride is not None else []
+    if args.n_train is not None and not any(it.is_patchset for it in items):
+        unused.append("--train-patches (for --method global and patch sets)")
+    if unused:
+        print(f"note: {' and '.join(unused)} not used: the grouped method sets its own "
+              "(its stride: --params with {\"grouped\": {\"stride\": N}}, docs/options.md)",
+              file=sys.stderr)
 
 
 def _record_run(result, params: DenoiseParams, finished: dict, interrupted, outdir: Path,

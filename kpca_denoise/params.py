@@ -260,6 +260,8 @@ class DenoiseParams:
                           f"8-bit images; omit it to estimate), got {v!r}")
             if name == "gamma" and not (0 < v):
                 bad(name, f"must be > 0 (or omitted for automatic), got {v!r}")
+            if name == "gamma" and self.kernel == "linear":
+                bad(name, "is the RBF kernel's width; the linear kernel has none: omit it")
         if self.preimage_iterations is not None and (
                 not is_int(self.preimage_iterations)
                 or not 1 <= self.preimage_iterations <= 10_000):

@@ -913,3 +913,22 @@ def test_a_closed_or_full_stdout_loses_nothing(tmp_path):
     assert "Traceback" not in err and "error" not in err, err
     assert (tmp_path / "o2" / "x_kpca.png").is_file()
     assert len(list((tmp_path / "o2").glob("kpca-denoise-*.json"))) == 1
+
+
+def test_options_another_method_uses_are_named(tmp_path, capsys, no_compute):
+    # --stride and --train-patches were ignored without a word under the grouped method,
+    # and a width given to the linear kernel was judged as an RBF one
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    with pytest.raises(ValueError, match="gamma is the RBF kernel's width; the linear kernel "
+                                         "has none: omit it"):
+        DenoiseParams(method="global", kernel="linear", gamma=0.01).validate()
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                        "--method", "global", "--kernel", "linear", "--gamma", "0.01", "-q"],
+                       capsys)
+    assert rc == 2 and errs == ["error: --gamma is the RBF kernel's width; the linear kernel "
+                                "has none: omit it"]
+    cli._note_global_only(
+        type("Args", (), {"stride": 2, "n_train": 100})(), DenoiseParams(), [])
+    note = capsys.readouterr().err.strip()
+    assert note.startswith("note: --stride (for --method global) and --train-patches (for "
+                           "--method global and patch sets) not used"), note
