@@ -45,10 +45,10 @@ def _wait_for(condition, deadline_s, what, proc=None):
 
 
 def _as_a_terminal_starts_it() -> None:
-    """SIGHUP and SIGINT at their defaults in the child: a test run under ``nohup``, or
-    launched in the background by a shell script, has them ignored, and the command
-    keeps an inherited ignored signal ignored."""
-    for signum in (signal.SIGHUP, signal.SIGINT):
+    """SIGHUP, SIGINT and SIGQUIT at their defaults in the child: a test run under
+    ``nohup``, or launched in the background by a shell script, has them ignored, and
+    the command keeps an inherited ignored signal ignored."""
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
 
 
