@@ -17,9 +17,8 @@ Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
 
 from __future__ import annotations
 
-import warnings
-
 import math
+import warnings
 
 import numpy as np
 

@@ -213,8 +213,9 @@ class _SignalHandlers:
 def _close_on_signals(app, windows: list, status) -> _SignalHandlers:
     """SIGTERM, SIGHUP, Ctrl-C and the other stop signals close the window as Quit does,
     without asking (nobody is there to answer): the run is cancelled, the compute
-    process stopped, the settings kept; the exit code is 128 + the signal's number.  The signal's default
-    action ended the window with its compute process still running."""
+    process stopped, the settings kept; the exit code is 128 + the signal's number.
+    The signal's default action ended the window with its compute process still
+    running."""
     from PySide6.QtCore import QTimer
 
     def close() -> None:
