@@ -11,7 +11,8 @@ from pathlib import Path
 
 from . import __version__
 from .io import MAX_PIXELS, OUTPUT_FORMATS, SUPPORTED_SUFFIXES
-from .params import METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, ParamError, parse_ranks
+from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, WORKERS_PER_CPU,
+                     ParamError, parse_ranks)
 
 __all__ = ["OPTIONS", "build_parser"]
 
@@ -43,10 +44,6 @@ def _positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return v
-
-
-#: local Dask workers per CPU at most (--workers): more only divide the same cores
-WORKERS_PER_CPU = 4
 
 
 def _workers(text: str) -> int:

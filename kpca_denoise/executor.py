@@ -28,6 +28,7 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import os
 import signal
 import time
 import uuid
@@ -36,7 +37,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
-from .params import DenoiseParams
+from .params import WORKERS_PER_CPU, DenoiseParams
 from .pipeline import ImageResult, SetResult, denoise_set
 from .signals import STOP_SIGNALS
 from .tiling import denoise_stack_tile, denoise_tile, plan
@@ -186,6 +187,10 @@ class Executor:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise ExecutorError(f"--workers must be an integer >= 1, got {workers!r}")
+        most = WORKERS_PER_CPU * (os.cpu_count() or 1)
+        if workers is not None and workers > most:
+            raise ExecutorError(f"--workers must be at most {most} ({WORKERS_PER_CPU} per CPU "
+                                f"of this machine), got {workers!r}")
         self.workers = workers
         self.scheduler = scheduler
         self.timeout = CONNECT_TIMEOUT if timeout is None else timeout

@@ -35,6 +35,9 @@ SEQUENCE_CHOICES = ("auto", "yes", "no")
 MAX_SIGMA = 1e6
 #: the largest ``strength`` accepted: ten times the measured noise smooths nearly everything
 MAX_STRENGTH = 10.0
+#: local Dask worker processes per CPU at most (``Executor(workers=)``, ``--workers``):
+#: more only divide the same cores, and each is a process of its own
+WORKERS_PER_CPU = 4
 
 
 class ParamError(ValueError):

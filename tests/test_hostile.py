@@ -816,6 +816,16 @@ def test_two_failing_files_of_one_name_are_told_apart(tmp_path, capsys):
     assert not list((tmp_path / "o").rglob("*.png"))
 
 
+def test_the_library_executor_bounds_its_workers_as_the_command_does():
+    from kpca_denoise.executor import Executor, ExecutorError
+    from kpca_denoise.params import WORKERS_PER_CPU
+
+    most = WORKERS_PER_CPU * (os.cpu_count() or 1)
+    with pytest.raises(ExecutorError, match=f"--workers must be at most {most} "):
+        Executor(workers=most + 1)
+    assert Executor(workers=most).workers == most  # nothing started until entered
+
+
 def test_numbers_too_large_for_a_float_are_named():
     # an int beyond float range raised OverflowError from math.isfinite
     from kpca_denoise.params import ParamError
