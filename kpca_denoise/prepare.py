@@ -136,13 +136,14 @@ def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (1, 2, 3, 4)):
         raise ValueError(f"{name}: expected a grayscale (H, W) or colour (H, W, 3|4) "
                          f"image, got shape {a.shape}")
-    if min(a.shape[:2]) < side:
-        fix = (f"use a patch size of {min(a.shape[:2])} or less" if min(a.shape[:2]) >= 2
-               else "an image needs at least 2x2 pixels")
-        raise ValueError(
-            f"{name}: image {a.shape[1]}x{a.shape[0]} is smaller than the "
-            f"{side}x{side} patch; {fix}"
-        )
+    h, w = a.shape[:2]
+    if (h - side + 1) * (w - side + 1) < 2 or min(h, w) < side:  # two patches at least
+        fits = [q for q in range(min(h, w), 1, -1) if (h - q + 1) * (w - q + 1) >= 2]
+        fix = (f"use a patch size of {fits[0]} or less" if fits
+               else "an image needs at least 2x3 pixels")
+        what = (f"is smaller than the {side}x{side} patch" if min(h, w) < side
+                else f"holds fewer than two {side}x{side} patches")
+        raise ValueError(f"{name}: image {w}x{h} {what}; {fix}")
 
 
 def _measure_patchset(params: DenoiseParams, a: np.ndarray, noisy: np.ndarray,

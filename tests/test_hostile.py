@@ -421,7 +421,7 @@ def test_argument_messages_name_the_option_and_the_real_patch(tmp_path, capsys):
     rc, errs, _ = _run(["denoise", str(tmp_path / "six.png"), str(tmp_path / "tiny.png"), "-o",
                         str(tmp_path / "o"), "-q"], capsys)
     assert rc == 1 and errs == ["error: tiny.png: image 4x4 is smaller than the 5x5 patch; use a "
-                                "patch size of 4 or less"]
+                                "patch size of 3 or less"]
     assert (tmp_path / "o" / "six_kpca.png").is_file()
 
 
@@ -809,9 +809,13 @@ def test_two_failing_files_of_one_name_are_told_apart(tmp_path, capsys):
     rc, errs, out = _run(["denoise", str(tmp_path / "x" / "img.png"),
                           str(tmp_path / "y" / "img.png"), "-o", str(tmp_path / "o"), "-q"], capsys)
     assert rc == 1 and errs == [
-        "error: x/img.png: image 1x1 is smaller than the 5x5 patch; an image needs at least 2x2 "
+        "error: x/img.png: image 1x1 is smaller than the 5x5 patch; an image needs at least 2x3 "
         "pixels",
-        "error: y/img.png: image 3x3 is smaller than the 5x5 patch; use a patch size of 3 or less"]
+        "error: y/img.png: image 3x3 is smaller than the 5x5 patch; use a patch size of 2 or less"]
+    # a patch as large as the image is one patch: nothing to group with
+    res = denoise_set([np.zeros((3, 3), np.uint8)], DenoiseParams(patch_size=3, noise_sigma=5.0))
+    assert res.images[0].error == ("image 0: image 3x3 holds fewer than two 3x3 patches; use a "
+                                   "patch size of 2 or less")
     assert out.out == ""  # no table of nothing
     assert not list((tmp_path / "o").rglob("*.png"))
 
