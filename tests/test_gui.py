@@ -1595,3 +1595,31 @@ def test_a_run_of_several_images_estimates_the_whole_run(qtbot, monkeypatch):
     single.item_started(0, 1, "only.png")
     now[0] += 30.0
     assert single.run_left() is None  # one image: the stage's estimate says it
+
+
+def test_reset_layout_brings_every_dock_back_at_its_first_size(window, qtbot):
+    """A window made small squeezed the docks for good (the squeezed layout was saved and
+    restored at every start); View › Reset layout puts them back, and saves that."""
+    w = window
+    first = w.dock_spectrum.width()
+    w.dock_params.setFloating(True)
+    w.dock_images.close()
+    w.resize(420, 320)
+    QApplication.processEvents()
+    w.resize(1280, 820)
+    QApplication.processEvents()
+    w.resizeDocks([w.dock_spectrum, w.dock_progress], [150, 900], Qt.Orientation.Horizontal)
+    QApplication.processEvents()
+    assert w.dock_spectrum.width() < 0.5 * first
+    squeezed = w.saveState()
+    w.act_reset_layout.trigger()
+    QApplication.processEvents()
+    for dock, area in ((w.dock_images, Qt.DockWidgetArea.LeftDockWidgetArea),
+                       (w.dock_params, Qt.DockWidgetArea.RightDockWidgetArea),
+                       (w.dock_spectrum, Qt.DockWidgetArea.BottomDockWidgetArea),
+                       (w.dock_progress, Qt.DockWidgetArea.BottomDockWidgetArea)):
+        assert dock.isVisible() and not dock.isFloating() and w.dockWidgetArea(dock) == area
+    assert w.dock_spectrum.width() > 0.8 * first
+    saved = w.settings.value("window_state")
+    assert saved is not None and saved != squeezed  # the next start gets this layout
+    assert "Reset layout" in [a.text() for a in w.menuBar().actions()[2].menu().actions()]

@@ -91,6 +91,8 @@ class WindowActions:
         self.act_roi = self._act("ROI statistics", self.toggle_roi, "R",
                                  "A rectangle on the input; mean and std inside it under every view")
         self.act_roi.setCheckable(True)
+        self.act_reset_layout = self._act("Reset layout", self.reset_layout, None,
+                                          "Every panel back where it starts, at its first size")
         self.act_help = self._act("Help", self.show_help, QKeySequence.StandardKey.HelpContents,
                                   "Keys, methods, where the documentation is")
         self.act_about = self._act("About", self.show_about, None, "Method, references, licence")
@@ -130,6 +132,7 @@ class WindowActions:
         vw.addSeparator()
         for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())
+        vw.addAction(self.act_reset_layout)
         self.dock_progress.toggleViewAction().setShortcut(QKeySequence("Ctrl+L"))
         h = m.addMenu("&Help")
         h.addAction(self.act_help)

@@ -165,6 +165,28 @@ class WindowLayout:
         self.dock_progress = self._add_dock("Progress · log", "dock_progress", right,
                                             Qt.DockWidgetArea.BottomDockWidgetArea)
         self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+        self._first_dock_sizes()
+
+    def _first_dock_sizes(self) -> None:
         self.resizeDocks([self.dock_spectrum], [200], Qt.Orientation.Vertical)
         self.resizeDocks([self.dock_images, self.dock_params], [180, 290], Qt.Orientation.Horizontal)
         self.resizeDocks([self.dock_spectrum, self.dock_progress], [560, 420], Qt.Orientation.Horizontal)
+
+    def reset_layout(self) -> None:
+        """Every dock back where a first start puts it, shown, at its first sizes (View ›
+        Reset layout): docks squeezed by a window made small, closed or floated come back,
+        and the layout saved for the next start is this one."""
+        areas = ((self.dock_images, Qt.DockWidgetArea.LeftDockWidgetArea),
+                 (self.dock_params, Qt.DockWidgetArea.RightDockWidgetArea),
+                 (self.dock_spectrum, Qt.DockWidgetArea.BottomDockWidgetArea),
+                 (self.dock_progress, Qt.DockWidgetArea.BottomDockWidgetArea))
+        for dock, area in areas:
+            dock.setFloating(False)
+            self.removeDockWidget(dock)
+            self.addDockWidget(area, dock)
+            dock.show()
+        self.splitDockWidget(self.dock_spectrum, self.dock_progress, Qt.Orientation.Horizontal)
+        self._first_dock_sizes()
+        self._state_restored = False
+        self._arrange_docks_for_height()
+        self.save_settings()
