@@ -1096,6 +1096,14 @@ def test_pages_of_a_stack_are_the_sets_images_and_export_as_one_stack(window, im
         window.imageset.set_current(k)
         _settle(qtbot, window)
         np.testing.assert_array_equal(back.array[k], _displayed(window, 2))
+    # a format that cannot hold a stack: one error for the stack, not one per page
+    window.set_export_format("png")
+    window.imageset.set_current(0)
+    window.export_current(tmp_path / "png")
+    text = window.banner.text()
+    assert text.startswith("Export: 1 problem. stack.tif: cannot be written as PNG: a stack of "
+                           "3 pages needs a multi-page format"), text
+    assert not (tmp_path / "png").exists() or not list((tmp_path / "png").iterdir())
 
 
 def test_a_folder_of_only_bad_files_says_so(window, tmp_path):

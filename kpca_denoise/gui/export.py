@@ -142,6 +142,10 @@ class ExportActions:
         units = []  # (item written, its array, the noisy input, entry and record for the sidecar)
         stacks_done: set[int] = set()
         for e, rec in pairs:
+            if e.stack is not None:  # a stack once, for all its pages (and its error once)
+                if id(e.stack) in stacks_done:
+                    continue
+                stacks_done.add(id(e.stack))
             try:
                 written_as = in_format(e.item if e.stack is None else e.stack, self.export_format)
             except InputError as exc:
@@ -150,9 +154,6 @@ class ExportActions:
             if e.stack is None:
                 units.append((written_as, rec.ranks[rank].output, rec.noisy, e, rec))
                 continue
-            if id(e.stack) in stacks_done:
-                continue
-            stacks_done.add(id(e.stack))
             pages = sorted(((x, r) for x, r in pairs if x.stack is e.stack), key=lambda xr: xr[0].page)
             if len(pages) != e.stack.array.shape[0]:
                 errors.append(f"{e.path.name}: a stack is written whole; {len(pages)} of its "
