@@ -1631,3 +1631,24 @@ def test_reset_layout_brings_every_dock_back_at_its_first_size(window, qtbot):
     saved = w.settings.value("window_state")
     assert saved is not None and saved != squeezed  # the next start gets this layout
     assert "Reset layout" in [a.text() for a in w.menuBar().actions()[2].menu().actions()]
+
+
+def test_removing_the_last_image_leaves_nothing_of_it(window, images, qtbot):
+    """The spectrum and the histogram kept showing the image removed last, and Remove
+    stayed enabled with nothing to remove."""
+    w = window
+    assert w.load_paths([images["u8"]]) == 1
+    assert w.imageset.remove_button.isEnabled() and w.act_remove.isEnabled()
+    _run(qtbot, w, FAST.replace(ranks=(2,)))
+    assert w.spectrum.eigenvalues.size > 0
+    def drawn(curves):
+        return any(c.getData()[0] is not None and len(c.getData()[0]) for c in curves)
+
+    assert drawn(w.hist.item.plots)
+    w.confirm = lambda title, text: True
+    w.remove_image(0)
+    QApplication.processEvents()
+    assert not w.entries
+    assert w.spectrum.eigenvalues.size == 0
+    assert not drawn(w.hist.item.plots)
+    assert not w.imageset.remove_button.isEnabled() and not w.act_remove.isEnabled()

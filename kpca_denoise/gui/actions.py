@@ -167,6 +167,8 @@ class WindowActions:
         self.progress.cancel_button.setEnabled(running)
         for a in (self.act_export, self.act_export_set, self.act_sheet):
             a.setEnabled(has and not running)
+        self.act_remove.setEnabled(has)
+        self.imageset.remove_button.setEnabled(has)
 
     def show_help(self) -> HelpDialog:
         """The help window: every key, the methods, where the documentation is."""

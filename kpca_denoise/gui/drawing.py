@@ -117,6 +117,9 @@ class ViewDrawing:
         self.grid.input_panel.set_image(None, placeholder="open or drop images")
         self.split.set_images(None, None, None)
         self.info.setText(WELCOME_TEXT)
+        self.spectrum.clear_spectrum()  # nothing left of the last image removed
+        for curve in getattr(self.hist.item, "plots", ()):
+            curve.clear()
 
     def _draw_input(self, e: ImageEntry, rec: FitRecord | None, levels) -> np.ndarray:
         """The input view (the noisy image a run denoised, if any); returns what it draws."""

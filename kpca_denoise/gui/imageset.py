@@ -148,7 +148,7 @@ class ImageSetPanel(QWidget):
             b.setToolTip(tip)
             b.clicked.connect(sig)
             bar.addWidget(b)
-        rm = QToolButton(self)
+        rm = self.remove_button = QToolButton(self)
         rm.setText("Remove")
         rm.setToolTip("Remove the selected image from the set (Delete)")
         rm.clicked.connect(lambda: self.removeRequested.emit(self.list.currentRow()))
