@@ -746,6 +746,25 @@ def test_export_error_is_shown(window, images, tmp_path, qtbot):
     assert QApplication.activeModalWidget() is None
 
 
+def test_an_export_refused_by_the_system_names_the_target(window, images, tmp_path, qtbot,
+                                                          monkeypatch):
+    # a read-only folder refused the hidden temporary file, and the banner named that
+    import kpca_denoise.gui.export as export
+
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(2,)))
+
+    def refused(item, out, target, **kw):
+        raise PermissionError(13, "Permission denied",
+                              str(target.parent / f".{target.name}.kpca-host-1-abc.part"))
+
+    monkeypatch.setattr(export, "write_item", refused)
+    assert window.export_current(tmp_path / "ro") == []
+    text = window.banner.text()
+    assert "gray8_kpca_r2.png: cannot write (Permission denied)" in text, text
+    assert ".part" not in text
+
+
 def test_comparison_sheet_png(window, images, tmp_path, qtbot):
     # the export dialogs open in the last export's folder, else the inputs', never in the
     # shipped samples' (inside the installed package)

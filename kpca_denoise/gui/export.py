@@ -182,7 +182,9 @@ class ExportActions:
                                               replace=replace))
                 written.append(self._write_sidecar(e, rec, rank, target, inputs, replace))
             except (InputError, OSError, ValueError) as exc:
-                errors.append(f"{target}: cannot write ({exc})")
+                # the system's reason, not its temporary file's name (.NAME.kpca-....part)
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                errors.append(f"{target}: cannot write ({why})")
         for w in written:
             self.log(f"wrote {w}")
         if errors:
