@@ -1671,3 +1671,18 @@ def test_removing_the_last_image_leaves_nothing_of_it(window, images, qtbot):
     assert w.spectrum.eigenvalues.size == 0
     assert not drawn(w.hist.item.plots)
     assert not w.imageset.remove_button.isEnabled() and not w.act_remove.isEnabled()
+
+
+def test_the_spectrum_axis_labels_decades_only():
+    # over about two decades the log axis labelled its minor ticks too, one over another
+    from kpca_denoise.gui.spectrum import SpectrumPlot
+
+    sp = SpectrumPlot()
+    sp.resize(700, 220)
+    sp.set_eigenvalues(np.geomspace(0.3, 0.004, 30), final=True)
+    QApplication.processEvents()
+    ax = sp.getPlotItem().getAxis("left")
+    lo, hi = sp.getPlotItem().viewRange()[1]
+    labels = [t for spacing, vals in ax.tickValues(lo, hi, 200)
+              for t in ax.tickStrings(vals, 1.0, spacing) if t]
+    assert labels and all(t in ("0.001", "0.01", "0.1", "1", "10") for t in labels), labels

@@ -34,6 +34,16 @@ class _ComponentAxis(pg.AxisItem):
                                                              int(np.floor(maxVal)) + 1)])]
 
 
+class _DecadeAxis(pg.AxisItem):
+    """A log axis labelled at whole decades only: over two decades or so its minor ticks
+    (0.08, 0.06, ...) were labelled too, one over another."""
+
+    def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph's name)
+        strings = super().logTickStrings(values, scale, spacing)
+        return [s if abs(float(v) - round(float(v))) < 1e-6 else ""
+                for v, s in zip(values, strings)]
+
+
 class SpectrumPlot(pg.PlotWidget):
     """Eigenvalues λₖ (log scale, left axis) and cumulative explained variance (right)."""
 
@@ -41,7 +51,8 @@ class SpectrumPlot(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent, background="w",
-                         axisItems={"bottom": _ComponentAxis(orientation="bottom")})
+                         axisItems={"bottom": _ComponentAxis(orientation="bottom"),
+                                    "left": _DecadeAxis(orientation="left")})
         pi = self.getPlotItem()
         pi.setLogMode(x=False, y=True)
         # the y range is set in whole half-decades and only when the data leave it:
