@@ -1429,6 +1429,9 @@ def test_texts_of_the_log_and_the_messages(tmp_path):
     assert texts.run_end_texts("cancelled", 1.25) == (
         "cancelled after 1.2 s — earlier results kept",
         "Run cancelled after 1.2 s; earlier results are kept.")
+    # a first run cancelled has nothing to keep
+    assert texts.run_end_texts("cancelled", 1.25, kept=False) == (
+        "cancelled after 1.2 s", "Run cancelled after 1.2 s; nothing had been computed yet.")
     assert texts.run_end_texts("failed", 1.0, message="boom") == ("failed", "The run failed: boom")
     # loading
     assert texts.load_errors_text(["x: broken"], 0) == "x: broken"

@@ -218,8 +218,9 @@ class RunControl:
         if summary.job.purpose == "prepare":
             self._after_prepare()
             return
+        kept = any(self.session.has_results(e) for e in self.entries)
         progress_text, msg = run_end_texts(summary.status, summary.seconds, summary.done,
-                                           summary.failed, summary.message)
+                                           summary.failed, summary.message, kept)
         preview = summary.job.purpose == "preview"
         if preview and summary.status == "done":
             progress_text = msg = f"preview done in {summary.seconds:.1f} s"

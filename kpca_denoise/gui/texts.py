@@ -356,8 +356,12 @@ def run_started_text(n_items: int, method: str, ranks, set_sizes) -> str:
 
 
 def run_end_texts(status: str, seconds: float, done: int = 0, failed: int = 0,
-                  message: str = "") -> tuple[str, str]:
-    """``(progress line, message)`` for a run that ended ('done', 'cancelled' or 'failed')."""
+                  message: str = "", kept: bool = True) -> tuple[str, str]:
+    """``(progress line, message)`` for a run that ended ('done', 'cancelled' or 'failed');
+    ``kept``: there are results from before it (a cancel keeps them)."""
+    if status == "cancelled" and not kept:
+        return (f"cancelled after {seconds:.1f} s",
+                f"Run cancelled after {seconds:.1f} s; nothing had been computed yet.")
     if status == "cancelled":
         return (f"cancelled after {seconds:.1f} s — earlier results kept",
                 f"Run cancelled after {seconds:.1f} s; earlier results are kept.")
