@@ -183,7 +183,8 @@ def test_rank_more_than_training_samples():
 
 
 def test_image_smaller_than_patch():
-    with pytest.raises(ValueError, match="smaller than the 8x8 patch; use a patch size of 6 or less"):
+    with pytest.raises(ValueError,
+                       match="smaller than the 8x8 patch; use a patch size of 6 or less"):
         denoise_image(np.zeros((6, 30), np.uint8), method="global", n_components=2)
 
 
