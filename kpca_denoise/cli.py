@@ -35,7 +35,7 @@ from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
 from .params import DenoiseParams, ParamError
-from .evaluation import noise_notes
+from .evaluation import noise_notes, rank_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .tiling import plan, plan_stack
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
@@ -572,7 +572,8 @@ def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     for r in pages:
         if r.stats.get("note"):
             print(f"note: {r.stats['note']}", file=sys.stderr)
-    for note in noise_notes(it.name, [r.stats for r in pages]):
+    for note in noise_notes(it.name, [r.stats for r in pages]) + rank_notes(
+            it.name, [r.stats for r in pages]):
         print(f"note: {note}", file=sys.stderr)
     seq = pages[0].stats.get("sequence")
     if seq and it.is_stack:

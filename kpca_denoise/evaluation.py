@@ -117,6 +117,22 @@ def noise_notes(name: str, stats: list) -> list[str]:
     return notes
 
 
+def rank_notes(name: str, stats: list) -> list[str]:
+    """The command line's note on explicit ranks that no group can hold (the grouped
+    method: a group of ``n`` patches has at most ``n - 1`` components), from the first
+    page's stats: such a rank keeps every component, and the noise with them."""
+    grouped = (stats[0].get("grouped") or [{}])[0] if stats else {}
+    n = grouped.get("params", {}).get("group_size")
+    over = sorted(r for r in grouped.get("effective_rank", {}) if r is not None and n
+                  and r > n - 1)
+    if not over:
+        return []
+    which = ", ".join(str(r) for r in over)
+    return [f"{name}: rank{'s' if len(over) > 1 else ''} {which} above what a group of {n} "
+            f"patches holds ({n - 1} components): every component is kept, the noise too; "
+            f"use ranks up to {n - 1}"]
+
+
 def remaining_noise(image: np.ndarray) -> float:
     """Estimated noise std left in an image (luminance for colour), pixel units.
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from .dask_array import lazy_denoise
-from .evaluation import noise_notes
+from .evaluation import noise_notes, rank_notes
 from .io import InputError, write_lazy
 from .signals import signals_held
 
@@ -73,7 +73,7 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
               f"{run.sequence['reason']})", file=sys.stderr)
         entry["sequence"] = {k: v for k, v in run.stats[0]["sequence"].items()
                              if k not in ("page", "neighbours_used")}
-    for note in noise_notes(it.name, run.stats):
+    for note in noise_notes(it.name, run.stats) + rank_notes(it.name, run.stats):
         print(f"note: {note}", file=sys.stderr)
     shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
     rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,

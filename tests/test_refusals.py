@@ -178,3 +178,18 @@ def test_options_another_method_uses_are_named(tmp_path, capsys, no_compute):
     note = capsys.readouterr().err.strip()
     assert note.startswith("note: --stride (for --method global) and --train-patches (for "
                            "--method global and patch sets) not used"), note
+
+
+def test_a_rank_no_group_can_hold_gets_a_note(tmp_path, capsys):
+    # rank 64 of groups of 32 patches kept every component (the output the input) silently
+    Image.fromarray(_smooth((48, 48))).save(tmp_path / "x.png")
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+                        "--noise-sigma", "10", "--ranks", "4,64", "-q"], capsys)
+    assert rc == 0 and errs == [
+        "note: x.png: rank 64 above what a group of 32 patches holds (31 components): every "
+        "component is kept, the noise too; use ranks up to 31"], errs
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["x_kpca_r4.png",
+                                                                     "x_kpca_r64.png"]
+    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o2"),
+                        "--noise-sigma", "10", "--ranks", "4,31", "-q"], capsys)
+    assert rc == 0 and errs == []
