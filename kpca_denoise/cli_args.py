@@ -11,8 +11,8 @@ from pathlib import Path
 
 from . import __version__
 from .io import MAX_PIXELS, OUTPUT_FORMATS, SUPPORTED_SUFFIXES
-from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, WORKERS_PER_CPU,
-                     ParamError, parse_ranks)
+from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, ParamError, parse_ranks,
+                     too_many_workers)
 
 __all__ = ["OPTIONS", "build_parser"]
 
@@ -47,13 +47,11 @@ def _positive_int(text: str) -> int:
 
 
 def _workers(text: str) -> int:
-    """--workers: a positive integer, at most :data:`WORKERS_PER_CPU` per CPU of this
+    """--workers: a positive integer, at most ``params.WORKERS_PER_CPU`` per CPU of this
     machine (each worker is a process: an unbounded count would exhaust the memory)."""
     v = _positive_int(text)
-    most = WORKERS_PER_CPU * (os.cpu_count() or 1)
-    if v > most:
-        raise argparse.ArgumentTypeError(
-            f"must be at most {most} ({WORKERS_PER_CPU} per CPU of this machine), got {text!r}")
+    if (why := too_many_workers(v)) is not None:
+        raise argparse.ArgumentTypeError(why)
     return v
 
 

@@ -28,7 +28,6 @@ import contextlib
 import copy
 import dataclasses
 import logging
-import os
 import signal
 import time
 import uuid
@@ -37,7 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
-from .params import WORKERS_PER_CPU, DenoiseParams
+from .params import DenoiseParams, too_many_workers
 from .pipeline import ImageResult, SetResult, denoise_set
 from .signals import STOP_SIGNALS
 from .tiling import denoise_stack_tile, denoise_tile, plan
@@ -187,10 +186,8 @@ class Executor:
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise ExecutorError(f"--workers must be an integer >= 1, got {workers!r}")
-        most = WORKERS_PER_CPU * (os.cpu_count() or 1)
-        if workers is not None and workers > most:
-            raise ExecutorError(f"--workers must be at most {most} ({WORKERS_PER_CPU} per CPU "
-                                f"of this machine), got {workers!r}")
+        if workers is not None and (why := too_many_workers(workers)) is not None:
+            raise ExecutorError(f"--workers {why}")
         self.workers = workers
         self.scheduler = scheduler
         self.timeout = CONNECT_TIMEOUT if timeout is None else timeout

@@ -40,6 +40,17 @@ MAX_STRENGTH = 10.0
 WORKERS_PER_CPU = 4
 
 
+def too_many_workers(workers: int) -> str | None:
+    """What is wrong with asking for ``workers`` local Dask workers (more than
+    :data:`WORKERS_PER_CPU` per CPU of this machine), or None."""
+    import os
+
+    most = WORKERS_PER_CPU * (os.cpu_count() or 1)
+    if workers <= most:
+        return None
+    return f"must be at most {most} ({WORKERS_PER_CPU} per CPU of this machine), got {workers}"
+
+
 class ParamError(ValueError):
     """A bad parameter: ``name`` is the parameter (None for the whole object)."""
 

@@ -2,7 +2,8 @@
 
 Each tile's steps then run on one thread and wait on no other, which keeps the cores
 busier than one tile split across them (docs/speed.md#tiles-at-once).  The pixels are
-those of one tile at a time: a core's results do not depend on the threads.  Used by :func:`kpca_denoise.tiling.denoise_tiled` for the grouped method.
+those of one tile at a time: a core's results do not depend on the threads.  Used by
+:func:`kpca_denoise.tiling.denoise_tiled` for the grouped method.
 """
 
 from __future__ import annotations
