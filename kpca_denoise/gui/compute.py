@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core.metrics import residual_std
 from ..core.progress import Cancelled, ProgressEvent
+from ..evaluation import rank_notes
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
 
@@ -439,6 +440,9 @@ def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved:
     for k in ("noise", "hint"):  # the measured noise (white or correlated), a word on it
         if img.stats.get(k):
             resolved[k] = img.stats[k]
+    notes = rank_notes(out.name, [img.stats])  # ranks no group can hold: all is kept
+    if notes:
+        resolved["rank_notes"] = notes
     if img.stats.get("sequence"):  # a page of a sequence: the decision, the neighbours it used
         resolved["page_sequence"] = img.stats["sequence"]
     if eigenvalues is not None:

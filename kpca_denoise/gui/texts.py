@@ -343,6 +343,7 @@ def outcome_log_lines(out: ItemOutcome, is_patchset: bool, page: bool = True) ->
         lines.append(f"{out.name}: {sequence_text(out.resolved['page_sequence'], page)}")
     if out.note:  # a clean image or a flat one: every rank is the input, and the user is told
         lines.append(out.note)
+    lines.extend(out.resolved.get("rank_notes", ()))  # a rank above a group's components
     return lines
 
 
