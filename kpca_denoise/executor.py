@@ -235,10 +235,18 @@ class Executor:
                         "tcp://HOST:PORT address") from None
             else:
                 with _workers_ignore_sigint():
-                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                                 processes=True, host="127.0.0.1",
-                                                 dashboard_address=":0",
-                                                 silence_logs=logging.ERROR)
+                    try:
+                        self._cluster = LocalCluster(
+                            n_workers=self.workers, threads_per_worker=1, processes=True,
+                            host="127.0.0.1", dashboard_address=":0",
+                            silence_logs=logging.ERROR)
+                    except Exception as exc:  # noqa: BLE001 - dask's own start-up errors
+                        first = str(exc).splitlines()[0] if str(exc) else ""
+                        raise ExecutorError(
+                            f"cannot start {self.workers} local Dask worker"
+                            f"{'s' if self.workers != 1 else ''} ({type(exc).__name__}: "
+                            f"{first}); in a script, create the Executor under "
+                            "'if __name__ == \"__main__\":'") from None
                 self.client = Client(self._cluster)
             self._check_workers()
         except BaseException:
@@ -289,6 +297,9 @@ class Executor:
         when it is fetched (a file read lazily that changed) gets that error as
         its result and the others go on.
         """
+        if self.distributed and self.client is None:
+            raise ExecutorError("the Executor is not connected; use it in a with block "
+                                "(with Executor(workers=N) as ex: ex.run(...))")
         params = params.validate()
         n = len(images)
         names = list(names) if names is not None else [f"image {i}" for i in range(n)]
@@ -373,7 +384,11 @@ class Executor:
         run_id = uuid.uuid4().hex
         tiled, small = [], []
         for i in range(n):
-            (tiled if _is_tiled(images, i, patch_sets[i], params) else small).append(i)
+            try:
+                big = _is_tiled(images, i, patch_sets[i], params)
+            except (OSError, ValueError):  # unreadable: fetched again and reported below
+                big = False
+            (tiled if big else small).append(i)
         # images are read and sent a window at a time (a few per worker), so a set
         # larger than memory is never held here or on the scheduler at once
         window = max(2, 2 * len(client.scheduler_info().get("workers", {})))

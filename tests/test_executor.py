@@ -306,3 +306,55 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
                                                 "complete, nothing partial was left")
         side = json.loads(next(out.glob("kpca-denoise-*.json")).read_text())
         assert side["interrupted"] is True and side["files"] == written
+
+
+class _Vanishing:
+    """Images read on demand; item ``gone`` raises as a file deleted meanwhile does."""
+
+    def __init__(self, images, gone):
+        self.images, self.gone = images, gone
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        if i == self.gone:
+            raise OSError("file vanished")
+        return self.images[i]
+
+
+def test_an_item_that_cannot_be_fetched_fails_alone_on_a_cluster(scheduler):
+    # its fetch for the tile plan raised out of run(); in process it was already per item
+    address, _ = scheduler
+    images = _Vanishing(_images(3), gone=1)
+    with Executor(scheduler=address) as ex:
+        got = {r.index: r for r in ex.run(images, GROUPED)}
+    assert sorted(got) == [0, 1, 2]
+    assert got[1].error and "file vanished" in got[1].error and not got[1].outputs
+    assert got[0].error is None and got[2].error is None and got[2].outputs
+
+
+def test_an_executor_used_outside_its_with_block_says_so():
+    from kpca_denoise.executor import ExecutorError
+
+    ex = Executor(workers=1)  # never entered: no cluster was started
+    with pytest.raises(ExecutorError, match=r"not connected; use it in a with block"):
+        list(ex.run(_images(1), GROUPED))
+
+
+def test_local_workers_that_cannot_start_name_the_main_guard(monkeypatch):
+    # a script without the guard: dask's 200-line "Nanny failed to start" traceback
+    import dask.distributed
+
+    from kpca_denoise.executor import ExecutorError
+
+    def fails(**kw):
+        raise RuntimeError("Nanny failed to start.\nmore lines")
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", fails)
+    with pytest.raises(ExecutorError) as err:
+        with Executor(workers=2):
+            pass
+    assert str(err.value) == ("cannot start 2 local Dask workers (RuntimeError: Nanny failed to "
+                              "start.); in a script, create the Executor under "
+                              "'if __name__ == \"__main__\":'")

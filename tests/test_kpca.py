@@ -103,6 +103,31 @@ def test_cancel_stops_fit(rng):
         KernelPCA(2, gamma=1.0, cancel=tok).fit(rng.normal(size=(50, 3)))
 
 
+def test_an_estimator_with_a_cancel_token_clones_and_pickles(rng):
+    # GridSearchCV, cross_val_score and pickle failed: "cannot pickle '_thread.lock'"
+    import copy
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    tok = CancelToken()
+    m = KernelPCA(2, kernel="rbf", cancel=tok)
+    assert clone(m).cancel is tok and copy.deepcopy(m).cancel is tok  # one flag for all
+    X = rng.normal(size=(40, 3))
+    back = pickle.loads(pickle.dumps(m.fit(X)))
+    assert not back.cancel.is_set()
+    np.testing.assert_allclose(back.transform(X), m.transform(X), rtol=1e-12, atol=1e-12)
+    tok.cancel()
+    assert pickle.loads(pickle.dumps(tok)).is_set()  # its state goes with it
+    search = GridSearchCV(KernelPCA(2, kernel="rbf", cancel=CancelToken(),
+                                    fit_inverse_transform=True),
+                          {"gamma": [0.1, 1.0]}, cv=3,
+                          scoring=lambda est, X, y=None: -np.mean(
+                              (est.inverse_transform(est.transform(X)) - X) ** 2))
+    assert search.fit(X).best_params_["gamma"] in (0.1, 1.0)
+
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(8, 60), d=st.integers(1, 6), seed=st.integers(0, 10_000),
        log_gamma=st.floats(-3, 1))

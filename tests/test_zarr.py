@@ -254,3 +254,21 @@ def test_ctrl_c_leaves_no_half_folder(tmp_path, rng, monkeypatch, capsys):
     assert main(["denoise", str(src), "-o", str(out), "-q", "--tile-size", "64"]) == 130
     assert "interrupted" in capsys.readouterr().err
     assert list(out.iterdir()) == []  # no folder, no part, no sidecar (nothing written)
+
+
+def test_a_damaged_chunk_fails_its_input_alone_in_one_line(tmp_path, rng, capsys):
+    # a chunk its codec cannot decode ended the whole run with an 80-line traceback
+    bad = write_ome(tmp_path / "in" / "bad.zarr", noisy(rng, (64, 64)), "yx", [1.0, 1.0],
+                    chunks=(32, 32), levels=1)
+    write_ome(tmp_path / "in" / "good.zarr", noisy(rng, (48, 48)), "yx", [1.0, 1.0], levels=1)
+    (bad / "0" / "1" / "1").write_bytes(b"garbage!" * 10)
+    out = tmp_path / "o"
+    assert main(["denoise", str(tmp_path / "in"), "-o", str(out), "-q",
+                 "--noise-sigma", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert line.startswith(f"error: {bad}: cannot read it (") and "damaged" in line
+    assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".json")) == [
+        "good_kpca.zarr"]
+    assert json.loads(sidecar_of(out).read_text())["files"] == ["good_kpca.zarr"]

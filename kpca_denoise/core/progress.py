@@ -41,6 +41,20 @@ class CancelToken:
     def is_set(self) -> bool:
         return self._event.is_set()
 
+    def __deepcopy__(self, memo) -> "CancelToken":
+        return self  # a copy of an estimator holding it (sklearn's clone) shares the flag
+
+    def __reduce__(self):
+        return (_cancel_token, (self.is_set(),))  # pickled: a flag of its own, as it stood
+
+
+def _cancel_token(is_set: bool) -> CancelToken:
+    """A :class:`CancelToken` set or not (its lock cannot be pickled, its state can)."""
+    token = CancelToken()
+    if is_set:
+        token.cancel()
+    return token
+
 
 @dataclass(frozen=True)
 class ProgressEvent:
