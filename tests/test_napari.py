@@ -102,6 +102,24 @@ def test_the_function_is_denoise_image_and_takes_stacks():
     assert out.shape == stack.shape and out.dtype == stack.dtype
     np.testing.assert_array_equal(out[1], denoise_image(stack[1], noise_sigma=20.0))
 
+    # None estimates as 0 does; a bad level is refused, not estimated instead
+    np.testing.assert_array_equal(denoise_layer(img, None), denoise_layer(img, 0.0))
+    from kpca_denoise.params import ParamError
+
+    for bad in (-5.0, float("nan")):
+        with pytest.raises(ParamError, match="noise_sigma"):
+            denoise_layer(img, bad)
+
+
+def test_poisson_gaussian_noise_is_told_by_its_gain_and_sigma():
+    # the label said "noise σ = 1 (estimated, Gaussian part)": the stabilised domain's 1
+    pages = split_pages(_noisy(), rgb=False)
+    res = _layers.denoise_pages(pages, DenoiseParams(noise_model="poisson-gaussian"))
+    model = res.images[0].stats["noise_model"]
+    text = noise_text(res)
+    assert text.startswith("Poisson-Gaussian noise: gain ")
+    assert f"σ {float(model['sigma'][0]):.3g}" in text and "σ 1 " not in text + " "
+
 
 def test_sample_data_is_the_shipped_images_with_noise_25():
     from kpca_denoise.napari._sample_data import astronaut, camera
@@ -196,6 +214,28 @@ def test_a_run_adds_the_result_with_the_inputs_scale_translate_and_name(model, q
     np.testing.assert_array_equal(out.data, denoise_image(img, noise_sigma=20.0))
     assert w.noise_label.text() == "noise σ = 20 (given)"
     assert w.run_button.isEnabled() and not w.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: w.worker is None)
+    # the input is selected again: a second Denoise runs on it, not on the result
+    assert model.layers.selection.active is model.layers["cells"]
+    assert w.layer_label.text() == "cells"
+
+
+def test_the_result_overlays_a_rotated_sheared_layer_with_units(model, qtbot):
+    # rotate, shear, units and axis labels were dropped: the result lay elsewhere
+    model.add_image(_noisy(), name="tilted", rotate=30, shear=[0.2], scale=(0.5, 2.0),
+                    units=("um", "um"), axis_labels=("row", "col"), opacity=0.7,
+                    blending="additive")
+    w = _widget(model, qtbot)
+    w.sigma.setValue(20.0)
+    with qtbot.waitSignal(w.run_finished, timeout=120_000) as sig:
+        w.run_button.click()
+    assert sig.args == ["done"]
+    src, out = model.layers["tilted"], model.layers["tilted [kpca]"]
+    np.testing.assert_allclose(out.extent.world, src.extent.world)
+    np.testing.assert_allclose(out.rotate, src.rotate)
+    np.testing.assert_allclose(out.shear, src.shear)
+    assert out.units == src.units and out.axis_labels == ("row", "col")
+    assert out.opacity == 0.7 and out.blending == "additive"
     qtbot.waitUntil(lambda: w.worker is None)
 
 

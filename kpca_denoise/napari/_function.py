@@ -27,7 +27,7 @@ def denoise_layer(image: ImageData, noise_sigma: float = 0.0, method: str = "gro
     ----------
     image : (H, W), colour (H, W, 3|4), or a stack along the first axis (P, H, W[, 3|4]):
         a last axis of 3 or 4 is taken for colour, as in :func:`kpca_denoise.denoise_image`.
-    noise_sigma : noise std in pixel units; 0 estimates it per image (page).
+    noise_sigma : noise std in pixel units; 0 (or None) estimates it per image (page).
     method : 'grouped' (default) or 'global' (see :class:`kpca_denoise.DenoiseParams`).
     rank : kernel principal components kept; 0 is the method's default.
     noise_model : 'gaussian' or 'poisson-gaussian'.
@@ -39,7 +39,7 @@ def denoise_layer(image: ImageData, noise_sigma: float = 0.0, method: str = "gro
     a = np.asarray(image)
     rgb = a.ndim >= 3 and a.shape[-1] in (3, 4)
     params = DenoiseParams(method=method, ranks=(rank or None,),
-                           noise_sigma=noise_sigma if noise_sigma > 0 else None,
+                           noise_sigma=None if noise_sigma in (None, 0) else noise_sigma,
                            noise_model=noise_model)
     pages = split_pages(a, rgb)
     (out,) = rank_outputs(pages, denoise_pages(pages, params)).values()

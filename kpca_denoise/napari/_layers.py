@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..core.progress import CancelToken, ProgressEvent
+from ..evaluation import noise_model_text
 from ..io.writing import rank_tag
 from ..params import DenoiseParams
 from ..pipeline import denoise_set
@@ -128,6 +129,10 @@ def result_name(name: str, rank) -> str:
 def noise_text(res: SetResult) -> str:
     """The noise level the pipeline used, e.g. ``noise σ = 24.9 (estimated)``; a stack's
     range over its pages."""
+    models = [r.stats["noise_model"] for r in res.images if r.ok and r.stats.get("noise_model")]
+    if models:  # the stabilised sigma is 1: the gain and the Gaussian part describe it
+        where = f" (page 1 of {len(models)})" if len(models) > 1 else ""
+        return f"Poisson-Gaussian noise: {noise_model_text(models[0])}{where}"
     sig = np.array([r.noise_sigma for r in res.images if r.ok], dtype=float)
     sig = sig[np.isfinite(sig)]
     if sig.size == 0:

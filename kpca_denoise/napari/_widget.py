@@ -34,8 +34,7 @@ class _Source:
     removing or renaming the input meanwhile changes nothing)."""
 
     name: str
-    scale: tuple
-    translate: tuple
+    geometry: dict  # scale, translate, rotate, shear, affine, units, axis labels
     rgb: bool
     display: dict
 
@@ -48,6 +47,14 @@ class _Outcome:
 
     result: Any = None
     error: BaseException | None = None
+
+
+def _geometry(layer: Image) -> dict:
+    """Where an image layer lies in the world: what a result layer needs to overlay it."""
+    return {"scale": tuple(layer.scale), "translate": tuple(layer.translate),
+            "rotate": layer.rotate, "shear": layer.shear,
+            "affine": layer.affine.affine_matrix, "units": layer.units,
+            "axis_labels": layer.axis_labels}
 
 
 @thread_worker(start_thread=False)
@@ -148,6 +155,7 @@ class DenoiseWidget(QWidget):
         layer = self.image_layer()
         if layer is None or self.worker is not None:
             return
+        self.noise_label.setText("noise σ: –")  # the last run's no longer stands
         try:
             if layer.multiscale:
                 raise ValueError("multiscale layers are not supported; open the full "
@@ -158,13 +166,14 @@ class DenoiseWidget(QWidget):
             self._say(str(exc), error=True)
             return
         display = {} if layer.rgb else {"colormap": layer.colormap.name}
-        source = _Source(layer.name, tuple(layer.scale), tuple(layer.translate), layer.rgb,
-                         dict(display, contrast_limits=tuple(layer.contrast_limits)))
+        display.update(contrast_limits=tuple(layer.contrast_limits), gamma=layer.gamma,
+                       opacity=layer.opacity, blending=layer.blending)
+        source = _Source(layer.name, _geometry(layer), layer.rgb, display)
         self._cancel = CancelToken()
         self.worker = _denoise_worker(pages, params, self._cancel)
         self.worker.yielded.connect(self._on_progress)
         # bound methods, not lambdas: the slots then run in this widget's (the GUI) thread
-        self._job = (source, pages)
+        self._job = (source, pages, layer)
         self.worker.returned.connect(self._on_outcome)
         self.worker.finished.connect(self._on_finished)
         self.run_button.setEnabled(False)
@@ -185,7 +194,7 @@ class DenoiseWidget(QWidget):
         self.progress.setFormat(f"{event.stage} %p%")
 
     def _on_outcome(self, outcome: _Outcome) -> None:
-        source, pages = self._job
+        source, pages, layer = self._job
         if isinstance(outcome.error, Cancelled):
             self._status = "cancelled"
             self._say("cancelled")
@@ -201,9 +210,10 @@ class DenoiseWidget(QWidget):
                       else str(exc), error=True)
             return
         for rank, data in outputs.items():
-            self.viewer.add_image(data, name=result_name(source.name, rank),
-                                  scale=source.scale, translate=source.translate,
-                                  rgb=source.rgb, **source.display)
+            self.viewer.add_image(data, name=result_name(source.name, rank), rgb=source.rgb,
+                                  **source.geometry, **source.display)
+        if layer in self.viewer.layers:  # the input again: Denoise once more runs on it
+            self.viewer.layers.selection.active = layer
         self.noise_label.setText(noise_text(res))
         self.progress.setValue(100)
         self.progress.setFormat("done")
