@@ -312,8 +312,8 @@ def _denoise(args) -> int:
     if lazy and args.reference:
         print(f"note: --reference: PSNR and SSIM are not computed for inputs read lazily "
               f"({lazy[0].path.name})", file=sys.stderr)
-    refs = _load_reference(args.reference, [it for it in items if not it.is_lazy],
-                           args.max_pixels)
+    eager = [it for it in items if not it.is_lazy]
+    refs = _load_reference(args.reference, eager, args.max_pixels) if eager else {}
     _check_memory(items, params)
     _check_output_folder(outdir)
     plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference

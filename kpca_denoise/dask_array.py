@@ -210,7 +210,7 @@ def required_halo(params: DenoiseParams | dict | None = None, **options) -> int:
     (a :class:`DenoiseParams`, its dict, or :func:`denoise_dask`'s keywords): the
     tiled engine's halo, a multiple of the method's reference stride.  The grouped
     method's search widens when it finds a regular texture in the image (decided
-    per image); ``grouped={'periodic': True}`` gives that halo."""
+    per image); ``required_halo({'grouped': {'periodic': True}})`` gives that halo."""
     params = _params(params, options)
     if params.method == "grouped":
         halo, align = tiling._grouped_geometry(params)

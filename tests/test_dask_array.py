@@ -124,6 +124,9 @@ def test_required_halo_is_the_tilers(params):
 def test_required_halo_takes_the_keywords():
     assert required_halo(method="global", patch_size=6, stride=2) == \
         required_halo(DenoiseParams(method="global", patch_size=6, stride=2))
+    # the call docs/dask.md gives for a regular texture's wider search
+    texture = required_halo({"grouped": {"periodic": True}})
+    assert texture == required_halo(DenoiseParams(grouped={"periodic": True})) > required_halo()
 
 
 def test_global_method_and_poisson_noise_give_the_whole_image_pixels(grey):

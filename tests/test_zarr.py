@@ -272,3 +272,18 @@ def test_a_damaged_chunk_fails_its_input_alone_in_one_line(tmp_path, rng, capsys
     assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".json")) == [
         "good_kpca.zarr"]
     assert json.loads(sidecar_of(out).read_text())["files"] == ["good_kpca.zarr"]
+
+
+def test_a_reference_for_a_lone_zarr_is_a_note_not_a_refusal(tmp_path, rng, capsys):
+    # "--reference FILE needs exactly one input" for one input: the lazy one was not counted
+    from PIL import Image
+
+    img = noisy(rng, (24, 24))
+    src = write_ome(tmp_path / "img.zarr", img, "yx", [1.0, 1.0], levels=1)
+    Image.fromarray(img).save(tmp_path / "ref.png")
+    out = tmp_path / "o"
+    assert main(["denoise", str(src), "-o", str(out), "-q", "--noise-sigma", "20",
+                 "--reference", str(tmp_path / "ref.png")]) == 0
+    err = capsys.readouterr().err
+    assert "PSNR and SSIM are not computed for inputs read lazily (img.zarr)" in err
+    assert "error" not in err and (out / "img_kpca.zarr").is_dir()
