@@ -420,3 +420,20 @@ def test_fixed_point_can_start_from_the_ridge_map(rng):
     # the fixed point is a stationary point of ||Phi(z) - P Phi(x)||^2: one more
     # step from it moves nothing
     np.testing.assert_allclose(m.fixed_point_inverse_transform(Z, init=R), R, atol=1e-4)
+
+
+def test_a_fractional_rank_and_a_nan_start_are_named(rng):
+    # transform(n_components=2.5) used 2 without a word; a NaN init read as a shape error
+    X = rng.normal(size=(30, 4))
+    m = KernelPCA(4, kernel="rbf", gamma=0.5).fit(X)
+    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 4\], got 2.5"):
+        m.transform(X, n_components=2.5)
+    np.testing.assert_array_equal(m.transform(X, n_components=np.int64(2)),
+                                  m.transform(X)[:, :2])
+    Z = m.transform(X[:7])
+    bad = np.zeros((7, 4))
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="init holds NaN or infinite values"):
+        m.fixed_point_inverse_transform(Z, init=bad)
+    with pytest.raises(ValueError, match=r"init must be an array of shape \(7, 4\), got \(7, 3\)"):
+        m.fixed_point_inverse_transform(Z, init=np.zeros((7, 3)))

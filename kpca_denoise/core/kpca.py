@@ -18,6 +18,7 @@ Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -451,6 +452,10 @@ class KernelPCACore:
                         block: int = 4096) -> np.ndarray:
         """Projections (float64) of validated X onto the leading components."""
         kmax = self.alphas_.shape[1]
+        if n_components is not None and (isinstance(n_components, bool) or not isinstance(
+                n_components, numbers.Integral)):
+            raise ValueError(f"n_components must be an integer in [1, {kmax}], got "
+                             f"{n_components!r}")
         k = kmax if n_components is None else int(n_components)
         if not 0 <= k <= kmax or (n_components is not None and k < 1):
             raise ValueError(f"n_components must be in [1, {kmax}], got {n_components}")
@@ -521,9 +526,11 @@ class KernelPCACore:
                 "'linear'); for other kernels use fit_inverse_transform=True and inverse_transform")
         if init is not None:
             init = np.asarray(init, dtype=np.float64)
-            if init.shape != (Z.shape[0], points.shape[1]) or not np.all(np.isfinite(init)):
-                raise ValueError(f"init must be a finite array of shape "
+            if init.shape != (Z.shape[0], points.shape[1]):
+                raise ValueError(f"init must be an array of shape "
                                  f"{(Z.shape[0], points.shape[1])}, got {init.shape}")
+            if not np.all(np.isfinite(init)):
+                raise ValueError("init holds NaN or infinite values; give finite starting points")
         out, stats = preimage_fixed_point(
             W, points, self.gamma_, init=init, tol=self.preimage_tol,
             max_iter=self.preimage_max_iter, progress=self.progress, cancel=self.cancel,
