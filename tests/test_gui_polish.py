@@ -1,0 +1,102 @@
+"""The desktop window, part 3: what a review of the window found drawn wrong or said too
+little.  The grid under a message, thin images.
+
+pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
+from PySide6.QtWidgets import QApplication, QToolButton  # noqa: E402
+
+from kpca_denoise.params import DenoiseParams  # noqa: E402
+import test_gui  # noqa: E402
+from test_gui import FAST, _run  # noqa: E402
+
+# the fixtures of test_gui.py
+images, window = test_gui.images, test_gui.window
+no_thread_left_running, temp_settings = test_gui.no_thread_left_running, test_gui.temp_settings
+
+
+def _thin(tmp_path, name="thin.png"):
+    """A 300 x 4 image: a line in any view."""
+    rng = np.random.default_rng(4)
+    x = np.arange(300)
+    a = np.clip(128 + 60 * np.sin(x / 9.0) + rng.normal(0, 20, (4, 300)), 0, 255)
+    path = tmp_path / name
+    Image.fromarray(a.astype(np.uint8)).save(path)
+    return path
+
+
+def _grid_whole(w, in_view: bool = True) -> None:
+    """Every panel of the grid shown: its title, view and lines one under the other, none
+    over another panel, and (``in_view``) all of it in the part of the grid in view."""
+    QApplication.processEvents()
+    vp = w.grid_scroll.viewport()
+    seen: list[QRect] = []
+    for p in w.grid.panels():
+        if not p.isVisible():
+            continue
+        t, v, m = p.title.geometry(), p.view.geometry(), p.metrics.geometry()
+        name = p.title.text()
+        assert t.bottom() < v.top() and v.bottom() < m.top(), (name, t, v, m)
+        assert p.contentsRect().contains(m), (name, m, p.contentsRect())
+        r = QRect(p.mapTo(vp, QPoint(0, 0)), p.size())
+        assert not any(r.intersects(o) for o in seen), name
+        seen.append(r)
+        if in_view:
+            assert vp.rect().contains(r), (name, r, vp.rect())
+    assert seen
+    if in_view:
+        assert w.grid_scroll.verticalScrollBar().maximum() == 0
+
+
+def test_an_export_message_leaves_every_caption_of_the_grid_in_view(window, images, tmp_path,
+                                                                    qtbot):
+    # the banner over the grid pushed the lines under its bottom row of views out of sight
+    # (a window as low as a 1366x768 screen leaves it, the panel and the docks around it)
+    window.resize(1280, 620)
+    window.load_paths([images["u8"]])
+    _run(qtbot, window, FAST.replace(ranks=(1, 2, 4, 8, 16)))
+    _grid_whole(window)
+    height = window.grid_scroll.viewport().height()
+    assert window.export_current(tmp_path / "out")
+    assert window.banner.isVisible() and window.banner.text().startswith("Exported")
+    QApplication.processEvents()
+    assert window.grid_scroll.viewport().height() < height  # the message takes its room ...
+    _grid_whole(window)  # ... and the grid fits in what is left, every caption in view
+    # a message of two lines too, and the banner is dismissed as before
+    window.report_error("Could not write /a/folder/with/a/rather/long/name/" + "x" * 120)
+    QApplication.processEvents()
+    _grid_whole(window)
+    qtbot.mouseClick(window.banner.findChild(QToolButton), Qt.MouseButton.LeftButton)
+    assert not window.banner.isVisible()
+    QApplication.processEvents()
+    assert window.grid_scroll.viewport().height() == height
+    _grid_whole(window)
+
+
+def test_a_thin_images_captions_stay_under_its_views(window, tmp_path, qtbot):
+    # a 300 x 4 image (patch size 4): its views were squeezed to the height of a line and
+    # the lines under them drawn over them
+    window.load_paths([_thin(tmp_path)])
+    _run(qtbot, window, DenoiseParams(patch_size=4, ranks=(1, 2, 4, 8, None)))
+    for size in ((1280, 820), (1366, 768), (1920, 1080)):
+        window.resize(*size)
+        _grid_whole(window)
+        for r, p in window.grid.rank_panels.items():
+            assert p.view.height() >= 2 * p.metrics.fontMetrics().lineSpacing(), (size, r)
+            assert p.metrics.lines() and p.metrics.lines()[0], (size, r)
+    # a window too low for the grid: it scrolls, still nothing drawn over anything
+    window.resize(1000, 560)
+    _grid_whole(window, in_view=False)
