@@ -1,5 +1,5 @@
 """The desktop window, part 3: what a review of the window found drawn wrong or said too
-little.  The grid under a message, thin images.
+little.  The grid under a message, thin images, the image list's lines.
 
 pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
 """
@@ -17,11 +17,12 @@ from PIL import Image
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
-from PySide6.QtWidgets import QApplication, QToolButton  # noqa: E402
+from PySide6.QtWidgets import (QApplication, QStyle, QStyleOptionViewItem,  # noqa: E402
+                               QToolButton)
 
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 import test_gui  # noqa: E402
-from test_gui import FAST, _run  # noqa: E402
+from test_gui import FAST, _run, _smooth  # noqa: E402
 
 # the fixtures of test_gui.py
 images, window = test_gui.images, test_gui.window
@@ -100,3 +101,50 @@ def test_a_thin_images_captions_stay_under_its_views(window, tmp_path, qtbot):
     # a window too low for the grid: it scrolls, still nothing drawn over anything
     window.resize(1000, 560)
     _grid_whole(window, in_view=False)
+
+
+def _shown_lines(lst, row: int) -> tuple[list[str], QRect]:
+    """The lines the list draws for ``row`` and the rectangle it draws them in (the text's,
+    inside the margins the style keeps)."""
+    it = lst.item(row)
+    opt = QStyleOptionViewItem()
+    lst.initViewItemOption(opt)
+    opt.rect = lst.visualItemRect(it)
+    lst.itemDelegate().initStyleOption(opt, lst.indexFromItem(it))
+    style = lst.style()
+    margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, lst) + 1
+    rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, lst)
+    return opt.text.replace("\u2028", "\n").split("\n"), rect.adjusted(margin, 0, -margin, 0)
+
+
+def test_the_image_list_shows_each_status_whole(window, tmp_path):
+    # "✓ 5 ranks" was cut under a description broken over two lines (and under every
+    # entry once a thin image's icon made the list's rows low)
+    import tifffile
+
+    long_name = tmp_path / "a_rather_long_name_for_a_colour_frame_0012.tif"
+    tifffile.imwrite(long_name, np.zeros((40, 60, 3), np.uint16))
+    camera = tmp_path / "cam.png"
+    Image.fromarray(_smooth(48, 48, 255).astype(np.uint8)).save(camera)
+    window.load_paths([_thin(tmp_path), long_name, camera])
+    lst = window.imageset.list
+    statuses = ["✓ 5 ranks", "✓ 5 ranks · other parameters", "✓ 1 rank"]
+    for row, status in enumerate(statuses):
+        window.imageset.set_status(row, status)
+    QApplication.processEvents()
+    fm = lst.fontMetrics()
+    assert lst.horizontalScrollBar().maximum() == 0  # the entries as wide as the list
+    for row, status in enumerate(statuses):
+        assert lst.viewport().rect().contains(lst.visualItemRect(lst.item(row)))
+        lines, rect = _shown_lines(lst, row)
+        # none wider than the room (Qt would break or cut it), all of them in the entry
+        assert all(fm.horizontalAdvance(ln) <= rect.width() for ln in lines), (lines, rect)
+        assert 3 <= len(lines) and len(lines) * fm.lineSpacing() <= rect.height(), (lines, rect)
+        assert lines[-1].startswith("✓ 5 ranks" if row < 2 else "✓ 1 rank"), lines
+    # the description broken after a comma where the entry has a line to spare
+    assert " ".join(_shown_lines(lst, 1)[0][1:-1]) == "60×40×3, uint16, TIFF"
+    name = _shown_lines(lst, 1)[0][0]
+    assert name.endswith("0012.tif") and "…" in name  # elided in the middle: which frame
+    for row, status in enumerate(statuses):
+        tip = lst.item(row).toolTip()  # every line whole in the tooltip, and the path
+        assert lst.item(row).text() in tip and str(tmp_path) in tip
