@@ -1,5 +1,6 @@
 """The desktop window, part 3: what a review of the window found drawn wrong or said too
-little.  The grid under a message, thin images, the image list's lines.
+little.  The grid under a message, thin images, the image list's lines, a number typed
+out of its range.
 
 pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
 """
@@ -148,3 +149,27 @@ def test_the_image_list_shows_each_status_whole(window, tmp_path):
     for row, status in enumerate(statuses):
         tip = lst.item(row).toolTip()  # every line whole in the tooltip, and the path
         assert lst.item(row).text() in tip and str(tmp_path) in tip
+
+
+def _type(qtbot, spin, text: str) -> None:
+    spin.setFocus()
+    spin.selectAll()
+    qtbot.keyClicks(spin, text)
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+
+
+def test_a_patch_size_typed_out_of_range_is_said_not_changed_silently(window, qtbot):
+    spin, bar = window.params_panel.patch_size, window.statusBar()
+    _type(qtbot, spin, "999")
+    # what may be typed is as before (9: the third 9 was refused) ...
+    assert spin.value() == 9 and window.params_panel.params().patch_size == 9
+    assert bar.currentMessage() == "patch size: at most 64 pixels"  # ... and the user is told
+    _type(qtbot, spin, "1")
+    assert spin.text() == "auto" and window.params_panel.params().patch_size is None
+    assert bar.currentMessage() == "patch size: 1 is below 2, so auto (2 to 64 pixels, or auto)"
+    bar.clearMessage()
+    _type(qtbot, spin, "16")
+    assert spin.value() == 16 and bar.currentMessage() == ""
+    # the range in the tooltips
+    assert "2 to 64 pixels" in spin.toolTip()
+    assert "1 to 64 pixels" in window.params_panel.stride.toolTip()
