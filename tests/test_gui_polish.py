@@ -1,6 +1,6 @@
 """The desktop window, part 3: what a review of the window found drawn wrong or said too
 little.  The grid under a message, thin images, the image list's lines, a number typed
-out of its range.
+out of its range, a rank no group can hold.
 
 pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
 """
@@ -173,3 +173,42 @@ def test_a_patch_size_typed_out_of_range_is_said_not_changed_silently(window, qt
     # the range in the tooltips
     assert "2 to 64 pixels" in spin.toolTip()
     assert "1 to 64 pixels" in window.params_panel.stride.toolTip()
+
+
+def test_a_rank_no_group_can_hold_says_all_kept_where_it_fits(qtbot):
+    # "eff. rank 31.0" under rank 99999 said nothing of the noise kept with every component
+    from kpca_denoise.gui import texts
+    from kpca_denoise.gui.compute import JobItem, _run_ranks, _Throttle
+    from kpca_denoise.gui.model import ResultCache
+    from kpca_denoise.gui.views import ImagePanel, fit_lines
+
+    noisy = np.random.default_rng(0).normal(128, 20, (40, 40)).clip(0, 255).astype(np.uint8)
+    item = JobItem(key="k", name="n.png", array=noisy, is_patchset=False, ranks=(2, 99999))
+    quiet = _Throttle(lambda *a: None)
+    rec = ResultCache().add(_run_ranks(item, DenoiseParams(ranks=(2, 99999)), (2, 99999),
+                                       quiet, quiet, None))
+    text = texts.rank_metrics_text(rec, 99999, None, rec.noise_sigma)
+    assert text.endswith("eff. rank 31.0 (all\u00a0kept)"), text
+    assert "all" not in texts.rank_metrics_text(rec, 2, None, rec.noise_sigma)
+    panel = ImagePanel("rank 99999")
+    qtbot.addWidget(panel)
+    panel.set_metrics(text)
+    panel.metrics.set_lines(2)
+    panel.resize(220, 200)
+    panel.show()
+    QApplication.processEvents()
+    assert panel.metrics.lines()[-1] == "eff. rank 31.0 (all\u00a0kept)"
+    # where it has no room the remark goes first, not the number ("eff." alone, "…")
+    panel.metrics.set_lines(3)
+    panel.resize(110, 200)
+    QApplication.processEvents()
+    assert panel.metrics.lines()[-1] == "eff. rank 31.0", panel.metrics.lines()
+    assert panel.metrics.toolTip() == text
+    n = len  # one unit per character
+    assert fit_lines("noise σ ≈ 18.3 · eff. rank 31.0 (all kept)", n, 20, 3) == \
+        ["noise σ ≈ 18.3", "eff. rank 31.0"]
+    assert fit_lines("noise σ ≈ 18.3 · eff. rank 31.0 (all kept)", n, 25, 2) == \
+        ["noise σ ≈ 18.3", "eff. rank 31.0 (all kept)"]
+    # a remark with numbers is data, never left out unmarked
+    assert fit_lines("≈ previous rank (Δ +0.10 dB)", n, 16, 2) == \
+        ["≈ previous rank", "(Δ +0.10 dB)"]

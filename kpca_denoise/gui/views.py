@@ -76,12 +76,32 @@ class _ElidedLabel(QLabel):
             head, Qt.TextElideMode.ElideMiddle, width)
 
 
+#: a remark in brackets, words only, closing a part of a line under a view ("(all kept)")
+_REMARK = re.compile(r" \([^()\d]*\)(?= · |\n|$)")
+
+
 def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
     """``text`` in at most ``n`` lines of ``width``: broken at its newlines, then between
     its " · " parts, then between words (a number kept with the word before it); the
     last line, when more would follow, keeps the whole parts that fit and ends in " …"
     (its first part alone when the mark does not fit too; cut within a part only when
-    that does not fit); a line still too wide is elided where it is drawn.  ``width_of(s)`` measures a string."""
+    that does not fit); a line still too wide is elided where it is drawn.  Before any of
+    that, a remark in brackets of words only (" (all kept)") is left out, the last first,
+    where the text does not fit with it.  ``width_of(s)`` measures a string."""
+    lines = _fit_lines(text, width_of, width, n)
+    remarks = list(_REMARK.finditer(text))
+    if remarks:
+        last = remarks[-1]
+        # its part on one line ("eff. rank 31.0 (all kept)", not "eff." and the rest below)
+        start = max(text.rfind(" · ", 0, last.start()) + 3, text.rfind("\n", 0, last.start()) + 1)
+        if len(lines) > n or width_of(text[start:last.end()]) > width:
+            return fit_lines(text[:last.start()] + text[last.end():], width_of, width, n)
+    return _fit_lines(text, width_of, width, n, mark=True) if len(lines) > n else lines
+
+
+def _fit_lines(text: str, width_of, width: float, n: int, mark: bool = False) -> list[str]:
+    """:func:`fit_lines` without leaving remarks out: every line the text breaks into, or
+    with ``mark``, ``n`` lines, the last marked."""
     sep = " · "
     lines: list[str] = []
     for para in text.split("\n"):
@@ -97,7 +117,7 @@ def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
                 else:
                     cur += glue + piece
         lines.append(cur)
-    if len(lines) > n:
+    if mark and len(lines) > n:
         tail = sep.join(lines[n - 1:])
         # whole parts first ("σ ≈ 0.32 …", not "σ ≈ 0.3…"), characters only if none fits
         parts = tail.split(sep)
