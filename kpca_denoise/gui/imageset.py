@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QHBoxLayout,
     QListWidget,
     QListWidgetItem,
+    QStyle,
+    QStyledItemDelegate,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -75,13 +78,58 @@ def qimage_from_array(a8: np.ndarray) -> QImage:
 
 
 def make_thumbnail(entry: ImageEntry, size: int = 72) -> QIcon:
+    """The image scaled into a ``size`` square, centred on a transparent one: every entry
+    of the list is as tall, a 300 x 4 image too (its 72 x 1 icon made the list's rows,
+    which share one height, too low for their lines)."""
     a = entry.display(entry.array)
     step = max(1, int(max(a.shape[:2]) // (2 * size)))  # cheap decimation before smooth scaling
     small = a[::step, ::step]
     img = qimage_from_array(to_uint8(small, display_levels(entry.array)))
     pix = QPixmap.fromImage(img).scaled(size, size, Qt.AspectRatioMode.KeepAspectRatio,
                                         Qt.TransformationMode.SmoothTransformation)
-    return QIcon(pix)
+    square = QPixmap(size, size)
+    square.fill(Qt.GlobalColor.transparent)
+    p = QPainter(square)
+    p.drawPixmap((size - pix.width()) // 2, (size - pix.height()) // 2, pix)
+    p.end()
+    return QIcon(square)
+
+
+class _EntryDelegate(QStyledItemDelegate):
+    """Draws an entry's lines (name, description, status) in the room the list gives
+    them: the name on one line, elided in the middle ("frame_0…0012.png" keeps which
+    frame); the description broken after a comma onto a second line where the entry has
+    one to spare; the status always on its own last line.  What does not fit is elided
+    at its end ("✓ 5 ranks · other par…"); the tooltip has it all."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt's name)
+        super().initStyleOption(option, index)
+        if option.rect.width() <= 0 or not option.text:
+            return  # measuring the entry's size: its lines as they are
+        style = option.widget.style() if option.widget is not None else QApplication.style()
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, option.widget)
+        fm, sep = option.fontMetrics, "\u2028"  # Qt's line separator in the option's text
+        # the style draws the text inside margins of the focus frame's, plus one
+        margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, option.widget) + 1
+        width = rect.width() - 2 * margin
+        lines = option.text.replace("\n", sep).split(sep)
+        room = max(len(lines), rect.height() // max(fm.lineSpacing(), 1))
+        shown = [fm.elidedText(lines[0], Qt.TextElideMode.ElideMiddle, width)]
+        for k, line in enumerate(lines[1:], 1):
+            shown += _wrap(line, fm, width, room - len(shown) - (len(lines) - 1 - k))
+        option.text = sep.join(shown)
+
+
+def _wrap(line: str, fm, width: int, n: int) -> list[str]:
+    """``line`` in at most ``n`` lines of ``width`` pixels, broken after its commas, the
+    last elided at its end."""
+    if n <= 1 or fm.horizontalAdvance(line) <= width:
+        return [fm.elidedText(line, Qt.TextElideMode.ElideRight, width)]
+    cuts = [i + 1 for i, c in enumerate(line) if c == ","
+            and fm.horizontalAdvance(line[:i + 1]) <= width]
+    if not cuts:
+        return [fm.elidedText(line, Qt.TextElideMode.ElideRight, width)]
+    return [line[:cuts[-1]]] + _wrap(line[cuts[-1]:].lstrip(), fm, width, n - 1)
 
 
 class _DropList(QListWidget):
@@ -130,7 +178,11 @@ class ImageSetPanel(QWidget):
         self.list.setIconSize(QSize(72, 72))
         self.list.setUniformItemSizes(True)
         self.list.setSpacing(2)
+        # the name, the description and the status laid out by _EntryDelegate: a description
+        # broken over two lines pushed the status ("✓ 5 ranks") out of the entry (word wrap
+        # stays on: it keeps the entries as wide as the list)
         self.list.setWordWrap(True)
+        self.list.setItemDelegate(_EntryDelegate(self.list))
         self.list.setToolTip(
             "Drop image files (" + ", ".join(sorted(SUPPORTED_SUFFIXES)) + ") or folders here.\n"
             "PageDown / PageUp: next / previous image."
@@ -161,8 +213,14 @@ class ImageSetPanel(QWidget):
 
     def add_entry(self, entry: ImageEntry) -> None:
         it = QListWidgetItem(make_thumbnail(entry), f"{entry.name}\n{entry.describe()}")
-        it.setToolTip(str(entry.path))
+        it.setData(Qt.ItemDataRole.UserRole, str(entry.path))
         self.list.addItem(it)
+        self._set_tooltip(it)
+
+    @staticmethod
+    def _set_tooltip(it: QListWidgetItem) -> None:
+        """The entry's lines whole (the list elides them) and the file's path."""
+        it.setToolTip(it.text() + "\n" + it.data(Qt.ItemDataRole.UserRole))
 
     def remove_row(self, row: int) -> None:
         self.list.takeItem(row)
@@ -174,6 +232,7 @@ class ImageSetPanel(QWidget):
             return
         base = it.text().split("\n")[:2]
         it.setText("\n".join(base + ([text] if text else [])))
+        self._set_tooltip(it)
 
     def set_current(self, row: int) -> None:
         self.list.setCurrentRow(row)

@@ -116,6 +116,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.imageset.openFolderRequested.connect(self.open_folder_dialog)
         self.imageset.removeRequested.connect(self.remove_image)
         self.params_panel.changed.connect(self._on_params_changed)
+        self.params_panel.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
         self.params_panel.referenceRequested.connect(self.choose_reference)
         self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
         self.params_panel.suggestRequested.connect(self.suggest_ranks)

@@ -8,7 +8,7 @@ method chose next to the "auto" box, so the user can copy it to manual.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QDoubleValidator
+from PySide6.QtGui import QDoubleValidator, QValidator
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QCheckBox,
@@ -43,15 +43,47 @@ _METHOD_TEXT = {
 }
 
 
-def _auto_spin(minimum: int, maximum: int, tip: str, auto_text: str = "auto") -> QSpinBox:
-    # the minimum shows as "auto": one widget instead of a checkbox + spin box
-    s = QSpinBox()
-    s.setRange(minimum - 1, maximum)
-    s.setSpecialValueText(auto_text)
-    s.setValue(minimum - 1)
-    s.setToolTip(tip)
-    s.setKeyboardTracking(False)
-    return s
+class _AutoSpin(QSpinBox):
+    """A whole number from ``low`` to ``high`` whose value below them shows as "auto": one
+    widget instead of a checkbox + spin box.  The range is in the tooltip, and a number
+    typed outside it is not changed silently: ``notice`` says what happened (the window
+    puts it in the status bar), where Qt alone left 9 of a typed 999 and "auto" of a 1."""
+
+    notice = Signal(str)
+
+    def __init__(self, name: str, low: int, high: int, tip: str, unit: str = " pixels") -> None:
+        super().__init__()
+        self.name, self.low, self.high, self.unit = name, low, high, unit
+        self.setRange(low - 1, high)
+        self.setSpecialValueText("auto")
+        self.setValue(low - 1)
+        self.setToolTip(f"{self.range_text()} (below {low}); {tip}")
+        self.setKeyboardTracking(False)
+        self._typed = ""
+        self.lineEdit().textEdited.connect(self._on_edited)
+        self.editingFinished.connect(self._on_finished)
+
+    def range_text(self) -> str:
+        return f"{self.low} to {self.high}{self.unit}, or auto"
+
+    def validate(self, text: str, pos: int):  # noqa: D102 (Qt's)
+        result = super().validate(text, pos)
+        state = result[0] if isinstance(result, tuple) else result
+        t = text.strip()
+        if state == QValidator.State.Invalid and t and t.lstrip("-").isdigit():
+            # a key that would leave the range is refused: say why
+            self.notice.emit(f"{self.name}: at most {self.high}{self.unit}"
+                             if not t.startswith("-") else f"{self.name}: {self.range_text()}")
+        return result
+
+    def _on_edited(self, text: str) -> None:
+        self._typed = text.strip()
+
+    def _on_finished(self) -> None:
+        typed, self._typed = self._typed, ""
+        if typed.isdigit() and int(typed) < self.low:
+            self.notice.emit(f"{self.name}: {typed} is below {self.low}, so auto "
+                             f"({self.range_text()})")
 
 
 class _AutoFloat(QWidget):
@@ -157,6 +189,7 @@ class ParamsPanel(QScrollArea):
     """Every denoising parameter, plus the clean-reference controls."""
 
     changed = Signal()
+    notice = Signal(str)  # a word for the status bar (a number typed out of its range)
     referenceRequested = Signal()
     referenceCleared = Signal()
     suggestRequested = Signal()
@@ -228,10 +261,11 @@ class ParamsPanel(QScrollArea):
         """Patch size, stride, training patches, landmarks, γ, iterations, seed."""
         g_patch = QGroupBox("Patches and kernel", body)
         f = _form(g_patch)
-        self.patch_size = _auto_spin(2, 64, "patch side in pixels; auto: 8 for 'global', "
-                                            "from the noise level for 'grouped'")
+        self.patch_size = _AutoSpin("patch size", 2, 64, "patch side in pixels; auto: 8 for "
+                                    "'global', from the noise level for 'grouped'")
         f.addRow("patch size", self.patch_size)
-        self.stride = _auto_spin(1, 64, "step between patches ('global'); auto: patch size / 2")
+        self.stride = _AutoSpin("stride", 1, 64, "step between patches ('global'); auto: "
+                                "patch size / 2")
         f.addRow("stride", self.stride)
         self.n_train = QSpinBox(g_patch)
         self.n_train.setRange(2, 100_000)
@@ -350,6 +384,8 @@ class ParamsPanel(QScrollArea):
         self.profile.currentIndexChanged.connect(self._emit)
         self.sequence.currentIndexChanged.connect(self._emit)
         self.ranks.editingFinished.connect(self._emit)
+        for s in (self.patch_size, self.stride):
+            s.notice.connect(self.notice)
         for s in (self.patch_size, self.stride, self.n_train, self.n_landmarks, self.iterations, self.seed,
                   self.strength):
             s.valueChanged.connect(self._emit)

@@ -117,7 +117,11 @@ def rank_metrics_text(rec: FitRecord, rank, prev, sigma) -> str:
     parts = [format_metrics(rr.metrics)]
     eff = rec.effective_rank(rank)
     if eff is not None:
-        parts.append(f"eff. rank {eff:.1f}")
+        # a rank above a group's n - 1 components keeps them all, noise too (the log's note);
+        # a remark the view drops where it has no room (views.fit_lines)
+        n = ((rec.resolved.get("grouped") or {}).get("params") or {}).get("group_size")
+        whole = rank is not None and n and rank > n - 1
+        parts.append(f"eff. rank {eff:.1f}" + (" (all\u00a0kept)" if whole else ""))
     conv = converged_with(prev, rr, sigma)
     if conv:
         parts.append(f"≈ previous rank {conv}")

@@ -39,6 +39,10 @@ pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 #: the rest onto further rows
 MIN_VIEW = 80
 CELL_WIDTH = 90
+#: the height a view keeps where the grid is short (a message over it, a low window) or
+#: the image thin (300 x 4 is a line in any view): below it the grid scrolls rather than
+#: squeeze the titles and the lines under the views over the images
+MIN_VIEW_SQUEEZED = 32
 
 _SELECTED_STYLE = "ImagePanel { border: 2px solid #2f7bd8; border-radius: 3px; }"
 _NORMAL_STYLE = "ImagePanel { border: 2px solid transparent; }"
@@ -72,12 +76,32 @@ class _ElidedLabel(QLabel):
             head, Qt.TextElideMode.ElideMiddle, width)
 
 
+#: a remark in brackets, words only, closing a part of a line under a view ("(all kept)")
+_REMARK = re.compile(r" \([^()\d]*\)(?= · |\n|$)")
+
+
 def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
     """``text`` in at most ``n`` lines of ``width``: broken at its newlines, then between
     its " · " parts, then between words (a number kept with the word before it); the
     last line, when more would follow, keeps the whole parts that fit and ends in " …"
     (its first part alone when the mark does not fit too; cut within a part only when
-    that does not fit); a line still too wide is elided where it is drawn.  ``width_of(s)`` measures a string."""
+    that does not fit); a line still too wide is elided where it is drawn.  Before any of
+    that, a remark in brackets of words only (" (all kept)") is left out, the last first,
+    where the text does not fit with it.  ``width_of(s)`` measures a string."""
+    lines = _fit_lines(text, width_of, width, n)
+    remarks = list(_REMARK.finditer(text))
+    if remarks:
+        last = remarks[-1]
+        # its part on one line ("eff. rank 31.0 (all kept)", not "eff." and the rest below)
+        start = max(text.rfind(" · ", 0, last.start()) + 3, text.rfind("\n", 0, last.start()) + 1)
+        if len(lines) > n or width_of(text[start:last.end()]) > width:
+            return fit_lines(text[:last.start()] + text[last.end():], width_of, width, n)
+    return _fit_lines(text, width_of, width, n, mark=True) if len(lines) > n else lines
+
+
+def _fit_lines(text: str, width_of, width: float, n: int, mark: bool = False) -> list[str]:
+    """:func:`fit_lines` without leaving remarks out: every line the text breaks into, or
+    with ``mark``, ``n`` lines, the last marked."""
     sep = " · "
     lines: list[str] = []
     for para in text.split("\n"):
@@ -93,7 +117,7 @@ def fit_lines(text: str, width_of, width: float, n: int) -> list[str]:
                 else:
                     cur += glue + piece
         lines.append(cur)
-    if len(lines) > n:
+    if mark and len(lines) > n:
         tail = sep.join(lines[n - 1:])
         # whole parts first ("σ ≈ 0.32 …", not "σ ≈ 0.3…"), characters only if none fits
         parts = tail.split(sep)
@@ -358,19 +382,48 @@ class ComparisonGrid(QWidget):
 
     def columns_for(self, width: int, height: int) -> int:
         """Columns of cells (the input and one per rank) that show the image largest in a
-        ``width`` × ``height`` grid, each column at least :data:`CELL_WIDTH` wide."""
+        ``width`` × ``height`` grid, each column at least :data:`CELL_WIDTH` wide, among
+        those whose views keep the height they need (:meth:`_view_need`) under their
+        titles and lines; when none does, the one whose views are tallest."""
         cells = len(self.ranks) + 1
-        per = 2 if self.show_residuals else 1
-        best, best_side = 1, -1.0
+        best, best_key = 1, None
         for cols in range(1, cells + 1):
             if cols > 1 and width / cols < CELL_WIDTH:
                 break
-            rows = -(-cells // cols)
-            # the image's width in a panel: limited by the column width or the row height
-            side = min(width / cols, self.aspect * max(height / (rows * per) - 40, 1))
-            if side > best_side + 0.5:
-                best, best_side = cols, side
+            col_w, view_h = self._cell_size(width, height, cols, 2)
+            fits = view_h >= self._view_need(col_w)
+            # the image's width in a panel: limited by the column width or the view height
+            key = (fits, min(col_w, self.aspect * max(view_h, 1)) if fits else view_h)
+            if best_key is None or key > (best_key[0], best_key[1] + 0.5):
+                best, best_key = cols, key
         return best
+
+    def _rows(self, cols: int) -> int:
+        """Rows of panels (a cell is two with the residuals) for ``cols`` columns."""
+        return -(-(len(self.ranks) + 1) // max(cols, 1)) * (2 if self.show_residuals else 1)
+
+    def _overhead(self, n_lines: int) -> int:
+        """A panel's height besides its view: frame, title, ``n_lines`` under the view (and
+        the ROI's line when it shows)."""
+        p = self.input_panel
+        lay = p.layout()
+        m, lm = p.contentsMargins(), lay.contentsMargins()
+        h = (m.top() + m.bottom() + lm.top() + lm.bottom() + p.title.sizeHint().height()
+             + n_lines * p.metrics.fontMetrics().lineSpacing() + 2 + 2 * lay.spacing())
+        if p.roi_text.isVisibleTo(p):
+            h += p.roi_text.sizeHint().height() + lay.spacing()
+        return h
+
+    def _cell_size(self, width: int, height: int, cols: int, n_lines: int) -> tuple[float, float]:
+        """(column width, view height) of a panel in a ``width`` × ``height`` grid."""
+        rows, space = self._rows(cols), self.grid.spacing()
+        return ((width - (cols - 1) * space) / cols,
+                (height - (rows - 1) * space) / rows - self._overhead(n_lines))
+
+    def _view_need(self, col_w: float) -> float:
+        """The height a view needs in a column ``col_w`` wide: its image's, between
+        :data:`MIN_VIEW_SQUEEZED` (a thin image) and :data:`MIN_VIEW`."""
+        return min(MIN_VIEW, max(MIN_VIEW_SQUEEZED, col_w / max(self.aspect, 1e-6)))
 
     def set_aspect(self, aspect: float) -> None:
         """Width / height of the image shown (to choose the columns)."""
@@ -381,24 +434,37 @@ class ComparisonGrid(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         if self.large is not None:
+            self._fit_heights()
             self.layoutChanged.emit()  # the large view is no view the window watches
         elif self.columns_for(self.width(), self._height()) != self.columns:
             self._relayout()
         else:
-            self._fit_metric_lines()
+            self._fit_heights()
 
-    def _fit_metric_lines(self) -> None:
-        """Three lines under every view where narrow columns leave the views room to spare
-        in height (PSNR, SSIM and the effective rank whole at 1366x768), else two; one
-        count for all, so that linked views keep one height per row."""
-        per = 2 if self.show_residuals else 1
-        rows = -(-(len(self.ranks) + 1) // max(self.columns, 1))
-        line = self.input_panel.metrics.fontMetrics().lineSpacing()
-        spare = (self._height() / (rows * per) - 40
-                 - self.width() / max(self.columns, 1) / max(self.aspect, 1e-6))
-        n = 3 if self.large is None and spare > line else 2
+    def _fit_heights(self) -> None:
+        """Fit the panels to the grid's height: three lines under every view where narrow
+        columns leave the views room to spare (PSNR, SSIM and the effective rank whole at
+        1366x768), else two; one count for all, so that linked views keep one height per
+        row.  The views get the rest, down to :data:`MIN_VIEW_SQUEEZED`, and the grid asks
+        for that much (the scroll area scrolls below it): a panel is never squeezed under
+        its own height, which drew its lines over its view (a thin image, a message over
+        the grid)."""
+        if self.large is not None:
+            n, rows = 2, 1
+            view_h = self._height() - self._overhead(n)
+        else:
+            col_w, view_h = self._cell_size(self.width(), self._height(), self.columns, 3)
+            need = max(self._view_need(col_w), col_w / max(self.aspect, 1e-6))
+            n = 3 if view_h >= need else 2
+            view_h = self._cell_size(self.width(), self._height(), self.columns, n)[1]
+            view_h = min(view_h, self._view_need(col_w))
+            rows = self._rows(self.columns)
+        view_min = int(max(MIN_VIEW_SQUEEZED, view_h))
         for p in self.panels():
             p.metrics.set_lines(n)
+            p.view.setMinimumHeight(view_min)
+        self.setMinimumHeight(rows * (self._overhead(n) + view_min)
+                              + (rows - 1) * self.grid.spacing())
 
     def _height(self) -> int:
         # inside a scroll area the grid may be taller than what is visible: use the view's height
@@ -482,6 +548,7 @@ class ComparisonGrid(QWidget):
                 self.grid.setColumnStretch(c, 1 if c == 0 else 0)
             for r in range(self.grid.rowCount()):
                 self.grid.setRowStretch(r, 1 if r == 0 else 0)
+            self._fit_heights()
             return
         cols = self.columns = self.columns_for(self.width(), self._height())
         per = 2 if self.show_residuals else 1  # grid rows per row of cells
@@ -501,7 +568,7 @@ class ComparisonGrid(QWidget):
             self.grid.setColumnStretch(c, 1 if c < cols else 0)
         for r in range(self.grid.rowCount()):
             self.grid.setRowStretch(r, 1 if r < used_rows else 0)
-        self._fit_metric_lines()
+        self._fit_heights()
 
     def set_selected(self, rank) -> None:
         for r, p in self.rank_panels.items():
