@@ -18,7 +18,6 @@ Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -453,7 +452,7 @@ class KernelPCACore:
         """Projections (float64) of validated X onto the leading components."""
         kmax = self.alphas_.shape[1]
         if n_components is not None and (isinstance(n_components, bool) or not isinstance(
-                n_components, numbers.Integral)):
+                n_components, (int, np.integer))):
             raise ValueError(f"n_components must be an integer in [1, {kmax}], got "
                              f"{n_components!r}")
         k = kmax if n_components is None else int(n_components)
