@@ -193,3 +193,24 @@ def test_a_rank_no_group_can_hold_gets_a_note(tmp_path, capsys):
     rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o2"),
                         "--noise-sigma", "10", "--ranks", "4,31", "-q"], capsys)
     assert rc == 0 and errs == []
+
+
+def test_a_stride_above_the_patch_size_is_refused_before_any_image(tmp_path, capsys,
+                                                                   no_compute):
+    # it passed validate() and failed image by image with exit 1 (docs/options.md said before)
+    from kpca_denoise.params import ParamError
+
+    with pytest.raises(ParamError, match=r"grouped sets stride 6, above the patch size 5: a "
+                                         r"stride must be in 1\.\.5 to cover every pixel"):
+        DenoiseParams(grouped={"stride": 6}).validate()
+    with pytest.raises(ParamError, match="patch_size 4 is below the stride 5 of profile 'fast'; "
+                                         "use a patch size of 5 or more with it"):
+        DenoiseParams(profile="fast", patch_size=4).validate()
+    DenoiseParams(profile="fast", patch_size=4, grouped={"stride": 4}).validate()
+    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    (tmp_path / "p.json").write_text('{"grouped": {"stride": 6}}')
+    rc = main(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--params",
+               str(tmp_path / "p.json"), "-q"])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) == 1 and "above the patch size 5" in err[0], err
+    assert not (tmp_path / "o").exists()
