@@ -255,6 +255,8 @@ def _as_dask(array):
     if not (hasattr(array, "shape") and hasattr(array, "dtype")):
         raise ValueError(f"expected a Dask array (or a numpy / zarr array), got "
                          f"{type(array).__name__}; wrap the pixels with dask.array.from_array")
+    if not np.issubdtype(np.dtype(array.dtype), np.number):  # before dask's own auto chunks
+        _check_image(np.empty((1, 1), array.dtype), "image")
     return da.asarray(array)
 
 

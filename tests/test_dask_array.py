@@ -213,3 +213,11 @@ def test_params_or_keywords_not_both():
         denoise_dask(da.zeros((40, 40)), params=DenoiseParams(), noise_sigma=5)
     with pytest.raises(ValueError, match="outside the accepted range"):
         denoise_dask(da.from_array(_noisy((40, 40))), noise_sigma=1e5)
+
+
+def test_a_numpy_array_of_objects_gets_the_librarys_message_not_dasks():
+    # "Can not use auto rechunking with object dtype" from dask's from_array, raw
+    for bad in (np.empty((32, 32), object), np.zeros((32, 32), "U3")):
+        with pytest.raises(ValueError, match=f"image: unsupported pixel type {bad.dtype}; use "
+                                             "integer or float pixels"):
+            denoise_dask(bad, noise_sigma=20.0)
