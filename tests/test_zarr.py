@@ -287,3 +287,13 @@ def test_a_reference_for_a_lone_zarr_is_a_note_not_a_refusal(tmp_path, rng, caps
     err = capsys.readouterr().err
     assert "PSNR and SSIM are not computed for inputs read lazily (img.zarr)" in err
     assert "error" not in err and (out / "img_kpca.zarr").is_dir()
+
+
+def test_a_level_of_a_zarr_given_alone_says_to_give_the_zarr_folder(tmp_path, rng, capsys):
+    # "the folder has no supported files" and a list of chunk files' suffixes
+    src = write_ome(tmp_path / "img.zarr", noisy(rng, (24, 24)), "yx", [1.0, 1.0], levels=1)
+    for given in (src / "0", src / "0" / "0"):  # the level, a folder of its chunks
+        assert main(["denoise", str(given), "-o", str(tmp_path / "o"), "-q"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: {given}: a folder inside a Zarr image (a level or its chunks); "
+                       "give the .zarr folder that holds it"]

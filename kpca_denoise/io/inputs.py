@@ -40,6 +40,14 @@ def _within(p: Path, folder: Path | None) -> bool:
         return False
 
 
+def _inside_zarr(folder: Path) -> bool:
+    """Whether ``folder`` is a Zarr array or group (its metadata file is there) or lies in a
+    ``.zarr`` folder: a level of an OME-Zarr image given instead of the image."""
+    meta = (".zarray", ".zgroup", "zarr.json")
+    return (any((folder / m).is_file() for m in meta)
+            or any(q.suffix.lower() == ".zarr" for q in folder.resolve().parents))
+
+
 def collect_inputs(paths, *, exclude=None):
     """Files and folder trees -> ``(files, errors, skipped)``.
 
@@ -80,7 +88,7 @@ def collect_inputs(paths, *, exclude=None):
         if p.is_dir():
             found = []
             walked: set = set()  # real folders already walked: a link back up is no loop
-            unreadable = len(errors)
+            unreadable, skipped_before = len(errors), len(skipped)
 
             def refused(exc: OSError) -> None:  # a folder the walk cannot list
                 where = exc.filename or p
@@ -107,7 +115,11 @@ def collect_inputs(paths, *, exclude=None):
                         found.append(f)
                     else:
                         skipped.append(f)
-            if not found and len(errors) == unreadable:
+            if not found and len(errors) == unreadable and _inside_zarr(p):
+                del skipped[skipped_before:]  # its chunk files: no news once the error says it
+                errors.append((p, f"{p}: a folder inside a Zarr image (a level or its chunks); "
+                                  "give the .zarr folder that holds it"))
+            elif not found and len(errors) == unreadable:
                 errors.append((p, f"{p}: the folder has no supported files "
                                   f"({', '.join(sorted(SUPPORTED_SUFFIXES))})"))
             for f in found:
