@@ -49,8 +49,8 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
         print(f"error: {where}: cannot write ({exc.strerror or exc})", file=sys.stderr)
         return False, None, []
     except Exception as exc:  # a chunk its codec cannot decode, a file cut short: this input
-        print(f"error: {it.path}: cannot read it ({type(exc).__name__}: {exc}); the file may "
-              "be damaged", file=sys.stderr)
+        print(f"error: {it.path}: cannot read or denoise it ({type(exc).__name__}: {exc}); "
+              "a damaged chunk or page is the usual cause", file=sys.stderr)
         return False, None, []
     finally:
         if run is not None:

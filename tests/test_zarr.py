@@ -268,7 +268,7 @@ def test_a_damaged_chunk_fails_its_input_alone_in_one_line(tmp_path, rng, capsys
     err = capsys.readouterr().err
     assert "Traceback" not in err
     (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    assert line.startswith(f"error: {bad}: cannot read it (") and "damaged" in line
+    assert line.startswith(f"error: {bad}: cannot read or denoise it (") and "damaged" in line
     assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".json")) == [
         "good_kpca.zarr"]
     assert json.loads(sidecar_of(out).read_text())["files"] == ["good_kpca.zarr"]

@@ -262,7 +262,7 @@ class ParamsPanel(QScrollArea):
         g_patch = QGroupBox("Patches and kernel", body)
         f = _form(g_patch)
         self.patch_size = _AutoSpin("patch size", 2, 64, "patch side in pixels; auto: 8 for "
-                                    "'global', from the noise level for 'grouped'")
+                                    "'global', 5 for 'grouped'")
         f.addRow("patch size", self.patch_size)
         self.stride = _AutoSpin("stride", 1, 64, "step between patches ('global'); auto: "
                                 "patch size / 2")
