@@ -212,3 +212,20 @@ def test_a_rank_no_group_can_hold_says_all_kept_where_it_fits(qtbot):
     # a remark with numbers is data, never left out unmarked
     assert fit_lines("≈ previous rank (Δ +0.10 dB)", n, 16, 2) == \
         ["≈ previous rank", "(Δ +0.10 dB)"]
+
+
+def test_a_rank_no_group_can_hold_gets_the_command_lines_note_in_the_log():
+    # ranks such as 99999 showed "eff. rank 31.0" with no word that the noise is all kept
+    from kpca_denoise.gui import texts
+    from kpca_denoise.gui.compute import JobItem, _run_ranks, _Throttle
+
+    noisy = np.random.default_rng(0).normal(128, 20, (40, 40)).clip(0, 255).astype(np.uint8)
+    item = JobItem(key="k", name="n.png", array=noisy, is_patchset=False, ranks=(99999, 2))
+    quiet = _Throttle(lambda *a: None)
+    out = _run_ranks(item, DenoiseParams(ranks=(99999, 2)), (99999, 2), quiet, quiet, None)
+    assert out.error is None
+    notes = [ln for ln in texts.outcome_log_lines(out, False) if "above what a group" in ln]
+    assert notes == ["n.png: rank 99999 above what a group of 32 patches holds (31 components): "
+                     "every component is kept, the noise too; use ranks up to 31"]
+    out2 = _run_ranks(item, DenoiseParams(ranks=(8, 2)), (8, 2), quiet, quiet, None)
+    assert not [ln for ln in texts.outcome_log_lines(out2, False) if "above what a group" in ln]
