@@ -477,6 +477,10 @@ def test_the_noise_in_words():
     assert noise_text(20.0, True, 1.0, {"kind": "white", "levels": [50.0, 200.0],
                                         "level_sigmas": [20.1, 19.9]}) == (
         "σ estimated 20 (white; brightness 50→200: σ 20.1→19.9)")
+    # black's mean level is a float's round-off (it read "brightness 4.89e-15→207")
+    assert noise_text(2.5, True, 1.0, {"kind": "white", "levels": [4.89e-15, 207.0],
+                                       "level_sigmas": [0.0, 2.58]}) == (
+        "σ estimated 2.5 (white; brightness 0→207: σ 0→2.58)")
 
 
 def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):

@@ -185,7 +185,12 @@ def _nlf_text(measured: dict) -> str:
     if len(sig) < 2 or len(lev) != len(sig):
         return ""
     grows = "; grows with the signal" if measured.get("signal_dependent") else ""
-    return f"; brightness {lev[0]:.3g}→{lev[-1]:.3g}: σ {sig[0]:.3g}→{sig[-1]:.3g}{grows}"
+    span = max(abs(lev[0]), abs(lev[-1]), 1e-300)
+
+    def num(v: float) -> str:  # a float's round-off near 0 (4.89e-15 for black) reads 0
+        return f"{0.0 if abs(v) < 1e-9 * span else v:.3g}"
+
+    return f"; brightness {num(lev[0])}→{num(lev[-1])}: σ {sig[0]:.3g}→{sig[-1]:.3g}{grows}"
 
 
 def info_html(e: ImageEntry, rec: FitRecord | None) -> str:
