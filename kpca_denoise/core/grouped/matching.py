@@ -495,18 +495,21 @@ def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarra
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach, out_y,
                out_x, r0, r1):
-    """:func:`match_predicted` for the references ``r0 <= r < r1``; ``guide`` (H, W C),
-    the ``C`` channels interleaved, so that a window's row is ``m C`` contiguous values."""
+    """:func:`match_predicted` for the references ``r0 <= r < r1``; ``guide`` (H, W C +
+    :data:`ROW_PAD`), the ``C`` channels interleaved, so that a window's row is ``m C``
+    contiguous values (read as up to ``ROW_PAD`` more, whose squares are not summed)."""
     H = guide.shape[0] - (m - p)
-    W = guide.shape[1] // C - (m - p)
+    W = (guide.shape[1] - ROW_PAD) // C - (m - p)
     S = 2 * R + 1
     L = m * C
+    Lp = (L + 3) // 4 * 4  # at most L + ROW_PAD
+    acc = np.empty(Lp)
     n1 = prev_y.shape[1]
     mark = np.zeros((S, S), np.bool_)
     cand = np.empty((2 * core + 1) ** 2 + n1 * (4 * reach + 1), np.int64)
     hd = np.empty((1, n))
     ho = np.empty((1, n), np.int64)
-    ref = np.empty((m, L))
+    ref = np.empty((m, Lp))
     for r in range(r0, r1):
         ry = refs_y[r]
         rx = refs_x[r]
@@ -532,7 +535,7 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
                         cand[nc] = ia * S + ib
                         nc += 1
         for t in range(m):
-            ref[t, :] = guide[ry + t, rx * C:rx * C + L]
+            ref[t, :] = guide[ry + t, rx * C:rx * C + Lp]
         # the n closest (distance, scan index) through a bounded max-heap, the
         # reference first at distance -1; a candidate displaces the largest when it is
         # closer, or as close and earlier in scan order, whatever the order of visits
@@ -549,13 +552,20 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
                 continue
             cy = ry + ia - R
             cx = (rx + ib - R) * C
-            s = 0.0
+            # per position in a window row, its squares over the rows (Lp of them, a
+            # multiple of 4: no remainder loop and no reduction per row), then the L
+            # that are the window's
+            for u in range(Lp):
+                acc[u] = 0.0
             for t in range(m):
-                g = guide[cy + t, cx:cx + L]
+                g = guide[cy + t, cx:cx + Lp]
                 rt = ref[t]
-                for u in range(L):
+                for u in range(Lp):
                     v = rt[u] - g[u]
-                    s += v * v
+                    acc[u] += v * v
+            s = 0.0
+            for u in range(L):
+                s += acc[u]
             if s < thr or (s == thr and cnt == n and oi < ho[0, 0]):
                 if cnt < n:
                     _heap_push(hd, ho, 0, cnt, s, oi)
@@ -585,14 +595,20 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
                 q += 1
 
 
+#: zeros after each row of :func:`interleave_guide`'s guide, so that the predicted
+#: search reads a window's row as a multiple of 4 values (docs/speed.md)
+ROW_PAD = 3
+
+
 def interleave_guide(guide_padded: np.ndarray) -> tuple:
     """``(guide, C)``: the padded matching guide ``(C, Hg, Wg)`` (or ``(Hg, Wg)``) with
-    its channels interleaved, ``(Hg, Wg C)`` float64, as :func:`match_predicted` reads
-    it; made once per pass."""
+    its channels interleaved and :data:`ROW_PAD` zeros after each row, ``(Hg, Wg C +
+    ROW_PAD)`` float64, as :func:`match_predicted` reads it; made once per pass."""
     g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
     C = g.shape[0]
-    return np.ascontiguousarray(np.moveaxis(g, 0, 2), dtype=np.float64).reshape(
-        g.shape[1], -1), C
+    out = np.zeros((g.shape[1], g.shape[2] * C + ROW_PAD))
+    out[:, :g.shape[2] * C] = np.moveaxis(g, 0, 2).reshape(g.shape[1], -1)
+    return out, C
 
 
 def match_predicted(interleaved: tuple, ry: np.ndarray, rx: np.ndarray,
