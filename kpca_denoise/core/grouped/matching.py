@@ -491,6 +491,11 @@ def gather(img: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int) -> np.ndarra
     return out
 
 
+#: zeros after each row of :func:`interleave_guide`'s guide, so that the predicted
+#: search reads a window's row as a multiple of 4 values (docs/speed.md)
+ROW_PAD = 3
+
+
 # reassociated sums (vectorised): exact on the integer guide, whatever their order
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach, out_y,
@@ -593,11 +598,6 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
                 out_y[r, q] = ry + ho[0, i] // S - R
                 out_x[r, q] = rx + ho[0, i] % S - R
                 q += 1
-
-
-#: zeros after each row of :func:`interleave_guide`'s guide, so that the predicted
-#: search reads a window's row as a multiple of 4 values (docs/speed.md)
-ROW_PAD = 3
 
 
 def interleave_guide(guide_padded: np.ndarray) -> tuple:
