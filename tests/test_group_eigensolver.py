@@ -24,6 +24,25 @@ def test_the_count_is_the_number_of_eigenvalues_above_the_floor(floor):
         assert _count_above(A, floor, np.empty((40, 40))) == want
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 31, 32, 33])
+def test_the_count_takes_its_pivots_four_at_a_time_at_any_size(n):
+    # the pivots go in blocks of four: sizes that leave 0 to 3 rows in the last block,
+    # and a floor at one of the eigenvalues (a zero pivot counts as not above it)
+    rng = np.random.default_rng(n)
+    for trial in range(40):
+        w = rng.exponential(1.0, n) ** 2
+        A = _psd(rng, n, w)
+        A = (A + A.T) / 2
+        ev = np.linalg.eigvalsh(A)
+        floor = float(rng.choice([0.3, 1.0, 3.0]))
+        if np.abs(ev - floor).min() < 1e-8 * max(ev.max(), 1.0):
+            continue
+        assert _count_above(A, floor, np.empty((n, n))) == int((ev > floor).sum())
+    A = np.diag(np.arange(1.0, n + 1))  # an eigenvalue at the floor: a zero pivot
+    assert _count_above(A, float(n), np.empty((n, n))) == 0
+    assert _count_above(A, 1.0, np.empty((n, n))) == n - 1
+
+
 @pytest.mark.parametrize("spectrum", [
     "decaying", "repeated", "rank 3", "just above the floor"])
 def test_lanczos_gives_the_leading_pairs(spectrum):
