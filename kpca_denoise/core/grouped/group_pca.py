@@ -278,6 +278,7 @@ def _lanczos_top(A, want, floor, tol, lam, V):
     e = np.empty(n)
     z = np.empty(n)
     Z = np.empty((n, n))
+    cq = np.empty(n)
     tr = 0.0
     for i in range(n):
         tr += A[i, i]
@@ -308,19 +309,23 @@ def _lanczos_top(A, want, floor, tol, lam, V):
         while m < target:
             j = m
             for i in range(n):
-                s = 0.0
-                for t in range(n):
-                    s += A[i, t] * Q[j, t]
-                z[i] = s
+                z[i] = 0.0
+            for t in range(n):  # A symmetric: its rows are its columns, contiguous
+                qt = Q[j, t]
+                for i in range(n):
+                    z[i] += A[t, i] * qt
             a = 0.0
             for i in range(n):
                 a += Q[j, i] * z[i]
             alpha[j] = a
-            for _ in range(2):  # full reorthogonalisation, twice
-                for q in range(j + 1):
+            for _ in range(2):  # full reorthogonalisation, twice (classical
+                for q in range(j + 1):  # Gram-Schmidt: the coefficients, then the updates)
                     c = 0.0
                     for i in range(n):
                         c += Q[q, i] * z[i]
+                    cq[q] = c
+                for q in range(j + 1):
+                    c = cq[q]
                     for i in range(n):
                         z[i] -= c * Q[q, i]
             b = 0.0
@@ -363,14 +368,17 @@ def _lanczos_top(A, want, floor, tol, lam, V):
         for i in range(n):
             V[i, k] = 0.0
     got = min(want, m)
-    for q in range(got):
+    for q in range(got):  # V's columns from the Lanczos vectors' rows, contiguous
         i = order[q]
         lam[q] = d[i]
         for r in range(n):
-            s = 0.0
-            for t in range(m):
-                s += Q[t, r] * Z[t, i]
-            V[r, q] = s
+            z[r] = 0.0
+        for t in range(m):
+            c = Z[t, i]
+            for r in range(n):
+                z[r] += c * Q[t, r]
+        for r in range(n):
+            V[r, q] = z[r]
     return m
 
 
