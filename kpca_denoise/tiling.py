@@ -21,9 +21,9 @@ output (up to floating-point summation order):
   ``2 (R + p) + (m - p)`` per stage (``R`` the stage's search radius,
   ``search_radius1`` / ``search_radius``), and stage 2 matches on the stage-1 pilot,
   so the two stages add up.  Reference grids stay aligned
-  with the image origin (cores and halos are multiples of twice the reference
-  stride: the pilot's references on flat areas are every other grid row and
-  column).  The halo is read, not all computed: the driver computes only the
+  with the image origin (cores and halos are multiples of twice the pilot's
+  reference stride, whose references on flat areas are every other grid row and
+  column, and of stage 2's).  The halo is read, not all computed: the driver computes only the
   groups the core depends on (its ``core``; ``docs/large-images.md``).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
@@ -34,6 +34,7 @@ halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -208,9 +209,9 @@ def _grouped_geometry(params: DenoiseParams, noise: tuple | None = None) -> tupl
     halo = 2 * (g.search_radius1 + p) + (g.match_size1 - p)  # stage 1
     if opts.two_stage:
         halo += 2 * (g.search_radius + p) + (g.match_size - p)  # stage 2, on the pilot
-    # twice the stride: the pilot's sparser references in flat areas (driver.coarse_flat)
-    # are every other grid row and column of the image
-    return halo, 2 * g.stride
+    # twice the pilot's stride (its sparser references in flat areas, driver.coarse_flat,
+    # are every other grid row and column of the image) and stage 2's stride
+    return halo, math.lcm(2 * g.stride1, g.stride)
 
 
 def grouped_halo(image: np.ndarray, sigma: float, params: DenoiseParams, vst=None) -> tuple[int, int]:
@@ -239,8 +240,8 @@ def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tu
     if opts.two_stage:
         halo += 2 * (spatial_reach(shifts, search=g.search_radius, **kw) + p) + (g.match_size - p)
     # twice the stride: each page's references are a checkerboard of the grid
-    # (slices.page_references)
-    return halo, 2 * g.stride
+    # (slices.page_references), the pilot's in both stages
+    return halo, 2 * g.stride1
 
 
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:

@@ -275,6 +275,38 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
     assert np.abs(d[None] - a[None]).max() > 0.1  # wider windows change the groups
 
 
+def test_the_pilot_and_stage_2_take_their_own_strides():
+    """The pilot (stage 1) takes a reference every patch - 1 px and stage 2 every patch
+    (docs/options.md#stride); ``stride`` sets both, ``stride1`` the pilot's alone, and
+    stage 2 on stage 1's groups (no regroup) keeps the pilot's grid."""
+    from kpca_denoise.core.grouped import resolve_geometry
+    from kpca_denoise.core.grouped.driver import _nearest
+
+    def strides(**kw):
+        g = resolve_geometry(GroupedOptions(**kw))
+        return g.stride1, g.stride
+
+    assert strides() == (4, 5)
+    assert strides(stride=3) == (3, 3)
+    assert strides(stride1=2) == (2, 5)
+    assert strides(stride1=2, stride=3) == (2, 3)
+    assert strides(regroup=False) == (4, 4)
+    assert strides(**GroupedOptions.preset("fast").changed()) == (5, 5)
+    assert strides(patch_size=8) == (7, 8)
+    with pytest.raises(ValueError, match=r"stride1 must be in 1..patch_size=5 .*got 6"):
+        strides(stride1=6)
+    # each pass's groups: a 40x40 image has 10 pilot rows and columns (0, 4, ..., 32, 35)
+    # and 8 of stage 2 (0, 5, ..., 35); the pilot's are the same in both runs
+    img = np.random.default_rng(2).normal(100, 10, (40, 40))
+    n5 = denoise_grouped(img, 10.0)[1]["groups"]
+    n4 = denoise_grouped(img, 10.0, stride=4)[1]["groups"]
+    assert n4 - n5 == 10 * 10 - 8 * 8
+    # a stage-2 reference predicts from the nearest pilot reference, the lower of two
+    grid = np.array([0, 4, 8, 12, 15])
+    np.testing.assert_array_equal(_nearest(grid, np.array([0, 2, 5, 10, 13, 14, 15])),
+                                  [0, 0, 1, 2, 3, 4, 4])
+
+
 def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     noisy = np.random.default_rng(1).normal(100, 10, (40, 40))
     p = {k: denoise_grouped(noisy, 10.0, kernel=k)[1]["params"] for k in ("rbf", "linear")}
@@ -283,12 +315,13 @@ def test_stage1_shrinker_and_geometry_defaults_are_resolved_per_kernel():
     g = p["rbf"]
     # pure noise has no coarse detail: the smooth image's 11x11 stage-1 window
     assert g["detail"] < 0.3
-    assert (g["match_size1"], g["match_size"], g["stride"]) == (11, 11, 4)
+    assert (g["match_size1"], g["match_size"], g["stride1"], g["stride"]) == (11, 11, 4, 5)
     assert denoise_grouped(noisy, 10.0, detail=5.0)[1]["params"]["match_size1"] == 7
     assert (g["search_radius1"], g["search_radius"]) == (32, 32)
     wide = denoise_grouped(noisy, 10.0, patch_size=7, detail=5.0)[1]["params"]
     # the geometry follows the patch size and the search radius
-    assert (wide["match_size1"], wide["match_size"], wide["stride"]) == (9, 13, 6)
+    assert (wide["match_size1"], wide["match_size"], wide["stride1"], wide["stride"]) == (
+        9, 13, 6, 7)
     small = denoise_grouped(noisy, 10.0, search_radius=3)[1]["params"]
     assert (small["search_radius1"], small["search_radius"]) == (3, 3)
     both = denoise_grouped(noisy, 10.0, search_radius=3, search_radius1=6)[1]["params"]
@@ -584,6 +617,7 @@ BAD_OPTIONS = {
     "match_size1": (-3, "an integer from 1 to 99 or None"),
     "match_size": (0, "an integer from 1 to 99 or None"),
     "stride": (0, "an integer from 1 to 32 or None"),
+    "stride1": (1.5, "an integer from 1 to 32 or None"),
     "max_iter": (0, "an integer from 1 to 10000"),
     "data_range": (0.0, "a finite number > 0 or None"),
     "gamma_scale": (-1.0, "a finite number > 0.001 and <= 1e+06"),

@@ -65,7 +65,8 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     pv = _preview(qtbot, window, (40, 20, 72, 60))
     assert pv is not None and not pv.error
     y0, y1, x0, x1 = pv.box
-    assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 < 96 // 1.5
+    # widened to the tiles' grid (multiples of 40 px), a region of the image
+    assert (y0, x0) <= (20, 40) and (y1, x1) >= (60, 72) and y1 - y0 <= 80 < 96
     # the rank views show it, in place
     panel = window.grid.rank_panels[params.ranks[0]]
     assert panel.metrics.text().startswith("PSNR") and panel.metrics.toolTip().endswith(
@@ -93,8 +94,9 @@ def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
     pv = run_preview(JobItem("k", "camera", a, False, params.ranks), params, (20, 60, 40, 72),
                      None, None)
     y0, y1, x0, x1 = pv.box
-    # the region asked for, widened to the tiles' grid (twice the reference stride, 8 px)
-    assert not pv.error and (y0, y1, x0, x1) == (16, 64, 40, 72)
+    # the region asked for, widened to the tiles' grid (twice the pilot's stride, 8 px,
+    # and stage 2's, 5 px: multiples of 40)
+    assert not pv.error and (y0, y1, x0, x1) == (0, 80, 40, 80)
     for r in params.ranks:
         np.testing.assert_array_equal(full.outputs[r][y0:y1, x0:x1], pv.outputs[r])
 
@@ -139,9 +141,9 @@ def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     assert halo == (2 * (g["search_radius1"] + p) + g["match_size1"] - p
                     + 2 * (g["search_radius"] + p) + g["match_size"] - p)
     assert halo < _grouped_geometry(calibrated)[0]
-    pv = run_preview(item, params, (56, 72, 56, 72), None, None)
+    pv = run_preview(item, params, (40, 80, 40, 80), None, None)
     y0, y1, x0, x1 = pv.box
-    assert not pv.error and (y0, y1, x0, x1) == (56, 72, 56, 72)
+    assert not pv.error and (y0, y1, x0, x1) == (40, 80, 40, 80)
     for r in params.ranks:
         np.testing.assert_array_equal(full.images[0].outputs[r][y0:y1, x0:x1], pv.outputs[r])
 

@@ -50,3 +50,19 @@ def test_a_small_run_keeps_every_sample():
     st.add_samples("spectrum", rows)
     np.testing.assert_array_equal(np.concatenate(st.samples["spectrum"]), rows)
     assert stats.pool(st.samples["spectrum"], st.seen["spectrum"])[1] == 1.0
+
+
+def test_the_sampled_groups_fall_on_every_column_of_the_grid():
+    """The groups sampled for the spectrum are every ``every``-th of the pass's, in rows of
+    the reference grid: a step that divides into a row's length would sample the same
+    columns row after row (a 96 px image at stride 5 has rows of 20 references: every
+    8th would be columns 0, 4, 8, 12, 16 only, and the quantiles missed the textured
+    columns)."""
+    for row in (20, 24, 40, 64, 101, 256):
+        for groups in (400, 10_000, 1_000_000):
+            every = stats.spectrum_every(groups, row)
+            assert stats.SPECTRUM_EVERY <= every <= stats.SPECTRUM_EVERY_MAX + 8
+            cols = {i % row for i in range(0, row * every, every)}
+            assert cols == set(range(row)), (row, groups, every)
+    assert stats.spectrum_every(400) == stats.SPECTRUM_EVERY  # no row given: as before
+    assert stats.spectrum_every(1_000_000) == stats.SPECTRUM_EVERY_MAX

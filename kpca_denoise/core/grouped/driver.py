@@ -385,7 +385,7 @@ def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass
     fl = noise_floors(run.sigma, p * p, n, c, run.rbf, run.kappa1, run.kappa2)
     floors_report[f"stage{stage}_gamma"] = fl.gamma
     floors_report[f"stage{stage}_noise_floor"] = fl.tau1 if stage == 1 else fl.tau2
-    return _Pass(stage=stage, n=n, stride=g.stride, final=final,
+    return _Pass(stage=stage, n=n, stride=g.stride1 if stage == 1 else g.stride, final=final,
                  match_size=g.match_size1 if stage == 1 else g.match_size,
                  search_radius=g.search_radius1 if stage == 1 else g.search_radius,
                  floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
@@ -440,7 +440,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     ps, ys, xs, rows_per_chunk, nchunks, nums, dens = _pass_grid(
         run, stage, final, floors_report, len(ranks), stats, H, W, C,
         refs=None if region is None else region.refs)
-    ps = replace(ps, spectrum_every=spectrum_every(len(ys) * len(xs)))
+    ps = replace(ps, spectrum_every=spectrum_every(len(ys) * len(xs), len(xs)))
     t0 = time.perf_counter()
     reuse = groups is not None and "gy" in groups
     if groups is not None and not reuse:
@@ -543,10 +543,11 @@ def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
     :func:`.matching.interleave_guide` of ``guide_m``."""
     p = run.geometry.patch_size
     pys, pxs = predict["ys"], predict["xs"]
-    rows = np.searchsorted(pys, ry)
-    cols = np.searchsorted(pxs, rx)
-    on = (rows < len(pys)) & (cols < len(pxs))
-    on[on] = (pys[rows[on]] == ry[on]) & (pxs[cols[on]] == rx[on])
+    rows = _nearest(pys, ry)
+    cols = _nearest(pxs, rx)
+    # a reference with no pilot reference within a patch (outside the pilot's grid)
+    # is searched fully
+    on = (np.abs(pys[rows] - ry) <= p) & (np.abs(pxs[cols] - rx) <= p)
     src = np.full(len(ry), -1, np.int64)
     for di, dj in _NEIGHBOURS:
         r2, c2 = rows + di, cols + dj
@@ -572,6 +573,15 @@ def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
                                    ps.search_radius, ps.n, run.geometry.dense_radius, lags,
                                    running, work)
     return gy, gx
+
+
+def _nearest(grid: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The index of the position of the sorted ``grid`` nearest each of ``v`` (the
+    lower one of two as near): a stage-2 reference's pilot reference, the same one
+    where the two grids coincide."""
+    i = np.clip(np.searchsorted(grid, v), 1, len(grid) - 1)
+    lower = v - grid[i - 1] <= grid[i] - v
+    return np.where(lower, i - 1, i) if len(grid) > 1 else np.zeros(len(v), np.int64)
 
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
@@ -742,7 +752,8 @@ def shrink_by_rank(ps: _Pass, lam, V, rowmean, P, X, K, fl_ch: NoiseFloors, rank
         parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
                       ps.floors.gamma, K))
     if not auto.all():
-        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st))
+        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st,
+                                     ps.spectrum_every))
     if ps.final:
         st.kept = _by_rank(auto, [pt[2] for pt in parts]).sum(axis=0) + st.kept
     return auto, parts
@@ -761,7 +772,7 @@ def preimage_by_rank(auto: np.ndarray, parts: list, rbf: bool, max_iter: int,
 
 
 def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
-                    st: ChannelStats) -> tuple:
+                    st: ChannelStats, every: int = SPECTRUM_EVERY) -> tuple:
     """Stage 2's explicit ranks: each noisy group's own kernel PCA with its ``ranks``
     leading components kept whole.  Returns what :func:`_chunk` needs for the
     pre-image (as its other rank kind does); the groups' summed spectrum (what the
@@ -770,7 +781,7 @@ def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
     lam, V = fit[0], fit[1]
     st.rank_spectrum = lam.sum(axis=0) + (st.rank_spectrum if st.rank_spectrum is not None
                                           else 0.0)
-    st.add_samples("rank_spectrum", lam[::SPECTRUM_EVERY])
+    st.add_samples("rank_spectrum", lam[::every])
     Gam, aggw, kept = shrink_own(lam, V, math.inf, ranks)
     return Gam, aggw, kept, X, gamma, (fit[3] if rbf else None)
 

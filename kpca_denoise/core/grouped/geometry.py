@@ -42,6 +42,7 @@ class Geometry:
 
     patch_size: int
     stride: int
+    stride1: int
     search_radius: int
     search_radius1: int
     match_size1: int
@@ -67,7 +68,8 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
 
     ``noise_fraction``: sigma against the data range (None: unknown); ``periodic``: a
     regular texture; ``detail``: :func:`.calibrate.coarse_detail` (None: unknown).
-    Defaults: patch 5, stride patch - 1, radius 32 (40 for a texture), stage-1 window
+    Defaults: patch 5, stage-1 stride patch - 1 and stage-2 stride the patch (stage 1's
+    without ``regroup``), radius 32 (40 for a texture), stage-1 window
     patch + 2, + 8 above :data:`HIGH_NOISE`, + 4 / + 6 under :data:`SMOOTH`, a
     texture's from :func:`texture_match_extra`; stage-2 window patch + 6 (+ 2 texture).
     """
@@ -76,10 +78,15 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
     R = (TEXTURE_RADIUS if periodic else SEARCH_RADIUS) if o.search_radius is None \
         else int(o.search_radius)
     R1 = R if o.search_radius1 is None else int(o.search_radius1)
-    stride = max(1, p - 1) if o.stride is None else int(o.stride)
-    if not 1 <= stride <= p:
-        raise ValueError(f"stride must be in 1..patch_size={p} (to cover every pixel), "
-                         f"got {stride}")
+    stride1 = int(o.stride1 if o.stride1 is not None else
+                  (o.stride if o.stride is not None else max(1, p - 1)))
+    # stage 2 on stage 1's groups (no regroup) is on stage 1's grid
+    stride = int(o.stride if o.stride is not None and o.regroup else
+                 (p if o.regroup else stride1))
+    for name, s in (("stride1", stride1), ("stride", stride)):
+        if not 1 <= s <= p:
+            raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), "
+                             f"got {s}")
     if periodic:
         extra1 = texture_match_extra(noise_fraction)
     else:
@@ -89,6 +96,6 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
     m1 = p + extra1 if o.match_size1 is None else int(o.match_size1)
     m2 = p + (2 if periodic else 6) if o.match_size is None else int(o.match_size)
     # a window smaller than the patch means the patch
-    return Geometry(patch_size=p, stride=stride, search_radius=R, search_radius1=R1,
-                    match_size1=max(m1, p), match_size=max(m2, p),
+    return Geometry(patch_size=p, stride=stride, stride1=stride1, search_radius=R,
+                    search_radius1=R1, match_size1=max(m1, p), match_size=max(m2, p),
                     dense_radius=TEXTURE_DENSE_RADIUS if periodic else DENSE_RADIUS)

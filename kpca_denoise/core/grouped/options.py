@@ -12,7 +12,7 @@ False
 >>> GroupedOptions.from_dict({"kapa1": 4})
 Traceback (most recent call last):
 ...
-ValueError: unknown grouped option 'kapa1'; known are: contrast, data_range, detail, gamma_scale, gamma_scale2, group_size, group_size1, kappa1, kappa2, kappa2_chroma, kernel, lags, match_size, match_size1, max_iter, mean_kappa1, patch_size, periodic, regroup, search_radius, search_radius1, stride, tol, two_stage, window_beta
+ValueError: unknown grouped option 'kapa1'; known are: contrast, data_range, detail, gamma_scale, gamma_scale2, group_size, group_size1, kappa1, kappa2, kappa2_chroma, kernel, lags, match_size, match_size1, max_iter, mean_kappa1, patch_size, periodic, regroup, search_radius, search_radius1, stride, stride1, tol, two_stage, window_beta
 """
 
 from __future__ import annotations
@@ -58,8 +58,12 @@ class GroupedOptions:
     match_size1: int | None = _knob(None, "int", True, 1, 99)
     #: side of the window compared in stage-2 matching; None -> patch + 6 (+ 2 texture)
     match_size: int | None = _knob(None, "int", True, 1, 99)
-    #: step between reference patches, at most the patch side; None -> patch - 1
+    #: step between stage 2's reference patches, at most the patch side; None -> the
+    #: patch side (``stride1`` without ``regroup``)
     stride: int | None = _knob(None, "int", True, 1, 32)
+    #: step between stage 1's (the pilot's) reference patches; None -> ``stride`` when
+    #: given, else patch - 1
+    stride1: int | None = _knob(None, "int", True, 1, 32)
     #: ``c`` of the stage-1 kernel width ``gamma = 1 / (c 2 d sigma^2)``
     gamma_scale: float = _knob(16.0, "num", False, ">", 0.001, 1e6)
     #: ``c`` of the stage-2 kernel width

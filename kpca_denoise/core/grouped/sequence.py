@@ -343,7 +343,8 @@ class _Stage:
         e = page_reach(seq["w"], seq["depth"])
         g = run.geometry
         self.stage, self.ranks, self.imgs, self.guide_pages = stage, ranks, imgs, guides
-        self.ps = _plan_pass(run, stage, final, floors)
+        # both stages on the pilot's grid (a single image's stage 2 takes a sparser one)
+        self.ps = replace(_plan_pass(run, stage, final, floors), stride=g.stride1)
         self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
         p = g.patch_size
         # the whole grid (slices.page_references decides on it, as the untiled pages

@@ -8,6 +8,8 @@ order and their stage times shared out (:func:`run_chunk_parts`).  The stage clo
 
 from __future__ import annotations
 
+import math
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -31,11 +33,16 @@ SPECTRUM_EVERY_MAX = 32
 SPECTRUM_SAMPLES = 512
 
 
-def spectrum_every(groups: int) -> int:
+def spectrum_every(groups: int, row: int = 0) -> int:
     """Every how many-th group of a final pass of ``groups`` groups is decomposed
     fully for the reported spectrum: :data:`SPECTRUM_EVERY`, sparser for a large pass
-    (up to :data:`SPECTRUM_EVERY_MAX`) as long as :data:`SPECTRUM_SAMPLES` remain."""
-    return int(min(max(groups // SPECTRUM_SAMPLES, SPECTRUM_EVERY), SPECTRUM_EVERY_MAX))
+    (up to :data:`SPECTRUM_EVERY_MAX`) as long as :data:`SPECTRUM_SAMPLES` remain, and
+    prime to ``row``, the references per grid row, so that the sampled groups do not
+    fall on the same columns row after row."""
+    every = int(min(max(groups // SPECTRUM_SAMPLES, SPECTRUM_EVERY), SPECTRUM_EVERY_MAX))
+    while row > 1 and math.gcd(every, row) != 1:
+        every += 1
+    return every
 
 
 @dataclass
