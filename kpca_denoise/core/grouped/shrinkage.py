@@ -240,7 +240,32 @@ def correct_means(Est: np.ndarray, X: np.ndarray, noise_var: float) -> None:
     known (``sigma^2 / d``), while a data-driven component must stand above the
     group's largest noise eigenvalue to be kept.  ``Est`` (m, nr, n, d), ``X`` (m, n, d).
     """
-    r = X.mean(axis=2)[:, None, :] - Est.mean(axis=3)
-    v = np.mean(r * r, axis=2, keepdims=True)
-    w = np.maximum(v - noise_var, 0.0) / np.maximum(v, 1e-300)
-    Est += (w * r)[..., None]
+    _correct_means(Est, X, float(noise_var))
+
+
+@njit(cache=True, nogil=True)
+def _correct_means(Est, X, noise_var):
+    """:func:`correct_means` on every group and rank, one pass over each."""
+    m, nr, n, d = Est.shape
+    xm = np.empty(n)
+    res = np.empty(n)
+    for g in range(m):
+        for i in range(n):
+            s = 0.0
+            for t in range(d):
+                s += X[g, i, t]
+            xm[i] = s / d
+        for q in range(nr):
+            v = 0.0
+            for i in range(n):
+                s = 0.0
+                for t in range(d):
+                    s += Est[g, q, i, t]
+                res[i] = xm[i] - s / d
+                v += res[i] * res[i]
+            v /= n
+            w = max(v - noise_var, 0.0) / max(v, 1e-300)
+            for i in range(n):
+                a = w * res[i]
+                for t in range(d):
+                    Est[g, q, i, t] += a
