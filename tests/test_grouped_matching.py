@@ -278,7 +278,8 @@ def test_a_matching_window_of_the_patch_size_is_the_plain_patch_ssd(camera):
 def test_the_pilot_and_stage_2_take_their_own_strides():
     """The pilot (stage 1) takes a reference every patch - 1 px and stage 2 every patch
     (docs/options.md#stride); ``stride`` sets both, ``stride1`` the pilot's alone, and
-    stage 2 on stage 1's groups (no regroup) keeps the pilot's grid."""
+    stage 2 on stage 1's groups (no regroup) or on a regular texture keeps the pilot's
+    grid."""
     from kpca_denoise.core.grouped import resolve_geometry
     from kpca_denoise.core.grouped.driver import _nearest
 
@@ -293,6 +294,8 @@ def test_the_pilot_and_stage_2_take_their_own_strides():
     assert strides(regroup=False) == (4, 4)
     assert strides(**GroupedOptions.preset("fast").changed()) == (5, 5)
     assert strides(patch_size=8) == (7, 8)
+    g = resolve_geometry(GroupedOptions(), periodic=True)  # a regular texture: one grid
+    assert (g.stride1, g.stride) == (4, 4)
     with pytest.raises(ValueError, match=r"stride1 must be in 1..patch_size=5 .*got 6"):
         strides(stride1=6)
     # each pass's groups: a 40x40 image has 10 pilot rows and columns (0, 4, ..., 32, 35)

@@ -69,7 +69,7 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
     ``noise_fraction``: sigma against the data range (None: unknown); ``periodic``: a
     regular texture; ``detail``: :func:`.calibrate.coarse_detail` (None: unknown).
     Defaults: patch 5, stage-1 stride patch - 1 and stage-2 stride the patch (stage 1's
-    without ``regroup``), radius 32 (40 for a texture), stage-1 window
+    without ``regroup`` and for a texture), radius 32 (40 for a texture), stage-1 window
     patch + 2, + 8 above :data:`HIGH_NOISE`, + 4 / + 6 under :data:`SMOOTH`, a
     texture's from :func:`texture_match_extra`; stage-2 window patch + 6 (+ 2 texture).
     """
@@ -80,9 +80,10 @@ def resolve_geometry(options: GroupedOptions, noise_fraction: float | None = Non
     R1 = R if o.search_radius1 is None else int(o.search_radius1)
     stride1 = int(o.stride1 if o.stride1 is not None else
                   (o.stride if o.stride is not None else max(1, p - 1)))
-    # stage 2 on stage 1's groups (no regroup) is on stage 1's grid
+    # stage 2 on stage 1's groups (no regroup) is on stage 1's grid; so is a regular
+    # texture's, whose margin is in its repeats (docs/options.md#stride)
     stride = int(o.stride if o.stride is not None and o.regroup else
-                 (p if o.regroup else stride1))
+                 (p if o.regroup and not periodic else stride1))
     for name, s in (("stride1", stride1), ("stride", stride)):
         if not 1 <= s <= p:
             raise ValueError(f"{name} must be in 1..patch_size={p} (to cover every pixel), "

@@ -59,7 +59,7 @@ class GroupedOptions:
     #: side of the window compared in stage-2 matching; None -> patch + 6 (+ 2 texture)
     match_size: int | None = _knob(None, "int", True, 1, 99)
     #: step between stage 2's reference patches, at most the patch side; None -> the
-    #: patch side (``stride1`` without ``regroup``)
+    #: patch side (``stride1`` without ``regroup`` and for a regular texture)
     stride: int | None = _knob(None, "int", True, 1, 32)
     #: step between stage 1's (the pilot's) reference patches; None -> ``stride`` when
     #: given, else patch - 1
