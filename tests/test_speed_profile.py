@@ -99,10 +99,9 @@ def test_a_grey_photograph_stored_as_colour_is_denoised_as_float():
 
 def test_a_chunk_taken_in_parts_gives_the_same_pixels(camera, monkeypatch):
     from kpca_denoise.core.grouped import denoise_grouped, driver
-    from kpca_denoise.core.grouped.stats import SPECTRUM_EVERY_MAX
 
-    # a part starts at a multiple of every spectrum step: the same groups are sampled
-    assert driver.PART_GROUPS % SPECTRUM_EVERY_MAX == 0
+    # a part starts at a multiple of the pass's spectrum step (prime to the grid's rows,
+    # stats.spectrum_every): the same groups are sampled whatever the parts' size
     noisy = add_noise(camera[150:246, 150:246].astype(float), 25, seed=4)
     runs = {}
     for part in (32, 10 ** 9):  # parts of 32 groups, and each chunk whole

@@ -545,9 +545,7 @@ def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
     pys, pxs = predict["ys"], predict["xs"]
     rows = _nearest(pys, ry)
     cols = _nearest(pxs, rx)
-    # a reference with no pilot reference within a patch (outside the pilot's grid)
-    # is searched fully
-    on = (np.abs(pys[rows] - ry) <= p) & (np.abs(pxs[cols] - rx) <= p)
+    on = (np.abs(pys[rows] - ry) <= p) & (np.abs(pxs[cols] - rx) <= p)  # else: searched fully
     src = np.full(len(ry), -1, np.int64)
     for di, dj in _NEIGHBOURS:
         r2, c2 = rows + di, cols + dj
@@ -589,14 +587,16 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
            st: ChannelStats, num: np.ndarray, den: np.ndarray,
            progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
-    accumulation into ``num`` / ``den``, on parts of :data:`PART_GROUPS` groups, several
+    accumulation into ``num`` / ``den``, on parts of about :data:`PART_GROUPS` groups (a
+    multiple of the spectrum's step, so that any size samples the same groups), several
     at once, one per thread (:func:`~kpca_denoise.core.parallel.run_in_order`); each
     part's estimates and counts are added on this thread in the parts' order (the same
     sums as the whole chunk at once).  The chunk's wall time (and ``t_match``, its
     share of the matching) is shared out between the steps as the threads spent it,
     and reported per step (``ProgressEvent.seconds``).  ``own``: only each reference's
     own patch is accumulated (``(ry, rx)`` of the references)."""
-    bounds = [(a, min(len(gy), a + PART_GROUPS)) for a in range(0, len(gy), PART_GROUPS)]
+    size = max(1, PART_GROUPS // ps.spectrum_every) * ps.spectrum_every
+    bounds = [(a, min(len(gy), a + size)) for a in range(0, len(gy), size)]
 
     def compute(j: int, mine: ChannelStats) -> tuple:
         a, b = bounds[j]
