@@ -304,13 +304,16 @@ class DenoiseParams:
             if getattr(self.grouped, name) != getattr(GroupedOptions(), name):
                 bad("grouped", f"sets {name}; set {field_name} of the parameters instead "
                                "(it applies to every method)")
-        stride, p = self.grouped.stride, self.patch_size or PATCH_SIZE
-        if self.method == "grouped" and stride is not None and stride > p:
-            if stride == GroupedOptions.preset(self.profile).stride:
-                bad("patch_size", f"{p} is below the stride {stride} of profile "
-                                  f"'{self.profile}'; use a patch size of {stride} or more with it")
-            bad("grouped", f"sets stride {stride}, above the patch size {p}: a stride must be "
-                           f"in 1..{p} to cover every pixel")
+        p = self.patch_size or PATCH_SIZE
+        for name in ("stride", "stride1"):
+            stride = getattr(self.grouped, name)
+            if self.method == "grouped" and stride is not None and stride > p:
+                if stride == getattr(GroupedOptions.preset(self.profile), name):
+                    bad("patch_size", f"{p} is below the {name} {stride} of profile "
+                                      f"'{self.profile}'; use a patch size of {stride} or more "
+                                      "with it")
+                bad("grouped", f"sets {name} {stride}, above the patch size {p}: a stride must "
+                               f"be in 1..{p} to cover every pixel")
         if self.sequence not in SEQUENCE_CHOICES:
             bad("sequence", f"must be one of {', '.join(SEQUENCE_CHOICES)}, got {self.sequence!r}")
         if self.sequence == "yes" and self.method != "grouped":

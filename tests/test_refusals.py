@@ -203,6 +203,9 @@ def test_a_stride_above_the_patch_size_is_refused_before_any_image(tmp_path, cap
     with pytest.raises(ParamError, match=r"grouped sets stride 6, above the patch size 5: a "
                                          r"stride must be in 1\.\.5 to cover every pixel"):
         DenoiseParams(grouped={"stride": 6}).validate()
+    with pytest.raises(ParamError, match=r"grouped sets stride1 6, above the patch size 5: a "
+                                         r"stride must be in 1\.\.5 to cover every pixel"):
+        DenoiseParams(grouped={"stride1": 6}).validate()
     with pytest.raises(ParamError, match="patch_size 4 is below the stride 5 of profile 'fast'; "
                                          "use a patch size of 5 or more with it"):
         DenoiseParams(profile="fast", patch_size=4).validate()
