@@ -23,13 +23,14 @@ output (up to floating-point summation order):
   so the two stages add up.  Reference grids stay aligned
   with the image origin (cores and halos are multiples of twice the pilot's
   reference stride, whose references on flat areas are every other grid row and
-  column, and of stage 2's).  The halo is read, not all computed: the driver computes only the
-  groups the core depends on (its ``core``; ``docs/large-images.md``).
+  column, and of stage 2's).  The halo is read, not all computed: the driver
+  computes only the groups the core depends on (its ``core``;
+  ``docs/large-images.md``).
 
 The tile size needs no tuning: the defaults (:data:`DEFAULT_TILE`) keep a
 tile's working set to some tens of MB and the recomputed halo to about 35 % (a
 2048x2048 image) to 52 % (4000x3000; the 65x65 search window makes the grouped
-halo 162 px) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
+halo 162 px, read as 200) / 13 % (global) of the pixels.  ``DenoiseParams.tile_size`` sets it.
 """
 
 from __future__ import annotations

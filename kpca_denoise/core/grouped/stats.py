@@ -9,7 +9,6 @@ order and their stage times shared out (:func:`run_chunk_parts`).  The stage clo
 from __future__ import annotations
 
 import math
-
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
