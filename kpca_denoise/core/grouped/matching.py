@@ -476,9 +476,9 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     # the centre ring by ring outwards (nearest first within a ring), then the rest:
     # the nearest candidates, mostly the closest, fill the heaps with few replacements
     near = np.flatnonzero(centre)
-    ring = np.maximum(np.abs(off_y), np.abs(off_x)) * (4 * d * d + 1) + off_y ** 2 + off_x ** 2
-    visit = np.concatenate([near[np.argsort(ring[near], kind="stable")],
-                            np.flatnonzero(~centre)])
+    rings = np.lexsort((off_y[near] ** 2 + off_x[near] ** 2,
+                        np.maximum(np.abs(off_y[near]), np.abs(off_x[near]))))
+    visit = np.concatenate([near[rings], np.flatnonzero(~centre)])
     run_parts(_select, len(seg) - 1, ry, rx, seg, H, W, p, R, n, mask, omap, off_y, off_x,
               visit, work, gy, gx)
     if not distances:
