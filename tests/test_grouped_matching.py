@@ -177,6 +177,23 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
         assert set(zip(sy[r].tolist(), sx[r].tolist())) == ref
 
 
+@pytest.mark.parametrize("running", [False, True])
+def test_scattered_references_get_the_members_each_gets_alone(running):
+    # a row's references more than four windows apart are matched in separate runs (the
+    # columns between them are not summed): the members and their order are each
+    # reference's own, alone, as for references next to each other
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 200, (1, 40, 140)).astype(float)
+    g = _pad_for_matching(img[0], 5, 7)[None]
+    ry = np.array([2, 2, 2, 2, 2, 9, 9, 30, 30, 30], np.int64)
+    rx = np.array([0, 3, 31, 70, 131, 5, 110, 40, 44, 69], np.int64)
+    gy, gx = match(g, ry, rx, 5, 7, 12, 16, dense=3, running=running)
+    for r in range(len(ry)):
+        ay, ax = match(g, ry[r:r + 1], rx[r:r + 1], 5, 7, 12, 16, dense=3, running=running)
+        np.testing.assert_array_equal(gy[r], ay[0])
+        np.testing.assert_array_equal(gx[r], ax[0])
+
+
 def test_match_gives_its_members_distances_as_plain_ssds():
     # what the stack path's cross-page selection reuses instead of summing again: each
     # member's SSD over the channels' m x m windows, -1 for the reference, and NaN for

@@ -78,13 +78,17 @@ def _heap_replace_top(hd, ho, j, size, v, o):
 
 
 @njit(cache=True, nogil=True)
-def _row_runs(refs_y):
-    """Starts of the runs of references on one row, and the end: (nseg + 1,)."""
+def _row_runs(refs_y, refs_x, gap):
+    """Starts of the runs of references on one row, and the end: (nseg + 1,).  A run
+    also ends where the next reference is more than ``gap`` columns on (or back): the
+    columns between two scattered references would cost more than a new run's
+    (:func:`_distances` sums every column a run spans)."""
     nref = refs_y.shape[0]
     nseg = 0
     seg = np.empty(nref + 1, np.int64)
     for r in range(nref):
-        if r == 0 or refs_y[r] != refs_y[r - 1]:
+        if (r == 0 or refs_y[r] != refs_y[r - 1] or refs_x[r] < refs_x[r - 1]
+                or refs_x[r] - refs_x[r - 1] > gap):
             seg[nseg] = r
             nseg += 1
     seg[nseg] = nref
@@ -432,8 +436,8 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     The distances are computed offset by offset (in parallel over the offsets), for
     every reference: for the row offset ``dy`` and column offset ``dx``, the column
     sums of squared differences over the ``m`` window rows of a run of references
-    on one row (a run of equal ``refs_y``, as the reference grid gives) serve all of
-    them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
+    on one row (a run of equal ``refs_y``, up to a gap of more than ``4 m``) serve all
+    of them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
     holds integers and every window's SSD is below 2^53), a run's
     column sums are those of the previous run with the rows between them dropped and
     added, and a window's SSD that of the previous reference with the columns
@@ -468,9 +472,13 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     if (work is None or work.dtype != np.float64 or work.ndim != 2 or not work.flags.c_contiguous
             or work.shape[0] < noff or work.shape[1] < k):
         work = np.empty((noff, k))
-    seg = _row_runs(ry)
+    # a run's distances sum every column it spans: its runs end at gaps of more than
+    # four windows (scattered references, as a pass's flat holes; docs/speed.md); the
+    # selection's runs are whole rows (its inner loop runs along them)
+    seg = _row_runs(ry, rx, W)
+    dseg = _row_runs(ry, rx, 4 * m)
     off_y, off_x, omap = _offsets(mask, R)
-    run_parts(_distances, 2 * R + 1, g, ry, rx, seg, p, m, R, omap, bool(running), work)
+    run_parts(_distances, 2 * R + 1, g, ry, rx, dseg, p, m, R, omap, bool(running), work)
     d = R if dense is None else min(int(dense), R)
     centre = (np.abs(off_y) <= d) & (np.abs(off_x) <= d)
     # the centre ring by ring outwards (nearest first within a ring), then the rest:
