@@ -298,7 +298,7 @@ def test_the_pilot_and_stage_2_take_their_own_strides():
     stage 2 on stage 1's groups (no regroup) or on a regular texture keeps the pilot's
     grid."""
     from kpca_denoise.core.grouped import resolve_geometry
-    from kpca_denoise.core.grouped.driver import _nearest
+    from kpca_denoise.core.grouped.matching import nearest
 
     def strides(**kw):
         g = resolve_geometry(GroupedOptions(**kw))
@@ -323,7 +323,7 @@ def test_the_pilot_and_stage_2_take_their_own_strides():
     assert n4 - n5 == 10 * 10 - 8 * 8
     # a stage-2 reference predicts from the nearest pilot reference, the lower of two
     grid = np.array([0, 4, 8, 12, 15])
-    np.testing.assert_array_equal(_nearest(grid, np.array([0, 2, 5, 10, 13, 14, 15])),
+    np.testing.assert_array_equal(nearest(grid, np.array([0, 2, 5, 10, 13, 14, 15])),
                                   [0, 0, 1, 2, 3, 4, 4])
 
 

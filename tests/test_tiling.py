@@ -202,6 +202,48 @@ def test_a_core_over_flat_areas_is_exact_with_the_pilots_sparser_references():
     assert driver.FLAT_PILOT is not None
 
 
+def test_the_pilots_holes_take_a_kept_neighbours_candidates_and_tiles_stay_exact(monkeypatch):
+    """Told more noise than a flat area holds (a level estimated high), the pilot's
+    kept groups leave holes; each dropped reference that fills one is matched among a
+    kept neighbour's candidates (``driver.HOLES_PREDICTED``), not over the whole window.
+    A core's pixels stay the whole call's, and the result is within 0.05 dB of a full
+    search's."""
+    from kpca_denoise.core.grouped import denoise_grouped
+    from kpca_denoise.core.grouped import driver
+
+    yy, xx = np.mgrid[:128, :128]
+    clean = 60.0 + 1.0 * xx
+    clean[:64] = 128.0
+    noisy = add_noise(clean, 10, seed=3)
+    holes, searched = [], []
+    fill, grouped = driver._fill_holes, driver.match_from_groups
+
+    def spy_fill(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, *a, **k):
+        holes.append(int((dens[0][0] == 0).sum()))
+        searched.clear()
+        fill(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, *a, **k)
+        holes.append(len(searched))
+
+    def spy_grouped(groups, guide_m, inter, ry, *a, **k):
+        searched.append(len(ry))
+        return grouped(groups, guide_m, inter, ry, *a, **k)
+
+    monkeypatch.setattr(driver, "_fill_holes", spy_fill)
+    monkeypatch.setattr(driver, "match_from_groups", spy_grouped)
+    opts = {"periodic": False}
+    whole, _ = denoise_grouped(noisy, 20.0, options=opts)
+    assert holes[0] > 50 and holes[1] == 1  # holes, filled through one predicted search
+    for core in [(40, 80, 16, 72), (88, 128, 80, 128)]:
+        part, _ = denoise_grouped(noisy, 20.0, options=opts, core=core)
+        y0, y1, x0, x1 = core
+        np.testing.assert_array_equal(part[None][y0:y1, x0:x1], whole[None][y0:y1, x0:x1])
+    monkeypatch.setattr(driver, "HOLES_PREDICTED", False)
+    full, _ = denoise_grouped(noisy, 20.0, options=opts)
+    assert not np.array_equal(full[None], whole[None])
+    mse = [np.mean((x[None] - clean) ** 2) for x in (whole, full)]
+    assert 10 * np.log10(mse[1] / mse[0]) > -0.05
+
+
 def test_a_core_outside_the_image_is_refused_in_one_line():
     from kpca_denoise.core.grouped import denoise_grouped
 

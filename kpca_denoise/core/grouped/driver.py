@@ -29,7 +29,7 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 from .calibrate import Calibration, calibrate, noise_fraction
 from .geometry import Geometry, resolve_geometry
 from .group_pca import NoiseFloors, fit_groups, noise_floors
-from .matching import (exact_sums, gather, interleave_guide, match, match_predicted,
+from .matching import (exact_sums, gather, interleave_guide, match, match_from_groups,
                        pad_for_matching, quantise_guide, search_mask)
 from .options import GroupedOptions
 from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
@@ -56,6 +56,9 @@ FLAT_PILOT: float | None = 0.0
 #: within ``core`` px of the reference and within ``reach`` of each member of its pilot
 #: group (None: the whole search window; docs/speed.md#stage-2s-predicted-search)
 PREDICT: tuple | None = (3, 1)
+#: the pilot's holes (:func:`_fill_holes`) take their members from a kept neighbour's
+#: candidates as stage 2 does (False: a full search; docs/speed.md#the-pilots-holes)
+HOLES_PREDICTED = True
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
@@ -495,8 +498,8 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
                 if not len(ry):
                     continue
             if predicted:
-                gy, gx = _match_predicted(predict, guide_m, inter, ry, rx, run, ps, lags,
-                                          running, work)
+                gy, gx = _match_grouped(predict, guide_m, inter, ry, rx, run, ps, lags,
+                                        running, work)
             else:
                 gy, gx = match(guide_m, ry, rx, p, ps.match_size, ps.search_radius, ps.n,
                                g.dense_radius, lags, running, work)
@@ -513,7 +516,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     if keep is not None:
         _fill_holes(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, lags,
                     running, work, progress, None if region is None else region.exact,
-                    (nchunks, nchunks))
+                    (nchunks, nchunks), predict)
     # every pixel is covered by a reference patch (stride <= p, last row/col kept) or,
     # where the pilot dropped references, filled by _fill_holes
     if region is None:
@@ -527,59 +530,13 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
     return outs
 
 
-#: the grid neighbours whose pilot group stands in for a reference the pilot did not
-#: match (a flat area's, :func:`coarse_flat`), in the order they are tried
-_NEIGHBOURS = ((0, 0), (0, -1), (-1, 0), (-1, -1), (0, 1), (1, 0), (-1, 1), (1, -1), (1, 1))
-
-
-def _match_predicted(predict: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
-                     rx: np.ndarray, run: _Run, ps: _Pass, lags: Sequence, running: bool,
-                     work: np.ndarray) -> tuple:
-    """The members of the references ``ry, rx``: searched among the candidates their
-    pilot group predicts (:func:`.matching.match_predicted`), or where the pilot did
-    not match the reference, the group of its first matched grid neighbour
-    (:data:`_NEIGHBOURS`) moved onto it; fully (:func:`.matching.match`) where neither
-    exists or the candidates are too few.  ``inter``: the pass's
-    :func:`.matching.interleave_guide` of ``guide_m``."""
-    p = run.geometry.patch_size
-    pys, pxs = predict["ys"], predict["xs"]
-    rows = _nearest(pys, ry)
-    cols = _nearest(pxs, rx)
-    on = (np.abs(pys[rows] - ry) <= p) & (np.abs(pxs[cols] - rx) <= p)  # else: searched fully
-    src = np.full(len(ry), -1, np.int64)
-    for di, dj in _NEIGHBOURS:
-        r2, c2 = rows + di, cols + dj
-        ok = (src < 0) & on & (r2 >= 0) & (r2 < len(pys)) & (c2 >= 0) & (c2 < len(pxs))
-        at = np.where(ok, r2 * len(pxs) + c2, 0)
-        ok &= predict["has"][at]
-        src[ok] = at[ok]
-    gy = np.empty((len(ry), ps.n), np.int64)
-    gx = np.empty((len(ry), ps.n), np.int64)
-    hi = np.flatnonzero(src >= 0)
-    if len(hi):
-        s = src[hi]
-        sy = (ry[hi] - pys[s // len(pxs)])[:, None]  # the neighbour's group moved over
-        sx = (rx[hi] - pxs[s % len(pxs)])[:, None]
-        gy[hi], gx[hi] = match_predicted(inter, ry[hi], rx[hi], predict["gy"][s] + sy,
-                                         predict["gx"][s] + sx, p, ps.match_size,
-                                         ps.search_radius, ps.n, *PREDICT)
-        src[hi[gy[hi, 0] < 0]] = -1  # too few candidates
-    full = np.flatnonzero(src < 0)
-    if len(full):
-        gy[full], gx[full] = match(guide_m, np.ascontiguousarray(ry[full]),
-                                   np.ascontiguousarray(rx[full]), p, ps.match_size,
-                                   ps.search_radius, ps.n, run.geometry.dense_radius, lags,
-                                   running, work)
-    return gy, gx
-
-
-def _nearest(grid: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The index of the position of the sorted ``grid`` nearest each of ``v`` (the
-    lower one of two as near): a stage-2 reference's pilot reference, the same one
-    where the two grids coincide."""
-    i = np.clip(np.searchsorted(grid, v), 1, len(grid) - 1)
-    lower = v - grid[i - 1] <= grid[i] - v
-    return np.where(lower, i - 1, i) if len(grid) > 1 else np.zeros(len(v), np.int64)
+def _match_grouped(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
+                   rx: np.ndarray, run: _Run, ps: _Pass, lags: Sequence, running: bool,
+                   work: np.ndarray) -> tuple:
+    """:func:`.matching.match_from_groups` with this pass's search (:data:`PREDICT`)."""
+    return match_from_groups(groups, guide_m, inter, ry, rx, run.geometry.patch_size,
+                             ps.match_size, ps.search_radius, ps.n, run.geometry.dense_radius,
+                             lags, running, work, *PREDICT)
 
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
@@ -694,13 +651,16 @@ def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, str
 def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
                 run: _Run, ps: _Pass, stats: list, nums: list, dens: list, lags: Sequence,
                 running: bool, work: np.ndarray, progress: ProgressCallback | None,
-                exact: tuple | None, last: tuple) -> None:
+                exact: tuple | None, last: tuple, predict: dict | None = None) -> None:
     """The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
     region gets right, unless None): the estimates of the dropped
     references (``dropped``: (ry, rx) per chunk) whose patch holds one, each group's
     reference patch only, so that a hole's value depends on the references covering it
-    alone (as in a tile).  Progress says ``last``, the pass's last chunk (a count that
-    went back would read as a new pass: a tiled photo's estimate counted each tile twice)."""
+    alone (as in a tile).  With ``predict`` (the pass's matched groups), a dropped
+    reference's members are searched among its kept neighbour's (:data:`HOLES_PREDICTED`);
+    without, in the whole window.  Progress says ``last``, the pass's last chunk (a count
+    that went back would read as a new pass: a tiled photo's estimate counted each tile
+    twice)."""
     p = run.geometry.patch_size
     holes = dens[0][0] == 0
     if exact is not None:
@@ -724,11 +684,17 @@ def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ra
     C = len(imgs)
     nn = [np.zeros_like(n) for n in nums]
     dd = [np.zeros_like(d) for d in dens]
+    inter = None
     for a in range(0, len(ry), CHUNK_GROUPS):
         cy = np.ascontiguousarray(ry[a:a + CHUNK_GROUPS])
         cx = np.ascontiguousarray(rx[a:a + CHUNK_GROUPS])
-        gy, gx = match(guide_m, cy, cx, p, ps.match_size, ps.search_radius, ps.n,
-                       run.geometry.dense_radius, lags, running, work)
+        if HOLES_PREDICTED and predict is not None:  # a neighbour's group predicts it
+            inter = interleave_guide(guide_m) if inter is None else inter
+            gy, gx = _match_grouped(predict, guide_m, inter, cy, cx, run, ps, lags, running,
+                                    work)
+        else:
+            gy, gx = match(guide_m, cy, cx, p, ps.match_size, ps.search_radius, ps.n,
+                           run.geometry.dense_radius, lags, running, work)
         for ch in range(C):
             _chunk(imgs[ch], guides[ch], ch, gy, gx, 0.0, last, ranks, run, ps, stats[ch],
                    nn[ch], dd[ch], progress, own=(cy, cx))

@@ -20,7 +20,7 @@ from kpca_denoise.core.parallel import run_parts
 from .group_pca import argsort_small
 
 __all__ = ["pad_for_matching", "search_mask", "exact_sums", "quantise_guide", "match", "gather",
-           "match_predicted", "interleave_guide"]
+           "match_predicted", "interleave_guide", "match_from_groups", "nearest"]
 
 
 # The heaps of one chunk's references are rows ``j`` of 2-D arrays, indexed in place:
@@ -644,3 +644,59 @@ def match_predicted(interleaved: tuple, ry: np.ndarray, rx: np.ndarray,
               np.ascontiguousarray(prev_y), np.ascontiguousarray(prev_x), p, m, R, n,
               int(core), int(reach), gy, gx)
     return gy, gx
+
+
+#: the grid neighbours whose group stands in for a reference that was not matched (a
+#: flat area's, dropped by the pilot), in the order they are tried
+NEIGHBOURS = ((0, 0), (0, -1), (-1, 0), (-1, -1), (0, 1), (1, 0), (-1, 1), (1, -1), (1, 1))
+
+
+def match_from_groups(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
+                      rx: np.ndarray, p: int, m: int, R: int, n: int, dense: int | None,
+                      lags: Sequence, running: bool, work: np.ndarray | None, core: int = 3,
+                      reach: int = 1) -> tuple:
+    """The members of the references ``ry, rx``, predicted by earlier groups on a grid
+    (``groups``: members ``"gy"``, ``"gx"`` per position of the grid ``"ys"`` x
+    ``"xs"``, ``"has"`` marking the matched ones): searched among the candidates of the
+    nearest grid position's group (:func:`match_predicted`, ``core``, ``reach``), or
+    where it was not matched, of its first matched grid neighbour (:data:`NEIGHBOURS`)
+    moved onto the reference; fully (:func:`match`, ``dense``, ``lags``, ``running``,
+    ``work``) where neither exists within ``p`` or the candidates are too few.
+    ``inter``: :func:`interleave_guide` of ``guide_m``.
+    docs/speed.md#stage-2s-predicted-search."""
+    pys, pxs = groups["ys"], groups["xs"]
+    rows = nearest(pys, ry)
+    cols = nearest(pxs, rx)
+    on = (np.abs(pys[rows] - ry) <= p) & (np.abs(pxs[cols] - rx) <= p)  # else: searched fully
+    src = np.full(len(ry), -1, np.int64)
+    for di, dj in NEIGHBOURS:
+        r2, c2 = rows + di, cols + dj
+        ok = (src < 0) & on & (r2 >= 0) & (r2 < len(pys)) & (c2 >= 0) & (c2 < len(pxs))
+        at = np.where(ok, r2 * len(pxs) + c2, 0)
+        ok &= groups["has"][at]
+        src[ok] = at[ok]
+    gy = np.empty((len(ry), n), np.int64)
+    gx = np.empty((len(ry), n), np.int64)
+    hi = np.flatnonzero(src >= 0)
+    if len(hi):
+        s = src[hi]
+        sy = (ry[hi] - pys[s // len(pxs)])[:, None]  # the neighbour's group moved over
+        sx = (rx[hi] - pxs[s % len(pxs)])[:, None]
+        gy[hi], gx[hi] = match_predicted(inter, ry[hi], rx[hi], groups["gy"][s] + sy,
+                                         groups["gx"][s] + sx, p, m, R, n, core, reach)
+        src[hi[gy[hi, 0] < 0]] = -1  # too few candidates
+    full = np.flatnonzero(src < 0)
+    if len(full):
+        gy[full], gx[full] = match(guide_m, np.ascontiguousarray(ry[full]),
+                                   np.ascontiguousarray(rx[full]), p, m, R, n, dense, lags,
+                                   running, work)
+    return gy, gx
+
+
+def nearest(grid: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The index of the position of the sorted ``grid`` nearest each of ``v`` (the
+    lower one of two as near): a stage-2 reference's pilot reference, the same one
+    where the two grids coincide."""
+    i = np.clip(np.searchsorted(grid, v), 1, len(grid) - 1)
+    lower = v - grid[i - 1] <= grid[i] - v
+    return np.where(lower, i - 1, i) if len(grid) > 1 else np.zeros(len(v), np.int64)
