@@ -430,15 +430,18 @@ def test_channels_share_one_grouping():
 
 @pytest.mark.parametrize("rbf", [True, False])
 def test_the_partial_eigensolver_gives_the_full_ones_eigenpairs_above_its_floor(rbf):
-    # stage 1 computes only the components above its threshold (count, then Lanczos)
+    # stage 1 computes only the components above its threshold (count, then Lanczos;
+    # none where the centred Gram's trace is below it: the first 16, flat groups)
     from kpca_denoise.core.grouped.group_pca import fit_groups
 
     rng = np.random.default_rng(4)
     base = rng.normal(0.0, 30.0, (64, 1, 25))
-    P = base + rng.normal(0.0, 10.0, (64, 40, 25))  # 64 groups of 40 similar patches
+    spread = np.r_[np.full(16, 0.5), np.full(48, 10.0)][:, None, None]
+    P = base + spread * rng.normal(0.0, 1.0, (64, 40, 25))  # 64 groups of 40 patches
     gamma = 1.0 / (16 * 2 * 25 * 100.0)
     lam, V, rm = fit_groups(P, rbf, gamma)
-    floor = float(np.median(lam[:, 3]))
+    floor = float(np.median(lam[16:, 3]))
+    assert (lam[:16].sum(axis=1) < floor).all() and (lam[16:].sum(axis=1) > floor).all()
     lam_p, V_p, rm_p = fit_groups(P, rbf, gamma, floor)
     np.testing.assert_array_equal(rm_p, rm)
     for r in range(64):

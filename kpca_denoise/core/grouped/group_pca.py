@@ -99,7 +99,15 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1
             for j in range(n):
                 Kc[i, j] = K[i, j] - rm[i] - rm[j] + tm
         if floor > 0.0:
-            nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
+            # no eigenvalue of the positive semi-definite Kc exceeds its trace: a group
+            # whose trace is below the floor has none above it (flat groups)
+            tr = 0.0
+            for i in range(n):
+                tr += Kc[i, i]
+            if tr < floor * (1.0 - 1e-9):
+                nk = 0
+            else:
+                nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
             if nk == 0:
                 for k in range(n):
                     lam_out[r, k] = 0.0
