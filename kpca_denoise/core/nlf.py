@@ -28,12 +28,14 @@ noise is correlated.  ``docs/noise.md`` has the measurements.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 from scipy.stats import chi2
 from scipy.stats import gamma as gamma_dist
 
 from .noise import _level_variances, _PatchStats, _refine, _sample_blocks
+from .parallel import run_in_order
 
 __all__ = ["NoiseModel", "estimate_noise_model"]
 
@@ -339,8 +341,15 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     kw = dict(max_patches=max_patches, max_pixels=max_pixels, block_size=block_size,
               seed=random_state)
     white = float(white_sigma)
-    R = [_channel_covariance(c, white, bounds, patch_size, lag, **kw) for c in chans]
-    R = [r for r in R if r is not None]
+    # the level function (of the luminance: one pass whatever the channels) and each
+    # channel's covariance, at once on the threads (each its own: the same numbers)
+    tasks = [partial(_level_function, chans[0] if luminance is None else luminance,
+                     patch_size, **kw)]
+    tasks += [partial(_channel_covariance, c, white, bounds, patch_size, lag, **kw)
+              for c in chans]
+    out: list = [None] * len(tasks)
+    run_in_order(len(tasks), lambda i: tasks[i](), out.__setitem__)
+    (levels, stds), R = out[0], [r for r in out[1:] if r is not None]
     r0 = float(np.mean([r[0] for r in R])) if R else 0.0
     d = _design(patch_size, lag)
 
@@ -353,9 +362,6 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     correlated = ratio >= CORRELATED_RATIO and neighbour - 2.0 * far >= CORRELATED_SHORT
     sigma = float(np.sqrt(r0)) if correlated else white
     effective = sigma * effective_factor(np.mean(R, axis=0), lag) if correlated else 0.0
-    # the level function, of the luminance (one pass whatever the channels)
-    levels, stds = _level_function(chans[0] if luminance is None else luminance, patch_size,
-                                   **kw)
     if luminance is not None and len(chans) > 1:
         levels = levels / np.sqrt(len(chans))  # the channels' mean
     rms = float(np.sqrt(np.mean(stds ** 2))) if stds.size else 0.0
