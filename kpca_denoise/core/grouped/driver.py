@@ -57,7 +57,8 @@ FLAT_PILOT: float | None = 0.0
 #: group (None: the whole search window; docs/speed.md#stage-2s-predicted-search)
 PREDICT: tuple | None = (3, 1)
 #: the pilot's holes (:func:`_fill_holes`) take their members from a kept neighbour's
-#: candidates as stage 2 does (False: a full search; docs/speed.md#the-pilots-holes)
+#: candidates as stage 2 does (False: a full search;
+#: docs/speed.md#the-pilots-holes-30-nov-night)
 HOLES_PREDICTED = True
 
 Options = "GroupedOptions | str | Mapping[str, Any] | None"
