@@ -119,6 +119,40 @@ def test_in_order_adds_every_result_once_in_order_on_the_calling_thread(threads,
         assert all(t == 1 for _, t in computed_on.values())
 
 
+def test_in_order_runs_at_most_most_calls_at_once():
+    # the noise fits' bound (nlf.FITS_AT_ONCE): however many threads, no more than
+    # ``most`` computes overlap, and every result is still added once, in order
+    import threading
+
+    lock, now, peak, seen = threading.Lock(), [0], [0], []
+    at_once = min(2, numba.config.NUMBA_NUM_THREADS)
+    started = threading.Barrier(at_once, timeout=5)
+    release = threading.Event()
+
+    def compute(i):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        if i < at_once:
+            started.wait()  # the first two overlap for certain (on two threads or more)
+            # ... and hold until a third starts: one only can if more than two run
+            release.wait(0.5)
+        else:
+            release.set()
+        with lock:
+            now[0] -= 1
+        return i
+
+    keep = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    try:
+        run_in_order(8, compute, lambda i, r: seen.append(r), most=2)
+    finally:
+        numba.set_num_threads(keep)
+    assert seen == list(range(8))
+    assert peak[0] == at_once
+
+
 @pytest.mark.parametrize("bad", [0, 5, 11])
 def test_in_order_raises_a_computes_error_and_stops(bad):
     added = []

@@ -132,8 +132,10 @@ def test_whole_image_work_outside_the_tiles_is_bounded(monkeypatch):
         tracemalloc.stop()
     assert abs(res.noise_sigma - 10) < 0.5
     np.testing.assert_array_equal(res.outputs[None], img)
-    # the output (27 MB) plus the estimator's bounded sample; a float64 plane is 72 MB
-    assert peak - img.nbytes < 100e6, f"peak {peak / 1e6:.0f} MB beside a {img.nbytes / 1e6:.0f} MB output"
+    # the output (27 MB) plus the estimator's bounded samples (two noise fits at once,
+    # about 50 MB each, nlf.FITS_AT_ONCE); a float64 plane would be 72 MB more
+    assert peak - img.nbytes < 140e6, (f"peak {peak / 1e6:.0f} MB beside a "
+                                       f"{img.nbytes / 1e6:.0f} MB output")
 
 
 def test_tiles_share_the_whole_images_smoothness():

@@ -233,6 +233,10 @@ def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
     return R * (cap / R[0]) if 0 < cap < R[0] else R
 
 
+#: the noise fits run at most this many at once: each holds about 60 MB of its bounded
+#: sample's statistics (the whole-image work beside the tiles stays bounded)
+FITS_AT_ONCE = 2
+
 #: the stricter confidence of the own-energy test the noise covariance is refitted at
 #: (it cuts under 1 % of pure noise's variance) ...
 STRICT_CONFIDENCE = 0.99
@@ -342,13 +346,14 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
               seed=random_state)
     white = float(white_sigma)
     # the level function (of the luminance: one pass whatever the channels) and each
-    # channel's covariance, at once on the threads (each its own: the same numbers)
+    # channel's covariance, on the threads (each its own: the same numbers), at most
+    # FITS_AT_ONCE at a time
     tasks = [partial(_level_function, chans[0] if luminance is None else luminance,
                      patch_size, **kw)]
     tasks += [partial(_channel_covariance, c, white, bounds, patch_size, lag, **kw)
               for c in chans]
     out: list = [None] * len(tasks)
-    run_in_order(len(tasks), lambda i: tasks[i](), out.__setitem__)
+    run_in_order(len(tasks), lambda i: tasks[i](), out.__setitem__, most=FITS_AT_ONCE)
     (levels, stds), R = out[0], [r for r in out[1:] if r is not None]
     r0 = float(np.mean([r[0] for r in R])) if R else 0.0
     d = _design(patch_size, lag)

@@ -119,7 +119,7 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
 
 
 def run_in_order(n: int, compute: Callable, add: Callable, *,
-                 stop: Callable | None = None) -> None:
+                 stop: Callable | None = None, most: int | None = None) -> None:
     """``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
     on numba's number of threads (the calling thread and a pool's), each call on one
     thread (the kernels it runs through :func:`run_parts` see one thread); the ``add``
@@ -130,10 +130,11 @@ def run_in_order(n: int, compute: Callable, add: Callable, *,
     that raises its thread's number of threads again (an image's last tile) is helped
     by the pool's threads as they finish their items.  ``stop``: called on the calling
     thread when it stops on an error or an interrupt, before it waits for the items
-    the other threads are computing (to tell them to end early).  docs/speed.md."""
+    the other threads are computing (to tell them to end early).  ``most``: at most
+    this many calls at once (each holding its own working memory).  docs/speed.md."""
     import numba
 
-    threads = min(numba.get_num_threads(), n)
+    threads = min(numba.get_num_threads(), n, n if most is None else max(1, most))
     if threads <= 1:
         for i in range(n):
             add(i, compute(i))
