@@ -230,7 +230,7 @@ def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tu
     neighbouring pages (and their slices) may lie, :func:`spatial_reach` (``reach``: a
     :class:`~.core.grouped.sequence.StackReach`, default the stack path's)."""
     from .core.grouped import resolve_geometry
-    from .core.grouped.sequence import StackReach, spatial_reach
+    from .core.grouped.sequence import STAGE2_GRID, StackReach, spatial_reach
 
     kw = (reach or StackReach()).keywords()
 
@@ -240,9 +240,10 @@ def _stack_geometry(params: DenoiseParams, shifts: np.ndarray, reach=None) -> tu
     halo = 2 * (spatial_reach(shifts, search=g.search_radius1, **kw) + p) + (g.match_size1 - p)
     if opts.two_stage:
         halo += 2 * (spatial_reach(shifts, search=g.search_radius, **kw) + p) + (g.match_size - p)
-    # twice the stride: each page's references are a checkerboard of the grid
-    # (slices.page_references), the pilot's in both stages
-    return halo, 2 * g.stride1
+    # twice each stage's stride: each page's references are a checkerboard of its
+    # grid (slices.page_references)
+    stride2 = g.stride if opts.two_stage and STAGE2_GRID else g.stride1
+    return halo, math.lcm(2 * g.stride1, 2 * stride2)
 
 
 def _global_geometry(params: DenoiseParams) -> tuple[int, int, int, int]:

@@ -415,7 +415,15 @@ def test_each_page_starts_from_half_its_references_and_every_pixel_gets_an_estim
         out[thin], stats[thin] = res[None][..., 0], st[0]
     # no pixel is left without an estimate (the noisy value would come back there)
     assert np.all(out[True] != noisy[..., 0])
-    assert stats[True]["groups"] < 0.7 * stats[False]["groups"]
+    # the pilot's 4 px grid keeps about 0.6 of its references here; stage 2's 5 px grid
+    # (sequence.STAGE2_GRID) fewer than 0.95: its 5x5 patches do not overlap, so a
+    # dropped reference's pixels are covered by the neighbours' slices alone, which
+    # the 1-3 px motion moves partly off them, and more references come back
+    pilot = [denoise_grouped_stack(noisy, 25.0, linked=linked, shifts=shifts, thin=thin,
+                                   two_stage=False)[1][0]["groups"] for thin in (False, True)]
+    assert pilot[1] < 0.65 * pilot[0]
+    final = [stats[thin]["groups"] - pilot[thin] for thin in (False, True)]
+    assert final[1] < 0.95 * final[0]
     for k in range(len(origins)):
         full, thin = psnr(clean[k], out[False][k], 255), psnr(clean[k], out[True][k], 255)
         assert thin > full - 0.3, (k, full, thin)

@@ -7,7 +7,7 @@ from kpca_denoise import DenoiseParams
 from kpca_denoise.core.grouped import GroupedOptions
 from kpca_denoise.core.grouped.motion import page_shifts
 from kpca_denoise.core.grouped.sequence import StackReach, stack_bytes
-from kpca_denoise.tiling import denoise_stack_tiled, plan_stack
+from kpca_denoise.tiling import _stack_geometry, denoise_stack_tiled, plan_stack
 
 #: a small search and reach, so that small pages have tiles with a halo on every side
 SMALL = GroupedOptions(search_radius=3, search_radius1=3, match_size1=5, match_size=5)
@@ -28,11 +28,15 @@ def test_tiles_carrying_every_page_equal_the_whole_stack():
     noisy = _pan(3, 144)
     pages = list(noisy)
     shifts = page_shifts(pages)
-    params = DenoiseParams(noise_sigma=20.0, grouped=SMALL, patch_size=4, tile_size=48,
-                           ranks=(None, 3))
+    # the two stages on grids of their own (2 and 3 px: the tiles' cores aligned to 12)
+    params = DenoiseParams(noise_sigma=20.0, grouped=SMALL.replace(stride1=2, stride=3),
+                           patch_size=4, tile_size=48, ranks=(None, 3))
     tiles = plan_stack(noisy.shape, params, shifts, REACH)
     inner = [t for t in tiles if t.ry0 > 0 and t.rx0 > 0 and t.ry1 < 144 and t.rx1 < 144]
     assert len(tiles) == 9 and inner
+    # each page's references are a checkerboard of each stage's grid
+    assert _stack_geometry(params, shifts, REACH)[1] == 12
+    assert all(t.ry0 % 12 == 0 and t.rx0 % 12 == 0 for t in tiles)
     kw = dict(linked=np.ones(2, bool), shifts=shifts, reach=REACH)
     whole, once = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
     tiled, stats = denoise_stack_tiled(pages, 20.0, params, **kw)

@@ -67,6 +67,10 @@ HIGH_NOISE_RADIUS1 = 16
 #: image's 32), unless ``search_radius`` is set: its neighbour pages offer the rest
 #: of a group (``docs/stacks.md``)
 RADIUS2 = 16
+#: the final pass starts from its own grid (the single image's stage-2 stride, 5 px
+#: with 5x5 patches), not the pilot's (4 px); each page's references are a
+#: checkerboard of either (docs/stacks.md)
+STAGE2_GRID = True
 
 
 # -- reach: what a page's result depends on ---------------------------------------------
@@ -343,8 +347,10 @@ class _Stage:
         e = page_reach(seq["w"], seq["depth"])
         g = run.geometry
         self.stage, self.ranks, self.imgs, self.guide_pages = stage, ranks, imgs, guides
-        # both stages on the pilot's grid (a single image's stage 2 takes a sparser one)
-        self.ps = replace(_plan_pass(run, stage, final, floors), stride=g.stride1)
+        # the pilot's grid, or stage 2's own (a single image's, sparser: STAGE2_GRID)
+        self.ps = _plan_pass(run, stage, final, floors)
+        if not STAGE2_GRID:
+            self.ps = replace(self.ps, stride=g.stride1)
         self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
         p = g.patch_size
         # the whole grid (slices.page_references decides on it, as the untiled pages
@@ -474,18 +480,20 @@ def _thinned(seq: dict, stage: int) -> bool:
 def _page_keep(s: _Stage, k: int, seq: dict, p: int, shape: tuple) -> np.ndarray:
     """The references of stage ``s``'s grid on page ``k`` (the part a core depends on)
     its groups start from: :func:`.slices.page_references` where the stage's pages are
-    thinned, made once per page for both stages (their grids are the same) and kept
-    while stage 2, two page reaches behind, may still ask."""
+    thinned, made once per page and grid (both stages share the pilot's unless
+    :data:`STAGE2_GRID`) and kept while stage 2, two page reaches behind, may still
+    ask."""
     if not _thinned(seq, s.stage):
         return np.ones((len(s.iy), len(s.ix)), bool)
     made = seq["kept"]
-    if k not in made:
-        made[k] = page_references(k, s.grid, p, s.ps.stride, shape, seq["motion"],
-                                  seq["depth"], seq["first_page"])
+    key = (s.ps.stride, k)
+    if key not in made:
+        made[key] = page_references(k, s.grid, p, s.ps.stride, shape, seq["motion"],
+                                    seq["depth"], seq["first_page"])
         lag = 2 * page_reach(seq["w"], seq["depth"])
-        for j in [j for j in made if j < k - lag]:
+        for j in [j for j in made if j[1] < k - lag]:
             del made[j]
-    return made[k][np.ix_(s.iy, s.ix)]
+    return made[key][np.ix_(s.iy, s.ix)]
 
 
 def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple,
