@@ -423,6 +423,7 @@ def test_each_page_starts_from_half_its_references_and_every_pixel_gets_an_estim
                                    two_stage=False)[1][0]["groups"] for thin in (False, True)]
     assert pilot[1] < 0.65 * pilot[0]
     final = [stats[thin]["groups"] - pilot[thin] for thin in (False, True)]
+    assert final[0] < 0.8 * pilot[0]  # stage 2's own grid, sparser than the pilot's
     assert final[1] < 0.95 * final[0]
     for k in range(len(origins)):
         full, thin = psnr(clean[k], out[False][k], 255), psnr(clean[k], out[True][k], 255)
