@@ -177,6 +177,39 @@ def test_running_sums_give_the_members_of_fresh_sums(m):
         assert set(zip(sy[r].tolist(), sx[r].tolist())) == ref
 
 
+@pytest.mark.parametrize("m, step", [(7, 4), (9, 5), (11, 5), (5, 3)])
+def test_rows_shared_with_the_next_row_give_the_distances_of_fresh_sums(m, step):
+    # on a grid whose step is at least half the window, the matcher keeps the column
+    # sums of the rows the next row's windows share (their tail) and adds only the
+    # others: exact, so every member's distance and the members are those of summing
+    # afresh, on a checkerboard (rows' columns alternating, so their spans differ),
+    # with references dropped (runs split, rows skipped) and on three channels
+    rng = np.random.default_rng(m + step)
+    img = rng.integers(0, 200, (3, 61, 58)).astype(float)
+    g = np.stack([_pad_for_matching(c, 5, m) for c in img])
+    assert exact_sums(g, m)
+    ys = np.arange(0, 57, step)
+    xs = np.arange(0, 54, step)
+    cells = [(y, x) for i, y in enumerate(ys) for j, x in enumerate(xs) if (i + j) % 2 == 0]
+    ry, rx = (np.array(a, np.int64) for a in zip(*cells))
+    keep = rng.random(len(ry)) < 0.6
+    keep &= ~(((ry == ys[3]) | (ry == ys[4])) & (rx <= 30))  # rows of one short run
+    keep[ry == ys[6]] = False  # a row without references
+    for a, b in ((ry, rx), (ry[keep], rx[keep])):
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        fy, fx, fd = match(g, a, b, 5, m, 10, 20, dense=4, running=False, distances=True)
+        sy, sx, sd = match(g, a, b, 5, m, 10, 20, dense=4, running=True, distances=True)
+        np.testing.assert_array_equal(sy, fy)
+        np.testing.assert_array_equal(sx, fx)
+        np.testing.assert_array_equal(sd, fd)
+    for r in range(0, len(a), 7):  # the distances are the windows' SSDs
+        for i in range(20):
+            y, x = sy[r, i], sx[r, i]
+            if (y, x) != (a[r], b[r]):
+                want = ((g[:, y:y + m, x:x + m] - g[:, a[r]:a[r] + m, b[r]:b[r] + m]) ** 2).sum()
+                assert sd[r, i] == want
+
+
 @pytest.mark.parametrize("running", [False, True])
 def test_scattered_references_get_the_members_each_gets_alone(running):
     # a row's references more than four windows apart are matched in separate runs (the

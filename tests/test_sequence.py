@@ -434,6 +434,31 @@ def test_each_page_starts_from_half_its_references_and_every_pixel_gets_an_estim
     np.testing.assert_allclose(out[False][6], alone, atol=1e-9)
 
 
+def test_a_pages_chunks_only_reorder_its_sums(monkeypatch):
+    """sequence.STACK_CHUNKS sets how many rows of references a chunk of a page takes
+    through the steps together: the pixels are the same whatever the chunks, to the
+    floating-point noise of adding the parts' sums in another order."""
+    import kpca_denoise.core.grouped.sequence as seq
+
+    noisy = _noisy(_pan(4, 96))[..., None]
+    shifts = np.array([[0, -1]] * 3)
+    monkeypatch.setattr(seq, "CHUNK_GROUPS", 64)  # a row of references a chunk, or more
+    stage = seq._Stage.__init__
+    out, chunks = {}, {}
+    for k in (1, 4):
+        monkeypatch.setattr(seq, "STACK_CHUNKS", k)
+        chunks[k] = []
+
+        def spy(self, *a, **kw):
+            stage(self, *a, **kw)
+            chunks[k].append(self.nchunks)
+
+        monkeypatch.setattr(seq._Stage, "__init__", spy)
+        out[k] = seq.denoise_grouped_stack(noisy, 25.0, shifts=shifts)[0][None][..., 0]
+    assert len(chunks[1]) == 2 and all(a > b > 1 for a, b in zip(chunks[1], chunks[4])), chunks
+    np.testing.assert_allclose(out[4], out[1], rtol=0, atol=1e-9)
+
+
 def test_the_checkerboard_follows_the_pages_index_in_the_whole_stack():
     """A part of a stack given with the index of its first page (a preview's) picks the
     whole stack's references: a page far enough from the part's start gets the whole

@@ -119,19 +119,61 @@ def _offsets(mask, R):
     return off_y, off_x, omap
 
 
+@njit(cache=True, inline="always")
+def _add_rows(guide, y0, y1, dy, lo, hi, dx, acc):
+    """``acc[c - lo] +=`` the squared differences of guide rows ``y0 <= t < y1``
+    against rows ``t + dy``, columns ``lo <= c < hi`` against ``c + dx``, every channel
+    (along contiguous slices, so that the inner loop vectorises; two rows at a time,
+    which halves the loads and stores of ``acc``)."""
+    nc = hi - lo
+    for ch in range(guide.shape[0]):
+        t = y0
+        while t + 1 < y1:
+            g0 = guide[ch, t, lo:hi]
+            h0 = guide[ch, t + dy, lo + dx:hi + dx]
+            g1 = guide[ch, t + 1, lo:hi]
+            h1 = guide[ch, t + 1 + dy, lo + dx:hi + dx]
+            for c in range(nc):
+                u = g0[c] - h0[c]
+                v = g1[c] - h1[c]
+                acc[c] += u * u + v * v
+            t += 2
+        if t < y1:
+            g0 = guide[ch, t, lo:hi]
+            h0 = guide[ch, t + dy, lo + dx:hi + dx]
+            for c in range(nc):
+                u = g0[c] - h0[c]
+                acc[c] += u * u
+
+
+@njit(cache=True, nogil=True)
+def _next_rows(refs_y, seg):
+    """Per run: the row of the next row's run when both rows are a single run (the
+    next row's window sums can then share this one's rows), else -1."""
+    nseg = seg.shape[0] - 1
+    out = np.full(nseg, -1, np.int64)
+    for si in range(nseg - 1):
+        y = refs_y[seg[si]]
+        y1 = refs_y[seg[si + 1]]
+        if y1 == y or (si > 0 and refs_y[seg[si - 1]] == y):
+            continue
+        if si + 2 <= nseg - 1 and refs_y[seg[si + 2]] == y1:
+            continue
+        out[si] = y1
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1):
     """``dist[oi, r]``: reference ``r``'s SSD at searched offset ``oi`` (``inf`` where
     the candidate is outside the image), for the offsets in the search rows
     ``rows[i0:i1]`` (below); see :func:`match` for the running sums."""
-    C = guide.shape[0]
     H = guide.shape[1] - (m - p)
     W = guide.shape[2] - (m - p)
     Wg = guide.shape[2]
     nseg = seg.shape[0] - 1
     S = 2 * R + 1
-    # dist[oi, r]: each reference's distance at each searched offset (those in the
-    # image are all written, the only ones read), (>= noff, >= nref) scratch
+    nxt = _next_rows(refs_y, seg)
     # the row offsets in an order that spreads the dense middle rows over every
     # thread's contiguous share of the loop
     rows = np.empty(S, np.int64)
@@ -151,11 +193,19 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
         py = np.zeros(S, np.int64)
         vlo = np.zeros(S, np.int64)
         vhi = np.zeros(S, np.int64)
+        # per column offset: the column sums over the rows that the next row's windows
+        # share with the current one's (rows trow .. tend - 1, columns tlo .. thi - 1)
+        tail = np.empty((S, Wg))
+        trow = np.full(S, -1, np.int64)
+        tend = np.zeros(S, np.int64)
+        tlo = np.zeros(S, np.int64)
+        thi = np.zeros(S, np.int64)
         for si in range(nseg):
             r0 = seg[si]
             ry = refs_y[r0]
             if ry + dy < 0 or ry + dy > H - p:
                 have[:] = False
+                trow[:] = -1
                 continue
             # the columns the run's windows cover
             x_lo = refs_x[r0]
@@ -163,6 +213,19 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
             for r in range(r0 + 1, seg[si + 1]):
                 x_lo = min(x_lo, refs_x[r])
                 x_hi = max(x_hi, refs_x[r])
+            # the next row, when its windows share rows with these and both rows are
+            # one run: its columns
+            ny = nxt[si]
+            if ny >= 0 and running and ny < ry + m and ny + dy <= H - p:
+                n_lo = refs_x[seg[si + 1]]
+                n_hi = n_lo
+                for r in range(seg[si + 1] + 1, seg[si + 2]):
+                    n_lo = min(n_lo, refs_x[r])
+                    n_hi = max(n_hi, refs_x[r])
+            else:
+                ny = -1
+                n_lo = 0
+                n_hi = 0
             for b in range(S):
                 oi = omap[a, b]
                 if oi < 0:
@@ -176,17 +239,23 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
                     for r in range(r0, seg[si + 1]):
                         dist[oi, r] = np.inf
                     have[b] = False
+                    trow[b] = -1
                     continue
                 csb = cs[b]
                 cv = csb[c_lo:c_hi]
                 d = ry - py[b]
-                # row by row along contiguous slices, so that the inner loop has
-                # zero-based indices and vectorises (about 6x faster than a loop over
-                # columns)
-                if (running and have[b] and 0 <= d and 2 * d < m and vlo[b] <= c_lo
+                # the window's column sums start from the previous row's tail (the rows
+                # they share), a running update, or zeros; rows t_from.. are still to add
+                t_from = ry
+                if (running and trow[b] == ry and tlo[b] <= c_lo and c_hi <= thi[b]):
+                    tb = tail[b]
+                    for c in range(nc):
+                        cv[c] = tb[c_lo + c]
+                    t_from = tend[b]
+                elif (running and have[b] and 0 <= d and 2 * d < m and vlo[b] <= c_lo
                         and c_hi <= vhi[b]):
                     y = py[b]
-                    for ch in range(C):
+                    for ch in range(guide.shape[0]):
                         for t0 in range(d):
                             g0 = guide[ch, y + t0, c_lo:c_hi]
                             h0 = guide[ch, y + dy + t0, c_lo + dx:c_hi + dx]
@@ -196,16 +265,28 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
                                 t = g0[c] - h0[c]
                                 u = g1[c] - h1[c]
                                 cv[c] += u * u - t * t
+                    t_from = ry + m
                 else:
-                    # each column sums its rows in order 0..m-1
                     cv[:] = 0.0
-                    for ch in range(C):
-                        for t0 in range(m):
-                            g0 = guide[ch, ry + t0, c_lo:c_hi]
-                            h0 = guide[ch, ry + dy + t0, c_lo + dx:c_hi + dx]
-                            for c in range(nc):
-                                t = g0[c] - h0[c]
-                                cv[c] += t * t
+                # the rest of the window's rows; those the next row shares, into its tail
+                u_lo = max(min(c_lo, n_lo), -dx)
+                u_hi = min(max(c_hi, n_hi + m), Wg - dx)
+                if ny >= t_from and ny > ry and u_hi > u_lo:
+                    _add_rows(guide, t_from, ny, dy, c_lo, c_hi, dx, cv)
+                    tv = tail[b, u_lo:u_hi]
+                    tv[:] = 0.0
+                    _add_rows(guide, ny, ry + m, dy, u_lo, u_hi, dx, tv)
+                    sh = c_lo - u_lo
+                    for c in range(nc):
+                        cv[c] += tv[sh + c]
+                    trow[b] = ny
+                    tend[b] = ry + m
+                    tlo[b] = u_lo
+                    thi[b] = u_hi
+                else:
+                    if t_from < ry + m:
+                        _add_rows(guide, t_from, ry + m, dy, c_lo, c_hi, dx, cv)
+                    trow[b] = -1
                 have[b] = True
                 py[b] = ry
                 vlo[b] = c_lo
@@ -438,19 +519,20 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     sums of squared differences over the ``m`` window rows of a run of references
     on one row (a run of equal ``refs_y``, up to a gap of more than ``4 m``) serve all
     of them, and a window's SSD adds ``m`` of those sums.  With ``running`` (the guide
-    holds integers and every window's SSD is below 2^53), a run's
-    column sums are those of the previous run with the rows between them dropped and
-    added, and a window's SSD that of the previous reference with the columns
-    between them dropped and added, where that is less work than summing afresh
-    (``m`` more than twice the step): sums of integers below 2^53 are exact in any
-    order, so a window's SSD depends on its own pixels only and a tile gets the
-    distances the whole image gets.  Without it, each column sums its ``m`` rows and
-    each window its ``m`` columns, in order.  The ``n`` closest are selected by a
-    bounded max-heap over the candidates, the dense centre first, ring by ring outwards
-    (ties go to the earlier candidate in scan order), which picks and orders the members
-    exactly as a partition of all the distances would.  The running sums pay for wide
-    windows (35x35 about twice as fast on a 512x512 image) and change nothing for 7x7
-    ones.
+    holds integers and every window's SSD is below 2^53), a run's column sums start
+    from the rows it shares with the previous row's run, kept aside when that row was
+    summed (its tail: a 7x7 window on a 4 px grid adds 4 rows, not 7), or are those of
+    the previous run with the rows between them dropped and added; a window's SSD is
+    that of the previous reference with the columns between them dropped and added,
+    where that is less work than summing afresh (``m`` more than twice the step): sums
+    of integers below 2^53 are exact in any order, so a window's SSD depends on its own
+    pixels only and a tile gets the distances the whole image gets.  Without it, each
+    column sums its ``m`` rows and each window its ``m`` columns, in order.  The ``n``
+    closest are selected by a bounded max-heap over the candidates, the dense centre
+    first, ring by ring outwards (ties go to the earlier candidate in scan order), which
+    picks and orders the members exactly as a partition of all the distances would.
+    The running sums pay for wide windows (35x35 about twice as fast on a 512x512
+    image); docs/speed.md#shared-window-rows.
     """
     k = len(ry)
     g = np.ascontiguousarray(guide_padded if guide_padded.ndim == 3 else guide_padded[None],

@@ -71,6 +71,11 @@ RADIUS2 = 16
 #: with 5x5 patches), not the pilot's (4 px); each page's references are a
 #: checkerboard of either (docs/stacks.md)
 STAGE2_GRID = True
+#: a page's chunk holds this many times the groups whose 3-D patches fill a single
+#: image's chunk (:data:`.driver.CHUNK_GROUPS`): each chunk's steps end waiting for
+#: the slower thread, so fewer, larger chunks keep both busy; the pilot's matching
+#: distances then take about 60 MB (docs/speed.md#larger-chunks-for-stacks)
+STACK_CHUNKS = 4
 
 
 # -- reach: what a page's result depends on ---------------------------------------------
@@ -364,8 +369,9 @@ class _Stage:
         for st in stats:
             st.groups += P * len(self.ys) * len(self.xs)
         # a 3-D patch is ``depth`` times a 2-D one: as many times fewer groups per chunk
-        # keep the chunk's buffers the single image's; a thinned page has half of them
-        groups = max(1, CHUNK_GROUPS // seq["depth"]) * (2 if _thinned(seq, stage) else 1)
+        # (:data:`STACK_CHUNKS` times more); a thinned page has half of them
+        groups = (max(1, CHUNK_GROUPS * STACK_CHUNKS // seq["depth"])
+                  * (2 if _thinned(seq, stage) else 1))
         self.rows_per_chunk = max(1, groups // (len(self.xs) * len(ranks)))
         self.nchunks = (len(self.ys) + self.rows_per_chunk - 1) // self.rows_per_chunk
         # the guides of the pages the search reads (``w`` either way), and those put
