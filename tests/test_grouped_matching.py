@@ -406,6 +406,22 @@ def test_the_stage1_threshold_keeps_the_components_above_it_whole():
             np.testing.assert_allclose(aggw[r, q], 1.0 / (1.0 + w.sum()))
 
 
+def test_an_images_chunks_only_reorder_its_sums(monkeypatch, camera):
+    """driver.CHUNK_GROUPS sets how many references go through the steps together:
+    the pixels are the same whatever the chunks (a few rows of references or the
+    whole image), to the floating-point noise of adding the parts' sums in another
+    order."""
+    import kpca_denoise.core.grouped.driver as driver
+
+    img = camera[:96, :128] + np.random.default_rng(5).normal(0, 25, (96, 128))
+    out = {}
+    for k in (64, 2048):
+        monkeypatch.setattr(driver, "CHUNK_GROUPS", k)
+        out[k] = denoise_grouped(img, 25.0)[0][None]
+    np.testing.assert_allclose(out[2048], out[64], rtol=0, atol=1e-9)
+    assert np.abs(out[64] - img).mean() > 5  # denoised, not passed through
+
+
 def test_channels_share_one_grouping():
     rng = np.random.default_rng(2)
     y, x = np.mgrid[0:48, 0:56]
