@@ -527,7 +527,8 @@ def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: i
     where that is less work than summing afresh (``m`` more than twice the step): sums
     of integers below 2^53 are exact in any order, so a window's SSD depends on its own
     pixels only and a tile gets the distances the whole image gets.  Without it, each
-    column sums its ``m`` rows and each window its ``m`` columns, in order.  The ``n``
+    column sums its ``m`` rows (two at a time, from the window's first) and each window
+    its ``m`` columns, in order: again a window's own pixels in a fixed order.  The ``n``
     closest are selected by a bounded max-heap over the candidates, the dense centre
     first, ring by ring outwards (ties go to the earlier candidate in scan order), which
     picks and orders the members exactly as a partition of all the distances would.
