@@ -182,20 +182,23 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
         for a in range(q, S, 8):
             rows[o] = a
             o += 1
+    # per searched column offset, allocated once (a fresh array per row offset costs its
+    # pages again): the column sums of squared differences over the current run's
+    # window rows, and the tail below; read only where the flags say they hold this
+    # row offset's sums
+    cs = np.empty((S, Wg))
+    tail = np.empty((S, Wg))
     for ai in range(i0, i1):
         a = rows[ai]
         dy = a - R
-        # per searched column offset: the column sums of squared differences over the
-        # current run's window rows, whether they are those of the previous run, and
-        # the columns they hold
-        cs = np.empty((S, Wg))
+        # whether the column sums are those of the previous run, and the columns they
+        # hold
         have = np.zeros(S, np.bool_)
         py = np.zeros(S, np.int64)
         vlo = np.zeros(S, np.int64)
         vhi = np.zeros(S, np.int64)
         # per column offset: the column sums over the rows that the next row's windows
         # share with the current one's (rows trow .. tend - 1, columns tlo .. thi - 1)
-        tail = np.empty((S, Wg))
         trow = np.full(S, -1, np.int64)
         tend = np.zeros(S, np.int64)
         tlo = np.zeros(S, np.int64)
