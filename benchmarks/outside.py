@@ -8,18 +8,19 @@ every PNG / JPEG / TIFF in ``DIR`` (8-bit; colour is made grey unless ``--colour
 The figures in ``benchmarks/results/outside.txt`` also used scipy 1.9's ``face``
 (raccoon, 1024x768 RGB) and matplotlib's ``grace_hopper.jpg`` (512x600 RGB), taken
 from their wheels (``pip download --no-deps scipy==1.9.3 matplotlib``; face.dat is a
-bz2-compressed 768x1024x3 uint8 array).  Stop 25 added twelve photographs of Debian
-12's ``mate-backgrounds`` 1.26 (``apt-get download mate-backgrounds``; the JPEGs of
-``usr/share/backgrounds/mate/nature``, scaled with Pillow's Lanczos filter to 512 px
-on the short side and saved as PNG).  Stop 26 added eleven photographs of Debian 12's
-``plasma-workspace-wallpapers`` 4:5.27 (the largest image of each of BytheWater,
-ColdRipple, ColorfulCups, DarkestHour, EveningGlow, FallenLeaf, Grey, Kite,
-OneStandsOut, Path and summer_1am in ``usr/share/wallpapers/*/contents/images``, the
-photographs among its 30 wallpapers, picked from thumbnails before any denoising),
-scaled the same way.  Stop 27 added textures, renders and two more photographs, also
-picked from thumbnails before any denoising: fifteen 512x512 wall, floor and ground
-textures of Debian 12's ``openarena-081-textures`` 0.8.5split-14 (in
-``pak4-textures.pk3``, a zip: ``textures/`` acc_dm3/grind, ind_wall1, comp_up;
+bz2-compressed 768x1024x3 uint8 array).  The runs recorded from 25 Nov 2026 on also
+used twelve photographs of Debian 12's ``mate-backgrounds`` 1.26 (``apt-get download
+mate-backgrounds``; the JPEGs of ``usr/share/backgrounds/mate/nature``, scaled with
+Pillow's Lanczos filter to 512 px on the short side and saved as PNG).  From 26 Nov
+2026 on, eleven photographs of Debian 12's ``plasma-workspace-wallpapers`` 4:5.27
+(the largest image of each of BytheWater, ColdRipple, ColorfulCups, DarkestHour,
+EveningGlow, FallenLeaf, Grey, Kite, OneStandsOut, Path and summer_1am in
+``usr/share/wallpapers/*/contents/images``, the photographs among its 30 wallpapers,
+picked from thumbnails before any denoising) were added, scaled the same way.  From
+commit dd0eb9d (26 Nov 2026) on they also used textures, renders and two more
+photographs, also picked from thumbnails before any denoising: fifteen 512x512 wall,
+floor and ground textures of Debian 12's ``openarena-081-textures`` 0.8.5split-14
+(in ``pak4-textures.pk3``, a zip: ``textures/`` acc_dm3/grind, ind_wall1, comp_up;
 acc_dm5/stntiles_dirty, tiles_moss, stnsqr_dirty, mud02b, wood01;
 base_support/surface2; gothic_block/blocks17_ow, blocks18b_ow;
 gothic_floor/largerblock3b3dim; base_floor/metaltechfloor01final;
@@ -27,8 +28,9 @@ czest3ctf/grass_lush; cosmo_block/rock05; .tga / .jpg saved as PNG as they are,
 files named ``oa_<name>.png``), mostly regular (tiles, blocks, a grid) and built
 from photographs; four regular 3-D renders of ``gnome-backgrounds`` 43.1 (grid-l,
 licorice-l, truchet-l, wood-l; 4096 px WebP scaled to 512, ``r_<name>.png``); and
-the two photographs of ``lomiri-wallpapers-20.04`` 20.04.0 (Kleiber_by_Lukas_Baubkus,
-Infinite-Sea_by_Aury88, scaled to 512 px on the short side, ``p_<name>.png``).
+the two photographs of ``lomiri-wallpapers-20.04`` 20.04.0
+(Kleiber_by_Lukas_Baubkus, Infinite-Sea_by_Aury88, scaled to 512 px on the short
+side, ``p_<name>.png``).
 
 256x256 centre crops (``--full``: whole images), white Gaussian noise of sigma 15 / 25
 / 50 (seed 1, not clipped), noise level given.  Prints PSNR of ``bm3d.bm3d`` (or

@@ -18,11 +18,11 @@ across by up to 30 % (a perspective), and the 36x17 px bricks rotated by 30
 degrees (256x256 centre crops).
 
 ``--walls`` runs six brick walls drawn to look more like photographs (:func:`wall`,
-built in stop 23): bricks whose widths and heights vary by a pixel or two, rows
+built at commit 896bd7c): bricks whose widths and heights vary by a pixel or two, rows
 offset at random, mortar 2-3 px wide with chipped edges, a grain on every brick (a
 sum of smoothed noise at four scales, three strengths), one of them 36x17 px, one
 24x11 px under a perspective and a lighting gradient, one rotated by 8 degrees.
-``--irregular`` runs seven less regular walls built in stop 24 (widths varying by up to
+``--irregular`` runs seven less regular walls built at commit a27427d (widths varying by up to
 8 px and rows offset at random by as much, a heavy grain, shades of +-40 under a strong
 lighting gradient, 16x7 and 50x22 px bricks, a 20-degree rotation; periodicity scores
 0.12-0.49), on which the texture threshold ``PERIODIC`` came down from 0.4 to 0.3.
@@ -30,12 +30,12 @@ lighting gradient, 16x7 and 50x22 px bricks, a 20-degree rotation; periodicity s
 bricks' luminance, so that the pattern is mostly in the chrominance) against
 ``bm3d.bm3d_rgb``, through ``common.denoise_grouped_opponent``.
 
-``--borderline`` runs 21 walls built in stop 27 (:func:`borderline_walls`) whose
+``--borderline`` runs 21 walls built at commit dd0eb9d (:func:`borderline_walls`) whose
 periodicity score at sigma 50 is 0.15-0.3: under the texture threshold, where the
 photograph settings lose to BM3D at sigma 35 and 50 (a weakness found, not fixed).
 
 ``--faint`` runs six walls of that family with little grain at full or half contrast,
-on which faint walls were found to lose to BM3D at sigma 15 / 25 (stop 29; tuned on);
+on which faint walls were found to lose to BM3D at sigma 15 / 25 (the fix at 8d83e36 was tuned on them);
 ``--faint-new`` 24 faint walls and ``--faint-colour`` four faint colour walls built
 after the fix (``core.grouped.calibrate.TEXTURE_SPAN``), to check it.
 
@@ -176,7 +176,7 @@ def irregular_walls() -> dict[str, np.ndarray]:
 
 
 def borderline_walls() -> dict[str, np.ndarray]:
-    """Stop 27: the 21 walls of a family of 48 (:func:`wall` at 20x9 / 30x14 / 40x18 px,
+    """The 21 walls of a family of 48 (:func:`wall` at 20x9 / 30x14 / 40x18 px,
     grain 6 / 12, regular or with widths and offsets varying by 6 px more, full or half
     contrast, 1 or 2 px mortar; seeds 30-77) whose periodicity score at sigma 50 is
     0.15-0.3: regular enough to repeat, under the texture threshold at high noise."""
@@ -197,7 +197,7 @@ def borderline_walls() -> dict[str, np.ndarray]:
     return out
 
 
-#: the family's walls scoring 0.15-0.3 at sigma 50 (noise seed 1, stop 27)
+#: the family's walls scoring 0.15-0.3 at sigma 50 (noise seed 1, scored at dd0eb9d)
 _BORDERLINE = {
     "b30_g6_i0_f0.5_m1", "b30_g6_i6_f1_m1", "b30_g6_i6_f0.5_m1", "b30_g6_i6_f0.5_m2",
     "b30_g12_i0_f1_m1", "b30_g12_i0_f0.5_m1", "b30_g12_i0_f0.5_m2", "b30_g12_i6_f1_m1",
@@ -208,7 +208,7 @@ _BORDERLINE = {
 
 
 def faint_walls() -> dict[str, np.ndarray]:
-    """Stop 29: six walls of the 30x14 px family of :func:`borderline_walls` (seed 30)
+    """Six walls of the 30x14 px family of :func:`borderline_walls` (seed 30)
     with little or no grain, 1-2 px mortar, at full or half contrast (std 8-22), on
     which the faint ones lost 0.4-1.0 dB to BM3D at sigma 15 / 25 while the texture's
     stage-1 window followed its noise against the data range alone (found, then
@@ -223,7 +223,7 @@ def faint_walls() -> dict[str, np.ndarray]:
 
 
 def faint_new() -> dict[str, np.ndarray]:
-    """Stop 29: 24 faint walls built after ``TEXTURE_SPAN`` was chosen, to check it:
+    """24 faint walls built after ``TEXTURE_SPAN`` was chosen, to check it:
     20x9 / 26x12 / 40x18 px bricks, grain 0 / 2, 0.3 / 0.6 of the contrast, 1 / 2 px
     mortar, seeds 100-123."""
     import itertools
@@ -239,7 +239,7 @@ def faint_new() -> dict[str, np.ndarray]:
 
 
 def faint_colour() -> dict[str, np.ndarray]:
-    """Stop 29: four faint colour walls (0.4-0.7 of the contrast, seeds 200-203),
+    """Four faint colour walls (0.4-0.7 of the contrast, seeds 200-203),
     built after ``TEXTURE_SPAN`` was chosen, against ``bm3d.bm3d_rgb``."""
     c = slice(72, 328)
     out = {}
