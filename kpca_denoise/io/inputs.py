@@ -25,7 +25,8 @@ class InputFile:
     rel: Path
 
 
-def _unsupported(p: Path) -> str:
+def unsupported_type(p: Path) -> str:
+    """The message for a file whose suffix is none of :data:`SUPPORTED_SUFFIXES`."""
     return (f"{p}: unsupported file type '{p.suffix or '(none)'}'; "
             f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}")
 
@@ -126,7 +127,7 @@ def collect_inputs(paths, *, exclude=None):
                 add(f, f.relative_to(p))
         elif p.is_file():
             if p.suffix.lower() not in SUPPORTED_SUFFIXES:
-                errors.append((p, _unsupported(p)))
+                errors.append((p, unsupported_type(p)))
             else:
                 add(p, Path(p.name))
         elif p.is_symlink():

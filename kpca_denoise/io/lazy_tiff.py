@@ -5,7 +5,7 @@ see :func:`memory_budget`) is not decoded: its first series is opened as a Dask 
 (tifffile's Zarr view of its tiles or strips, ``TiffFile.aszarr``; an uncompressed image
 stored in one piece is read by bands of rows straight from the file), so the tiled
 engine reads only the tiles it needs.  The header is read as for any TIFF
-(``reading._tiff_header``): the same axes, pages and metadata, written back by
+(:func:`.tiff.tiff_header`): the same axes, pages and metadata, written back by
 :func:`kpca_denoise.io.writing.write_lazy`.  Needs ``zarr`` and ``dask`` (the extra
 ``kpca-denoise[zarr]``).  See ``docs/large-images.md``.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .tiff import tiff_header, tiff_pages
 
 #: values per chunk of an uncompressed image read by bands of rows
 _BAND_VALUES = 1 << 23
@@ -92,17 +93,16 @@ def _needs_zarr(path: Path, nbytes: int) -> InputError:
                       "kpca-denoise[zarr]")
 
 
-def read_lazy_tiff(path, lazy_bytes: int, max_pixels: int | None = None):
-    """The TIFF at ``path`` as a lazy :class:`~kpca_denoise.io.reading.LoadedItem` when its
-    decoded pixels exceed ``lazy_bytes``, else None (read it whole).  Nothing is
-    decoded; InputError for what cannot be read (in parts)."""
+def lazy_tiff_layout(path, lazy_bytes: int):
+    """What a lazy read of the TIFF at ``path`` holds, when its decoded pixels exceed
+    ``lazy_bytes``: ``(shape, dtype, meta, is_stack)`` (pages first, samples last; ``meta``
+    as :func:`~kpca_denoise.io.tiff.tiff_header` gives it, marked ``lazy``), else None
+    (read it whole).  Nothing is decoded; InputError for what cannot be read in parts."""
     import tifffile
-
-    from .reading import LoadedItem, _tiff_header, _tiff_pages
 
     path = Path(path)
     with tifffile.TiffFile(path) as tf:
-        series, axes, shape, meta = _tiff_header(tf, path)
+        series, axes, shape, meta = tiff_header(tf, path)
         dtype = np.dtype(series[0].dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if nbytes <= lazy_bytes or not any(dtype.newbyteorder("=") == d for d in _DTYPES):
@@ -113,12 +113,9 @@ def read_lazy_tiff(path, lazy_bytes: int, max_pixels: int | None = None):
         except ImportError:
             raise _needs_zarr(path, nbytes) from None
         a = _lazy_series(tf, series, path, max(lazy_bytes // 4, 1 << 26))
-        a, meta, stack = _tiff_pages(path, a, axes, meta)
+        a, meta, stack = tiff_pages(path, a, axes, meta)
     meta["lazy"] = True
-    item = LoadedItem(path, None, "stack" if stack else "image", "TIFF", meta=meta,
-                      max_pixels=max_pixels)
-    item._shape, item._dtype = tuple(a.shape), np.dtype(dtype.newbyteorder("="))
-    return item
+    return tuple(a.shape), np.dtype(dtype.newbyteorder("=")), meta, stack
 
 
 def open_lazy_tiff(item):
@@ -126,12 +123,10 @@ def open_lazy_tiff(item):
     nothing is read yet.  The file stays open while the array is used."""
     import tifffile
 
-    from .reading import _tiff_header, _tiff_pages
-
     tf = tifffile.TiffFile(item.path)
-    series, axes, _, meta = _tiff_header(tf, item.path)
+    series, axes, _, meta = tiff_header(tf, item.path)
     a = _lazy_series(tf, series, item.path, None)
-    a, _, _ = _tiff_pages(item.path, a, axes, dict(meta))
+    a, _, _ = tiff_pages(item.path, a, axes, dict(meta))
     if tuple(a.shape) != tuple(item.shape) or a.dtype.newbyteorder("=") != item.dtype:
         raise InputError(f"{item.path}: the file changed while the run was going; run again")
     return a.astype(item.dtype) if a.dtype != item.dtype else a

@@ -18,7 +18,9 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .errors import InputError
-from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, _unsupported
+from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, unsupported_type
+from .lazy_tiff import lazy_tiff_layout, open_lazy_tiff
+from .tiff import EXIF_ORIENTATION, tiff_header, tiff_pages
 from .zarr_io import FORMAT as ZARR_FORMAT
 from .zarr_io import ZARR_SUFFIX, read_layout
 
@@ -28,7 +30,6 @@ MAX_PIXELS = int(Image.MAX_IMAGE_PIXELS or 89_478_485)
 
 _DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
 _PIL_LIMIT_LOCK = threading.Lock()
-_EXIF_ORIENTATION = 274
 
 
 @dataclass
@@ -104,8 +105,6 @@ class LoadedItem:
             from .zarr_io import open_lazy
 
             return open_lazy(self.path, self.meta["zarr"])
-        from .lazy_tiff import open_lazy_tiff
-
         return open_lazy_tiff(self)
 
     @property
@@ -176,8 +175,8 @@ def _pil_meta(im: Image.Image) -> dict:
         exif = None
     if exif:
         meta["exif"] = exif.tobytes()
-        if _EXIF_ORIENTATION in exif:
-            meta["orientation"] = int(exif[_EXIF_ORIENTATION])
+        if EXIF_ORIENTATION in exif:
+            meta["orientation"] = int(exif[EXIF_ORIENTATION])
     if im.format == "JPEG":  # written back with the same chroma sampling and scan order
         from PIL import JpegImagePlugin
 
@@ -230,120 +229,22 @@ def _read_pil(path: Path, max_pixels: int) -> tuple[np.ndarray, dict]:
     return a, meta
 
 
-#: ImageJ metadata written back with an ImageJ TIFF (what the reader gives and
-#: ``tifffile.imwrite(imagej=True)`` takes; the counts of images, channels, slices and
-#: frames follow from the axes and the shape)
-_IMAGEJ_KEYS = ("spacing", "unit", "finterval", "fps", "loop", "mode", "min", "max",
-                "xorigin", "yorigin", "zorigin", "Labels", "Ranges", "LUTs", "Info",
-                "Properties")
-
-
 def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     """(array, meta, is_stack); pages of the first series, samples last."""
     import tifffile
 
     with tifffile.TiffFile(path) as tf:
-        series, axes, shape, meta = _tiff_header(tf, path)
+        series, axes, shape, meta = tiff_header(tf, path)
         _check_tiff_size(path, axes, shape, max_pixels)
         s = series[0]
         a = s.asarray() if len(series) == 1 else np.stack([x.asarray() for x in series])
-    return _tiff_pages(path, a, axes, meta)
-
-
-def _tiff_header(tf, path: Path) -> tuple[list, str, tuple, dict]:
-    """(series, axes, shape, meta) of an open TIFF, nothing decoded: the series read as
-    one image or stack (one, or several alike), their axes and shape, and the metadata
-    written back; InputError for what is not supported."""
-    series = [s for s in tf.series if s.shape]
-    if not series:
-        raise InputError(f"{path}: the TIFF holds no image")
-    s = series[0]
-    axes, shape = s.axes, tuple(s.shape)
-    # pages written one by one (each its own series, e.g. each with a description)
-    # are the pages of one stack when they are alike
-    alike = all(x.shape == s.shape and x.dtype == s.dtype and x.axes == s.axes
-                and len(x.pages) == 1 for x in series)
-    if len(series) > 1 and not alike:
-        shapes = ", ".join("x".join(map(str, x.shape)) for x in series)
-        raise InputError(
-            f"{path}: the TIFF holds {len(series)} image series of different shapes "
-            f"({shapes}); save each series as its own file")
-    if len(series) > 1:
-        axes, shape = "Q" + axes, (len(series),) + shape
-    if "Y" not in axes or "X" not in axes:
-        raise InputError(f"{path}: the TIFF's axes {axes!r} have no image plane (Y, X)")
-    page = s.pages[0] if s.pages else tf.pages[0]
-    photometric = int(page.photometric)
-    if photometric not in (0, 1, 2):  # miniswhite, minisblack, rgb
-        raise InputError(
-            f"{path}: TIFF photometric {page.photometric.name} is not supported; save it "
-            "as greyscale or RGB")
-    # shaped: tifffile recorded the array it was given (_tiff_pages reads its axes then)
-    meta: dict = {"photometric": photometric, "shaped": bool(tf.is_shaped)}
-    if page.extrasamples:  # grey + alpha, RGBA: which samples are extra, and how
-        meta["extrasamples"] = tuple(int(e) for e in page.extrasamples)
-    # the user's description and software, not a layout tifffile or ImageJ wrote
-    desc = page.description or ""
-    if desc and not desc.lstrip().startswith("{") and not (tf.is_imagej or tf.is_ome):
-        meta["description"] = desc
-    if page.software and not str(page.software).startswith("tifffile"):
-        meta["software"] = str(page.software)
-    tags = page.tags
-    if "XResolution" in tags and "YResolution" in tags:
-        meta["resolution"] = (tags["XResolution"].value, tags["YResolution"].value)
-        if "ResolutionUnit" in tags:
-            meta["resolutionunit"] = int(tags["ResolutionUnit"].value)
-    if _EXIF_ORIENTATION in tags:
-        meta["orientation"] = int(tags[_EXIF_ORIENTATION].value)
-    icc = page.iccprofile if hasattr(page, "iccprofile") else None
-    if icc:
-        meta["icc"] = bytes(icc)
-    if tf.is_imagej and tf.imagej_metadata:
-        # an ImageJ hyperstack stays one: its axes, calibration and display settings
-        ij = tf.imagej_metadata
-        meta["imagej"] = {"axes": axes, **{k: ij[k] for k in _IMAGEJ_KEYS if k in ij}}
-    return series, axes, shape, meta
+    return tiff_pages(path, a, axes, meta)
 
 
 def _check_tiff_size(path: Path, axes: str, shape: tuple, max_pixels: int) -> None:
     h, w = shape[axes.index("Y")], shape[axes.index("X")]
     if w * h > max_pixels:
         raise _too_many_pixels(path, w, h, max_pixels)
-
-
-def _tiff_pages(path: Path, a, axes: str, meta: dict):
-    """(array, meta, is_stack): the series' array (numpy, or a lazy Dask array) with its
-    samples last and its leading axes made pages; ``meta`` gets the shape to write back."""
-    if (meta["photometric"] == 2 and "S" not in axes and axes.endswith("CYX")
-            and a.shape[-3] in (3, 4)):
-        axes = axes[:-3] + "SYX"  # planar RGB that tifffile reads as ImageJ channels
-    if "S" in axes and axes.index("S") < axes.index("Y"):  # planar: samples first
-        a = np.moveaxis(a, axes.index("S"), -1)
-        axes = axes.replace("S", "") + "S"
-        meta["planar"] = True  # written back planar
-    if axes[-2:] != "YX" and axes[-3:] != "YXS" and meta.get("shaped"):
-        # tifffile's own record of the array it was given (a 5-page 1x1 stack came back
-        # as 'YQX'): pages first, as the array was
-        axes = _array_axes(a.shape, meta["photometric"])
-    if axes[-2:] != "YX" and axes[-3:] != "YXS":
-        raise InputError(f"{path}: unsupported TIFF axis order {axes!r}")
-    lead = axes.index("Y")
-    meta["shape"] = a.shape  # written back in this shape, pages in this order
-    meta["axes"] = axes
-    if lead == 0:
-        return a, meta, False
-    pages = int(np.prod(a.shape[:lead]))
-    a = a.reshape((pages,) + a.shape[lead:])
-    if pages == 1:
-        return a[0], meta, False
-    return a, meta, True
-
-
-def _array_axes(shape: tuple, photometric: int) -> str:
-    """The axes of an array written by tifffile with its shape recorded: (pages...,) rows,
-    columns, and the samples last for RGB(A)."""
-    rgb = photometric == 2 and len(shape) >= 3 and shape[-1] in (3, 4)
-    return "Q" * (len(shape) - 2 - rgb) + "YX" + "S" * rgb
 
 
 def _check_patchset(path: Path, a: np.ndarray, what: str) -> np.ndarray:
@@ -415,7 +316,7 @@ def read_item(path, *, max_pixels: int | None = None,
     if suffix == ZARR_SUFFIX and (path.is_dir() or not path.exists()):
         return _read_zarr(path, max_pixels)
     if suffix not in SUPPORTED_SUFFIXES:
-        raise InputError(_unsupported(path))
+        raise InputError(unsupported_type(path))
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.stat().st_size == 0:
@@ -435,11 +336,13 @@ def read_item(path, *, max_pixels: int | None = None,
                              f"rename it to {path.stem}{ext}")
         lazy = None
         if fmt == "TIFF" and lazy_bytes is not None:
-            from .lazy_tiff import read_lazy_tiff
-
-            lazy = read_lazy_tiff(path, lazy_bytes, max_pixels)
+            lazy = lazy_tiff_layout(path, lazy_bytes)
         if lazy is not None:
-            return lazy
+            shape, dtype, meta, stack = lazy
+            item = LoadedItem(path, None, "stack" if stack else "image", fmt, meta=meta,
+                              max_pixels=max_pixels)
+            item._shape, item._dtype = shape, dtype
+            return item
         if fmt == "TIFF":
             a, meta, stack = _read_tiff(path, limit)
         else:

@@ -24,7 +24,8 @@ import numpy as np
 from PIL import Image
 
 from .errors import InputError, OutputExistsError
-from .reading import _EXIF_ORIENTATION, LoadedItem
+from .reading import LoadedItem
+from .tiff import EXIF_ORIENTATION
 
 _UMASK_LOCK = threading.Lock()
 
@@ -146,15 +147,16 @@ def atomic_write(target, write, *, replace: bool = True) -> Path:
     return target
 
 
-def _host_tag() -> str:
-    """A short tag of this machine: a process number means something only on its own
+def host_tag() -> str:
+    """A short tag of this machine, as temporary files' names carry it
+    (``.<stem>.kpca-<host>-<pid>-...part``): a process number means something only on its own
     machine (a folder on a network share is written from several)."""
     return format(zlib.crc32(socket.gethostname().encode("utf-8", "replace")), "08x")
 
 
 def _part_tag() -> str:
     """What a temporary file's name says of its writer: ``kpca-<host>-<pid>-``."""
-    return f"kpca-{_host_tag()}-{os.getpid()}-"
+    return f"kpca-{host_tag()}-{os.getpid()}-"
 
 
 #: a temporary file of :func:`atomic_write`: ``.<stem>.kpca-<host>-<pid>-<random><suffix>.part``
@@ -179,7 +181,7 @@ def remove_stale_parts(folder) -> list[Path]:
     process that is gone; another run's files being written stay.  Returns the paths
     removed; a file that cannot be removed is left (never an error)."""
     removed = []
-    host = _host_tag()
+    host = host_tag()
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -370,7 +372,7 @@ def _tiff_tags(item: LoadedItem, shape: tuple) -> dict:
     if meta.get("icc"):
         kw["iccprofile"] = meta["icc"]
     if meta.get("orientation"):
-        kw["extratags"] = [(_EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
+        kw["extratags"] = [(EXIF_ORIENTATION, "H", 1, int(meta["orientation"]), True)]
     for key in ("description", "software"):
         if meta.get(key):
             kw[key] = meta[key]

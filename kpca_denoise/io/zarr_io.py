@@ -64,10 +64,6 @@ class ZarrLayout:
                 + ((self.colour,) if self.colour else ()))
 
 
-def is_zarr_path(path) -> bool:
-    return Path(path).suffix.lower() == ZARR_SUFFIX
-
-
 def _zarr(path: Path):
     try:
         import zarr

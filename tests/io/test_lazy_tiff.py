@@ -234,19 +234,20 @@ def test_ctrl_c_as_a_tile_ends_stops_the_run_with_nothing_written(tmp_path, lazi
     import os
     import signal
 
-    from kpca_denoise import dask_array
+    from kpca_denoise.cli_progress import ProgressBar
 
     tifffile.imwrite(tmp_path / "big.tif", _noisy((200, 210)), compression="zlib")
     out = tmp_path / "o"
-    real, ended = dask_array._tile_done, []
+    real, ended = ProgressBar.__call__, []
 
-    def tile_done(run_id):
-        ended.append(run_id)
-        if len(ended) == 1:
-            os.kill(os.getpid(), signal.SIGINT)
-        real(run_id)
+    def progress(bar, ev):  # a tile's end is reported from its own thread
+        if ev.stage == "tiles":
+            ended.append(ev.done)
+            if len(ended) == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+        real(bar, ev)
 
-    monkeypatch.setattr(dask_array, "_tile_done", tile_done)
+    monkeypatch.setattr(ProgressBar, "__call__", progress)
     # Ctrl-C as Python sets it up, whatever this test run was started with
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

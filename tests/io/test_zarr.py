@@ -171,11 +171,11 @@ def test_a_folder_not_a_zarr_is_never_replaced_and_no_part_is_left(tmp_path, rng
 
 
 def test_a_killed_writers_part_folder_is_removed_by_the_next_run(tmp_path, rng, capsys):
-    from kpca_denoise.io.writing import _host_tag
+    from kpca_denoise.io.writing import host_tag
 
     src = write_ome(tmp_path / "img.zarr", noisy(rng, (24, 24)), "yx", [1.0, 1.0])
     out = tmp_path / "o"
-    stale = out / f".img_kpca.kpca-{_host_tag()}-999999999-abc.zarr.part"
+    stale = out / f".img_kpca.kpca-{host_tag()}-999999999-abc.zarr.part"
     (stale / "0").mkdir(parents=True)
     assert main(["denoise", str(src), "-o", str(out), "-q"]) == 0
     assert not stale.exists() and "removed 1 temporary" in capsys.readouterr().err
