@@ -13,12 +13,14 @@ file unless ``--overwrite`` is given.  Each run writes its own sidecar
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -266,15 +268,57 @@ def _note_output_folder_left_out(inputs, outdir: Path) -> None:
               "them, choose an -o outside the input folder", file=sys.stderr)
 
 
+@dataclass
+class _Run:
+    """What a run's steps share once its inputs are read and its outputs planned."""
+
+    args: argparse.Namespace
+    params: DenoiseParams
+    outdir: Path
+    inputs: list  # the input paths: never written to
+    plan: dict  # id(item) -> {key: output path}
+    refs: dict  # id(item) -> the clean reference
+    failed: int  # inputs that could not be read, named or written
+    position: dict = field(default_factory=dict)  # id(item) -> its row in the table
+    finished: dict = field(default_factory=dict)  # position -> (sidecar entry, table rows)
+
+
 def _denoise(args) -> int:
+    """``kpca-denoise denoise``: check everything that can be checked, then compute and
+    write input by input, then record the run; the exit code."""
     params = _params_from_args(args)
     if not args.output.strip():
         raise UsageError("-o is empty; give a folder for the results")
     outdir = Path(args.output)
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
-    files, errors, skipped = collect_inputs(args.inputs, exclude=outdir)
+    files, failed = _gather_inputs(args, outdir)
+    if not files:
+        return 2
+    items, read_failed = _read_inputs(files, args, params)
+    if not items:
+        return 2
     inputs = [f.path for f in files]
+    eager = [it for it in items if not it.is_lazy]
+    refs = _load_reference(args.reference, eager, args.max_pixels) if eager else {}
+    _check_memory(items, params)
+    _check_output_folder(outdir)
+    plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
+                                                         else []), args.overwrite, args.to_zarr)
+    _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
+    run = _Run(args, params, outdir, inputs, plan, refs,
+               failed + read_failed + len(items) - len(plan))
+    items = [it for it in items if id(it) in plan]
+    if not items:
+        return 2
+    run.position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
+    return _compute_and_record(run, items)
+
+
+def _gather_inputs(args, outdir: Path) -> tuple[list, int]:
+    """The files the inputs name (folders walked), each problem said in a line:
+    ``(files, inputs that failed)``; no files: the run ends (exit 2)."""
+    files, errors, skipped = collect_inputs(args.inputs, exclude=outdir)
     for _, msg in errors:
         print(f"error: {msg}", file=sys.stderr)
     if skipped:
@@ -283,19 +327,22 @@ def _denoise(args) -> int:
               f"the folders ({names})",
               file=sys.stderr)
     _note_output_folder_left_out(args.inputs, outdir)
-    if not files:
-        if not errors:
-            print("error: no inputs given", file=sys.stderr)
-        return 2
-    # every file is read (a bad one is reported before any compute), then its pixels
-    # are let go: they are read again when their turn comes (_PageSource)
+    if not files and not errors:
+        print("error: no inputs given", file=sys.stderr)
+    return files, len(errors)
+
+
+def _read_inputs(files, args, params: DenoiseParams) -> tuple[list, int]:
+    """Every file read (a bad one is reported before any compute), then its pixels let
+    go: they are read again when their turn comes (_PageSource).  ``(items, inputs that
+    failed)``; the options that do not fit the inputs are refused or noted here."""
     items, read_errors = read_items(files, max_pixels=args.max_pixels, keep_pixels=False,
                                     lazy_bytes=lazy_bytes())
     for _, msg in read_errors:
         print(f"error: {msg}", file=sys.stderr)
     if not items:
         print("error: none of the inputs could be read", file=sys.stderr)
-        return 2
+        return [], len(read_errors)
     try:  # a format that cannot hold an input is refused before any compute
         items = [in_format(it, args.format) for it in items]
     except InputError as exc:
@@ -312,35 +359,24 @@ def _denoise(args) -> int:
     if lazy and args.reference:
         print(f"note: --reference: PSNR and SSIM are not computed for inputs read lazily "
               f"({lazy[0].path.name})", file=sys.stderr)
-    eager = [it for it in items if not it.is_lazy]
-    refs = _load_reference(args.reference, eager, args.max_pixels) if eager else {}
-    _check_memory(items, params)
-    _check_output_folder(outdir)
-    plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
-                                                         else []), args.overwrite, args.to_zarr)
-    _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
-    unnamed = len(items) - len(plan)
-    items = [it for it in items if id(it) in plan]
-    if not items:
-        return 2
-    position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
+    return items, len(read_errors)
+
+
+def _compute_and_record(run: _Run, items) -> int:
+    """Denoise the inputs (those read lazily first, on the executor's cluster if one was
+    asked for), write each as soon as all its pages are back, and record the run in its
+    sidecar, interrupted or not; the exit code."""
+    args, params = run.args, run.params
     lazy = [it for it in items if it.is_lazy]  # OME-Zarr, large TIFFs: chunk by chunk
     items = [it for it in items if not it.is_lazy]
     # stacks: each page is an image of the set; pages are gathered again to be written
     images = _PageSource(items)
-    names, patch_sets, owner = [], [], []
-    for it in items:
-        for name in it.page_names():
-            names.append(name)
-            patch_sets.append(it.is_patchset)
-            owner.append(it)
+    owner = [it for it in items for _ in range(it.n_pages)]
+    patch_sets = [it.is_patchset for it in owner]
     sequences = _sequences(items, params)
     bar = ProgressBar(enabled=not args.quiet,
                       estimate=_estimate(images, patch_sets, lazy, sequences, params))
     images.started = bar.begin
-    failed = len(errors) + len(read_errors) + unnamed
-    done: dict = {}  # item -> {image index: ImageResult}
-    finished: dict = {}  # item position -> (entry, rows)
     try:
         executor = Executor(workers=args.workers, scheduler=args.scheduler)
     except ExecutorError as exc:  # before any compute
@@ -352,26 +388,11 @@ def _denoise(args) -> int:
         for it in lazy:  # on the executor's cluster, if one was asked for
             bar.begin(("lazy", id(it)))
             with contextlib.ExitStack() as held:  # from its last band until recorded
-                ok, entry, item_rows = write_lazy_item(it, plan[id(it)], params, inputs,
-                                                       args.overwrite, outdir, bar, held)
+                _finished(run, it, write_lazy_item(it, run.plan[id(it)], params, run.inputs,
+                                                   args.overwrite, run.outdir, bar, held))
                 bar.finish(("lazy", id(it)))
-                failed += not ok
-                finished[position[id(it)]] = (entry, item_rows)
-        # each input is written as soon as all its pages are back (from a worker or here)
-        for res in executor.run(images, params, names=names, patch_sets=patch_sets,
-                                progress=bar, denoise=denoise_set,
-                                sequences=sequences) if len(images) else ():
-            it = owner[res.index]
-            got = done.setdefault(id(it), {})
-            got[res.index] = res
-            if len(got) < it.n_pages:
-                continue
-            pages = [got[k] for k in sorted(done.pop(id(it)))]
-            with signals_held():
-                ok, entry, item_rows = _finish_item(it, pages, plan[id(it)], refs.get(id(it)),
-                                                    params, inputs, args.overwrite, outdir)
-                failed += not ok
-                finished[position[id(it)]] = (entry, item_rows)
+        names = [name for it in items for name in it.page_names()]
+        _compute_images(run, executor, images, owner, names, sequences, bar)
     except KeyboardInterrupt as exc:
         # the files written are complete, and the run's sidecar lists them: no result
         # stands without a record of how it was made
@@ -385,14 +406,45 @@ def _denoise(args) -> int:
     with signals_held():
         quiet_again()
         executor.close()
-        rows, failed = _record_run(executor.summary, params, finished, interrupted, outdir,
-                                   failed)
+        rows, run.failed = _record_run(executor.summary, params, run.finished, interrupted,
+                                       run.outdir, run.failed)
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
         return interrupted_code(interrupted)
-    code = 1 if failed else 0
+    return _print_summary(rows, run.outdir, 1 if run.failed else 0)
+
+
+def _finished(run: _Run, it, result: tuple) -> None:
+    """An input done: ``result`` is (ok, sidecar entry, table rows)."""
+    ok, entry, item_rows = result
+    run.failed += not ok
+    run.finished[run.position[id(it)]] = (entry, item_rows)
+
+
+def _compute_images(run: _Run, executor, images, owner, names, sequences, bar) -> None:
+    """The inputs read whole, page by page on the executor; each input is written as
+    soon as all its pages are back (from a worker or here)."""
+    done: dict = {}  # item -> {image index: ImageResult}
+    patch_sets = [it.is_patchset for it in owner]
+    for res in executor.run(images, run.params, names=names, patch_sets=patch_sets,
+                            progress=bar, denoise=denoise_set,
+                            sequences=sequences) if len(images) else ():
+        it = owner[res.index]
+        got = done.setdefault(id(it), {})
+        got[res.index] = res
+        if len(got) < it.n_pages:
+            continue
+        pages = [got[k] for k in sorted(done.pop(id(it)))]
+        with signals_held():
+            _finished(run, it, _finish_item(it, pages, run.plan[id(it)], run.refs.get(id(it)),
+                                            run.params, run.inputs, run.args.overwrite,
+                                            run.outdir))
+
+
+def _print_summary(rows, outdir: Path, code: int) -> int:
+    """The table of the outputs on stdout (none: every input failed, each said why)."""
     try:
-        if rows:  # (none: every input failed, each said why)
+        if rows:
             _print_table(rows)
             print(f"results in {outdir.resolve()}")
         sys.stdout.flush()

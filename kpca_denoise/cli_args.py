@@ -82,15 +82,14 @@ class _Parser(argparse.ArgumentParser):
         return ""
 
     def _subparsers_of(self):
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                yield from action.choices.values()
+        return getattr(self, "commands", {}).values()
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
     ap.add_argument("--version", action="version", version=f"kpca-denoise {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
+    ap.commands = sub.choices  # the sub-commands' parsers (their options, for _dash_hint)
     d = sub.add_parser("denoise", help="denoise images, folders and patch sets")
     d.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="image files, folders (walked recursively), .npy/.npz patch sets")

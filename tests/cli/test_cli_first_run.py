@@ -16,7 +16,7 @@ from kpca_denoise.core.progress import ProgressEvent
 from kpca_denoise.cli import main
 from kpca_denoise.numba_cache import COMPILE_SECONDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_empty_cache_is_told_from_one_that_holds_the_kernels(tmp_path):

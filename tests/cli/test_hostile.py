@@ -5,7 +5,6 @@ compute before a foreseeable failure, and nothing overwritten or silently droppe
 Each test checks the exit code, the message, and the files on disk.
 """
 
-import hashlib
 import io
 import json
 import os
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image, ImageCms
 
 import kpca_denoise.cli as cli
+from cli_helpers import md5, no_compute, run_cli, sidecars, smooth  # noqa: F401 (a fixture)
 from kpca_denoise import denoise_image, denoise_set
 from kpca_denoise.cli import load_params_file, main
 from kpca_denoise.io import InputError, OutputExistsError, atomic_write, read_item
@@ -28,52 +28,16 @@ from kpca_denoise.params import DenoiseParams
 FAST = ["--method", "global", "--ranks", "4", "--train-patches", "300", "-q"]
 
 
-def _smooth(shape, dtype=np.uint8, seed=0):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:shape[0], 0:shape[1]]
-    hi = np.iinfo(dtype).max
-    base = 0.5 + 0.3 * np.sin(x / 6 + seed) * np.cos(y / 9)
-    if len(shape) == 3:
-        base = base[..., None] * np.linspace(0.7, 1.0, shape[2])
-    noisy = hi * base + rng.normal(0, 0.03 * hi, base.shape)
-    return np.clip(noisy, 0, hi).astype(dtype)
-
-
-def _run(args, capsys):
-    rc = main(args)
-    cap = capsys.readouterr()
-    errs = [line for line in cap.err.splitlines() if line.startswith(("error:", "note:"))]
-    assert "Traceback" not in cap.err and "Traceback" not in cap.out
-    return rc, errs, cap
-
-
-def _md5(p):
-    return hashlib.md5(p.read_bytes()).hexdigest()
-
-
-def _sidecars(folder):
-    return sorted(folder.glob("kpca-denoise-*.json"))
-
-
-@pytest.fixture
-def no_compute(monkeypatch):
-    """Fail the test if the pipeline is reached: the error had to come first."""
-    def boom(*a, **k):
-        raise AssertionError("denoise_set was called before a foreseeable failure")
-
-    monkeypatch.setattr(cli, "denoise_set", boom)
-
-
 # -- lossless ---------------------------------------------------------------------------
 
 
 def test_16_bit_rgb_png_and_tiff_stay_16_bit(tmp_path, capsys):
-    a = _smooth((40, 44, 3), np.uint16)
+    a = smooth((40, 44, 3), np.uint16)
     import imagecodecs
 
     (tmp_path / "rgb16.png").write_bytes(imagecodecs.png_encode(a))
     tifffile.imwrite(tmp_path / "rgb16.tif", a, photometric="rgb")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "rgb16.png"), str(tmp_path / "rgb16.tif"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "rgb16.png"), str(tmp_path / "rgb16.tif"),
                         "-o", str(tmp_path / "o"), *FAST], capsys)
     assert rc == 0, errs
     png = imagecodecs.png_decode((tmp_path / "o" / "rgb16_kpca_r4.png").read_bytes())
@@ -85,9 +49,9 @@ def test_16_bit_rgb_png_and_tiff_stay_16_bit(tmp_path, capsys):
 
 
 def test_multi_page_tiff_is_a_set_and_comes_back_with_every_page(tmp_path, capsys):
-    pages = np.stack([_smooth((36, 40), np.uint16, seed=s) for s in range(3)])
+    pages = np.stack([smooth((36, 40), np.uint16, seed=s) for s in range(3)])
     tifffile.imwrite(tmp_path / "stack.tif", pages, photometric="minisblack")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "stack.tif"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "stack.tif"), "-o", str(tmp_path / "o"),
                         "--add-noise", "2000", *FAST], capsys)
     assert rc == 0, errs
     for tag in ("kpca_r4", "noisy"):
@@ -103,14 +67,14 @@ def test_multi_page_tiff_is_a_set_and_comes_back_with_every_page(tmp_path, capsy
 
 
 def test_exif_orientation_icc_and_dpi_are_carried_over(tmp_path, capsys):
-    a = _smooth((40, 56, 3))
+    a = smooth((40, 56, 3))
     exif = Image.Exif()
     exif[274] = 6  # rotate 90 degrees clockwise to display
     icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     im = Image.fromarray(a)
     im.save(tmp_path / "phone.jpg", quality=95, exif=exif.tobytes(), icc_profile=icc, dpi=(300, 300))
     im.save(tmp_path / "scan.png", exif=exif.tobytes(), icc_profile=icc, dpi=(600, 600))
-    rc, errs, _ = _run(["denoise", str(tmp_path / "phone.jpg"), str(tmp_path / "scan.png"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "phone.jpg"), str(tmp_path / "scan.png"),
                         "-o", str(tmp_path / "o"), *FAST], capsys)
     assert rc == 0, errs
     for name, dpi in (("phone_kpca_r4.jpg", 300), ("scan_kpca_r4.png", 600)):
@@ -127,7 +91,7 @@ def test_exif_orientation_icc_and_dpi_are_carried_over(tmp_path, capsys):
 def test_16_bit_colour_png_keeps_its_metadata_too(tmp_path):
     from kpca_denoise.io import write_item
 
-    a = _smooth((20, 24, 3), np.uint16)
+    a = smooth((20, 24, 3), np.uint16)
     icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     exif = Image.Exif()
     exif[274] = 3
@@ -150,13 +114,13 @@ def _write_png16(path, a):
 def test_folder_tree_and_same_names_never_collide(tmp_path, capsys):
     for sub in ("a", "b", "b/deep"):
         (tmp_path / "in" / sub).mkdir(parents=True)
-        Image.fromarray(_smooth((32, 32), seed=len(sub))).save(tmp_path / "in" / sub / "img.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "in"), "-o", str(tmp_path / "o"), *FAST], capsys)
+        Image.fromarray(smooth((32, 32), seed=len(sub))).save(tmp_path / "in" / sub / "img.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "in"), "-o", str(tmp_path / "o"), *FAST], capsys)
     assert rc == 0, errs
     outs = sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*.png"))
     assert outs == ["a/img_kpca_r4.png", "b/deep/img_kpca_r4.png", "b/img_kpca_r4.png"]
     # the same names given as files: made unique from their nearest common folder
-    rc, errs, _ = _run(["denoise", str(tmp_path / "in" / "a" / "img.png"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "in" / "a" / "img.png"),
                         str(tmp_path / "in" / "b" / "img.png"), "-o", str(tmp_path / "o2"), *FAST],
                        capsys)
     assert rc == 0, errs
@@ -165,10 +129,10 @@ def test_folder_tree_and_same_names_never_collide(tmp_path, capsys):
 
 
 def test_outputs_get_normal_permissions(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     old = os.umask(0o022)
     try:
-        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST],
+        rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST],
                            capsys)
     finally:
         os.umask(old)
@@ -180,29 +144,29 @@ def test_outputs_get_normal_permissions(tmp_path, capsys):
 
 
 def test_existing_outputs_are_refused_before_computing(tmp_path, capsys, monkeypatch):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "o").mkdir()
-    Image.fromarray(_smooth((32, 32), seed=5)).save(tmp_path / "o" / "x_noisy.png")
-    before = _md5(tmp_path / "o" / "x_noisy.png")
+    Image.fromarray(smooth((32, 32), seed=5)).save(tmp_path / "o" / "x_noisy.png")
+    before = md5(tmp_path / "o" / "x_noisy.png")
     called = []
     monkeypatch.setattr(cli, "denoise_set", lambda *a, **k: called.append(1))
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
                         "--add-noise", "20", *FAST], capsys)
     assert rc == 2 and not called
     assert errs == [f"error: {tmp_path / 'o' / 'x_noisy.png'}: the output already exists; use "
                     "--overwrite to replace it or choose another folder with -o"]
-    assert _md5(tmp_path / "o" / "x_noisy.png") == before
+    assert md5(tmp_path / "o" / "x_noisy.png") == before
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["x_noisy.png"]
 
 
 def test_overwrite_replaces_and_each_run_has_its_own_sidecar(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     args = ["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST]
-    assert _run(args, capsys)[0] == 0
-    assert _run(args, capsys)[0] == 2  # refused: would replace the first run's output
-    rc, errs, _ = _run(args + ["--overwrite", "--seed", "1"], capsys)
+    assert run_cli(args, capsys)[0] == 0
+    assert run_cli(args, capsys)[0] == 2  # refused: would replace the first run's output
+    rc, errs, _ = run_cli(args + ["--overwrite", "--seed", "1"], capsys)
     assert rc == 0, errs
-    sides = _sidecars(tmp_path / "o")
+    sides = sidecars(tmp_path / "o")
     assert len(sides) == 2
     for s in sides:
         data = json.loads(s.read_text())
@@ -214,7 +178,7 @@ def test_a_file_that_appears_meanwhile_is_not_replaced(tmp_path, capsys, monkeyp
     """Two runs into one folder: what the other run wrote stays, and this run's sidecar
     lists only what this run wrote."""
     for n in ("x", "y"):
-        Image.fromarray(_smooth((32, 32))).save(tmp_path / f"{n}.png")
+        Image.fromarray(smooth((32, 32))).save(tmp_path / f"{n}.png")
     real = cli.denoise_set
 
     def other_run_writes_first(*a, **k):
@@ -223,14 +187,14 @@ def test_a_file_that_appears_meanwhile_is_not_replaced(tmp_path, capsys, monkeyp
         return res
 
     monkeypatch.setattr(cli, "denoise_set", other_run_writes_first)
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), str(tmp_path / "y.png"), "-o",
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), str(tmp_path / "y.png"), "-o",
                         str(tmp_path / "o"), *FAST], capsys)
     assert rc == 1
     assert errs == [f"error: {tmp_path / 'o' / 'y_kpca_r4.png'}: the file already exists (another "
                     "run may have written it meanwhile) and was left as it is; choose another "
                     "output folder or allow replacing it (--overwrite)"]
     assert (tmp_path / "o" / "y_kpca_r4.png").read_bytes() == b"from the other run"
-    (side,) = _sidecars(tmp_path / "o")
+    (side,) = sidecars(tmp_path / "o")
     assert json.loads(side.read_text())["files"] == ["x_kpca_r4.png"]
 
 
@@ -247,9 +211,9 @@ def test_atomic_write_without_replace_keeps_the_existing_file(tmp_path):
 
 
 def test_output_path_that_is_a_file(tmp_path, capsys, no_compute):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "taken").write_text("a file")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "taken"), *FAST],
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "taken"), *FAST],
                        capsys)
     assert rc == 2
     assert errs == [f"error: {tmp_path / 'taken'}: the output path is an existing file; "
@@ -258,7 +222,7 @@ def test_output_path_that_is_a_file(tmp_path, capsys, no_compute):
 
 
 def test_unwritable_output_folder(tmp_path, capsys, no_compute, monkeypatch):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     out = tmp_path / "ro"
     out.mkdir()
     if os.geteuid() == 0:  # root writes anywhere: make the probe fail as it would
@@ -269,7 +233,7 @@ def test_unwritable_output_folder(tmp_path, capsys, no_compute, monkeypatch):
     else:
         out.chmod(0o500)
     try:
-        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(out), *FAST], capsys)
+        rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(out), *FAST], capsys)
     finally:
         out.chmod(0o700)
     assert rc == 2
@@ -298,9 +262,9 @@ def _bmp_bomb(path, w=60000, h=60000):
 
 @pytest.mark.parametrize("maker,name", [(_png_bomb, "bomb.png"), (_bmp_bomb, "bomb.bmp")])
 def test_decompression_bomb_is_refused_and_the_rest_are_written(tmp_path, capsys, maker, name):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "good.png")
     maker(tmp_path / name)
-    rc, errs, _ = _run(["denoise", str(tmp_path / name), str(tmp_path / "good.png"), "-o",
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / name), str(tmp_path / "good.png"), "-o",
                         str(tmp_path / "o"), *FAST], capsys)
     assert rc == 1
     assert errs == [f"error: {tmp_path / name}: the file says it holds 60000x60000 pixels (3600 "
@@ -338,9 +302,9 @@ def test_raising_the_pixel_limit_deliberately(tmp_path):
     ("{not json", "cannot read the parameter file"),
 ])
 def test_malformed_params_file_names_the_key(tmp_path, capsys, no_compute, content, msg):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "p.json").write_text(content)
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
                         "--params", str(tmp_path / "p.json")], capsys)
     assert rc == 2 and len(errs) == 1, errs
     assert errs[0].startswith(f"error: {tmp_path / 'p.json'}") and msg in errs[0], errs
@@ -369,12 +333,12 @@ def test_params_loader_fuzz_never_crashes(tmp_path, data):
 
 
 def test_extreme_noise_levels(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     base = ["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST]
-    rc, errs, _ = _run(base + ["--noise-sigma", "1e300"], capsys)
+    rc, errs, _ = run_cli(base + ["--noise-sigma", "1e300"], capsys)
     assert rc == 2 and errs == ["error: --noise-sigma must be > 0 and at most 1e+06 (pixel units, "
                                 "e.g. 25 for 8-bit images; omit it to estimate), got 1e+300"]
-    rc, errs, _ = _run(base + ["--noise-sigma", "1e-300"], capsys)
+    rc, errs, _ = run_cli(base + ["--noise-sigma", "1e-300"], capsys)
     assert rc == 1 and len(errs) == 1, errs
     assert errs[0].startswith("error: x.png: noise sigma 1e-300 is outside the accepted range ")
     assert errs[0].endswith(" .. 255 for this uint8 image; give the noise std in the image's own "
@@ -386,14 +350,14 @@ def test_extreme_noise_levels(tmp_path, capsys):
 def test_a_flat_image_comes_back_as_it_is(tmp_path, capsys):
     flat = np.full((32, 40), 77, np.uint8)
     Image.fromarray(flat).save(tmp_path / "flat.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "flat.png"), "-o", str(tmp_path / "o"), "-q"],
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "flat.png"), "-o", str(tmp_path / "o"), "-q"],
                        capsys)
     assert rc == 0
     assert errs == ["note: flat.png: the image is flat (one value per channel); returned unchanged"]
     np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "o" / "flat_kpca.png")), flat)
     # a flat patch set too, with a sigma given (it was "outside the accepted range 0 .. 0")
     np.save(tmp_path / "same.npy", np.ones((100, 8, 8)))
-    rc, errs, _ = _run(["denoise", str(tmp_path / "same.npy"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "same.npy"), "-o", str(tmp_path / "o"),
                         "--noise-sigma", "0.1", "-q"], capsys)
     assert rc == 0 and errs == ["note: same.npy: every sample holds the same value; returned "
                                 "unchanged"], errs
@@ -401,8 +365,8 @@ def test_a_flat_image_comes_back_as_it_is(tmp_path, capsys):
 
 
 def test_huge_gamma_is_a_degenerate_kernel(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST,
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), *FAST,
                         "--gamma", "1e300"], capsys)
     assert rc == 2 and len(errs) == 1
     assert errs[0].startswith("error: gamma=1e+300 makes the kernel matrix the identity")
@@ -411,14 +375,14 @@ def test_huge_gamma_is_a_degenerate_kernel(tmp_path, capsys):
 
 
 def test_argument_messages_name_the_option_and_the_real_patch(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "good.png"), "-o", str(tmp_path / "o"),
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "good.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "good.png"), "-o", str(tmp_path / "o"),
                         "--seed", "-1", "--add-noise", "10"], capsys)
     assert rc == 2 and errs == ["error: --seed must be a non-negative integer, got -1"]
     # the default (grouped) patch is 5x5: 6x6 is denoised, 4x4 is named for what it is
-    Image.fromarray(_smooth((6, 6))).save(tmp_path / "six.png")
-    Image.fromarray(_smooth((4, 4))).save(tmp_path / "tiny.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "six.png"), str(tmp_path / "tiny.png"), "-o",
+    Image.fromarray(smooth((6, 6))).save(tmp_path / "six.png")
+    Image.fromarray(smooth((4, 4))).save(tmp_path / "tiny.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "six.png"), str(tmp_path / "tiny.png"), "-o",
                         str(tmp_path / "o"), "-q"], capsys)
     assert rc == 1 and errs == ["error: tiny.png: image 4x4 is smaller than the 5x5 patch; use a "
                                 "patch size of 3 or less"]
@@ -431,7 +395,7 @@ def test_library_argument_messages():
     with pytest.raises(ValueError, match=r"looks channels-first \(C, H, W\); pass the image as "
                                          r"\(H, W, C\), e.g. np.moveaxis\(image, 0, -1\)"):
         denoise_image(chw, noise_sigma=20)
-    img = _smooth((32, 32))
+    img = smooth((32, 32))
     out = denoise_image(img, method="global", n_components=np.int64(4), n_train=300)
     assert out.shape == img.shape
     with pytest.raises(ValueError, match="names has 1 entries for 2 images; give one per image"):
@@ -441,10 +405,10 @@ def test_library_argument_messages():
 
 
 def test_an_unsupported_file_among_good_ones_is_reported_and_the_rest_written(tmp_path, capsys):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "good.png")
-    frames = [Image.fromarray(_smooth((16, 16), seed=s)) for s in range(3)]
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "good.png")
+    frames = [Image.fromarray(smooth((16, 16), seed=s)) for s in range(3)]
     frames[0].save(tmp_path / "anim.gif", save_all=True, append_images=frames[1:])
-    rc, errs, _ = _run(["denoise", str(tmp_path / "anim.gif"), str(tmp_path / "good.png"), "-o",
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "anim.gif"), str(tmp_path / "good.png"), "-o",
                         str(tmp_path / "o"), *FAST], capsys)
     assert rc == 1
     assert len(errs) == 1 and errs[0].startswith(f"error: {tmp_path / 'anim.gif'}: unsupported file type '.gif'")
@@ -452,7 +416,7 @@ def test_an_unsupported_file_among_good_ones_is_reported_and_the_rest_written(tm
 
 
 def test_an_animation_under_a_supported_name_is_refused_not_truncated(tmp_path):
-    frames = [Image.fromarray(_smooth((16, 16), seed=s)) for s in range(3)]
+    frames = [Image.fromarray(smooth((16, 16), seed=s)) for s in range(3)]
     frames[0].save(tmp_path / "anim.png", save_all=True, append_images=frames[1:])
     with pytest.raises(InputError, match="holds 3 frames"):
         read_item(tmp_path / "anim.png")
@@ -462,13 +426,13 @@ def test_an_animation_under_a_supported_name_is_refused_not_truncated(tmp_path):
 
 
 def test_gamma_with_the_grouped_method_is_refused_and_iterations_apply(tmp_path, capsys):
-    Image.fromarray(_smooth((40, 40))).save(tmp_path / "x.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "-q",
+    Image.fromarray(smooth((40, 40))).save(tmp_path / "x.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "-q",
                         "--gamma", "0.01"], capsys)
     assert rc == 2 and len(errs) == 1 and "applies to method 'global' and to patch sets" in errs[0]
     outs = {}
     for it in (1, 6):
-        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / f"i{it}"),
+        rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / f"i{it}"),
                             "-q", "--noise-sigma", "20", "--iterations", str(it)], capsys)
         assert rc == 0
         outs[it] = np.asarray(Image.open(tmp_path / f"i{it}" / "x_kpca.png")).astype(int)
@@ -476,12 +440,12 @@ def test_gamma_with_the_grouped_method_is_refused_and_iterations_apply(tmp_path,
 
 
 def test_patch_sets_get_the_automatic_rank_under_the_global_method(tmp_path, capsys):
-    with np.load(os.path.join(os.path.dirname(__file__), "..", "sample_images", "digits.npz")) as z:
+    with np.load(os.path.join(os.path.dirname(__file__), "..", "..", "sample_images", "digits.npz")) as z:
         clean = z["images"][:300]
     rng = np.random.default_rng(0)
     noisy = np.clip(clean + rng.normal(0, 50, clean.shape), 0, 255).astype(np.uint8)
     np.save(tmp_path / "digits.npy", noisy)
-    rc, errs, _ = _run(["denoise", str(tmp_path / "digits.npy"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "digits.npy"), "-o", str(tmp_path / "o"),
                         "--method", "global", "-q"], capsys)
     assert rc == 0, errs
     assert sorted(p.name for p in (tmp_path / "o").glob("*.npy")) == ["digits_kpca.npy"]
@@ -511,8 +475,8 @@ def test_progress_is_one_line_per_stage_or_image_when_not_a_terminal():
 def test_a_failed_image_is_reported_as_failed_not_done(tmp_path, capsys):
     # the command line's plain progress says which image failed as it goes (it said
     # "done" for every image, then the error after the last)
-    Image.fromarray(_smooth((6, 6))).save(tmp_path / "a_six.png")
-    Image.fromarray(_smooth((4, 4))).save(tmp_path / "b_tiny.png")
+    Image.fromarray(smooth((6, 6))).save(tmp_path / "a_six.png")
+    Image.fromarray(smooth((4, 4))).save(tmp_path / "b_tiny.png")
     rc = main(["denoise", str(tmp_path / "a_six.png"), str(tmp_path / "b_tiny.png"), "-o",
                str(tmp_path / "o"), "--noise-sigma", "10"])
     lines = capsys.readouterr().err.splitlines()
@@ -527,7 +491,7 @@ def test_a_failed_image_is_reported_as_failed_not_done(tmp_path, capsys):
 
 
 def _valid_files():
-    a = _smooth((24, 20, 3))
+    a = smooth((24, 20, 3))
     out = {}
     for fmt, ext in (("PNG", "png"), ("BMP", "bmp"), ("JPEG", "jpg"), ("TIFF", "tif")):
         b = io.BytesIO()
@@ -567,24 +531,24 @@ def test_an_output_folder_that_is_or_holds_an_input_folder_is_refused(tmp_path, 
     tree = tmp_path / "tree"
     (tree / "a" / "sub").mkdir(parents=True)
     for p in (tree / "top.png", tree / "a" / "x.png", tree / "a" / "sub" / "y.png"):
-        Image.fromarray(_smooth((32, 32))).save(p)
-    before = {p: _md5(p) for p in tree.rglob("*.png")}
+        Image.fromarray(smooth((32, 32))).save(p)
+    before = {p: md5(p) for p in tree.rglob("*.png")}
     for inp, out in ((tree, tree), (tree / "a", tree)):
-        rc, errs, _ = _run(["denoise", str(inp), "-o", str(out), *FAST], capsys)
+        rc, errs, _ = run_cli(["denoise", str(inp), "-o", str(out), *FAST], capsys)
         assert rc == 2 and len(errs) == 1, errs
         assert errs[0] == (f"error: {inp}: the output folder {out} is this folder or holds it, so "
                            "the results would mix with the inputs; use an -o outside it, e.g. "
                            f"-o {inp.name}_denoised")
-    assert {p: _md5(p) for p in tree.rglob("*.png")} == before and not _sidecars(tree)
+    assert {p: md5(p) for p in tree.rglob("*.png")} == before and not sidecars(tree)
 
 
 def test_an_output_folder_inside_the_input_folder_is_left_out_of_the_walk(tmp_path, capsys):
     tree = tmp_path / "tree"
     (tree / "a").mkdir(parents=True)
     for p in (tree / "top.png", tree / "a" / "x.png"):
-        Image.fromarray(_smooth((32, 32))).save(p)
+        Image.fromarray(smooth((32, 32))).save(p)
     for _ in range(2):  # the second run must not take the first run's results as inputs
-        rc, errs, _ = _run(["denoise", str(tree), "-o", str(tree / "out"), "--overwrite", *FAST],
+        rc, errs, _ = run_cli(["denoise", str(tree), "-o", str(tree / "out"), "--overwrite", *FAST],
                            capsys)
         assert rc == 0, errs
     assert sorted(p.relative_to(tree / "out").as_posix() for p in (tree / "out").rglob("*.png")) \
@@ -604,7 +568,7 @@ def test_an_output_folder_inside_the_input_folder_is_left_out_of_the_walk(tmp_pa
 def test_usage_errors_are_one_line(tmp_path, capsys, monkeypatch, no_compute, args, msg):
     # argparse printed its whole usage block first; "" walked the current folder
     monkeypatch.chdir(tmp_path)
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     args = [a.format(x=tmp_path / "x.png", o=tmp_path / "o") for a in args]
     try:
         rc = main(["denoise", *args])
@@ -618,11 +582,11 @@ def test_usage_errors_are_one_line(tmp_path, capsys, monkeypatch, no_compute, ar
 
 def test_a_file_whose_content_is_not_its_name_is_refused(tmp_path, capsys, no_compute):
     # a 16-bit RGB TIFF named .png was read as 8 bits and written back as an 8-bit PNG
-    tifffile.imwrite(tmp_path / "rgb16.png", _smooth((32, 32, 3), np.uint16), photometric="rgb")
-    Image.fromarray(_smooth((32, 32, 3))).save(tmp_path / "photo.jpg", format="PNG")
+    tifffile.imwrite(tmp_path / "rgb16.png", smooth((32, 32, 3), np.uint16), photometric="rgb")
+    Image.fromarray(smooth((32, 32, 3))).save(tmp_path / "photo.jpg", format="PNG")
     for name, held, ext in (("rgb16.png", "TIFF", ".tif"), ("photo.jpg", "PNG", ".png")):
         p = tmp_path / name
-        rc, errs, _ = _run(["denoise", str(p), "-o", str(tmp_path / "o"), *FAST], capsys)
+        rc, errs, _ = run_cli(["denoise", str(p), "-o", str(tmp_path / "o"), *FAST], capsys)
         assert rc == 2 and errs[0] == (f"error: {p}: holds a {held} image but is named "
                                        f"{p.suffix}; rename it to {p.stem}{ext}"), errs
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
@@ -632,14 +596,14 @@ def test_a_reference_that_is_not_the_images_clean_version_is_refused_first(tmp_p
                                                                            no_compute):
     # a smaller reference was reported after the compute, with exit code 0; a 16-bit
     # reference of an 8-bit image gave -43 dB
-    a = _smooth((40, 40))
+    a = smooth((40, 40))
     Image.fromarray(a).save(tmp_path / "x.png")
     Image.fromarray(a[:32, :32]).save(tmp_path / "small.png")
     Image.fromarray(a.astype(np.uint16) * 257).save(tmp_path / "deep.png")
     for ref, msg in (("small.png", "is 32x32, {x} is 40x40; give the clean version of the same image"),
                      ("deep.png", "holds uint16 pixels, {x} uint8; give the reference in the "
                                   "image's own pixel type")):
-        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+        rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
                             "--reference", str(tmp_path / ref), *FAST], capsys)
         assert rc == 2 and errs == [f"error: --reference {tmp_path / ref} "
                                     + msg.format(x=tmp_path / "x.png")], errs
@@ -650,15 +614,15 @@ def test_a_name_too_long_for_its_output_fails_alone(tmp_path, capsys):
     # the output name (the input's plus "_kpca_r4") passed the file system's 255 bytes:
     # a traceback, and the other image was not denoised
     long = tmp_path / ("a" * 245 + ".png")
-    Image.fromarray(_smooth((32, 32))).save(long)
-    Image.fromarray(_smooth((32, 32), seed=1)).save(tmp_path / "short.png")
-    rc, errs, _ = _run(["denoise", str(long), str(tmp_path / "short.png"), "-o",
+    Image.fromarray(smooth((32, 32))).save(long)
+    Image.fromarray(smooth((32, 32), seed=1)).save(tmp_path / "short.png")
+    rc, errs, _ = run_cli(["denoise", str(long), str(tmp_path / "short.png"), "-o",
                         str(tmp_path / "o"), *FAST], capsys)
     assert rc == 1 and len(errs) == 1 and errs[0].startswith("error: ") \
         and "File name too long" in errs[0] and "rename " + long.name in errs[0], errs
     assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["short_kpca_r4.png"]
     # a path the system refuses anywhere else is one line too, not a traceback
-    rc, errs, _ = _run(["denoise", str(tmp_path / "short.png"), "-o", str(tmp_path / ("b" * 300)),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "short.png"), "-o", str(tmp_path / ("b" * 300)),
                         *FAST], capsys)
     assert rc == 2 and len(errs) == 1 and "File name too long" in errs[0], errs
 
@@ -666,12 +630,12 @@ def test_a_name_too_long_for_its_output_fails_alone(tmp_path, capsys):
 def test_grey_plus_alpha_tiff_and_pages_written_one_by_one_keep_their_layout(tmp_path, capsys):
     # grey + alpha came back as 64 pages of 64x2; pages written one by one (each its own
     # series) were refused as "series of different shapes (64x64, 64x64, ...)"
-    la = _smooth((40, 40, 2))
+    la = smooth((40, 40, 2))
     tifffile.imwrite(tmp_path / "la.tif", la, photometric="minisblack", extrasamples=["unassalpha"])
     with tifffile.TiffWriter(tmp_path / "pages.tif") as tw:
         for k in range(3):
-            tw.write(_smooth((40, 40), seed=k), description=f"page {k}", contiguous=False)
-    rc, errs, _ = _run(["denoise", str(tmp_path / "la.tif"), str(tmp_path / "pages.tif"), "-o",
+            tw.write(smooth((40, 40), seed=k), description=f"page {k}", contiguous=False)
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "la.tif"), str(tmp_path / "pages.tif"), "-o",
                         str(tmp_path / "o"), *FAST], capsys)
     assert rc == 0, errs
     with tifffile.TiffFile(tmp_path / "o" / "la_kpca_r4.tif") as tf:
@@ -687,15 +651,15 @@ def test_jpeg_sampling_png_text_and_tiff_description_are_kept(tmp_path, capsys):
     # description and software were dropped
     from PIL import JpegImagePlugin, PngImagePlugin
 
-    rgb = _smooth((48, 48, 3))
+    rgb = smooth((48, 48, 3))
     Image.fromarray(rgb).save(tmp_path / "fine.jpg", quality=95, subsampling=0, progressive=True)
     info = PngImagePlugin.PngInfo()
     info.add_text("Comment", "slide 4, stained")
     info.add_itxt("Author", "Zoë")
     Image.fromarray(rgb).save(tmp_path / "notes.png", pnginfo=info)
-    tifffile.imwrite(tmp_path / "scan.tif", _smooth((48, 48)), description="plate 7",
+    tifffile.imwrite(tmp_path / "scan.tif", smooth((48, 48)), description="plate 7",
                      software="ScanTool 2", metadata=None)
-    rc, errs, _ = _run(["denoise", *(str(tmp_path / n) for n in ("fine.jpg", "notes.png", "scan.tif")),
+    rc, errs, _ = run_cli(["denoise", *(str(tmp_path / n) for n in ("fine.jpg", "notes.png", "scan.tif")),
                         "-o", str(tmp_path / "o"), *FAST], capsys)
     assert rc == 0, errs
     with Image.open(tmp_path / "o" / "fine_kpca_r4.jpg") as im:
@@ -733,7 +697,7 @@ def test_library_calls_name_their_bad_arguments():
     from kpca_denoise.core.grouped import denoise_grouped
     from kpca_denoise.pipeline import evaluate
 
-    img = _smooth((32, 32)).astype(np.float64)
+    img = smooth((32, 32)).astype(np.float64)
     cases = [
         (lambda: denoise_grouped(img, 10.0, ranks=4), "ranks must be a list such as [4, 8] or [None], got 4"),
         (lambda: denoise_grouped(img, None), "sigma must be a positive finite number, got None"),

@@ -424,7 +424,7 @@ def test_a_patch_sets_metrics_are_the_windows(tmp_path, capsys):
 
     from pathlib import Path
 
-    with np.load(Path(__file__).parents[1] / "sample_images" / "digits.npz") as z:
+    with np.load(Path(__file__).parents[2] / "sample_images" / "digits.npz") as z:
         clean = z["images"][:120]
     np.savez(tmp_path / "d.npz", digits=clean)
     assert main(["denoise", str(tmp_path / "d.npz"), "-o", str(tmp_path / "o"),
@@ -478,7 +478,7 @@ def test_the_command_runs_where_numba_cannot_cache_next_to_its_code(tmp_path):
 
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     inst = tmp_path / "site"
     shutil.copytree(root / "kpca_denoise", inst / "kpca_denoise",
                     ignore=shutil.ignore_patterns("__pycache__"))

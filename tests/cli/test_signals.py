@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),

@@ -10,16 +10,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import kpca_denoise.cli as cli
 from kpca_denoise import denoise_image, denoise_set
 from kpca_denoise.cli import main
 from kpca_denoise.params import DenoiseParams
-from test_hostile import _run, _smooth, no_compute  # noqa: F401 (a fixture)
+from cli_helpers import no_compute, run_cli, smooth  # noqa: F401 (a fixture)
 
 
 def test_a_missing_reference_and_a_dangling_output_link_are_named(tmp_path, capsys, no_compute):
     # "unsupported file type '(none)'" and "cannot create the output folder (File exists)"
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
     for args, msg in (
             (["-o", str(tmp_path / "o"), "--reference", str(tmp_path / "nodir") + "/"],
@@ -28,7 +27,7 @@ def test_a_missing_reference_and_a_dangling_output_link_are_named(tmp_path, caps
             (["-o", str(tmp_path / "gone")],
              f"error: {tmp_path / 'gone'}: the output path is a link to nothing "
              f"({tmp_path / 'nowhere'}); create its target or choose another folder with -o")):
-        rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), *args, "-q"], capsys)
+        rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), *args, "-q"], capsys)
         assert rc == 2 and len(errs) == 1 and errs[0].startswith(msg), errs
     assert not (tmp_path / "o").exists() and not (tmp_path / "nowhere").exists()
 
@@ -38,7 +37,7 @@ def test_two_failing_files_of_one_name_are_told_apart(tmp_path, capsys):
     for sub, side in (("x", 1), ("y", 3)):
         (tmp_path / sub).mkdir()
         Image.fromarray(np.zeros((side, side), np.uint8)).save(tmp_path / sub / "img.png")
-    rc, errs, out = _run(["denoise", str(tmp_path / "x" / "img.png"),
+    rc, errs, out = run_cli(["denoise", str(tmp_path / "x" / "img.png"),
                           str(tmp_path / "y" / "img.png"), "-o", str(tmp_path / "o"), "-q"], capsys)
     assert rc == 1 and errs == [
         "error: x/img.png: image 1x1 is smaller than the 5x5 patch; an image needs at least 2x3 "
@@ -81,7 +80,7 @@ def test_numbers_too_large_for_a_float_are_named():
 
 
 def test_huge_numbers_in_a_params_file_are_one_line(tmp_path, capsys, no_compute):
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "p.json").write_text('{"noise_sigma": 1' + "0" * 400 + "}")
     rc = main(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--params",
                str(tmp_path / "p.json"), "-q"])
@@ -92,7 +91,7 @@ def test_huge_numbers_in_a_params_file_are_one_line(tmp_path, capsys, no_compute
 
 def test_the_library_refuses_what_is_not_a_list_of_images():
     # a path looped over its characters, a dict over its keys, an int raised from list()
-    img = _smooth((32, 32))
+    img = smooth((32, 32))
     for images, kind in (("a.png", "str"), ({"a": img}, "dict"), (5, "int")):
         with pytest.raises(TypeError, match=f"images must be a list of arrays, got {kind}; "
                                             "read files first"):
@@ -115,8 +114,8 @@ def test_an_unreadable_folder_in_a_tree_is_named(tmp_path, monkeypatch):
     from kpca_denoise.io import collect_inputs
 
     (tmp_path / "in" / "locked").mkdir(parents=True)
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "in" / "a.png")
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "in" / "locked" / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "in" / "a.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "in" / "locked" / "x.png")
     walk = os.walk
 
     def refusing(top, **kw):  # the folder as a user without read permission meets it
@@ -141,7 +140,7 @@ def test_a_closed_or_full_stdout_loses_nothing(tmp_path):
     import subprocess
     import sys
 
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     cmd = [sys.executable, "-m", "kpca_denoise", "denoise", str(tmp_path / "x.png"), "-q",
            "--noise-sigma", "10"]
     with open("/dev/full", "w") as full:
@@ -164,17 +163,18 @@ def test_a_closed_or_full_stdout_loses_nothing(tmp_path):
 def test_options_another_method_uses_are_named(tmp_path, capsys, no_compute):
     # --stride and --train-patches were ignored without a word under the grouped method,
     # and a width given to the linear kernel was judged as an RBF one
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     with pytest.raises(ValueError, match="gamma is the RBF kernel's width; the linear kernel "
                                          "has none: omit it"):
         DenoiseParams(method="global", kernel="linear", gamma=0.01).validate()
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
                         "--method", "global", "--kernel", "linear", "--gamma", "0.01", "-q"],
                        capsys)
     assert rc == 2 and errs == ["error: --gamma is the RBF kernel's width; the linear kernel "
                                 "has none: omit it"]
-    cli._note_global_only(
-        type("Args", (), {"stride": 2, "n_train": 100})(), DenoiseParams(), [])
+    with pytest.raises(AssertionError, match="denoise_set was called"):  # noted before
+        main(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--stride", "2",
+              "--train-patches", "100", "-q"])
     note = capsys.readouterr().err.strip()
     assert note.startswith("note: --stride (for --method global) and --train-patches (for "
                            "--method global and patch sets) not used"), note
@@ -182,15 +182,15 @@ def test_options_another_method_uses_are_named(tmp_path, capsys, no_compute):
 
 def test_a_rank_no_group_can_hold_gets_a_note(tmp_path, capsys):
     # rank 64 of groups of 32 patches kept every component (the output the input) silently
-    Image.fromarray(_smooth((48, 48))).save(tmp_path / "x.png")
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
+    Image.fromarray(smooth((48, 48))).save(tmp_path / "x.png")
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"),
                         "--noise-sigma", "10", "--ranks", "4,64", "-q"], capsys)
     assert rc == 0 and errs == [
         "note: x.png: rank 64 above what a group of 32 patches holds (31 components): every "
         "component is kept, the noise too; use ranks up to 31"], errs
     assert sorted(p.name for p in (tmp_path / "o").glob("*.png")) == ["x_kpca_r4.png",
                                                                      "x_kpca_r64.png"]
-    rc, errs, _ = _run(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o2"),
+    rc, errs, _ = run_cli(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o2"),
                         "--noise-sigma", "10", "--ranks", "4,31", "-q"], capsys)
     assert rc == 0 and errs == []
 
@@ -210,7 +210,7 @@ def test_a_stride_above_the_patch_size_is_refused_before_any_image(tmp_path, cap
                                          "use a patch size of 5 or more with it"):
         DenoiseParams(profile="fast", patch_size=4).validate()
     DenoiseParams(profile="fast", patch_size=4, grouped={"stride": 4}).validate()
-    Image.fromarray(_smooth((32, 32))).save(tmp_path / "x.png")
+    Image.fromarray(smooth((32, 32))).save(tmp_path / "x.png")
     (tmp_path / "p.json").write_text('{"grouped": {"stride": 6}}')
     rc = main(["denoise", str(tmp_path / "x.png"), "-o", str(tmp_path / "o"), "--params",
                str(tmp_path / "p.json"), "-q"])
