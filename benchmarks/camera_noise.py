@@ -189,7 +189,7 @@ def fitted_autocovariance(noisy: np.ndarray) -> np.ndarray:
     from kpca_denoise.prepare import _noise_model
 
     white = _noise_model(noisy)[0]
-    R = [nlf._channel_covariance(noisy[..., c], white, (0.0, 255.0), 7, 3, 20000, 1 << 20,
+    R = [nlf.channel_covariance(noisy[..., c], white, (0.0, 255.0), 7, 3, 20000, 1 << 20,
                                  256, 0) for c in range(noisy.shape[2])]
     return np.mean([r for r in R if r is not None], axis=0)
 
@@ -206,13 +206,14 @@ def whitened(noisy: np.ndarray, factor: float, eps: float = WHITEN_EPS, pad: int
     variance), denoised told white noise of the fitted per-pixel std times ``factor``,
     and filtered back by the inverse."""
     from kpca_denoise import DenoiseParams, denoise_set
-    from kpca_denoise.core.nlf import _lags
+    from kpca_denoise.core.nlf import autocovariance_lags
 
     R = fitted_autocovariance(noisy)
     x = np.pad(noisy.astype(np.float64), ((pad, pad), (pad, pad), (0, 0)), mode="reflect")
     wy = 2 * np.pi * np.fft.fftfreq(x.shape[0])[:, None]
     wx = 2 * np.pi * np.fft.fftfreq(x.shape[1])[None, :]
-    S = R[0] + sum(2 * r * np.cos(wy * dy + wx * dx) for r, (dy, dx) in zip(R[1:], _lags(3)[1:]))
+    S = R[0] + sum(2 * r * np.cos(wy * dy + wx * dx)
+                   for r, (dy, dx) in zip(R[1:], autocovariance_lags(3)[1:]))
     S = np.maximum(S, 0.0)
     h = 1.0 / np.sqrt(S + eps * S.max())
     h *= np.sqrt(R[0] / np.mean(S * h * h))

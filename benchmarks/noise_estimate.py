@@ -47,11 +47,11 @@ def correlated_noise(shape, sigma: float, seed: int) -> np.ndarray:
 def exact_factor() -> float:
     """:func:`~kpca_denoise.core.nlf.effective_factor` of the exact autocovariance of
     :func:`correlated_noise` (r = 1, 2/3, 1/6 per axis)."""
-    from kpca_denoise.core.nlf import _lags, effective_factor
+    from kpca_denoise.core.nlf import autocovariance_lags, effective_factor
 
     r = {0: 1.0, 1: 2.0 / 3.0, 2: 1.0 / 6.0}
     return effective_factor(np.array([r.get(abs(dy), 0.0) * r.get(abs(dx), 0.0)
-                                      for dy, dx in _lags(3)]), 3)
+                                      for dy, dx in autocovariance_lags(3)]), 3)
 
 
 def model_main() -> None:

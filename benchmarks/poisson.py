@@ -50,7 +50,7 @@ import numpy as np
 from benchmarks.common import bm3d_denoise, image_files, load, nlm_denoise, psnr, results_header
 from kpca_denoise import denoise_image
 from kpca_denoise.core.grouped import denoise_grouped
-from kpca_denoise.core.noise import _block_fit, estimate_poisson_gaussian
+from kpca_denoise.core.noise import block_fit, estimate_poisson_gaussian
 from kpca_denoise.core.vst import GeneralizedAnscombe
 
 NAMES = ("coins", "moon", "grass", "gravel", "hubble", "camera", "astronaut")
@@ -73,7 +73,7 @@ def estimator_table(images) -> None:
         for gain in GAINS:
             z = simulate(img, gain, 3)
             a, s = estimate_poisson_gaussian(z)
-            ab, sb = _block_fit(z, 8, None, None, 10, 0.999)
+            ab, sb = block_fit(z, 8, None, None, 10, 0.999)
             truth = np.sqrt(gain * lv + SIGMA_G ** 2)
             e = np.sqrt(a * lv + s * s) / truth - 1.0
             eb = np.sqrt(ab * lv + sb * sb) / truth - 1.0

@@ -15,7 +15,7 @@ import numpy as np
 
 from .core.grouped.geometry import PATCH_SIZE
 from .core.grouped.options import GroupedOptions
-from .core.kpca import _is_finite
+from .core.checks import is_finite as _is_finite
 
 __all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks"]
 

@@ -80,16 +80,16 @@ def test_the_strict_refit_reads_pure_correlated_noise_as_the_usual_fit():
     """The texture guard's premise: on pure correlated noise the refit at the strict
     own-energy confidence reads the per-pixel variance the usual fit does (so the
     guard, which acts only when it reads TEXTURE_DRIFT less, leaves noise alone)."""
-    from kpca_denoise.core.nlf import _channel_covariance, _channel_fits
+    from kpca_denoise.core.nlf import channel_covariance, channel_fits
     from kpca_denoise.core.noise import estimate_sigma_image
 
     for seed, sigma in ((0, 8.0), (1, 4.0)):
         noisy = _smooth_scene(160) + _correlated_noise((160, 160), sigma, seed)
         args = (estimate_sigma_image(noisy), None, 7, 3, 20000, 1 << 20, 256, 0)
-        usual, strict = _channel_fits(noisy, *args)
+        usual, strict = channel_fits(noisy, *args)
         assert abs(np.sqrt(strict[0] / usual[0]) - 1) < 0.02
         assert abs(np.sqrt(strict[0]) / sigma - 1) < 0.05
-        np.testing.assert_array_equal(_channel_covariance(noisy, *args), usual)
+        np.testing.assert_array_equal(channel_covariance(noisy, *args), usual)
 
 
 def _psd_factor_121(patch=5):
@@ -103,9 +103,9 @@ def _psd_factor_121(patch=5):
 
 
 def test_effective_factor_is_the_rms_of_the_patch_noise_spectrum():
-    from kpca_denoise.core.nlf import _lags, effective_factor
+    from kpca_denoise.core.nlf import autocovariance_lags, effective_factor
 
-    lags = _lags(3)
+    lags = autocovariance_lags(3)
     white = np.zeros(len(lags))
     white[0] = 4.0
     assert effective_factor(white, 3) == 1.0  # white noise: told its own std

@@ -7,7 +7,7 @@ The Gram's vectorised exp."""
 import numpy as np
 import pytest
 
-from kpca_denoise.core.grouped.group_pca import LANCZOS_TOL, _count_above, _lanczos_top
+from kpca_denoise.core.grouped.group_pca import LANCZOS_TOL, count_above, lanczos_top
 
 
 def _psd(rng, n, spectrum):
@@ -21,7 +21,7 @@ def test_the_count_is_the_number_of_eigenvalues_above_the_floor(floor):
     for _ in range(50):
         A = _psd(rng, 40, rng.exponential(1.0, 40) ** 3)
         want = int((np.linalg.eigvalsh(A) > floor).sum())
-        assert _count_above(A, floor, np.empty((40, 40))) == want
+        assert count_above(A, floor, np.empty((40, 40))) == want
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 31, 32, 33])
@@ -37,10 +37,10 @@ def test_the_count_takes_its_pivots_four_at_a_time_at_any_size(n):
         floor = float(rng.choice([0.3, 1.0, 3.0]))
         if np.abs(ev - floor).min() < 1e-8 * max(ev.max(), 1.0):
             continue
-        assert _count_above(A, floor, np.empty((n, n))) == int((ev > floor).sum())
+        assert count_above(A, floor, np.empty((n, n))) == int((ev > floor).sum())
     A = np.diag(np.arange(1.0, n + 1))  # an eigenvalue at the floor: a zero pivot
-    assert _count_above(A, float(n), np.empty((n, n))) == 0
-    assert _count_above(A, 1.0, np.empty((n, n))) == n - 1
+    assert count_above(A, float(n), np.empty((n, n))) == 0
+    assert count_above(A, 1.0, np.empty((n, n))) == n - 1
 
 
 @pytest.mark.parametrize("spectrum", [
@@ -55,10 +55,10 @@ def test_lanczos_gives_the_leading_pairs(spectrum):
          }[spectrum]
     A = _psd(rng, n, s)
     A = (A + A.T) / 2
-    k = _count_above(A, floor, np.empty((n, n)))
+    k = count_above(A, floor, np.empty((n, n)))
     assert k == int((np.sort(s) > floor).sum())
     lam, V = np.empty(n), np.empty((n, n))
-    assert _lanczos_top(A, k, floor, LANCZOS_TOL, lam, V) > 0
+    assert lanczos_top(A, k, floor, LANCZOS_TOL, lam, V) > 0
     w, U = np.linalg.eigh(A)
     w, U = w[::-1], U[:, ::-1]
     np.testing.assert_allclose(lam[:k], w[:k], rtol=0, atol=1e-6 * w[0])
@@ -81,7 +81,7 @@ def test_an_exactly_repeated_eigenvalue_gets_all_its_pairs():
     rng = np.random.default_rng(2)
     B = _psd(rng, 16, np.r_[4.0, 2.0, 1.0, 0.01 * rng.random(13)])
     A = np.kron(np.eye(2), B)
-    assert _count_above(A, 0.5, np.empty((32, 32))) == 6
+    assert count_above(A, 0.5, np.empty((32, 32))) == 6
     # a linear kernel whose centred Gram is A (A has the constant vector in its null
     # space after centring: centre it first)
     C = np.eye(32) - 1.0 / 32

@@ -19,7 +19,7 @@ def _pair(shape, seed=0, dtype=np.uint8):
 @pytest.mark.parametrize("band", [1, 7, 256])
 @pytest.mark.parametrize("shape", [(600, 500), (300, 41, 3), (13, 11)])
 def test_banded_measures_equal_scikit_image_whole_image(monkeypatch, band, shape):
-    monkeypatch.setattr(metrics, "_BAND_ROWS", band)
+    monkeypatch.setattr(metrics, "BAND_ROWS", band)
     a, b = _pair(shape)
     kw = dict(gaussian_weights=True, sigma=1.5, use_sample_covariance=True, data_range=255)
     if len(shape) == 3:
@@ -33,7 +33,7 @@ def test_banded_measures_equal_scikit_image_whole_image(monkeypatch, band, shape
 def test_images_smaller_than_the_window_average_the_whole_map(monkeypatch, shape):
     a, b = _pair(shape, seed=2)
     whole = ssim(a, b, 255)
-    monkeypatch.setattr(metrics, "_BAND_ROWS", 2)
+    monkeypatch.setattr(metrics, "BAND_ROWS", 2)
     assert ssim(a, b, 255) == pytest.approx(whole, rel=1e-12)
     assert 0.0 < whole < 1.0
 

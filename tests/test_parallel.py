@@ -175,7 +175,7 @@ needs_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
 def test_parts_do_not_wait_for_a_helper_that_never_started():
     """A helper queued behind the pool's other work (another tile's, say) finds nothing
     left once the caller has done every part: run_parts returns without waiting."""
-    from kpca_denoise.core.parallel import _pool
+    from kpca_denoise.core.parallel import shared_pool
 
     release, busy = threading.Event(), threading.Event()
 
@@ -185,7 +185,7 @@ def test_parts_do_not_wait_for_a_helper_that_never_started():
 
     keep = numba.get_num_threads()
     numba.set_num_threads(2)
-    blocker = _pool(1).submit(block)
+    blocker = shared_pool(1).submit(block)
     try:
         assert busy.wait(60)
         out = np.zeros(40, np.int64)

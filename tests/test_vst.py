@@ -84,7 +84,7 @@ def test_estimator_is_not_fooled_by_texture():
     part of what it reads)."""
     from skimage import data
 
-    from kpca_denoise.core.noise import _block_fit
+    from kpca_denoise.core.noise import block_fit
 
     grass = data.grass().astype(np.float64)
     lv = np.percentile(grass, (10, 50, 90))
@@ -93,7 +93,7 @@ def test_estimator_is_not_fooled_by_texture():
         truth = np.sqrt(gain * lv + 4.0)
         a, s = estimate_poisson_gaussian(z)
         np.testing.assert_allclose(np.sqrt(a * lv + s * s), truth, rtol=rtol)
-        a, s = _block_fit(z, 8, None, None, 10, 0.999)
+        a, s = block_fit(z, 8, None, None, 10, 0.999)
         assert np.sqrt(a * lv[0] + s * s) > (1.0 + rtol) * truth[0]  # what it replaces
 
 
@@ -130,7 +130,7 @@ def test_estimator_keeps_the_coarse_line_on_a_textureless_ramp():
     four noise draws at signal 40 / 120 / 200, measured: gain 1 -1.05 / -0.54 / -0.43 %,
     gain 16 -0.90 / -0.73 / -0.69 % (with confidence 0.999 instead of 0.9999: -1.64 /
     -1.09 / -0.98 and -1.37 / -1.16 / -1.12 %)."""
-    from kpca_denoise.core.noise import _block_fit, _level_fit
+    from kpca_denoise.core.noise import block_fit, level_fit
 
     y = 20.0 + 200.0 * np.mgrid[0:512, 0:512][1] / 511.0
     lv = np.array([40.0, 120.0, 200.0])
@@ -139,11 +139,11 @@ def test_estimator_keeps_the_coarse_line_on_a_textureless_ramp():
         return np.sqrt((a * lv + s * s) / (gain * lv + 4.0)) - 1.0
     for gain in (1.0, 16.0):
         zs = [simulate(y, gain, 2.0, seed) for seed in (1, 2, 3, 4)]
-        level = np.mean([err(*_level_fit(z, None, None, 5, 8, 0.3, 10, 0.9999, 20000,
+        level = np.mean([err(*level_fit(z, None, None, 5, 8, 0.3, 10, 0.9999, 20000,
                                          1 << 20, 256, 0)[0], gain) for z in zs], axis=0)
         assert abs(level[1]) < 0.009 and np.all(np.abs(level) < 0.015), (gain, level)
         got = [estimate_poisson_gaussian(z) for z in zs]
-        assert got == [_block_fit(z, 8, None, None, 10, 0.999) for z in zs]
+        assert got == [block_fit(z, 8, None, None, 10, 0.999) for z in zs]
         # measured: gain 1 -0.30 / -0.13 / -0.09 %, gain 16 +0.11 / -0.06 / -0.09 %
         coarse = np.mean([err(a, s, gain) for a, s in got], axis=0)
         assert np.all(np.abs(coarse) < 0.005), (gain, coarse)
@@ -247,15 +247,15 @@ def test_poisson_gaussian_estimate_has_bounded_memory():
     piece): no float64 copy of the whole image (96 MB here) is made."""
     import tracemalloc
 
-    from kpca_denoise.core.noise import _block_stats
+    from kpca_denoise.core.noise import block_stats
 
     rng = np.random.default_rng(3)
     level = np.linspace(20.0, 400.0, 4000)[None, :] * np.ones((3000, 1))  # a ramp of levels
     z = np.clip(2.0 * rng.poisson(level / 2.0) + rng.normal(0, 3, level.shape), 0, None)
     z = z.astype(np.uint16)
     del level
-    small = _block_stats(z[:203, :150], 8, band=16)
-    whole = _block_stats(z[:203, :150], 8, band=10**6)
+    small = block_stats(z[:203, :150], 8, band=16)
+    whole = block_stats(z[:203, :150], 8, band=10**6)
     np.testing.assert_array_equal(small[0], whole[0])
     np.testing.assert_array_equal(small[1], whole[1])
     tracemalloc.start()

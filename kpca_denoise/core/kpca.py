@@ -17,12 +17,12 @@ Mika et al. (1998), "Kernel PCA and de-noising in feature spaces", NIPS 11.
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
 from . import eigen
+from .checks import is_number
 from .kernels import KERNELS, centre_gram, kernel_matrix, rbf_gram
 from .noise import estimate_sigma_pca
 from .nystrom import LANDMARK_RTOL, fit_landmark_pca, landmark_weights, select_landmarks
@@ -165,18 +165,6 @@ def _int_seed(random_state) -> int:
     return 0
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
-
-
-def _is_finite(x) -> bool:
-    """A number that is finite as a float (an int too large for one is not)."""
-    try:
-        return _is_number(x) and math.isfinite(x)
-    except OverflowError:
-        return False
-
-
 class KernelPCACore:
     """The numerics of kernel PCA, without scikit-learn's estimator protocol.
 
@@ -221,7 +209,7 @@ class KernelPCACore:
                              random_state=_int_seed(self.random_state))
         if g is None:
             return 1.0 / d
-        if not _is_number(g) or not np.isfinite(g) or g < 0 or (g == 0 and self.kernel == "rbf"):
+        if not is_number(g) or not np.isfinite(g) or g < 0 or (g == 0 and self.kernel == "rbf"):
             raise ValueError(f"gamma must be a positive finite number, None (1/n_features) or "
                              f"'noise', got {g!r}")
         return float(g)

@@ -23,7 +23,7 @@ def data_range_for(dtype: np.dtype, reference: np.ndarray | None = None) -> floa
 #: rows per band: the measures read a band of rows at a time in float64, so their
 #: memory is bounded by the band, not by the image (a 12 Mpx RGB photo in float64
 #: is 288 MB per copy, and SSIM needs about ten)
-_BAND_ROWS = 256
+BAND_ROWS = 256
 #: the SSIM window: Gaussian sigma 1.5, truncated at 3.5 sigma as scikit-image does;
 #: ``gaussian_filter`` reaches ``int(truncate * sigma + 0.5)`` = 5 rows either side
 _SSIM_SIGMA, _SSIM_TRUNCATE = 1.5, 3.5
@@ -38,8 +38,8 @@ def _same_shape(reference, estimate) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _row_bands(n: int):
-    for y0 in range(0, n, _BAND_ROWS):
-        yield y0, min(n, y0 + _BAND_ROWS)
+    for y0 in range(0, n, BAND_ROWS):
+        yield y0, min(n, y0 + BAND_ROWS)
 
 
 def mean_squared_error(reference: np.ndarray, estimate: np.ndarray) -> float:
@@ -116,8 +116,8 @@ def ssim(reference: np.ndarray, estimate: np.ndarray, data_range: float) -> floa
     pad = _SSIM_REACH  # (win_size - 1) // 2, crop the border like scikit-image
     r0, r1, c0, c1 = (pad, H - pad, pad, W - pad) if min(H, W) > 2 * pad else (0, H, 0, W)
     total, count = 0.0, 0
-    for y0 in range(r0, r1, _BAND_ROWS):
-        y1 = min(r1, y0 + _BAND_ROWS)
+    for y0 in range(r0, r1, BAND_ROWS):
+        y1 = min(r1, y0 + BAND_ROWS)
         a0, a1 = max(0, y0 - _SSIM_REACH), min(H, y1 + _SSIM_REACH)
         s = _ssim_map(ref[a0:a1].astype(np.float64), est[a0:a1].astype(np.float64), data_range)
         part = s[y0 - a0:y1 - a0, c0:c1]

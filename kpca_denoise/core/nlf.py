@@ -18,7 +18,7 @@ textured patches is fitted instead:
   so that ``R(0, 0)`` is the whole per-pixel variance and the other lags say how
   correlated the noise is;
 * refitted at a stricter confidence: when that reads markedly less, the excess is
-  texture the usual test let in, and the fit is scaled down (:func:`_channel_covariance`).
+  texture the usual test let in, and the fit is scaled down (:func:`channel_covariance`).
 
 The noise-level function (the std against brightness, :class:`NoiseModel`) is read per
 brightness level by the finest-scale estimator and scaled to the whole level when the
@@ -34,15 +34,16 @@ import numpy as np
 from scipy.stats import chi2
 from scipy.stats import gamma as gamma_dist
 
-from .noise import _level_variances, _PatchStats, _refine, _sample_blocks
+from .noise import level_variances, PatchStats, refine_sigma, sample_blocks
 from .parallel import run_in_order
 
 __all__ = ["NoiseModel", "estimate_noise_model"]
 
 
-def _lags(L: int) -> list[tuple[int, int]]:
-    """The lags of a symmetric autocovariance up to ``L`` px: (0, 0), then one of each
-    pair (dy, dx) / (-dy, -dx)."""
+def autocovariance_lags(L: int) -> list[tuple[int, int]]:
+    """List the lags of a symmetric autocovariance up to ``L`` px.
+
+    (0, 0), then one of each pair (dy, dx) / (-dy, -dx)."""
     out = [(0, 0)]
     for dy in range(0, L + 1):
         for dx in range(-L, L + 1):
@@ -57,7 +58,7 @@ class _Design:
     least-squares fit), and the quadratic form of a patch's own gradient energy (``A``)."""
 
     def __init__(self, p: int, L: int, degree: int = 2):
-        self.p, self.lags = p, _lags(L)
+        self.p, self.lags = p, autocovariance_lags(L)
         d = p * p
         yy, xx = np.divmod(np.arange(d), p)
         yc, xc = (yy - yy.mean()) / p, (xx - xx.mean()) / p
@@ -218,14 +219,15 @@ def effective_factor(R: np.ndarray, lag: int, patch: int = 5) -> float:
     return max(float(np.sqrt(rms / R[0])), 1.0)
 
 
-def _channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
-                        max_patches: int, max_pixels: int, block_size: int, seed: int
-                        ) -> np.ndarray | None:
-    """The noise autocovariance (:attr:`_Design.lags`) of one channel
-    (:func:`_channel_fits`), or None if too few patches: the fit at the usual
+def channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
+                       max_patches: int, max_pixels: int, block_size: int, seed: int
+                       ) -> np.ndarray | None:
+    """Fit the noise autocovariance of one channel, texture shed.
+
+    The autocovariance at :func:`autocovariance_lags` (:func:`channel_fits`), or None if too few patches: the fit at the usual
     confidence, scaled down to :data:`TEXTURE_DRIFT` below the strict fit's variance
     when it reads more than that above it (texture it let in)."""
-    fits = _channel_fits(img, white, bounds, p, lag, max_patches, max_pixels, block_size, seed)
+    fits = channel_fits(img, white, bounds, p, lag, max_patches, max_pixels, block_size, seed)
     if fits is None:
         return None
     R, strict = fits
@@ -247,19 +249,20 @@ STRICT_CONFIDENCE = 0.99
 TEXTURE_DRIFT = 0.9
 
 
-def _channel_fits(img: np.ndarray, white: float, bounds, p: int, lag: int, max_patches: int,
-                  max_pixels: int, block_size: int, seed: int, frac: float = 0.3,
-                  confidence: float = 0.999, iterations: int = 5
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Two fits of the noise autocovariance of one channel, ``(usual, strict)``, or None
-    if too few patches.  The usual one: the weakly textured patches the white-noise
+def channel_fits(img: np.ndarray, white: float, bounds, p: int, lag: int, max_patches: int,
+                 max_pixels: int, block_size: int, seed: int, frac: float = 0.3,
+                 confidence: float = 0.999, iterations: int = 5
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Fit the noise autocovariance of one channel twice, at the usual and a strict test.
+
+    ``(usual, strict)``, or None if too few patches.  The usual one: the weakly textured patches the white-noise
     estimator keeps (away from the clipping ``bounds``), then re-chosen twice by the
     own-energy test at ``confidence`` under the fitted covariance (correlated noise has
     a heavier own-energy tail than white noise of its finest-scale std, which the white
     test cut).  The strict one: from there, re-chosen three times at
     :data:`STRICT_CONFIDENCE`.  Texture the usual test let in raises the fit, which
     loosens the test; the strict one sheds it, pure noise reads the same."""
-    st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
+    st = PatchStats(sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=bounds is not None)
     ok = np.ones(st.t.size, bool) if bounds is None else (
         (st.mu >= bounds[0] + 2.0 * white) & (st.mu <= bounds[1] - 2.0 * white))
@@ -270,7 +273,7 @@ def _channel_fits(img: np.ndarray, white: float, bounds, p: int, lag: int, max_p
     pca_of = st.pca(max_patches, rng)
     t = st.t
     start = np.flatnonzero(ok & (t <= np.quantile(t[ok], frac)))
-    sigma, kept = _refine(pca_of(start), pca_of, st.own, lambda _s: ok,
+    sigma, kept = refine_sigma(pca_of(start), pca_of, st.own, lambda _s: ok,
                           float(chi2.ppf(confidence, 2 * p * (p - 1))), iterations, min_keep)
     kept = start if kept is None else kept
     d = _design(p, lag)
@@ -308,16 +311,16 @@ def _level_function(img: np.ndarray, p: int, max_patches: int, max_pixels: int,
                     block_size: int, seed: int, nlev: int = 6, frac: float = 0.3
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The finest-scale noise std per brightness level of a 2-D image (``nlev``
-    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise._level_variances`,
+    equal-count levels of the patch means; :func:`~kpca_denoise.core.noise.level_variances`,
     each from at most :data:`LEVEL_PATCHES` patches): ``(level means, stds)``, empty for
     an image too small."""
-    st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
+    st = PatchStats(sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=True)
     min_keep = 40 * p * p
     nlev = min(nlev, int(st.t.size * frac) // min_keep)
     if nlev < 2:
         return np.zeros(0), np.zeros(0)
-    m, v, _ = _level_variances(st, nlev, frac, 0.9999, 10, min_keep,
+    m, v, _ = level_variances(st, nlev, frac, 0.9999, 10, min_keep,
                                min(max_patches, LEVEL_PATCHES), seed)
     return m, np.sqrt(np.maximum(v, 0.0))
 
@@ -350,7 +353,7 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     # FITS_AT_ONCE at a time
     tasks = [partial(_level_function, chans[0] if luminance is None else luminance,
                      patch_size, **kw)]
-    tasks += [partial(_channel_covariance, c, white, bounds, patch_size, lag, **kw)
+    tasks += [partial(channel_covariance, c, white, bounds, patch_size, lag, **kw)
               for c in chans]
     out: list = [None] * len(tasks)
     run_in_order(len(tasks), lambda i: tasks[i](), out.__setitem__, most=FITS_AT_ONCE)

@@ -101,8 +101,8 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
         p -= 1
     if p < 2:
         raise ValueError(f"image of shape {img.shape} is too small to estimate noise")
-    blocks = _sample_blocks(img, max_pixels, max(block_size, 8 * p), random_state)
-    st = _PatchStats(blocks, p, with_mean=bounds is not None)
+    blocks = sample_blocks(img, max_pixels, max(block_size, 8 * p), random_state)
+    st = PatchStats(blocks, p, with_mean=bounds is not None)
     t, own, mu = st.t, st.own, st.mu
     n_all = t.size
 
@@ -126,12 +126,14 @@ def estimate_sigma_image(image: np.ndarray, *, patch_size: int = 7, max_patches:
         ok = unclipped(sigma)
         if ok.sum() * weak_texture_fraction >= min_keep:
             sigma = pca_of(np.flatnonzero(ok & (t <= np.quantile(t[ok], weak_texture_fraction))))
-    return _refine(sigma, pca_of, own, unclipped, float(chi2.ppf(confidence, 2 * p * (p - 1))),
+    return refine_sigma(sigma, pca_of, own, unclipped, float(chi2.ppf(confidence, 2 * p * (p - 1))),
                    iterations, min_keep)[0]
 
 
-class _PatchStats:
-    """Per patch position of the sampled ``blocks`` (p x p patches, flat positions
+class PatchStats:
+    """Box-sum statistics of every patch position of sampled blocks, patches built on demand.
+
+    Per patch position of the sampled ``blocks`` (p x p patches, flat positions
     numbered block after block, row-major within a block): ``t``, the gradient
     energy of the block smoothed with a Gaussian of std 2 px, summed over the
     patch; ``own``, the patch's own gradient energy (sum of squared horizontal and
@@ -188,9 +190,11 @@ class _PatchStats:
         return pca_of
 
 
-def _refine(sigma: float, pca_of, own: np.ndarray, allowed, quantile: float, iterations: int,
-            min_keep: int) -> tuple[float, np.ndarray | None]:
-    """Liu, Tanaka & Okutomi's iteration: keep the positions whose own gradient energy
+def refine_sigma(sigma: float, pca_of, own: np.ndarray, allowed, quantile: float,
+                 iterations: int, min_keep: int) -> tuple[float, np.ndarray | None]:
+    """Refine a noise estimate on the patches pure noise of it would give.
+
+    Liu, Tanaka & Okutomi's iteration: keep the positions whose own gradient energy
     ``own`` pure noise of the current ``sigma`` would give (``<= 2 sigma^2 quantile``)
     and that ``allowed(sigma)`` lets in, re-estimate, repeat until the estimate moves
     by less than 0.1 % (or fewer than ``min_keep`` would be kept).  Returns the estimate
@@ -209,9 +213,10 @@ def _refine(sigma: float, pca_of, own: np.ndarray, allowed, quantile: float, ite
     return sigma, kept
 
 
-def _sample_blocks(img: np.ndarray, max_pixels: int, side: int, seed: int) -> list[np.ndarray]:
-    """The whole image (float64) if it has at most ``max_pixels`` pixels, else
-    about ``max_pixels / side^2`` random ``side`` x ``side`` blocks of it."""
+def sample_blocks(img: np.ndarray, max_pixels: int, side: int, seed: int) -> list[np.ndarray]:
+    """Sample an image as float64 blocks: whole if small, else random blocks.
+
+    The whole image if it has at most ``max_pixels`` pixels, else about ``max_pixels / side^2`` random ``side`` x ``side`` blocks of it."""
     H, W = img.shape
     ny, nx = H // side, W // side
     if H * W <= max_pixels or ny * nx < 2:
@@ -245,8 +250,10 @@ def _fit_line(m: np.ndarray, v: np.ndarray, w: np.ndarray, gain: float | None,
     return float(a), float(b)
 
 
-def _block_stats(img: np.ndarray, block: int, band: int = 512) -> tuple[np.ndarray, np.ndarray]:
-    """Per ``block`` x ``block`` block of the image without its 1-px border: the mean and
+def block_stats(img: np.ndarray, block: int, band: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Measure each block's mean and high-pass mean square.
+
+    Per ``block`` x ``block`` block of the image without its 1-px border: the mean and
     the mean square of the high-pass, in row-major block order.  Computed a band of
     ``band`` rows at a time (each band read with the row above and below it, which the
     3x3 filter needs), so that no float64 copy of the whole image is made; the result
@@ -283,9 +290,9 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
     * coarse: per ``block`` x ``block`` block, the mean and the mean square of a
       unit-energy second-difference high-pass (the noise variance on smooth signal,
       more on texture), a line through per-level medians, refined by dropping the
-      blocks that pure noise of the current line would not give (:func:`_block_fit`);
+      blocks that pure noise of the current line would not give (:func:`block_fit`);
       nearly unbiased on smooth images, but texture everywhere (grass) reads as noise;
-    * level-wise (:func:`_level_fit`): the ``patch_size`` x ``patch_size`` patches
+    * level-wise (:func:`level_fit`): the ``patch_size`` x ``patch_size`` patches
       split by their mean into ``levels`` equal-count levels, each level's noise std
       read as :func:`estimate_sigma_image` reads a whole image (the PCA tail of the
       ``weak_texture_fraction`` least textured patches, refined by a noise-only test
@@ -319,8 +326,8 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
         raise ValueError(
             f"image {img.shape[1]}x{img.shape[0]} is too small to estimate its Poisson gain and "
             f"Gaussian sigma (at least {block + 2} px a side); give both")
-    coarse = _block_fit(img, block, gain, sigma, iterations, 0.999)
-    fine = _level_fit(img, gain, sigma, patch_size, levels, weak_texture_fraction, iterations,
+    coarse = block_fit(img, block, gain, sigma, iterations, 0.999)
+    fine = level_fit(img, gain, sigma, patch_size, levels, weak_texture_fraction, iterations,
                       confidence, max_patches, max_pixels, block_size, random_state)
     if fine is not None:
         (a, s), m = fine
@@ -344,22 +351,24 @@ TEXTURE_MARGIN = 1.03
 COARSE_LOW = 0.9
 
 
-def _level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int, levels: int,
-               frac: float, iterations: int, confidence: float, max_patches: int,
-               max_pixels: int, block_size: int, seed: int
-               ) -> tuple[tuple[float, float], np.ndarray] | None:
-    """The level-wise fit of :func:`estimate_poisson_gaussian`: ``((alpha, sigma),
+def level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int, levels: int,
+              frac: float, iterations: int, confidence: float, max_patches: int,
+              max_pixels: int, block_size: int, seed: int
+              ) -> tuple[tuple[float, float], np.ndarray] | None:
+    """Fit the Poisson-Gaussian noise line level by level of patch mean.
+
+    The level-wise fit of :func:`estimate_poisson_gaussian`: ``((alpha, sigma),
     level means)``, or None for an image too small for three levels."""
     min_keep = 40 * p * p
     H, W = img.shape
     if min(H, W) < 2 * p or min(H * W, max_pixels) * frac < 3 * min_keep:
         return None
-    st = _PatchStats(_sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
+    st = PatchStats(sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=True)
     nlev = min(levels, int(st.t.size * frac) // min_keep)
     if nlev < 3:
         return None
-    m, v, n = _level_variances(st, nlev, frac, confidence, iterations, min_keep, max_patches,
+    m, v, n = level_variances(st, nlev, frac, confidence, iterations, min_keep, max_patches,
                                seed)
     # a level that reads no noise at all is flat (clipped black or white, an empty
     # background): it says nothing about the line
@@ -379,10 +388,12 @@ def _level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int,
     return ((float(gain) if gain is not None else max(a, floor)), float(np.sqrt(max(b, 0.0)))), m
 
 
-def _level_variances(st: "_PatchStats", nlev: int, frac: float, confidence: float,
-                     iterations: int, min_keep: int, max_patches: int, seed: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per level of patch mean (``nlev`` equal-count levels): the mean of the patches
+def level_variances(st: "PatchStats", nlev: int, frac: float, confidence: float,
+                    iterations: int, min_keep: int, max_patches: int, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimate the noise variance per level of patch mean.
+
+    Per level of patch mean (``nlev`` equal-count levels): the mean of the patches
     the noise estimate used, the noise variance, and how many patches it used."""
     p = st.p
     quantile = float(chi2.ppf(confidence, 2 * p * (p - 1)))
@@ -394,7 +405,7 @@ def _level_variances(st: "_PatchStats", nlev: int, frac: float, confidence: floa
         ids = order[cuts[k]:cuts[k + 1]]
         tk = st.t[ids]
         used = ids[tk <= np.quantile(tk, frac)]
-        s, kept = _refine(pca_of(used), lambda i, ids=ids: pca_of(ids[i]), st.own[ids],
+        s, kept = refine_sigma(pca_of(used), lambda i, ids=ids: pca_of(ids[i]), st.own[ids],
                           lambda _s: True, quantile, iterations, min_keep)
         if kept is not None:
             used = ids[kept]
@@ -417,15 +428,17 @@ def _fit_bounded(m: np.ndarray, v: np.ndarray, w: np.ndarray, gain: float | None
     return a, b
 
 
-def _block_fit(img: np.ndarray, block: int, gain: float | None, sigma: float | None,
-               iterations: int, confidence: float) -> tuple[float, float]:
-    """The coarse fit of :func:`estimate_poisson_gaussian`: per ``block`` x ``block``
+def block_fit(img: np.ndarray, block: int, gain: float | None, sigma: float | None,
+              iterations: int, confidence: float) -> tuple[float, float]:
+    """Fit the Poisson-Gaussian noise line on blocks' high-pass variances.
+
+    The coarse fit of :func:`estimate_poisson_gaussian`: per ``block`` x ``block``
     block, the mean and the mean square of a unit-energy second-difference high-pass
     (the noise variance on smooth signal, more on texture); a line through per-level
     medians, then blocks whose variance is more than pure noise of the current line
     would give with probability ``confidence`` are dropped and the line is refitted
     (weights ``1 / variance^2``), until it stops moving."""
-    m, v = _block_stats(img, block)
+    m, v = block_stats(img, block)
     # effective degrees of freedom of a block's mean square: the high-pass outputs of
     # neighbouring pixels are correlated (sum of squared autocorrelations)
     rho = correlate(np.pad(_HIGH_PASS, 2), _HIGH_PASS, mode="constant")

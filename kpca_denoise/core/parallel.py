@@ -24,8 +24,10 @@ if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's t
     os.register_at_fork(after_in_child=_pools.clear)
 
 
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """The pool of ``threads`` threads that every parallel loop shares: a loop inside
+def shared_pool(threads: int) -> ThreadPoolExecutor:
+    """Return the pool of ``threads`` threads that every parallel loop shares.
+
+    A loop inside
     an item that another loop runs (a kernel's parts inside an image's tile) queues
     behind the pool's busy threads and is helped as they come free, so the threads
     never outnumber numba's."""
@@ -80,7 +82,7 @@ def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
                 return
             kernel(*args, bounds[k], bounds[k + 1])
 
-    pool = _pool(threads - 1)
+    pool = shared_pool(threads - 1)
     helpers = [pool.submit(work) for _ in range(threads - 1)]
     try:
         work()
@@ -168,7 +170,7 @@ def run_in_order(n: int, compute: Callable, add: Callable, *,
         finally:
             numba.set_num_threads(keep)
 
-    pool = _pool(threads - 1)
+    pool = shared_pool(threads - 1)
     helpers = [pool.submit(help_out) for _ in range(threads - 1)]
     keep = numba.get_num_threads()
     numba.set_num_threads(1)

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kpca_denoise.core.kpca import _is_number
+from kpca_denoise.core.checks import is_number
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.preimage import preimage_groups
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
@@ -164,7 +164,7 @@ def _check_inputs(chans: list, sigma: Any, ranks: Any) -> tuple[list, float, lis
         imgs.append(im)
     if any(im.shape != imgs[0].shape or im.ndim != 2 for im in imgs):
         raise ValueError("channels must be 2-D and of the same size")
-    if not (_is_number(sigma) and math.isfinite(sigma) and sigma > 0.0):
+    if not (is_number(sigma) and math.isfinite(sigma) and sigma > 0.0):
         raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
     sigma = float(sigma)
     if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):

@@ -107,7 +107,7 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1
             if tr < floor * (1.0 - 1e-9):
                 nk = 0
             else:
-                nk = _count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
+                nk = count_above(Kc, floor, K if not keep_k else np.empty((n, n)))
             if nk == 0:
                 for k in range(n):
                     lam_out[r, k] = 0.0
@@ -115,7 +115,7 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1
                         V_out[r, i, k] = 0.0
                 done = True
             else:
-                done = _lanczos_top(Kc, nk, floor, LANCZOS_TOL, lam_out[r], V_out[r]) >= 0
+                done = lanczos_top(Kc, nk, floor, LANCZOS_TOL, lam_out[r], V_out[r]) >= 0
             if done:
                 if every > 0 and r % every == 0:  # the spectrum: the eigenvalues below
                     w = np.linalg.eigvalsh(Kc.astype(np.float32))  # the floor too
@@ -168,9 +168,10 @@ def _fix_signs(V):
 
 
 @njit(cache=True, fastmath=True, nogil=True)
-def _count_above(A, floor, W):
-    """The number of eigenvalues of the symmetric ``A`` above ``floor``: the positive
-    pivots of the LDL^T factorisation of ``A - floor I`` (Sylvester's law of inertia;
+def count_above(A, floor, W):
+    """Count the eigenvalues of the symmetric ``A`` above ``floor``.
+
+    The positive pivots of the LDL^T factorisation of ``A - floor I`` (Sylvester's law of inertia;
     a zero pivot counts as negative).  ``W`` (n, n) is scratch: its upper triangle is
     overwritten.  About a sixth of a tridiagonalisation's work.  The pivots are taken
     four at a time: the block's rows first, then one pass over each trailing row for
@@ -269,9 +270,10 @@ def _tql(d, e, z, m):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _lanczos_top(A, want, floor, tol, lam, V):
-    """The ``want`` leading eigenpairs of the symmetric positive semi-definite ``A``
-    (descending in ``lam`` and the columns of ``V``; zeros after them), whose
+def lanczos_top(A, want, floor, tol, lam, V):
+    """Find the ``want`` leading eigenpairs of a symmetric PSD matrix by Lanczos.
+
+    The eigenpairs of ``A`` (descending in ``lam`` and the columns of ``V``; zeros after them), whose
     eigenvalues are known to be above ``floor``: Lanczos with full
     reorthogonalisation from a fixed start, ``want + 10`` steps and 6 more until each
     of those Ritz values is above ``floor`` with a residual below ``tol`` times the

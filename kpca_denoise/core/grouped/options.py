@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kpca_denoise.core.kpca import _is_finite
+from kpca_denoise.core.checks import is_finite
 
 __all__ = ["GroupedOptions", "PRESETS", "check_value"]
 
@@ -163,7 +163,7 @@ def check_value(name: str, v: Any) -> None:
     kind, optional, *arg = rule
     if v is None and optional:
         return
-    number = _is_finite(v)
+    number = is_finite(v)
     if kind == "int":
         ok = number and float(v).is_integer() and arg[0] <= v <= arg[1]
         want = f"an integer from {arg[0]} to {arg[1]}"
@@ -174,7 +174,7 @@ def check_value(name: str, v: Any) -> None:
     elif kind == "lags":
         ok = isinstance(v, (list, tuple)) and len(v) in (0, 2) and all(
             isinstance(u, (list, tuple)) and len(u) == 2 and all(
-                _is_finite(c) and float(c).is_integer()
+                is_finite(c) and float(c).is_integer()
                 and abs(c) <= 256 for c in u) for u in v)
         want = "two (dy, dx) pairs of whole numbers, such as [[0, 30], [14, 15]], or []"
     elif kind == "bool":
