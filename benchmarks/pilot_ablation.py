@@ -24,14 +24,15 @@ import numpy as np
 
 from benchmarks.common import DEV, load, psnr, results_header
 from kpca_denoise.core.grouped import driver
+from kpca_denoise.core.grouped.run import check_inputs, resolve_run
 from kpca_denoise.core.grouped.stats import ChannelStats
 
 
 def stage2(noisy: np.ndarray, sigma: float, pilot: np.ndarray, opts) -> np.ndarray:
     """The driver's final pass on ``noisy`` guided by ``pilot`` (no predicted search)."""
-    imgs, sigma, _ = driver._check_inputs([noisy], sigma, (None,))
+    imgs, sigma, _ = check_inputs([noisy], sigma, (None,))
     cal = driver.calibrate(imgs, sigma, opts, driver.trial_denoiser(None))
-    run = driver._resolve(imgs, sigma, cal)
+    run = resolve_run(imgs, sigma, cal)
     return driver._run_pass(imgs, [pilot], 2, np.asarray([-1]), run, [ChannelStats()], {},
                             True, None, None)[0][0]
 

@@ -51,7 +51,7 @@ Sections:
            and auto (the window's default), alternated (--repeats) on astronaut
            resized to 600x900 (sigma 25, given): median CPU and wall seconds, the
            stage times; then one run on one thread with the CPU spent in the explicit
-           ranks' own kernel PCA (driver._own_components); not in the default run.
+           ranks' own kernel PCA (steps.own_components); not in the default run.
 Timings take the best of a few repeats, interleaved, because the machine is shared.
 """
 
@@ -494,11 +494,11 @@ def bench_tiles(repeats: int = 2, sizes=("3000x1000", "2048x1536", "4000x3000"))
 def bench_ranks(repeats: int = 4):
     import numba
 
-    import kpca_denoise.core.grouped.driver as drv
+    import kpca_denoise.core.grouped.steps as steps
     from benchmarks.photo_speed import photos
     from kpca_denoise import DenoiseParams, denoise_set
 
-    own = drv._own_components
+    own = steps.own_components
     spent = {"own": 0.0}
 
     def timed(*args, **kw):
@@ -531,16 +531,16 @@ def bench_ranks(repeats: int = 4):
     # the explicit ranks' share, on one thread (where a timer around them is the truth)
     keep = numba.get_num_threads()
     numba.set_num_threads(1)
-    drv._own_components = timed
+    steps.own_components = timed
     try:
         c = time.process_time()
         denoise_set([noisy], DenoiseParams(noise_sigma=25.0, ranks=variants["1 2 4 8 auto"]))
         c = time.process_time() - c
     finally:
-        drv._own_components = own
+        steps.own_components = own
         numba.set_num_threads(keep)
     print(f"1 2 4 8 auto on one thread: CPU {c:.1f} s, of which the explicit ranks' own kernel "
-          f"PCA (driver._own_components) {spent['own']:.1f} s ({spent['own'] / c:.0%})",
+          f"PCA (steps.own_components) {spent['own']:.1f} s ({spent['own'] / c:.0%})",
           flush=True)
 
 

@@ -224,9 +224,10 @@ def channel_covariance(img: np.ndarray, white: float, bounds, p: int, lag: int,
                        ) -> np.ndarray | None:
     """Fit the noise autocovariance of one channel, texture shed.
 
-    The autocovariance at :func:`autocovariance_lags` (:func:`channel_fits`), or None if too few patches: the fit at the usual
-    confidence, scaled down to :data:`TEXTURE_DRIFT` below the strict fit's variance
-    when it reads more than that above it (texture it let in)."""
+    The autocovariance at :func:`autocovariance_lags` (:func:`channel_fits`), or None if
+    too few patches: the fit at the usual confidence, scaled down to
+    :data:`TEXTURE_DRIFT` below the strict fit's variance when it reads more than that
+    above it (texture it let in)."""
     fits = channel_fits(img, white, bounds, p, lag, max_patches, max_pixels, block_size, seed)
     if fits is None:
         return None
@@ -255,12 +256,12 @@ def channel_fits(img: np.ndarray, white: float, bounds, p: int, lag: int, max_pa
                  ) -> tuple[np.ndarray, np.ndarray] | None:
     """Fit the noise autocovariance of one channel twice, at the usual and a strict test.
 
-    ``(usual, strict)``, or None if too few patches.  The usual one: the weakly textured patches the white-noise
-    estimator keeps (away from the clipping ``bounds``), then re-chosen twice by the
-    own-energy test at ``confidence`` under the fitted covariance (correlated noise has
-    a heavier own-energy tail than white noise of its finest-scale std, which the white
-    test cut).  The strict one: from there, re-chosen three times at
-    :data:`STRICT_CONFIDENCE`.  Texture the usual test let in raises the fit, which
+    ``(usual, strict)``, or None if too few patches. The usual one: the weakly textured
+    patches the white-noise estimator keeps (away from the clipping ``bounds``), then
+    re-chosen twice by the own-energy test at ``confidence`` under the fitted covariance
+    (correlated noise has a heavier own-energy tail than white noise of its finest-scale
+    std, which the white test cut). The strict one: from there, re-chosen three times at
+    :data:`STRICT_CONFIDENCE`. Texture the usual test let in raises the fit, which
     loosens the test; the strict one sheds it, pure noise reads the same."""
     st = PatchStats(sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
                      with_mean=bounds is not None)

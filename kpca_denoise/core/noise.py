@@ -216,7 +216,8 @@ def refine_sigma(sigma: float, pca_of, own: np.ndarray, allowed, quantile: float
 def sample_blocks(img: np.ndarray, max_pixels: int, side: int, seed: int) -> list[np.ndarray]:
     """Sample an image as float64 blocks: whole if small, else random blocks.
 
-    The whole image if it has at most ``max_pixels`` pixels, else about ``max_pixels / side^2`` random ``side`` x ``side`` blocks of it."""
+    The whole image if it has at most ``max_pixels`` pixels, else about ``max_pixels /
+    side^2`` random ``side`` x ``side`` blocks of it."""
     H, W = img.shape
     ny, nx = H // side, W // side
     if H * W <= max_pixels or ny * nx < 2:

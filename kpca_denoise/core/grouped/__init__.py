@@ -8,7 +8,9 @@ the estimates are averaged where they overlap
 (:func:`kpca_denoise.core.patches.accumulate_groups`).  A second pass repeats this
 guided by the first pass's estimate.  :mod:`.calibrate` decides what depends on the
 image (a regular texture, its detail), :mod:`.geometry` the patch and search sizes,
-:mod:`.options` holds the knobs, :mod:`.driver` chains the steps and :mod:`.stats`
+:mod:`.options` holds the knobs, :mod:`.run` what a call resolves once,
+:mod:`.steps` takes a chunk's groups from their kernel PCA to the pre-image (for the
+single image and the stack alike), :mod:`.driver` chains the passes and :mod:`.stats`
 holds what they count and report.
 
 The method and its equations: ``docs/method.md``; the knobs: ``docs/options.md``.

@@ -14,33 +14,26 @@ is serial.  The method and its equations: ``docs/method.md``; the knobs:
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kpca_denoise.core.checks import is_number
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
-from kpca_denoise.core.preimage import preimage_groups
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
-from .calibrate import Calibration, calibrate, noise_fraction
-from .geometry import Geometry, resolve_geometry
-from .group_pca import NoiseFloors, fit_groups, noise_floors
+from .calibrate import calibrate
 from .matching import (exact_sums, gather, interleave_guide, match, match_from_groups,
                        pad_for_matching, quantise_guide, search_mask)
 from .options import GroupedOptions
-from .shrinkage import STAGE2_CUT, correct_means, eigen_floor, shrink_own, shrink_pilot
-from .stats import SPECTRUM_EVERY, ChannelStats, run_chunk_parts, spectrum_every
+from .run import PassSettings, Run, check_inputs, plan_pass, resolve_run, run_params
+from .stats import ChannelStats, run_chunk_parts, spectrum_every
+from .steps import estimate_groups, part_bounds
 
 __all__ = ["denoise_grouped", "denoise_grouped_channels", "resolve_options", "trial_denoiser",
            "region_plan", "RegionPlan", "PassRegion"]
 
-#: patches per group in stage 1 when ``GroupedOptions.group_size1`` is None (stage 2:
-#: ``GroupedOptions.group_size``)
-GROUP_SIZE1 = 40
 #: groups per chunk: a few tens of MB of buffers, and progress between chunks
 CHUNK_GROUPS = 2048
 #: groups of a chunk taken through every step together (gather to overlap average): a
@@ -72,24 +65,6 @@ def resolve_options(options: Options = None, **overrides: Any) -> GroupedOptions
         opts = GroupedOptions.from_dict({**opts.changed(), **overrides})
     return opts
 
-
-@dataclass(frozen=True)
-class _Run:
-    """Everything a pass needs, resolved once per call."""
-
-    options: GroupedOptions  # calibrated: periodic, lags, contrast, detail decided
-    geometry: Geometry
-    sigma: float
-    n1: int  # patches per group, stage 1 / stage 2
-    n2: int
-    kappa1: float
-    kappa2: float
-    kappa2_chroma: float
-    window: np.ndarray  # (p, p) weights of the overlap average
-
-    @property
-    def rbf(self) -> bool:
-        return self.options.kernel == "rbf"
 
 
 def denoise_grouped(image: np.ndarray, sigma: float, *, ranks: Sequence[int | None] = (None,),
@@ -150,88 +125,6 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
     return {rk: np.stack([r[rk] for r in results], axis=-1) for rk in results[0]}, stats
 
 
-# -- checks and resolution ------------------------------------------------------------
-
-
-def _check_inputs(chans: list, sigma: Any, ranks: Any) -> tuple[list, float, list]:
-    """The channels as contiguous float64, sigma as a float and the ranks as a list,
-    or a ValueError naming what is wrong."""
-    imgs = []
-    for im in chans:
-        im = np.ascontiguousarray(im, dtype=np.float64)
-        if not np.all(np.isfinite(im)):
-            raise ValueError("image contains NaN or Inf")
-        imgs.append(im)
-    if any(im.shape != imgs[0].shape or im.ndim != 2 for im in imgs):
-        raise ValueError("channels must be 2-D and of the same size")
-    if not (is_number(sigma) and math.isfinite(sigma) and sigma > 0.0):
-        raise ValueError(f"sigma must be a positive finite number, got {sigma!r}")
-    sigma = float(sigma)
-    if not (sigma * sigma > 0.0 and math.isfinite(1.0 / (sigma * sigma))):
-        raise ValueError(f"sigma {sigma} is too small: its square underflows float64 "
-                         "(give sigma in the image's units, at least 1e-150)")
-    if not math.isfinite(sigma * sigma):
-        raise ValueError(f"sigma {sigma} is too large: its square overflows float64 "
-                         "(give sigma in the image's units, at most 1e150)")
-    if isinstance(ranks, (str, bytes)) or not hasattr(ranks, "__iter__"):
-        raise ValueError(f"ranks must be a list such as [4, 8] or [None], got {ranks!r}")
-    rank_list = list(ranks)
-    if not rank_list:
-        raise ValueError("ranks must contain at least one entry (None = no cap)")
-    for rk in rank_list:
-        if rk is not None and (int(rk) != rk or int(rk) < 1):
-            raise ValueError(f"ranks must be None or integers >= 1, got {rk!r}")
-    return imgs, sigma, rank_list
-
-
-def _resolve(imgs: list, sigma: float, cal: Calibration) -> _Run:
-    """The :class:`_Run` of calibrated options on channels ``imgs``."""
-    o = cal.options
-    H, W = imgs[0].shape
-    g = resolve_geometry(o, noise_fraction(o, sigma, len(imgs)), o.periodic, o.detail)
-    p = g.patch_size
-    if H < p or W < p:
-        raise ValueError(f"image {H}x{W} is smaller than patch_size {p}")
-
-    def fewest(r: int) -> int:  # candidates of a corner reference (clipped window)
-        return min(r + 1, H - p + 1) * min(r + 1, W - p + 1)
-
-    if min(fewest(g.search_radius), fewest(g.search_radius1)) < 2:
-        raise ValueError(
-            f"image {H}x{W} is too small for patch_size {p}: fewer than 2 patches to group")
-    rbf = o.kernel == "rbf"
-    k2 = float(o.kappa2) if o.kappa2 is not None else (1.0 if o.periodic else 0.7)
-    beta = o.window_beta
-    win = np.outer(np.kaiser(p, beta), np.kaiser(p, beta)) if beta > 0 else np.ones((p, p))
-    n1 = max(2, min(GROUP_SIZE1 if o.group_size1 is None else int(o.group_size1),
-                    fewest(g.search_radius1)))
-    return _Run(
-        options=o, geometry=g, sigma=sigma, n1=n1,
-        n2=max(2, min(int(o.group_size), fewest(g.search_radius))) if o.regroup else n1,
-        kappa1=float(o.kappa1) if o.kappa1 is not None else (4.5 if rbf else 3.0),
-        kappa2=k2,
-        kappa2_chroma=float(o.kappa2_chroma) if o.kappa2_chroma is not None else 1.5 * k2,
-        window=np.ascontiguousarray(win, dtype=np.float64))
-
-
-def _report(run: _Run, cal: Calibration, floors: dict) -> dict:
-    """The resolved parameters of a run, as its stats report them."""
-    o, g = run.options, run.geometry
-    d = {k: v for k, v in asdict(o).items()
-         if k not in ("lags", "periodic", "detail", "contrast", "data_range")}
-    d.update(asdict(g))
-    d.update(group_size=run.n2, group_size1=run.n1, kappa1=run.kappa1, kappa2=run.kappa2,
-             kappa2_chroma=run.kappa2_chroma, stage2_cut=STAGE2_CUT,
-             data_range=None if o.data_range is None else float(o.data_range),
-             gamma_scale=float(o.gamma_scale), gamma_scale2=float(o.gamma_scale2),
-             tol=float(o.tol), window_beta=float(o.window_beta),
-             mean_kappa1=None if o.mean_kappa1 is None else float(o.mean_kappa1),
-             periodic=o.periodic, periodicity=cal.score, lags=[list(v) for v in o.lags],
-             periodic_trial=cal.trial, detail=o.detail, contrast=o.contrast,
-             sigma=run.sigma, **floors)
-    return d
-
-
 def trial_denoiser(cancel: Any = None):
     """The denoiser :func:`.calibrate.calibrate` runs its trial with: channels, sigma
     and options in, the no-cap estimates out."""
@@ -279,7 +172,7 @@ class RegionPlan:
     stage2: PassRegion | None
 
 
-def region_plan(run: _Run, shape: tuple, core: tuple | None) -> RegionPlan | None:
+def region_plan(run: Run, shape: tuple, core: tuple | None) -> RegionPlan | None:
     """What a ``core`` (y0, y1, x0, x1) of an image of ``shape`` depends on, per pass
     (None: the whole image).  A group writes within ``R + p`` of its reference (its
     members lie up to the search radius ``R`` away), so the final pass computes the
@@ -327,12 +220,12 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     """The driver for one or more channels of one size (one grouping for all): per
     channel ``{rank: (H, W)}`` and stats; ``core`` as :func:`denoise_grouped`'s."""
     t_all = time.perf_counter()
-    imgs, sigma, rank_list = _check_inputs(chans, sigma, ranks)
+    imgs, sigma, rank_list = check_inputs(chans, sigma, ranks)
     core = _check_core(core, imgs[0].shape)
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
 
     cal = calibrate(imgs, sigma, options, trial_denoiser(cancel))
-    run = _resolve(imgs, sigma, cal)
+    run = resolve_run(imgs, sigma, cal)
     plan = region_plan(run, imgs[0].shape, core)
     stats = [ChannelStats() for _ in imgs]
     floors: dict = {}
@@ -352,60 +245,21 @@ def _denoise_channels(chans: list, sigma: Any, ranks: Any, options: GroupedOptio
     else:
         outs = _run_pass(imgs, imgs, 1, ranks_arr, run, stats, floors, True, progress, cancel,
                          None, plan and plan.stage1)
-    params = _report(run, cal, floors)
+    params = run_params(run, cal, floors)
     total = time.perf_counter() - t_all
     results = [{rk: np.ascontiguousarray(out[i]) for i, rk in enumerate(rank_list)}
                for out in outs]
     return results, [st.report(total / len(imgs), params, rank_list) for st in stats]
 
 
-@dataclass(frozen=True)
-class _Pass:
-    """One pass's settings: stage, group size, geometry and noise floors."""
-
-    stage: int
-    n: int
-    stride: int
-    match_size: int
-    search_radius: int
-    floors: NoiseFloors  # channel 0's
-    floors_rest: NoiseFloors  # the channels after the first (the chrominances of colour)
-    tol2: float
-    final: bool
-    #: stage 2's kernel width for the noisy groups' own kernel PCA, which explicit
-    #: ranks keep whole (the stage-1 width)
-    own_gamma: float = 0.0
-    #: the final pass decomposes every this many-th group fully (the spectrum)
-    spectrum_every: int = SPECTRUM_EVERY
-
-
-def _plan_pass(run: _Run, stage: int, final: bool, floors_report: dict) -> _Pass:
-    """The settings of pass ``stage``; its kernel width and noise floor go into
-    ``floors_report``."""
-    o, g = run.options, run.geometry
-    p = g.patch_size
-    n = run.n1 if stage == 1 else run.n2
-    c = float(o.gamma_scale if stage == 1 else o.gamma_scale2)
-    fl = noise_floors(run.sigma, p * p, n, c, run.rbf, run.kappa1, run.kappa2)
-    floors_report[f"stage{stage}_gamma"] = fl.gamma
-    floors_report[f"stage{stage}_noise_floor"] = fl.tau1 if stage == 1 else fl.tau2
-    return _Pass(stage=stage, n=n, stride=g.stride1 if stage == 1 else g.stride, final=final,
-                 match_size=g.match_size1 if stage == 1 else g.match_size,
-                 search_radius=g.search_radius1 if stage == 1 else g.search_radius,
-                 floors=fl, floors_rest=fl.with_tau2(run.kappa2_chroma / run.kappa2),
-                 tol2=p * p * (float(o.tol) * run.sigma) ** 2,
-                 own_gamma=noise_floors(run.sigma, p * p, n, float(o.gamma_scale), run.rbf,
-                                        run.kappa1, run.kappa2).gamma)
-
-
-def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int, stats: list,
+def _pass_grid(run: Run, stage: int, final: bool, floors_report: dict, nr: int, stats: list,
                H: int, W: int, C: int, pages: int = 1, refs: tuple | None = None) -> tuple:
     """A pass's settings and reference grid on pages of ``H x W`` (``pages`` of them one
     above the other), within the bounds ``refs`` (:class:`PassRegion`; None: all):
     ``(ps, ys, xs, rows_per_chunk, nchunks, nums, dens)``, the accumulators zeroed for
     ``C`` channels and ``nr`` ranks; the groups are counted in ``stats``."""
     p = run.geometry.patch_size
-    ps = _plan_pass(run, stage, final, floors_report)
+    ps = plan_pass(run, stage, final, floors_report)
     ys = patch_positions(H, p, ps.stride)
     xs = patch_positions(W, p, ps.stride)
     if refs is not None:
@@ -420,7 +274,7 @@ def _pass_grid(run: _Run, stage: int, final: bool, floors_report: dict, nr: int,
     return ps, ys, xs, rows_per_chunk, nchunks, nums, dens
 
 
-def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run,
+def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: Run,
               stats: list, floors_report: dict, final: bool,
               progress: ProgressCallback | None, cancel: Any, groups: dict | None = None,
               region: PassRegion | None = None, predict: dict | None = None) -> list:
@@ -532,7 +386,7 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: _Run
 
 
 def _match_grouped(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
-                   rx: np.ndarray, run: _Run, ps: _Pass, lags: Sequence, running: bool,
+                   rx: np.ndarray, run: Run, ps: PassSettings, lags: Sequence, running: bool,
                    work: np.ndarray) -> tuple:
     """:func:`.matching.match_from_groups` with this pass's search (:data:`PREDICT`)."""
     return match_from_groups(groups, guide_m, inter, ry, rx, run.geometry.patch_size,
@@ -541,7 +395,7 @@ def _match_grouped(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarr
 
 
 def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
-           t_match: float, step: tuple, ranks: np.ndarray, run: _Run, ps: _Pass,
+           t_match: float, step: tuple, ranks: np.ndarray, run: Run, ps: PassSettings,
            st: ChannelStats, num: np.ndarray, den: np.ndarray,
            progress: ProgressCallback | None, own: tuple | None = None) -> None:
     """One chunk of groups of one channel: gather, kernel PCA, shrinkage, pre-image,
@@ -554,7 +408,7 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
     and reported per step (``ProgressEvent.seconds``).  ``own``: only each reference's
     own patch is accumulated (``(ry, rx)`` of the references)."""
     size = max(1, PART_GROUPS // ps.spectrum_every) * ps.spectrum_every
-    bounds = [(a, min(len(gy), a + size)) for a in range(0, len(gy), size)]
+    bounds = part_bounds(len(gy), size)
 
     def compute(j: int, mine: ChannelStats) -> tuple:
         a, b = bounds[j]
@@ -578,49 +432,18 @@ def _chunk(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.n
 
 
 def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.ndarray,
-          ranks: np.ndarray, run: _Run, ps: _Pass, st: ChannelStats,
+          ranks: np.ndarray, run: Run, ps: PassSettings, st: ChannelStats,
           own: tuple | None) -> tuple:
     """The steps of :func:`_chunk` up to the pre-image for a part of its groups, on one
-    thread: ``(estimates, aggregation weights)``; its times and counts go into ``st``
-    (the part's own)."""
+    thread: the members gathered, then :func:`.steps.estimate_groups`; returns
+    ``(estimates, aggregation weights)``, its times and counts in ``st`` (the part's
+    own)."""
     p = run.geometry.patch_size
-    rbf = run.rbf
-    fl = ps.floors
-    sec = st.seconds
     t0 = time.perf_counter()
     X = gather(img, gy, gx, p)
-    P = gather(guide, gy, gx, p) if ps.stage == 2 else X
-    t1 = time.perf_counter()
-    sec["grouping"] += t1 - t0
-    # only the components the shrinkage keeps: above the stage-1 threshold, or above
-    # the stage-2 cut (and every SPECTRUM_EVERY-th group whole, for the final spectrum);
-    # an explicit rank in stage 1 may keep components below the threshold: all
-    fl_ch = fl if ch == 0 else ps.floors_rest
-    floor = eigen_floor(ps.stage, ranks, fl_ch, ps.n)
-    every = ps.spectrum_every
-    fit = fit_groups(P, rbf, fl.gamma, floor, gram=rbf, every=every if ps.final else 0)
-    lam, V, rowmean = fit[:3]
-    K = fit[3] if rbf else None  # the RBF Gram saves the pre-image's first distances
-    t2 = time.perf_counter()
-    sec["eigensolver"] += t2 - t1
-    if ps.final:  # the spectrum's sampled groups
-        sampled = lam[::every]
-        st.spectrum = sampled.sum(axis=0)
-        st.spectrum_groups += len(sampled)
-        st.add_samples("spectrum", sampled)
-        st.final_groups += len(gy)
-    auto, parts = shrink_by_rank(ps, lam, V, rowmean, P, X, K, fl_ch, ranks, rbf, st)
-    t3 = time.perf_counter()
-    sec["projection"] += t3 - t2
-    Est, aggw, fb, its = preimage_by_rank(auto, parts, rbf, int(run.options.max_iter), ps.tol2)
-    # the mean step on channel 0 only (the luminance of colour): the chrominances lose
-    # with it (docs/options.md); its time counts as the pre-image's
-    mk = run.options.mean_kappa1
-    if ps.stage == 1 and ch == 0 and mk is not None:
-        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (p * p))
-    st.fallbacks += int(fb)
-    st.iterations += int(its)
-    sec["preimage"] += time.perf_counter() - t3
+    G = gather(guide, gy, gx, p) if ps.stage == 2 else X
+    st.seconds["grouping"] += time.perf_counter() - t0
+    Est, aggw = estimate_groups(X, G, ch, ranks, run, ps, st)
     if own is not None:  # only each reference's own patch
         aggw = aggw * ((gy == own[0][:, None]) & (gx == own[1][:, None]))[:, None, :]
     return Est, aggw
@@ -650,7 +473,7 @@ def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, str
 
 
 def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
-                run: _Run, ps: _Pass, stats: list, nums: list, dens: list, lags: Sequence,
+                run: Run, ps: PassSettings, stats: list, nums: list, dens: list, lags: Sequence,
                 running: bool, work: np.ndarray, progress: ProgressCallback | None,
                 exact: tuple | None, last: tuple, predict: dict | None = None) -> None:
     """The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
@@ -702,65 +525,3 @@ def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ra
     for n, d, n2, d2 in zip(nums, dens, nn, dd):
         n[:, holes] = n2[:, holes]
         d[:, holes] = d2[:, holes]
-
-
-def shrink_by_rank(ps: _Pass, lam, V, rowmean, P, X, K, fl_ch: NoiseFloors, ranks: np.ndarray,
-                   rbf: bool, st: ChannelStats) -> tuple[np.ndarray, list]:
-    """The shrinkage of one chunk's groups for every rank: ``(auto, parts)``, ``auto``
-    marking the ranks of the first part.  Each part is (expansion weights, aggregation
-    weights, kept, members, kernel width, Gram): in stage 2 the auto rank is the pilot's
-    shrinkage, and explicit ranks keep that many of the noisy group's own components
-    whole (docs/method.md#ranks).  The kept counts go into ``st`` on the final pass."""
-    auto = ranks < 0 if ps.stage == 2 else np.ones(len(ranks), bool)
-    parts = []
-    if ps.stage == 1:
-        parts.append((*shrink_own(lam, V, ps.floors.tau1, ranks), P, ps.floors.gamma, K))
-    elif auto.any():
-        parts.append((*shrink_pilot(lam, V, rowmean, P, X, fl_ch, rbf, ranks[auto]), P,
-                      ps.floors.gamma, K))
-    if not auto.all():
-        parts.append(_own_components(X, ranks[~auto], rbf, ps.own_gamma, st,
-                                     ps.spectrum_every))
-    if ps.final:
-        st.kept = _by_rank(auto, [pt[2] for pt in parts]).sum(axis=0) + st.kept
-    return auto, parts
-
-
-def preimage_by_rank(auto: np.ndarray, parts: list, rbf: bool, max_iter: int,
-                     tol2: float) -> tuple:
-    """The pre-images of :func:`shrink_by_rank`'s parts, back in the order of the ranks:
-    ``(Est (m, nr, n, d), aggregation weights (m, nr, n), fallbacks, iterations)``."""
-    ests, fb, its = [], 0, 0
-    for Gam, _, _, members, gamma, gram in parts:
-        e, f, i = preimage_groups(Gam, members, rbf, gamma, max_iter, tol2, gram)
-        ests.append(e)
-        fb, its = fb + int(f.sum()), its + int(i.sum())
-    return _by_rank(auto, ests), _by_rank(auto, [pt[1] for pt in parts]), fb, its
-
-
-def _own_components(X: np.ndarray, ranks: np.ndarray, rbf: bool, gamma: float,
-                    st: ChannelStats, every: int = SPECTRUM_EVERY) -> tuple:
-    """Stage 2's explicit ranks: each noisy group's own kernel PCA with its ``ranks``
-    leading components kept whole.  Returns what :func:`_chunk` needs for the
-    pre-image (as its other rank kind does); the groups' summed spectrum (what the
-    ranks cut) is added to ``st.rank_spectrum``."""
-    fit = fit_groups(X, rbf, gamma, 0.0, gram=rbf)
-    lam, V = fit[0], fit[1]
-    st.rank_spectrum = lam.sum(axis=0) + (st.rank_spectrum if st.rank_spectrum is not None
-                                          else 0.0)
-    st.add_samples("rank_spectrum", lam[::every])
-    Gam, aggw, kept = shrink_own(lam, V, math.inf, ranks)
-    return Gam, aggw, kept, X, gamma, (fit[3] if rbf else None)
-
-
-def _by_rank(auto: np.ndarray, parts: list) -> np.ndarray:
-    """The arrays of the auto ranks and of the explicit ranks (in that order in
-    ``parts``, each with its ranks on axis 1) put back in the order of ``auto``."""
-    if len(parts) == 1:
-        return parts[0]
-    shape = list(parts[0].shape)
-    shape[1] = len(auto)
-    out = np.empty(shape, dtype=np.result_type(*parts))
-    out[:, np.flatnonzero(auto)] = parts[0]
-    out[:, np.flatnonzero(~auto)] = parts[1]
-    return out

@@ -273,13 +273,13 @@ def _tql(d, e, z, m):
 def lanczos_top(A, want, floor, tol, lam, V):
     """Find the ``want`` leading eigenpairs of a symmetric PSD matrix by Lanczos.
 
-    The eigenpairs of ``A`` (descending in ``lam`` and the columns of ``V``; zeros after them), whose
-    eigenvalues are known to be above ``floor``: Lanczos with full
-    reorthogonalisation from a fixed start, ``want + 10`` steps and 6 more until each
-    of those Ritz values is above ``floor`` with a residual below ``tol`` times the
-    largest (at most ``n`` steps: then exact).  Returns the number of steps, or -1 if
-    it could not start or the tridiagonal solver failed (then ``lam``, ``V`` are
-    unset)."""
+    The eigenpairs of ``A`` (descending in ``lam`` and the columns of ``V``; zeros after
+    them), whose eigenvalues are known to be above ``floor``: Lanczos with full
+    reorthogonalisation from a fixed start, ``want + 10`` steps and 6 more until each of
+    those Ritz values is above ``floor`` with a residual below ``tol`` times the largest
+    (at most ``n`` steps: then exact). Returns the number of steps, or -1 if it could
+    not start or the tridiagonal solver failed (then ``lam``, ``V`` are unset).
+    """
     n = A.shape[0]
     Q = np.empty((n, n))
     alpha = np.empty(n)

@@ -29,19 +29,19 @@ from kpca_denoise.core.parallel import run_parts
 from kpca_denoise.core.patches import accumulate_groups, patch_positions
 from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
+from . import driver
 from .calibrate import calibrate
 from .cross_pages import candidate_offsets, cross_match
-from . import driver
-from .driver import (CHUNK_GROUPS, GROUP_SIZE1, _check_inputs, _plan_pass, _report, _resolve,
-                     preimage_by_rank, resolve_options, shrink_by_rank, trial_denoiser)
+from .driver import CHUNK_GROUPS, resolve_options, trial_denoiser
 from .geometry import HIGH_NOISE
-from .group_pca import fit_groups
+from .group_pca import noise_floors
 from .matching import exact_sums, match, pad_for_matching, quantise_guide, search_mask
 from .motion import page_shifts, steady_shifts
 from .options import GroupedOptions
-from .shrinkage import correct_means, eigen_floor
+from .run import GROUP_SIZE1, check_inputs, plan_pass, resolve_run, run_params
 from .slices import THIN, THIN_STAGES, depth_pages, motion_track, page_references
-from .stats import SPECTRUM_EVERY, ChannelStats, run_chunk_parts
+from .stats import ChannelStats, run_chunk_parts
+from .steps import estimate_groups, part_bounds
 
 __all__ = ["denoise_grouped_stack", "calibrate_stack",
            "stack_bytes", "StackReach", "page_reach", "spatial_reach", "WINDOW", "RADIUS",
@@ -247,9 +247,9 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
 
     def read(k: int) -> list:
         page = np.asarray(stack[k])
-        return _check_inputs([page[..., c] for c in range(C)], sigma, ranks)[0]
+        return check_inputs([page[..., c] for c in range(C)], sigma, ranks)[0]
 
-    _, sigma, rank_list = _check_inputs([np.zeros((1, 1))], sigma, ranks)
+    _, sigma, rank_list = check_inputs([np.zeros((1, 1))], sigma, ranks)
     ranks_arr = np.asarray([-1 if rk is None else int(rk) for rk in rank_list], dtype=np.int64)
     w = max(0, int(window))
     linked = (np.ones(max(P - 1, 0), np.bool_) if linked is None
@@ -261,7 +261,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
     shifts = np.ascontiguousarray(shifts, dtype=np.int64).reshape(max(P - 1, 0), 2)
     middle = read(P // 2)
     cal = calibrate(middle, sigma, resolve_options(options, **overrides), trial_denoiser(cancel))
-    run = _resolve(middle, sigma, cal)
+    run = resolve_run(middle, sigma, cal)
     if _high_noise_groups(cal.options, run, sigma, middle[0].shape):
         run = _high_noise_run(run)
     run = _own_page_run(run, middle[0].shape)
@@ -285,7 +285,7 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
                 results[rk][k] = o
     _sweep(read, (P, H, W, C), rank_list, ranks_arr, run, stats, floors, seq,
            sink, progress, cancel)
-    params = _report(run, cal, floors)
+    params = run_params(run, cal, floors)
     total = time.perf_counter() - t_all
     share = used / np.maximum(used.sum(axis=1, keepdims=True), 1.0)
     info = dict(window=w, radius=seq["R"], shifts=shifts.tolist(), linked=linked.tolist(),
@@ -353,7 +353,7 @@ class _Stage:
         g = run.geometry
         self.stage, self.ranks, self.imgs, self.guide_pages = stage, ranks, imgs, guides
         # the pilot's grid, or stage 2's own (a single image's, sparser: STAGE2_GRID)
-        self.ps = _plan_pass(run, stage, final, floors)
+        self.ps = plan_pass(run, stage, final, floors)
         if not STAGE2_GRID:
             self.ps = replace(self.ps, stride=g.stride1)
         self.ps3 = _depth_pass(run, self.ps, stage, seq["depth"])
@@ -572,10 +572,6 @@ def _slab(ring: _Ring, k: int, seq: dict, H: int, W: int) -> list:
 def _depth_pass(run, ps, stage: int, depth: int):
     """The pass's settings for patches ``depth`` pages deep: the floors and tolerance of
     ``depth p^2``-dimensional patches."""
-    from dataclasses import replace
-
-    from .group_pca import noise_floors
-
     o = run.options
     d = depth * run.geometry.patch_size ** 2
     c = float(o.gamma_scale if stage == 1 else o.gamma_scale2)
@@ -626,11 +622,12 @@ def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
               for q in depth_pages(gp, depth, P, scene)]
 
     cols = np.stack([x for _, _, x in slices])
+    every = s.ps3.spectrum_every
     part = -(-driver.PART_GROUPS // depth)
-    part = -(-part // SPECTRUM_EVERY) * SPECTRUM_EVERY
+    part = -(-part // every) * every
     d = p * p
     num, den = s.sums.arrays[ch], s.dens.arrays[ch]
-    bounds = [(a, min(len(gy), a + part)) for a in range(0, len(gy), part)]
+    bounds = part_bounds(len(gy), part)
 
     def compute(j: int, mine: ChannelStats) -> tuple:
         a, b = bounds[j]
@@ -659,10 +656,9 @@ def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:
 def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
                 st: ChannelStats) -> tuple:
     """The steps of :func:`_chunk_depth` up to the pre-image for a part of its groups
-    (``slices``: each slice's pages and rows, ``cols`` its columns): ``(Est, aggw)``."""
+    (``slices``: each slice's pages and rows, ``cols`` its columns): the 3-D members
+    gathered, then :func:`.steps.estimate_groups`; returns ``(Est, aggw)``."""
     p = run.geometry.patch_size
-    ps = s.ps3
-    fl = ps.floors
 
     def members(ring: _Ring) -> np.ndarray:
         out = np.empty(cols.shape[1:] + (len(slices) * p * p,))
@@ -671,34 +667,8 @@ def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
                   cols, p, out)
         return out
 
-    sec = st.seconds
     t0 = time.perf_counter()
     X = members(s.imgs)
-    G = members(s.guide_pages) if ps.stage == 2 else X
-    t1 = time.perf_counter()
-    sec["grouping"] += t1 - t0
-    fl_ch = fl if ch == 0 else ps.floors_rest
-    fit = fit_groups(G, run.rbf, fl.gamma, eigen_floor(ps.stage, s.ranks, fl_ch, ps.n),
-                     gram=run.rbf, every=SPECTRUM_EVERY if ps.final else 0)
-    lam, V, rowmean = fit[:3]
-    if ps.final:  # the spectrum of the groups decomposed whole (stats.SPECTRUM_EVERY)
-        sampled = lam[::SPECTRUM_EVERY]
-        st.spectrum = sampled.sum(axis=0) + (st.spectrum if st.spectrum is not None else 0.0)
-        st.spectrum_groups += len(sampled)
-        st.final_groups += len(G)
-        st.add_samples("spectrum", sampled)
-    t2 = time.perf_counter()
-    sec["eigensolver"] += t2 - t1
-    auto, parts = shrink_by_rank(ps, lam, V, rowmean, G, X, fit[3] if run.rbf else None,
-                                 fl_ch, s.ranks, run.rbf, st)
-    t3 = time.perf_counter()
-    sec["projection"] += t3 - t2
-    Est, aggw, fb, its = preimage_by_rank(auto, parts, run.rbf, int(run.options.max_iter),
-                                          ps.tol2)
-    mk = run.options.mean_kappa1
-    if ps.stage == 1 and ch == 0 and mk is not None:
-        correct_means(Est, X, float(mk) * run.sigma * run.sigma / (len(slices) * p * p))
-    st.fallbacks += fb
-    st.iterations += its
-    sec["preimage"] += time.perf_counter() - t3
-    return Est, aggw
+    G = members(s.guide_pages) if s.ps3.stage == 2 else X
+    st.seconds["grouping"] += time.perf_counter() - t0
+    return estimate_groups(X, G, ch, s.ranks, run, s.ps3, st)
