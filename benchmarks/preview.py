@@ -34,9 +34,9 @@ import numpy as np
 
 import kpca_denoise.tiling as tiling
 from benchmarks.common import results_header, sample_image
-from kpca_denoise.gui.compute import _MODELS, JobItem
-from kpca_denoise.gui.image_preview import (_DECISIONS, _MEASURED, prepare_preview, preview_tile,
-                                            run_preview)
+from kpca_denoise.gui.jobs import MODELS as _MODELS, JobItem
+from kpca_denoise.gui.image_preview import DECISIONS as _DECISIONS, MEASURED as _MEASURED
+from kpca_denoise.gui.image_preview import prepare_preview, preview_tile, run_preview
 from kpca_denoise.gui.model import default_ranks
 from kpca_denoise.params import DenoiseParams
 from kpca_denoise.pipeline import denoise_set, result_keys

@@ -30,7 +30,7 @@ import numpy as np
 
 from benchmarks.common import results_header, sample_digits, sample_image
 from kpca_denoise.gui.model import auto_neighbours, default_ranks
-from kpca_denoise.gui.compute import compute_metrics
+from kpca_denoise.gui.jobs import compute_metrics
 from kpca_denoise.params import DenoiseParams
 from kpca_denoise.pipeline import denoise_set, result_keys
 

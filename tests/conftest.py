@@ -15,11 +15,10 @@ def _qt_garbage_is_collected_on_the_main_thread(request):
     ``tests/test_executor.py``.  A PySide6 object finalised there holds Qt's
     connection lock while it waits for the GIL, and the main thread holds the GIL
     while it waits for that lock in ``QObject::connect``: the suite hung so in a CI
-    run (in the ``window`` fixture of ``test_gui.py``; py-spy showed both
+    run (in the ``window`` fixture of the window's tests; py-spy showed both
     stacks).  So the automatic collector is off during a Qt test, and the garbage
     is collected here, on the main thread, after its widgets are closed."""
-    if "qtbot" not in request.fixturenames and not request.node.module.__name__.endswith(
-            "test_gui"):
+    if "qtbot" not in request.fixturenames and "qapp" not in request.fixturenames:
         yield
         return
     import gc

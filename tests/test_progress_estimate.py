@@ -216,7 +216,7 @@ def test_a_real_tiled_colour_run_counts_each_tile_once():
     the k-th tile's end the run is k/n done (the fill's events once read as a new pass,
     and a 12-tile phone photo said 'run 100 %' after six tiles)."""
     from kpca_denoise import denoise_set
-    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.samples import sample_images_dir
     from kpca_denoise.params import DenoiseParams
 
     img = np.asarray(Image.open(sample_images_dir() / "astronaut.png").convert("RGB"))[:, :300]

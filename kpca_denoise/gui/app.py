@@ -15,9 +15,10 @@ import signal
 import sys
 from pathlib import Path
 
+from ..samples import sample_images_dir
 from ..signals import STOP_SIGNALS
 
-__all__ = ["main", "sample_images_dir", "platform_problem", "DEMO_PARAMS", "DEMO_FILES"]
+__all__ = ["main", "platform_problem", "DEMO_PARAMS", "DEMO_FILES"]
 
 DEMO_FILES = ("camera.png", "astronaut.png", "digits.npz")
 #: the demo: plain kernel PCA (its spectrum is the interesting one to show),
@@ -27,16 +28,6 @@ DEMO_PARAMS = dict(method="global", ranks=(4, 8, 16), add_noise=25.0, n_train=16
 #: the window size of screenshots (the README's picture; at least 1200 x 800)
 SCREENSHOT_SIZE = (1600, 1000)
 DEMO_TIMEOUT_S = 900
-
-
-def sample_images_dir() -> Path:
-    """The shipped sample images: inside the installed package (a wheel carries them as
-    ``kpca_denoise/sample_images``), else the source checkout's ``sample_images/``."""
-    import kpca_denoise
-
-    pkg = Path(kpca_denoise.__file__).resolve().parent
-    packaged = pkg / "sample_images"
-    return packaged if packaged.is_dir() else pkg.parent / "sample_images"
 
 
 def _parse_argv(argv: list[str]) -> argparse.Namespace:

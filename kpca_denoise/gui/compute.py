@@ -1,4 +1,5 @@
-"""What the GUI computes, with no Qt: jobs, outcomes, metrics, the compute process.
+"""The compute process's loop, with no Qt: it runs the window's jobs (:mod:`.jobs`) and
+sends their outcomes, progress and spectra back.
 
 The numerical work runs in a separate *process* (spawned once and kept for
 later runs) driven by a QThread relay in :mod:`kpca_denoise.gui.worker`.  A
@@ -15,13 +16,14 @@ Everything here is plain Python so that the child imports no widgets.
 
 from __future__ import annotations
 
-import json
+import multiprocessing
 import os
 import queue as queue_mod
+import threading
 import time
 import traceback
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -29,19 +31,18 @@ from ..core.metrics import residual_std
 from ..core.progress import Cancelled, ProgressEvent
 from ..evaluation import rank_notes
 from ..params import DenoiseParams
-from ..pipeline import denoise_set, evaluate, remaining_noise, result_keys
+from ..pipeline import denoise_set, result_keys
+from .image_preview import prepare_preview, run_preview
+from .jobs import (FIT_ERRORS, Emit, ItemOutcome, Job, JobItem, cached_model, compute_metrics,
+                   keep_model, params_key, rank_label, rank_sort_key, unique_names)
+from .stack_preview import decisions_kept
 
 __all__ = [
-    "JobItem",
-    "Job",
-    "ItemOutcome",
-    "PreviewOutcome",
-    "compute_metrics",
-    "params_key",
-    "rank_sort_key",
-    "rank_label",
+    "Throttle",
+    "reproducing_ranks",
     "run_job",
     "serve",
+    "drain",
     "PROGRESS_INTERVAL",
     "SPECTRUM_INTERVAL",
 ]
@@ -51,147 +52,6 @@ __all__ = [
 PROGRESS_INTERVAL = 0.066
 #: minimum seconds between two live-spectrum updates (each one repaints the plot)
 SPECTRUM_INTERVAL = 0.1
-
-
-def params_key(params: DenoiseParams, fit_set: tuple = ()) -> str:
-    """Everything that decides a result except the ranks, as a stable string.
-
-    ``fit_set``: the keys of the images whose patches trained one shared model
-    (a set fit, see :class:`Job`), in the order they were given; empty for an
-    image fitted alone.  A set fit depends on every member, so it is part of
-    the key.
-    """
-    d = params.to_dict()
-    d.pop("ranks", None)
-    if len(fit_set) > 1:
-        d["fit_set"] = list(fit_set)
-    return json.dumps(d, sort_keys=True, default=str)
-
-
-def rank_sort_key(rank: int | None) -> float:
-    """Order ranks with ``None`` (no cap) last: it keeps the most components."""
-    return float("inf") if rank is None else float(rank)
-
-
-def rank_label(rank: int | None) -> str:
-    return "auto" if rank is None else str(rank)
-
-
-def compute_metrics(estimate: np.ndarray, clean: np.ndarray | None, dtype: np.dtype,
-                    is_patchset: bool) -> dict:
-    """PSNR/SSIM against ``clean`` when there is one, else the remaining noise.
-
-    Returns ``{'psnr', 'ssim'}``, ``{'remaining_noise'}``, ``{}`` (a patch set
-    without a reference: a noise estimate of a mosaic means nothing), or
-    ``{'error': text}`` when the reference does not match.
-    """
-    if clean is not None:
-        if np.shape(clean) != np.shape(estimate):
-            return {"error": f"reference shape {np.shape(clean)} ≠ image shape {np.shape(estimate)}"}
-        return evaluate(clean, estimate, dtype, patchset=is_patchset)
-    if is_patchset:
-        return {}
-    return {"remaining_noise": remaining_noise(estimate)}
-
-
-@dataclass
-class JobItem:
-    """One image of a job and the ranks still missing for it (``array`` None: not sent,
-    :meth:`Job.without_pages`)."""
-
-    key: str
-    name: str
-    array: np.ndarray | None
-    is_patchset: bool
-    ranks: tuple
-    reference: np.ndarray | None = None
-
-
-@dataclass
-class Job:
-    items: list
-    params: DenoiseParams
-    purpose: str = "run"  # 'run', 'export' (what the window does when it finishes), 'preview'
-    #: or 'prepare' (a preview's whole-image decisions, in the background)
-    box: tuple = ()  # a preview's region (y0, y1, x0, x1) of its one item
-    job_id: int = 0
-    #: tuples of indices into ``items`` denoised together by one ``denoise_set``
-    #: call, i.e. one global kernel PCA for the group (one per kind of image),
-    #: as the command line fits them for a folder; every other item is fitted alone.
-    #: A preview's (or its decisions') sequence: its one set, the pages of the
-    #: ``focus`` item's sequence (the region of ``items[focus]`` is previewed)
-    sets: list = field(default_factory=list)
-    focus: int = 0
-
-    def without_pages(self) -> "Job":
-        """The job as first sent to the compute process: a preview of a sequence's page
-        carries that page's arrays only, as the process keeps the pages with the
-        sequence's decisions (:func:`.stack_preview.decisions_kept`); where it does not,
-        it answers ``status`` 'pages' and gets the whole job (:mod:`.worker`)."""
-        if self.purpose != "preview" or not self.sets:
-            return self
-        return replace(self, items=[it if i == self.focus else replace(it, array=None,
-                                                                       reference=None)
-                                    for i, it in enumerate(self.items)])
-
-
-@dataclass
-class PreviewOutcome:
-    """A region of one image denoised at every rank (sent to the GUI): ``box`` (y0, y1,
-    x0, x1) is the core computed, exactly the full run's pixels there."""
-
-    key: str
-    params_key: str
-    params: DenoiseParams
-    box: tuple = ()
-    outputs: dict = field(default_factory=dict)  # rank -> the box's pixels
-    metrics: dict = field(default_factory=dict)  # rank -> metrics in the box
-    noisy_metrics: dict = field(default_factory=dict)
-    noisy: np.ndarray | None = None  # the whole noisy image when noise was added
-    noise_sigma: float = float("nan")
-    noise_estimated: bool = False
-    noise_model: dict | None = None
-    noise: dict | None = None  # the measured noise (white or correlated; stats['noise'])
-    spectrum: np.ndarray | None = None  # the global model's eigenvalues
-    group_spectra: list = field(default_factory=list)  # grouped: stats per channel
-    seconds: float = 0.0
-    error: str | None = None
-    note: str | None = None
-    decided_before: bool = False  # the whole image's decisions were made before (kept)
-    #: a page of a sequence: the run's decision for it (``stats['sequence']`` of the
-    #: pipeline: decision, choice, reason, page, pages) and, denoised with its neighbours,
-    #: the pages the preview read (``first``, ``last``: indices in the sequence, as
-    #: ``page``) and the share of its groups' members from each (``neighbours_used``)
-    sequence: dict | None = None
-
-
-@dataclass
-class ItemOutcome:
-    """What was computed for one image (sent to the GUI)."""
-
-    key: str
-    name: str
-    params_key: str
-    params: DenoiseParams
-    outputs: dict = field(default_factory=dict)  # rank -> array, the input's shape and dtype
-    metrics: dict = field(default_factory=dict)  # rank -> dict
-    residual_std: dict = field(default_factory=dict)  # rank -> float
-    noisy: np.ndarray | None = None
-    noisy_metrics: dict = field(default_factory=dict)
-    noise_sigma: float = float("nan")
-    noise_estimated: bool = False
-    eigenvalues: np.ndarray | None = None
-    total_variance: float | None = None
-    resolved: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    error: str | None = None
-    fit_set: tuple = ()  # keys of the images the model was fitted on together; () = this one alone
-    partial: bool = False  # more ranks of this image follow in later outcomes
-    note: str | None = None  # the pipeline's word on this image (e.g. no noise: unchanged)
-    #: rank -> the ranks a command-line run needs to give exactly this output (the global
-    #: kernel PCA is fitted for the largest rank of a run: a smaller rank depends on it)
-    fit_ranks: dict = field(default_factory=dict)
 
 
 def _total_variance(model: Any) -> float | None:
@@ -213,10 +73,7 @@ def _total_variance(model: Any) -> float | None:
         return None
 
 
-Emit = Callable[[str, Any], None]
-
-
-class _Throttle:
+class Throttle:
     """Progress callback for the pipeline: forwards at most ~15 messages a second per stage."""
 
     def __init__(self, emit: Emit) -> None:
@@ -249,28 +106,10 @@ class _Throttle:
             self.emit("progress", (ev.stage, int(ev.done), int(ev.total), ev.message))
 
 
-#: fitted global models of this (worker) process, by (image key, parameters
-#: without ranks): a new rank up to a model's size reuses its eigendecomposition
-_MODELS: dict = {}
-_MODELS_KEPT = 16
-
-
-#: what a failed fit raises (anything else is a bug, reported as a failed run)
-_FIT_ERRORS = (ValueError, MemoryError, FloatingPointError, np.linalg.LinAlgError)
-
-
-def _keep_model(model_key, model) -> None:
-    if model is not None:
-        _MODELS.pop(model_key, None)
-        _MODELS[model_key] = model
-        while len(_MODELS) > _MODELS_KEPT:
-            _MODELS.pop(next(iter(_MODELS)))
-
-
 class _RankLabel:
     """Progress callback that adds "rank r, k of n" to the stages of one rank's pass."""
 
-    def __init__(self, inner: _Throttle, rank, k: int, n: int) -> None:
+    def __init__(self, inner: Throttle, rank, k: int, n: int) -> None:
         self.inner, self.text = inner, f"rank {rank_label(rank)}, {k} of {n}"
 
     def __call__(self, ev: ProgressEvent) -> None:
@@ -279,7 +118,7 @@ class _RankLabel:
         self.inner(ev)
 
 
-def _run_item(item: JobItem, base: DenoiseParams, progress: _Throttle, cancel: Any):
+def _run_item(item: JobItem, base: DenoiseParams, progress: Throttle, cancel: Any):
     """Yield the outcomes of one image.  With 'global' and several ranks, one outcome per
     rank as soon as it is done (the largest first: its fit serves every smaller rank), so
     the window shows each rank when it finishes and a cancel keeps the finished ones."""
@@ -302,7 +141,7 @@ def _image_auto_rank(params: DenoiseParams) -> int:
     return result_keys(params.replace(ranks=(None,)), False)[0]
 
 
-def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throttle: _Throttle,
+def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throttle: Throttle,
                cancel: Any) -> ItemOutcome:
     params = base.replace(ranks=tuple(ranks))
     out = ItemOutcome(key=item.key, name=item.name, params_key=params_key(params), params=params)
@@ -310,11 +149,11 @@ def _run_ranks(item: JobItem, base: DenoiseParams, ranks: tuple, progress, throt
     model_key = (item.key, out.params_key)
     try:
         res = denoise_set([item.array], params, names=[item.name], patch_sets=[item.is_patchset],
-                          progress=progress, cancel=cancel, model=_MODELS.get(model_key))
-        _keep_model(model_key, res.model)
+                          progress=progress, cancel=cancel, model=cached_model(model_key))
+        keep_model(model_key, res.model)
     except Cancelled:
         raise
-    except _FIT_ERRORS as exc:
+    except FIT_ERRORS as exc:
         out.error = f"{item.name}: {exc}"
         return out
     out.seconds = time.perf_counter() - t
@@ -334,7 +173,7 @@ class _FitSpectra:
     their spectra are the last eigensolver reports of each fit.
     """
 
-    def __init__(self, inner: _Throttle) -> None:
+    def __init__(self, inner: Throttle) -> None:
         self.inner = inner
         self.spectra: list[np.ndarray] = []
         self._in_solver = False
@@ -350,17 +189,7 @@ class _FitSpectra:
         self.inner(ev)
 
 
-def _unique_names(names: list[str]) -> list[str]:
-    # denoise_set reports which items each model covers by name
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-        out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
-    return out
-
-
-def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any):
+def _run_set(items: list, base: DenoiseParams, progress: Throttle, cancel: Any):
     """Denoise ``items`` with one ``denoise_set`` call; yields their outcomes.
 
     One model is fitted for all items of a kind (grey, colour, patch sets of
@@ -375,7 +204,7 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
     params = base.replace(ranks=ranks)
     fit_set = tuple(it.key for it in items)
     pkey = params_key(params, fit_set)
-    names = _unique_names([it.name for it in items])
+    names = unique_names([it.name for it in items])
     outs = [ItemOutcome(key=it.key, name=it.name, params_key=pkey, params=params, fit_set=fit_set)
             for it in items]
     spectra = _FitSpectra(progress)
@@ -384,11 +213,11 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
     try:
         res = denoise_set([it.array for it in items], params, names=names,
                           patch_sets=[it.is_patchset for it in items], progress=spectra,
-                          cancel=cancel, model=_MODELS.get(model_key))
-        _keep_model(model_key, res.model)
+                          cancel=cancel, model=cached_model(model_key))
+        keep_model(model_key, res.model)
     except Cancelled:
         raise
-    except _FIT_ERRORS as exc:
+    except FIT_ERRORS as exc:
         for out in outs:
             out.error = f"{out.name}: the set could not be denoised: {exc}"
             yield out
@@ -414,7 +243,7 @@ def _run_set(items: list, base: DenoiseParams, progress: _Throttle, cancel: Any)
 
 
 def _fill_outcome(out: ItemOutcome, item: JobItem, img, timings: dict, resolved: dict,
-                  eigenvalues, total_variance, progress: _Throttle) -> ItemOutcome:
+                  eigenvalues, total_variance, progress: Throttle) -> ItemOutcome:
     """Outputs, metrics and residuals of one image of a ``denoise_set`` result."""
     params = out.params
     out.timings = dict(timings)
@@ -487,12 +316,9 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
     ``status`` 'pages': a preview sent without its sequence's pages
     (:meth:`Job.without_pages`) whose decisions this process does not keep.
     """
-    from .image_preview import prepare_preview, run_preview
-    from .stack_preview import decisions_kept
-
     t0 = time.perf_counter()
     summary = {"status": "done", "done": 0, "failed": 0, "message": "", "seconds": 0.0}
-    throttle = _Throttle(emit)
+    throttle = Throttle(emit)
     n = len(job.items)
     group_of = {i: tuple(g) for g in job.sets if len(g) > 1 for i in g}
     try:
@@ -513,7 +339,7 @@ def run_job(job: Job, emit: Emit, cancel: Any) -> dict:
         elif job.purpose == "prepare":  # a failure is the preview's to report
             try:
                 prepare_preview(item, job.params, cancel, sequence)
-            except _FIT_ERRORS:
+            except FIT_ERRORS:
                 pass
             job = replace(job, items=[])
         for i, item in enumerate(job.items):
@@ -565,9 +391,6 @@ def _exit_with_parent() -> None:
     the window left the compute process (and multiprocessing's resource tracker, which
     waits for it) running for good.  The parent's sentinel, a pipe only the parent
     holds open, reaches end-of-file when the parent is gone: no polling."""
-    import multiprocessing
-    import threading
-
     parent = multiprocessing.parent_process()
     if parent is None:  # not started by multiprocessing (a test calling serve directly)
         return

@@ -16,7 +16,7 @@ from .layout import WELCOME_TEXT
 from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
 from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
                     rank_metrics_text)
-from .worker import rank_label
+from .jobs import rank_label
 
 __all__ = ["ViewDrawing"]
 

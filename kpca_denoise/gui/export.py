@@ -23,10 +23,11 @@ from ..io import (InputError, atomic_write, check_not_input, in_format, jsonable
                   rank_tag, write_item)
 from ..params import DenoiseParams
 from ..pipeline import result_keys
+from ..samples import sample_images_dir
 from .imageset import qimage_from_array, to_uint8
 from .model import FitRecord, ImageEntry, describe_params
 from .texts import format_metrics
-from .worker import rank_label, rank_sort_key
+from .jobs import rank_label, rank_sort_key
 
 __all__ = ["ExportActions"]
 
@@ -54,8 +55,6 @@ class ExportActions:
     def export_start(self) -> str:
         """Where the export dialog opens: the last export's folder, else the inputs'
         folder, but never the shipped sample images' (inside the installed package)."""
-        from .app import sample_images_dir
-
         last = getattr(self, "last_export_dir", None)
         if last:
             return last

@@ -17,7 +17,7 @@ from ..io import SUPPORTED_SUFFIXES, InputError, collect_inputs, read_item, read
 from ..params import DenoiseParams
 from .model import FitRecord, ImageEntry, entries_for
 from .texts import load_errors_text, loaded_status_text, nothing_loaded_text, skipped_log_text
-from .worker import compute_metrics
+from .jobs import compute_metrics
 
 __all__ = ["ImageLoading", "FILE_FILTER"]
 

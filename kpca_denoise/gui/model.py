@@ -28,7 +28,7 @@ import numpy as np
 from ..io import LoadedItem, display_oriented
 from ..params import DenoiseParams
 from ..pipeline import sample_mosaic
-from .compute import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
+from .jobs import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 
 __all__ = [
     "ImageEntry",

@@ -22,7 +22,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 
-from .compute import JobItem, PreviewOutcome, params_key, rank_label
+from ..io import display_oriented
+from .jobs import Job, JobItem, PreviewOutcome, params_key, rank_label
 from .model import ImageEntry
 from .texts import preview_sequence_text
 
@@ -175,8 +176,6 @@ class PreviewControl:
         """The job of a preview of ``e`` (or of its decisions, ``purpose`` 'prepare'): ``e``
         alone, or with the pages of the sequence the run denoises it in (its one set,
         ``e`` its focus), whose decisions and neighbouring pages the preview needs."""
-        from .worker import Job
-
         loaded = {x.key: x for x in self.session.entries}
         group = self.session.sequence_group(e, p)
         members = [loaded[k] for k in group] if group and all(k in loaded for k in group) else [e]
@@ -233,15 +232,8 @@ def _array_box(e: ImageEntry, box: tuple) -> tuple:
     orientation = e.item.meta.get("orientation")
     if orientation in (None, 1):
         return box
-    from ..io import display_oriented
-
     h, w = e.array.shape[:2]
     idx = display_oriented(np.arange(h * w, dtype=np.int64).reshape(h, w), orientation)
     y0, y1, x0, x1 = box
     rows, cols = np.divmod(idx[y0:y1, x0:x1], w)
     return int(rows.min()), int(rows.max()) + 1, int(cols.min()), int(cols.max()) + 1
-
-
-def preview_matches(pv: PreviewOutcome | None, params) -> bool:
-    """Whether a preview was made with these parameters (any ranks)."""
-    return pv is not None and params is not None and pv.params_key == params_key(params)

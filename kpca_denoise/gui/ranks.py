@@ -11,7 +11,7 @@ from __future__ import annotations
 from .model import PATCH_SET_RANKS, FitRecord, ImageEntry, auto_neighbours, describe_params
 from .texts import mismatch_html
 from .texts import rank_title as _rank_title
-from .worker import rank_label, rank_sort_key
+from .jobs import rank_label, rank_sort_key
 
 __all__ = ["RankSelection"]
 

@@ -23,7 +23,8 @@ from .texts import (
     status_text,
     waiting_spectrum_text,
 )
-from .worker import Job, RunSummary
+from .jobs import Job
+from .worker import RunSummary
 
 __all__ = ["RunControl"]
 

@@ -18,11 +18,17 @@ import numpy as np
 from ..core.progress import check_cancel, report
 from ..params import DenoiseParams
 from ..pipeline import denoise_set
-from .compute import JobItem, PreviewOutcome, _unique_names, params_key
-from .image_preview import (_box_tile, _finish_preview, _keep, _measurement_params,
-                            _outcome_noise, _stabiliser_of, _with_strength)
+from ..core.grouped.sequence import StackReach, page_reach
+from ..prepare import PreparedItem
+from ..sequence import decide_run, link_run, neighbours_used, runs_of_one_size
+from ..tiling import _stack_geometry  # made public by the pipeline's restructuring
+from ..tiling import channels, denoise_stack_tile, merge_grouped_stats, stack_plan
+from .jobs import JobItem, PreviewOutcome, keep, params_key, unique_names
+from .preview_parts import (box_tile, finish_preview, measurement_params, outcome_noise,
+                            stabiliser_of, with_strength)
 
-__all__ = ["stack_page_reach", "decisions_kept"]
+__all__ = ["StackRun", "SequenceDecisions", "sequence_decisions", "decisions_kept",
+           "stack_page_reach", "pages_read", "preview_stack_page"]
 
 #: the decisions of a sequence's previews (a stack's pages, or separate images under
 #: sequence 'yes') by (its images' keys, parameters without ranks): each page's noise, the
@@ -36,7 +42,7 @@ _SEQUENCES_KEPT = 2  # each holds a sequence's pages
 
 
 @dataclass
-class _StackRun:
+class StackRun:
     """A run of pages of one size of a sequence (``sequence.runs_of_one_size``: a page
     that failed or has no noise to remove cuts it) as the full run denoises it:
     ``members`` their indices in the sequence.  Linked (the decision 'sequence', in the
@@ -54,7 +60,7 @@ class _StackRun:
 
 
 @dataclass
-class _Sequence:
+class SequenceDecisions:
     """A sequence's previews' decisions: each page's ``ImageResult`` of the preparation
     (noise added and measured; errors and notes) and its runs of two pages or more."""
 
@@ -78,57 +84,50 @@ def decisions_kept(members, params: DenoiseParams) -> bool:
     return _sequence_key(members, params) in _SEQUENCES
 
 
-def _sequence_decisions(members: list, params: DenoiseParams, progress, cancel) -> _Sequence:
+def sequence_decisions(members: list, params: DenoiseParams, progress, cancel) -> SequenceDecisions:
     """The decisions of the sequence of ``members`` (JobItems in load order) as the full
     run's :func:`~kpca_denoise.pipeline.denoise_set` makes them: every page measured
     (``fit_only``, a page at a time, a cancel checked between them; kept without the
     strength), then per run of one size the link decision and, linked, the shared noise
     and the stack path's calibration (:func:`kpca_denoise.sequence.run_sequences` up to
     the stack path)."""
-    from ..prepare import PreparedItem
-    from ..sequence import runs_of_one_size
-    from ..tiling import channels
-
     key = _sequence_key(members, params)
     found = _SEQUENCES.get(key)
     if found is not None:
         return found
-    mp = _measurement_params(params)
+    mp = measurement_params(params)
     mkey = (key[0], params_key(mp))
     measured = _SEQUENCE_MEASURED.get(mkey)
     if measured is None:
         measured = {}  # page -> its ImageResult, kept as they come (a cancel keeps them)
-        _keep(_SEQUENCE_MEASURED, mkey, measured, _SEQUENCES_KEPT)
-    names = _unique_names([m.name for m in members])
+        keep(_SEQUENCE_MEASURED, mkey, measured, _SEQUENCES_KEPT)
+    names = unique_names([m.name for m in members])
     for i, m in enumerate(members):
         if i not in measured:  # page i of the set: its added noise is the set's (first_index)
             check_cancel(cancel)
             measured[i] = denoise_set([m.array], mp, names=[names[i]], first_index=i,
                                       fit_only=True).images[0]
         report(progress, "noise", i + 1, len(members))
-    results = [_with_strength(measured[i], params) for i in range(len(members))]
-    items = [PreparedItem("image", r.noisy, r, channels=channels(r.noisy), vst=_stabiliser_of(r))
+    results = [with_strength(measured[i], params) for i in range(len(members))]
+    items = [PreparedItem("image", r.noisy, r, channels=channels(r.noisy), vst=stabiliser_of(r))
              for r in results if not r.error and not r.outputs]
     runs = []
     for seq in runs_of_one_size(items):
         if len(seq) > 1:
             check_cancel(cancel)
             runs.append(_stack_run(seq, params))
-    found = _Sequence(results, runs)
-    _keep(_SEQUENCES, key, found, _SEQUENCES_KEPT)
+    found = SequenceDecisions(results, runs)
+    keep(_SEQUENCES, key, found, _SEQUENCES_KEPT)
     return found
 
 
-def _stack_run(seq: list, params: DenoiseParams) -> _StackRun:
+def _stack_run(seq: list, params: DenoiseParams) -> StackRun:
     """One run's link decision from its pages' central crops and, linked, its one noise
     model and level (:func:`kpca_denoise.sequence.run_sequences`'s steps) and the stack
     path's decisions on its middle page (:func:`kpca_denoise.tiling.stack_plan`: the range
     of a float stack, the calibration every tile gets)."""
-    from ..sequence import decide_run, link_run
-    from ..tiling import stack_plan
-
     dec = decide_run(params, seq)
-    run = _StackRun(tuple(it.result.index for it in seq))
+    run = StackRun(tuple(it.result.index for it in seq))
     if dec.decision != "sequence":
         return run
     sigma = link_run(params, seq, dec)
@@ -149,13 +148,11 @@ def stack_page_reach(params: DenoiseParams) -> int:
     within that reach and their reads (twice it), and with two stages on the pilot of
     those pages, itself so made (four times it; measured: with fewer pages around it
     the page's result differs)."""
-    from ..core.grouped.sequence import StackReach, page_reach
-
     r = StackReach()  # the full run's (kpca_denoise.sequence._run_stack)
     return (4 if params.grouped_options().two_stage else 2) * page_reach(r.window, r.depth)
 
 
-def _pages_read(run: _StackRun, k: int) -> tuple[int, int]:
+def pages_read(run: StackRun, k: int) -> tuple[int, int]:
     """``(lo, hi)``: the pages of ``run`` (indices in it) a preview of page ``k`` reads,
     those within :func:`stack_page_reach` of it, its scene only: a group never crosses an
     unlinked pair, and the page beyond one is read so that its neighbour takes its own
@@ -167,25 +164,22 @@ def _pages_read(run: _StackRun, k: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _preview_stack_page(item: JobItem, run: _StackRun, k: int, params: DenoiseParams,
+def preview_stack_page(item: JobItem, run: StackRun, k: int, params: DenoiseParams,
                         box: tuple, progress, cancel, out: PreviewOutcome,
                         t: float) -> PreviewOutcome:
     """The region ``box`` of page ``k`` of a linked ``run`` through the stack path, as
     the full run denoises it (:func:`kpca_denoise.sequence.run_sequences`): the run's
     link decision, shifts, shared noise and calibration, the pages within reach of the
-    page (:func:`_pages_read`), each cropped to the region and the halo the stack path
+    page (:func:`pages_read`), each cropped to the region and the halo the stack path
     needs (:func:`kpca_denoise.tiling._stack_geometry`): its core is the full run's
     pixels of the page there."""
-    from ..sequence import neighbours_used
-    from ..tiling import _stack_geometry, denoise_stack_tile, merge_grouped_stats
-
     page = run.items[k]
-    _outcome_noise(out, page.result, params, page.data)
-    lo, hi = _pages_read(run, k)
+    outcome_noise(out, page.result, params, page.data)
+    lo, hi = pages_read(run, k)
     linked, shifts = run.linked[lo:hi], run.shifts[lo:hi]
     calibrated = run.params.replace(ranks=tuple(params.ranks))
     try:
-        tile = _box_tile(page.data.shape, box, *_stack_geometry(calibrated, shifts))
+        tile = box_tile(page.data.shape, box, *_stack_geometry(calibrated, shifts))
     except ValueError as exc:
         out.error = str(exc)
         return out
@@ -200,10 +194,10 @@ def _preview_stack_page(item: JobItem, run: _StackRun, k: int, params: DenoisePa
                                   vst=run.vst, progress=progress, cancel=cancel, sink=sink,
                                   first_page=lo)
     info = stats[0]["sequence"]
-    # the pages read beyond a cut (see _pages_read) give it nothing: not among those used
+    # the pages read beyond a cut (see pages_read) give it nothing: not among those used
     first = lo + 1 if lo < k and not run.linked[lo] else lo
     last = hi - 1 if hi > k and not run.linked[hi - 1] else hi
     out.sequence.update(first=first, last=last,
                         neighbours_used=neighbours_used(info["counts"][k - lo], info["window"]))
     out.group_spectra = merge_grouped_stats([stats])
-    return _finish_preview(out, item, page.data, tile, {r: kept[r] for r in params.ranks}, t)
+    return finish_preview(out, item, page.data, tile, {r: kept[r] for r in params.ranks}, t)

@@ -15,7 +15,7 @@ import numpy as np
 from ..params import DenoiseParams
 from ..params import parse_ranks as params_parse_ranks
 from ..pipeline import noise_model_text
-from .compute import ItemOutcome, rank_label, rank_sort_key
+from .jobs import ItemOutcome, rank_label, rank_sort_key
 from .model import FitRecord, ImageEntry, converged_with, param_differences
 
 __all__ = [

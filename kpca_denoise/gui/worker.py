@@ -10,7 +10,7 @@ pre-image block can take longer) the process is ended and a fresh one is
 started for the next run.  ``RunController.finished`` is emitted only after
 the thread has stopped, so "finished" always means "no worker left running".
 A preview of a sequence's page is sent with that page alone
-(:meth:`~kpca_denoise.gui.compute.Job.without_pages`): the process keeps the
+(:meth:`~kpca_denoise.gui.jobs.Job.without_pages`): the process keeps the
 sequence's pages with its decisions, and when it does not, it says so and the
 whole job follows.
 The windows of one application share the compute process: one job runs in it at a
@@ -37,33 +37,13 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from ..core.progress import CancelToken
 from ..params import DenoiseParams
-from .model import FitRecord, RankRecord, ResultCache
-from .compute import (
-    ItemOutcome,
-    Job,
-    JobItem,
-    compute_metrics,
-    drain,
-    params_key,
-    rank_label,
-    rank_sort_key,
-    serve,
-)
+from .compute import drain, serve
+from .jobs import Job
 
 __all__ = [
-    "JobItem",
-    "Job",
-    "ItemOutcome",
     "RunSummary",
     "DenoiseWorker",
     "RunController",
-    "ResultCache",
-    "FitRecord",
-    "RankRecord",
-    "params_key",
-    "rank_label",
-    "rank_sort_key",
-    "compute_metrics",
     "active_threads",
     "compute_server",
     "discard_compute_server",

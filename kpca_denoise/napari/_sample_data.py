@@ -6,24 +6,14 @@ The same images and noise as the desktop application's ``--demo`` (``sample_imag
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..evaluation import noisy_like
 from ..io.reading import read_item
+from ..samples import sample_images_dir
 
-__all__ = ["SAMPLE_SIGMA", "sample_images_dir", "camera", "astronaut"]
+__all__ = ["SAMPLE_SIGMA", "camera", "astronaut"]
 
 #: the std (grey levels) of the Gaussian noise added to the samples
 SAMPLE_SIGMA = 25.0
-
-
-def sample_images_dir() -> Path:
-    """The shipped sample images: ``kpca_denoise/sample_images`` in an installed wheel,
-    else the source checkout's ``sample_images/`` (as ``kpca_denoise.gui.app`` finds them;
-    not imported from there, which would load PySide6 whatever Qt napari runs on)."""
-    pkg = Path(__file__).resolve().parent.parent
-    packaged = pkg / "sample_images"
-    return packaged if packaged.is_dir() else pkg.parent / "sample_images"
 
 
 def _noisy(file: str, name: str) -> list:

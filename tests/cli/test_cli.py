@@ -419,7 +419,7 @@ def test_a_patch_sets_metrics_are_the_windows(tmp_path, capsys):
     # measures it; SSIM read the array as an image of N rows and 8 channels (the
     # command line said 0.725 where the window said 0.969 for the same digits)
     from kpca_denoise.core.metrics import ssim
-    from kpca_denoise.gui.compute import compute_metrics
+    from kpca_denoise.gui.jobs import compute_metrics
     from kpca_denoise.pipeline import sample_mosaic
 
     from pathlib import Path

@@ -2,7 +2,7 @@
 little.  The grid under a message, thin images, the image list's lines, a number typed
 out of its range, a rank no group can hold.
 
-pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
+pytest-qt, offscreen, small images; the fixtures are ``conftest.py``'s.
 """
 
 from __future__ import annotations
@@ -22,12 +22,7 @@ from PySide6.QtWidgets import (QApplication, QStyle, QStyleOptionViewItem,  # no
                                QToolButton)
 
 from kpca_denoise.params import DenoiseParams  # noqa: E402
-import test_gui  # noqa: E402
-from test_gui import FAST, _run, _smooth  # noqa: E402
-
-# the fixtures of test_gui.py
-images, window = test_gui.images, test_gui.window
-no_thread_left_running, temp_settings = test_gui.no_thread_left_running, test_gui.temp_settings
+from gui_support import FAST, outcome_of, run, smooth  # noqa: E402
 
 
 def _thin(tmp_path, name="thin.png"):
@@ -69,7 +64,7 @@ def test_an_export_message_leaves_every_caption_of_the_grid_in_view(window, imag
     # (a window as low as a 1366x768 screen leaves it, the panel and the docks around it)
     window.resize(1280, 620)
     window.load_paths([images["u8"]])
-    _run(qtbot, window, FAST.replace(ranks=(1, 2, 4, 8, 16)))
+    run(qtbot, window, FAST.replace(ranks=(1, 2, 4, 8, 16)))
     _grid_whole(window)
     height = window.grid_scroll.viewport().height()
     assert window.export_current(tmp_path / "out")
@@ -92,7 +87,7 @@ def test_a_thin_images_captions_stay_under_its_views(window, tmp_path, qtbot):
     # a 300 x 4 image (patch size 4): its views were squeezed to the height of a line and
     # the lines under them drawn over them
     window.load_paths([_thin(tmp_path)])
-    _run(qtbot, window, DenoiseParams(patch_size=4, ranks=(1, 2, 4, 8, None)))
+    run(qtbot, window, DenoiseParams(patch_size=4, ranks=(1, 2, 4, 8, None)))
     for size in ((1280, 820), (1366, 768), (1920, 1080)):
         window.resize(*size)
         _grid_whole(window)
@@ -126,7 +121,7 @@ def test_the_image_list_shows_each_status_whole(window, tmp_path):
     long_name = tmp_path / "a_rather_long_name_for_a_colour_frame_0012.tif"
     tifffile.imwrite(long_name, np.zeros((40, 60, 3), np.uint16))
     camera = tmp_path / "cam.png"
-    Image.fromarray(_smooth(48, 48, 255).astype(np.uint8)).save(camera)
+    Image.fromarray(smooth(48, 48, 255).astype(np.uint8)).save(camera)
     window.load_paths([_thin(tmp_path), long_name, camera])
     lst = window.imageset.list
     statuses = ["✓ 5 ranks", "✓ 5 ranks · other parameters", "✓ 1 rank"]
@@ -178,15 +173,11 @@ def test_a_patch_size_typed_out_of_range_is_said_not_changed_silently(window, qt
 def test_a_rank_no_group_can_hold_says_all_kept_where_it_fits(qtbot):
     # "eff. rank 31.0" under rank 99999 said nothing of the noise kept with every component
     from kpca_denoise.gui import texts
-    from kpca_denoise.gui.compute import JobItem, _run_ranks, _Throttle
     from kpca_denoise.gui.model import ResultCache
     from kpca_denoise.gui.views import ImagePanel, fit_lines
 
     noisy = np.random.default_rng(0).normal(128, 20, (40, 40)).clip(0, 255).astype(np.uint8)
-    item = JobItem(key="k", name="n.png", array=noisy, is_patchset=False, ranks=(2, 99999))
-    quiet = _Throttle(lambda *a: None)
-    rec = ResultCache().add(_run_ranks(item, DenoiseParams(ranks=(2, 99999)), (2, 99999),
-                                       quiet, quiet, None))
+    rec = ResultCache().add(outcome_of(noisy, DenoiseParams(ranks=(2, 99999))))
     text = texts.rank_metrics_text(rec, 99999, None, rec.noise_sigma)
     assert text.endswith("eff. rank 31.0 (all\u00a0kept)"), text
     assert "all" not in texts.rank_metrics_text(rec, 2, None, rec.noise_sigma)
@@ -217,15 +208,12 @@ def test_a_rank_no_group_can_hold_says_all_kept_where_it_fits(qtbot):
 def test_a_rank_no_group_can_hold_gets_the_command_lines_note_in_the_log():
     # ranks such as 99999 showed "eff. rank 31.0" with no word that the noise is all kept
     from kpca_denoise.gui import texts
-    from kpca_denoise.gui.compute import JobItem, _run_ranks, _Throttle
 
     noisy = np.random.default_rng(0).normal(128, 20, (40, 40)).clip(0, 255).astype(np.uint8)
-    item = JobItem(key="k", name="n.png", array=noisy, is_patchset=False, ranks=(99999, 2))
-    quiet = _Throttle(lambda *a: None)
-    out = _run_ranks(item, DenoiseParams(ranks=(99999, 2)), (99999, 2), quiet, quiet, None)
+    out = outcome_of(noisy, DenoiseParams(ranks=(99999, 2)))
     assert out.error is None
     notes = [ln for ln in texts.outcome_log_lines(out, False) if "above what a group" in ln]
     assert notes == ["n.png: rank 99999 above what a group of 32 patches holds (31 components): "
                      "every component is kept, the noise too; use ranks up to 31"]
-    out2 = _run_ranks(item, DenoiseParams(ranks=(8, 2)), (8, 2), quiet, quiet, None)
+    out2 = outcome_of(noisy, DenoiseParams(ranks=(8, 2)))
     assert not [ln for ln in texts.outcome_log_lines(out2, False) if "above what a group" in ln]

@@ -2,7 +2,7 @@
 time-lapse frames) denoised as one sequence under "set as sequence" 'yes', through the
 pipeline call the command line makes with ``--sequence yes``.
 
-pytest-qt, offscreen, five 48x48 frames; the fixtures are those of ``test_gui.py``.
+pytest-qt, offscreen, five 48x48 frames; the fixtures are ``conftest.py``'s.
 """
 
 from __future__ import annotations
@@ -21,20 +21,19 @@ pytest.importorskip("pytestqt")
 
 from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.gui import texts  # noqa: E402
-from kpca_denoise.gui.compute import params_key  # noqa: E402
+from kpca_denoise.gui.jobs import params_key  # noqa: E402
 from kpca_denoise.gui.model import ImageEntry, Session, entries_for, group_spectrum  # noqa: E402
 from kpca_denoise.io import LoadedItem, read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
-from test_gui import (RUN_TIMEOUT_MS, _run, _settle, no_thread_left_running,  # noqa: E402,F401
-                      temp_settings, window)
+from gui_support import RUN_TIMEOUT_MS, run, settle  # noqa: E402
 
 FRAMES = 5
 
 
 def _burst(tmp_path):
     """A folder of five 48x48 frames of the cameraman, the view moving 1 px a frame."""
-    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.samples import sample_images_dir
 
     a = np.asarray(Image.open(sample_images_dir() / "camera.png"))[64:64 + 56, 96:96 + 56]
     d = tmp_path / "burst"
@@ -134,7 +133,7 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
         "odd.png"]
     params = DenoiseParams(ranks=(None,), add_noise=20.0, sequence="yes")
     window.imageset.set_current(2)
-    summary = _run(qtbot, window, params)
+    summary = run(qtbot, window, params)
     assert len(summary.job.items) == FRAMES and summary.job.sets == [tuple(range(FRAMES))]
     want = denoise_set(frames, params)
     assert want.resolved["sequence"][0]["decision"] == "sequence"
@@ -156,7 +155,7 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
                                atol=1e-9 * want.eigenvalues.max())
     assert group_spectrum(rec)[0] is not None
     window.imageset.set_current(2)
-    _settle(qtbot, window)
+    settle(qtbot, window)
     rec = window.session.record(window.entries[2], params)
     line = texts.sequence_text(rec.resolved["page_sequence"], page=False)
     assert line.startswith("image 3 of 5 in load order with its neighbours (patches from images")
@@ -189,7 +188,7 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     window.toggle_preview()
     # 'no': the frame alone, the page-by-page pixels
     alone = params.replace(sequence="no")
-    _run(qtbot, window, alone)
+    run(qtbot, window, alone)
     rec = window.session.record(window.entries[2], alone)
     assert rec.fit_set == () and "page_sequence" not in rec.resolved
     one = denoise_set([frames[2]], alone).images[0].outputs[None]
@@ -197,7 +196,7 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     assert not np.array_equal(one, want.images[2].outputs[None])
     # 'auto': separate images alone, as the command line does; the log says how to link them
     auto = params.replace(sequence="auto")
-    _run(qtbot, window, auto)
+    run(qtbot, window, auto)
     rec = window.session.record(window.entries[2], auto)
     assert rec.fit_set == ()
     np.testing.assert_array_equal(rec.ranks[None].output, one)

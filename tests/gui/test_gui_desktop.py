@@ -1,7 +1,7 @@
 """The desktop window, part 2 (issue 35): the preview of a region, exports that the
 command line reproduces, the format of exports, the window's layout and keys.
 
-pytest-qt, offscreen, small images; the fixtures are those of ``test_gui.py``.
+pytest-qt, offscreen, small images; the fixtures are ``conftest.py``'s.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.io import read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
-from test_gui import (RUN_TIMEOUT_MS, _run, _settle, _smooth, images,  # noqa: E402,F401
-                      no_thread_left_running, temp_settings, window)
+from gui_support import RUN_TIMEOUT_MS, run, settle  # noqa: E402
 
 
 def _camera(side: int, tmp_path, name="camera.png"):
-    from kpca_denoise.gui.app import sample_images_dir
+    from kpca_denoise.samples import sample_images_dir
 
     a = np.asarray(Image.open(sample_images_dir() / "camera.png"))[64:64 + side, 96:96 + side]
     path = tmp_path / name
@@ -49,7 +48,7 @@ def _preview(qtbot, w, box=None):
         with qtbot.waitSignal(w.runner.finished, timeout=RUN_TIMEOUT_MS):
             w.preview_roi.setPos([x0, y0])
             w.preview_roi.setSize([x1 - x0, y1 - y0])  # ends with sigRegionChangeFinished
-    _settle(qtbot, w)
+    settle(qtbot, w)
     return w.session.preview(w.current_entry(), w.current_params())
 
 
@@ -75,7 +74,7 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
     shown = panel.data
     np.testing.assert_array_equal(shown[y0:y1, x0:x1], pv.outputs[params.ranks[0]])
     # the full run: the same pixels there, every rank
-    _run(qtbot, window, params)
+    run(qtbot, window, params)
     rec = window.session.record(window.current_entry(), params)
     for r in params.ranks:
         np.testing.assert_array_equal(rec.ranks[r].output[y0:y1, x0:x1], pv.outputs[r])
@@ -85,7 +84,7 @@ def test_the_preview_equals_the_full_result_in_its_region(window, tmp_path, qtbo
 def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
     """The full run in 2 x 2 tiles (their calibration made once for the whole image);
     the preview's tile is none of them."""
-    from kpca_denoise.gui.compute import JobItem
+    from kpca_denoise.gui.jobs import JobItem
     from kpca_denoise.gui.image_preview import run_preview
 
     _, a = _camera(96, tmp_path)
@@ -104,8 +103,8 @@ def test_a_preview_of_an_image_run_in_tiles_is_its_result_there(tmp_path):
 def test_a_colour_preview_on_the_images_edge_is_its_result_there(tmp_path):
     """The preview's tile computes only what its core depends on (the driver's ``core``):
     a colour image, the region on its top and right edges."""
-    from kpca_denoise.gui.app import sample_images_dir
-    from kpca_denoise.gui.compute import JobItem
+    from kpca_denoise.samples import sample_images_dir
+    from kpca_denoise.gui.jobs import JobItem
     from kpca_denoise.gui.image_preview import run_preview
 
     a = np.asarray(Image.open(sample_images_dir() / "astronaut.png"))[40:136, 200:296]
@@ -126,15 +125,15 @@ def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     gets: the preview's tile takes the narrower halo, the core's own geometry for this
     image, and its core is still the full run's pixels (a search radius of 4 keeps the
     tile inside the image)."""
-    from kpca_denoise.gui.compute import JobItem
-    from kpca_denoise.gui.image_preview import _decisions, run_preview
+    from kpca_denoise.gui.jobs import JobItem
+    from kpca_denoise.gui.image_preview import image_decisions, run_preview
     from kpca_denoise.tiling import _grouped_geometry, grouped_halo
 
     _, a = _camera(128, tmp_path)
     params = DenoiseParams(ranks=(2, None), add_noise=10.0, grouped={"search_radius": 4})
     full = denoise_set([a], params)
     item = JobItem("halo", "camera", a, False, params.ranks)
-    noisy, sigma, vst, calibrated = _decisions(item, params, None, None)[:4]
+    noisy, sigma, vst, calibrated = image_decisions(item, params, None, None)[:4]
     halo, _ = grouped_halo(noisy, sigma, calibrated)
     g = full.images[0].stats["grouped"][0]["params"]  # the geometry the core resolved
     p = g["patch_size"]
@@ -157,7 +156,7 @@ def test_a_parameter_change_updates_the_preview(window, tmp_path, qtbot):
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         window.params_panel.noise_sigma.set_value(30.0)
         window.params_panel.noise_sigma.changed.emit()
-    _settle(qtbot, window)
+    settle(qtbot, window)
     second = window.session.preview(window.current_entry(), window.current_params())
     assert second is not None and second.noise_sigma == 30.0
     # more noise removed: the result moves further from the input
@@ -174,7 +173,7 @@ def test_a_rank_exported_from_a_multi_rank_run_is_what_its_sidecar_gives(window,
     path, a = _camera(128, tmp_path)
     window.load_paths([path])
     params = DenoiseParams(method="global", ranks=(None, 32), n_train=1600, add_noise=25.0)
-    _run(qtbot, window, params)
+    run(qtbot, window, params)
     window.select_rank(None)
     gui_out = tmp_path / "gui"
     written = window.export_current(gui_out)
@@ -195,8 +194,8 @@ def test_a_rank_exported_from_a_multi_rank_run_is_what_its_sidecar_gives(window,
 def test_exports_in_a_chosen_format_and_one_line_refusals(window, images, tmp_path, qtbot):
     window.load_paths([images["u8"], images["u16"]])
     params = DenoiseParams(method="global", ranks=(4,), n_train=300, preimage_iterations=30)
-    _run(qtbot, window, params)
-    _run(qtbot, window, params, window.run_all)
+    run(qtbot, window, params)
+    run(qtbot, window, params, window.run_all)
     window.select_rank(4)
     # the choice is in the File menu, remembered
     tiff = next(a for a in window.export_format_actions if a.data() == "tiff")
@@ -229,7 +228,7 @@ def test_ranks_differ_under_the_default_method_and_the_spectrum_shows_what_they_
     path, _ = _camera(96, tmp_path)
     window.load_paths([path])
     params = DenoiseParams(ranks=(1, 2, 4, None), add_noise=25.0)
-    _run(qtbot, window, params)
+    run(qtbot, window, params)
     rec = window.session.record(window.current_entry(), params)
     psnr = {r: rec.ranks[r].metrics["psnr"] for r in params.ranks}
     explicit = [psnr[r] for r in (1, 2, 4)]
@@ -325,7 +324,7 @@ def test_at_1366x768_spectrum_and_progress_are_in_view_together(qtbot, tmp_path)
 
 def test_a_double_click_shows_one_rank_large_and_another_all_again(window, images, qtbot):
     window.load_paths([images["big"]])
-    _run(qtbot, window, DenoiseParams(method="global", ranks=(2, 4), n_train=300,
+    run(qtbot, window, DenoiseParams(method="global", ranks=(2, 4), n_train=300,
                                       preimage_iterations=30))
     panel = window.grid.rank_panels[4]
     small = panel.view.width()
@@ -449,7 +448,7 @@ def test_the_strength_next_to_the_noise_level_updates_the_preview(window, tmp_pa
     assert first.params.strength == 1.0 and first.noise_estimated
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         window.params_panel.strength.setValue(2.0)  # the spin box beside the noise level
-    _settle(qtbot, window)
+    settle(qtbot, window)
     second = window.session.preview(window.current_entry(), window.current_params())
     assert second is not None and second.params.strength == 2.0
     assert second.noise_sigma == pytest.approx(2 * first.noise_sigma)
@@ -497,7 +496,7 @@ def test_run_during_a_preview_stops_it_and_runs(window, tmp_path, qtbot):
         assert window.run_current()  # not refused: the preview gives way
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         pass
-    _settle(qtbot, window)
+    settle(qtbot, window)
     rec = window.session.record(window.current_entry(), params)
     assert rec is not None and set(rec.ranks) == {2, None}
     assert window.grid.rank_panels[2].metrics.text().startswith("remaining noise")
@@ -574,7 +573,7 @@ def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
     # choosing 'fast' updates the preview, with the fast preset's grouped options
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         panel.profile.setCurrentIndex(panel.profile.findData("fast"))
-    _settle(qtbot, window)
+    settle(qtbot, window)
     fast = DenoiseParams(ranks=(None,), add_noise=20.0, profile="fast")
     assert fast.grouped != DenoiseParams().grouped  # the preset changes something
     pv = window.session.preview(window.current_entry(), window.current_params())
@@ -587,7 +586,7 @@ def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         pass
     # the sidecar of an export and the remembered settings bring it back
-    _settle(qtbot, window)
+    settle(qtbot, window)
     window.export_current(tmp_path / "gui")
     sidecar = next((tmp_path / "gui").glob("*.json"))
     data = json.loads(sidecar.read_text())
@@ -625,7 +624,7 @@ def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
     assert [panel.sequence.itemData(i) for i in range(panel.sequence.count())] == ["auto", "yes", "no"]
     params = DenoiseParams(ranks=(None,), add_noise=20.0, sequence="yes")
     window.imageset.set_current(1)
-    _run(qtbot, window, params)
+    run(qtbot, window, params)
     assert panel.params().sequence == "yes"
     want = denoise_set(list(pages), params)
     for k in range(3):
@@ -638,7 +637,7 @@ def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
         used = set(seq["neighbours_used"])
         assert "0" in used and used - {"0"} and used <= {str(j - k) for j in range(3)}
         assert sum(seq["neighbours_used"].values()) == pytest.approx(1.0, abs=1e-3)
-    _settle(qtbot, window)
+    settle(qtbot, window)
     shares = ", ".join(f"{'this' if int(d) == 0 else int(d)} {100 * s:.0f}%" for d, s in sorted(
         seq["neighbours_used"].items(), key=lambda ds: int(ds[0])))
     assert f"page 3 of 3 with its neighbours (patches from pages {shares})" in window.info.text()
@@ -658,7 +657,7 @@ def test_a_stacks_pages_run_as_a_sequence_and_say_which_neighbours_they_used(
     window.toggle_preview()
     # 'no': the page alone, as the pipeline gives it alone
     alone = params.replace(sequence="no")
-    _run(qtbot, window, alone)
+    run(qtbot, window, alone)
     rec = window.session.record(window.current_entry(), alone)
     assert rec.fit_set == () and "page_sequence" not in rec.resolved
     np.testing.assert_array_equal(rec.ranks[None].output,
@@ -712,14 +711,14 @@ def test_shift_drag_draws_a_preview_region(window, tmp_path, qtbot):
     path, _ = _camera(64, tmp_path)
     window.load_paths([path])
     window.params_panel.set_params(DenoiseParams(ranks=(None,), add_noise=20.0))
-    _settle(qtbot, window)
+    settle(qtbot, window)
     vb = window.grid.input_panel.vb
     # a slip of the mouse (under 8 pixels) draws nothing
     vb.mouseDragEvent(_Drag(vb, QPointF(10, 10), QPointF(14, 30)))
     assert window.preview_roi is None
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS):
         vb.mouseDragEvent(_Drag(vb, QPointF(40.2, 44), QPointF(8, 20.4)))  # any direction
-    _settle(qtbot, window)
+    settle(qtbot, window)
     assert window.preview_box() == (20, 44, 8, 40)
     pv = window.session.preview(window.current_entry(), window.current_params())
     y0, y1, x0, x1 = pv.box

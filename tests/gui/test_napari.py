@@ -17,7 +17,7 @@ from kpca_denoise.napari._layers import denoise_steps, noise_text, rank_outputs,
 # napari on the application's binding (PySide6-Essentials), never a PyQt it might find
 os.environ.setdefault("QT_API", "pyside6")
 
-MANIFEST = Path(__file__).resolve().parent.parent / "kpca_denoise" / "napari" / "napari.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "kpca_denoise" / "napari" / "napari.yaml"
 
 
 def _noisy(shape=(64, 64), sigma=20.0, seed=0):

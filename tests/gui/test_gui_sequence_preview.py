@@ -4,7 +4,7 @@ decisions and the pages within reach, so it is the full run's result there; a pa
 run denoises alone is previewed alone.
 
 Small stacks of a smooth moving pattern under Gaussian noise; the window's test loads
-one as a multi-page TIFF (pytest-qt, offscreen; the fixtures are those of ``test_gui.py``).
+one as a multi-page TIFF (pytest-qt, offscreen; the fixtures are ``conftest.py``'s).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ pytest.importorskip("pytestqt")
 
 from kpca_denoise.gui import texts  # noqa: E402
 from kpca_denoise.core.progress import CancelToken  # noqa: E402
-from kpca_denoise.gui.compute import Job, JobItem, run_job  # noqa: E402
+from kpca_denoise.gui.compute import run_job  # noqa: E402
 from kpca_denoise.gui.image_preview import prepare_preview, run_preview  # noqa: E402
-from kpca_denoise.gui.stack_preview import _pages_read, _StackRun, stack_page_reach  # noqa: E402
+from kpca_denoise.gui.jobs import Job, JobItem  # noqa: E402
+from kpca_denoise.gui.stack_preview import StackRun, pages_read, stack_page_reach  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
-from test_gui import (RUN_TIMEOUT_MS, _run, _settle, no_thread_left_running,  # noqa: E402,F401
-                      temp_settings, window)
+from gui_support import RUN_TIMEOUT_MS, run, settle  # noqa: E402
 
 
 def _moving(pages: int, side: int, seed: int = 0, dtype=np.uint8) -> list:
@@ -133,12 +133,12 @@ def test_the_pages_a_preview_reads_are_those_within_reach_in_its_scene():
     def run(n: int, cuts=()):
         linked = np.ones(n - 1, bool)
         linked[list(cuts)] = False
-        return _StackRun(tuple(range(n)), items=[None] * n, params=params, linked=linked)
+        return StackRun(tuple(range(n)), items=[None] * n, params=params, linked=linked)
 
-    assert _pages_read(run(50), 25) == (7, 43)
-    assert _pages_read(run(50), 3) == (0, 21)
-    assert _pages_read(run(50, cuts=(20, 30)), 25) == (20, 31)
-    assert _pages_read(run(50, cuts=(24,)), 25) == (24, 43)  # the cut just before it
+    assert pages_read(run(50), 25) == (7, 43)
+    assert pages_read(run(50), 3) == (0, 21)
+    assert pages_read(run(50, cuts=(20, 30)), 25) == (20, 31)
+    assert pages_read(run(50, cuts=(24,)), 25) == (24, 43)  # the cut just before it
 
 
 def test_a_long_stacks_page_reads_only_the_pages_within_reach():
@@ -204,7 +204,7 @@ def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, 
         window.draw_preview((16, 12, 48, 44))
     job = blocker.args[0].job
     assert len(job.items) == 5 and job.sets == [tuple(range(5))] and job.focus == 2
-    _settle(qtbot, window)
+    settle(qtbot, window)
     pv = window.session.preview(window.current_entry(), params)
     assert pv is not None and not pv.error and pv.sequence["decision"] == "sequence"
     log = window.log_view.toPlainText()
@@ -213,13 +213,13 @@ def test_the_window_previews_a_stack_page_with_its_neighbours(window, tmp_path, 
     with qtbot.waitSignal(window.runner.finished, timeout=RUN_TIMEOUT_MS,
                           check_params_cb=lambda s: s.job.purpose == "preview"):
         window.draw_preview((8, 8, 40, 40))
-    _settle(qtbot, window)
+    settle(qtbot, window)
     assert "(the stack's decisions made before)" in window.log_view.toPlainText()
     assert "(the image's decisions made before)" not in window.log_view.toPlainText()
     # the first preview: the page alone, then (asked for) every page; the second: alone
     assert [sum(it.array is not None for it in j.items) for j in sent
             if j is not None and j.purpose == "preview"] == [1, 5, 1]
-    _run(qtbot, window, params)  # the first region's preview (pv) against the run
+    run(qtbot, window, params)  # the first region's preview (pv) against the run
     rec = window.session.record(window.current_entry(), params)
     y0, y1, x0, x1 = pv.box
     np.testing.assert_array_equal(rec.ranks[None].output[y0:y1, x0:x1], pv.outputs[None])
