@@ -1,7 +1,7 @@
 """What the window keeps between sessions, and where it goes on the screen.
 
 A mixin of :class:`~kpca_denoise.gui.main_window.MainWindow`.  The settings
-(parameters, last folder, geometry, dock layout, the residuals box) are read
+(parameters but a trial's added noise, last folder, geometry, dock layout, the residuals box) are read
 once when the window is built and written when the parameters change and on
 close (the geometry only from a shown window).  Without a saved geometry the window
 takes most of the screen, and a saved one is never restored smaller than
@@ -19,7 +19,7 @@ from PySide6.QtGui import QGuiApplication
 from ..io import OUTPUT_FORMATS
 from ..params import DenoiseParams
 
-__all__ = ["WindowSettings", "SETTINGS_ORG", "SETTINGS_APP"]
+__all__ = ["WindowSettings", "SETTINGS_ORG", "SETTINGS_APP", "session_params"]
 
 #: pixels between two windows opened one after the other
 CASCADE = 32
@@ -29,6 +29,13 @@ SHORT_SCREEN = 900
 MIN_SCREEN_SHARE = 0.75
 SETTINGS_ORG = "kpca-denoise"
 SETTINGS_APP = "kpca-denoise"
+
+
+def session_params(params: DenoiseParams) -> DenoiseParams:
+    """The parameters a later session starts from: a trial's added noise belongs to the
+    session it was set in (a photo opened next time must not get synthetic noise; the
+    clean reference, an image's, is never kept either)."""
+    return params.replace(add_noise=None)
 
 
 class WindowSettings:
@@ -42,9 +49,11 @@ class WindowSettings:
         raw = self.settings.value("params")
         if raw:
             try:
-                self.params_panel.set_params(DenoiseParams.from_dict(json.loads(str(raw))))
+                saved = DenoiseParams.from_dict(json.loads(str(raw)))
             except (ValueError, TypeError) as exc:
                 self.log(f"ignored the saved parameters ({exc})", "warning")
+            else:
+                self.params_panel.set_params(session_params(saved))
         self._geometry_restored = isinstance(geo, QByteArray) and self.restoreGeometry(geo)
         self._available: QRect | None = None
         self._placed = False
@@ -63,7 +72,8 @@ class WindowSettings:
         if not self.persist:
             return
         try:
-            self.settings.setValue("params", json.dumps(self.params_panel.params().to_dict()))
+            kept = session_params(self.params_panel.params())
+            self.settings.setValue("params", json.dumps(kept.to_dict()))
         except ValueError:
             pass  # keep the last valid parameters
         self.settings.setValue("last_dir", self.last_dir)
