@@ -142,11 +142,11 @@ def blind_estimate(noisy: np.ndarray) -> tuple[float, float]:
     """The per-pixel noise std the default path measures and its finest-scale
     (white-noise) estimate."""
     from kpca_denoise import DenoiseParams
-    from kpca_denoise.prepare import _prepare_item
+    from kpca_denoise.prepare import prepare_item
     from kpca_denoise.results import ImageResult
 
     res = ImageResult(index=0, name="x")
-    _prepare_item(DenoiseParams(), noisy, res, False, seed=0)
+    prepare_item(DenoiseParams(), noisy, res, False, seed=0)
     return measured(res), res.stats.get("noise", {}).get("white_sigma", res.noise_sigma)
 
 

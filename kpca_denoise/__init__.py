@@ -39,14 +39,14 @@ def __getattr__(name):  # lazy: importing the package pulls in neither scikit-le
         from .core.grouped.options import GroupedOptions
 
         return GroupedOptions
-    if name in ("denoise_image", "denoise_set", "DenoiseParams"):
+    if name in ("denoise_image", "denoise_stack"):
+        from . import api
+
+        return getattr(api, name)
+    if name in ("denoise_set", "DenoiseParams"):
         from . import pipeline
 
         return getattr(pipeline, name)
-    if name == "denoise_stack":
-        from . import sequence
-
-        return sequence.denoise_stack
     if name in ("denoise_dask", "required_halo"):  # needs Dask only when called
         from . import dask_array
 

@@ -39,7 +39,8 @@ from .executor import Executor, ExecutorError
 from .params import DenoiseParams, ParamError
 from .evaluation import noise_notes, rank_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
-from .tiling import plan, plan_stack
+from .tiling import plan
+from .stack_tiling import plan_stack
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"

@@ -35,7 +35,6 @@ the stabiliser's estimator and the training-patch sampler need the whole image.
 from __future__ import annotations
 
 import copy
-import inspect
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -43,16 +42,15 @@ from typing import Any
 
 import numpy as np
 
-from . import tiling
+from . import stack_tiling, tiling, working
 from .core.grouped.calibrate import central_crop
 from .core.progress import CancelToken, check_cancel, report
-from .global_method import _global_groups, _run_global
-from .params import DenoiseParams
-from .pipeline import _checked_params
-from .prepare import (NO_NOISE_FRACTION, _check_image, _check_item_shape, _flat, _held_span,
-                      _prepare_item, _stabilised_span, _value_range, estimated_noise,
+from .global_method import global_groups, run_global
+from .params import DenoiseParams, as_params, call_params
+from .prepare import (NO_NOISE_FRACTION, check_image, check_item_shape, is_flat, held_span,
+                      prepare_item, stabilised_span, value_range, measure_noise,
                       noise_to_remove)
-from .results import ImageResult, _Run, _StageClock, result_keys
+from .results import ImageResult, RunContext, StageClock, result_keys
 
 __all__ = ["denoise_dask", "required_halo", "lazy_denoise", "LazyRun"]
 
@@ -74,50 +72,55 @@ class _Decision:
     stats: dict = field(default_factory=dict)  # the noise stats the pipeline reports
 
 
-def denoise_dask(array, *, noise_sigma: float | None = None, method: str = "grouped",
-                 patch_size: int | None = None, stride: int | None = None,
-                 n_components: int | None = None, gamma: float | None = None,
-                 n_train: int = 2000, n_landmarks: int | None = None, kernel: str = "rbf",
-                 preimage_iterations: int | None = None, random_state: int = 0,
-                 noise_model: str = "gaussian", poisson_gain: float | None = None,
-                 tile_size: int | None = None, params: DenoiseParams | dict | None = None):
+def denoise_dask(array, params: DenoiseParams | dict | None = None, *, progress=None,
+                 cancel: Any = None, **fields: Any):
     """Denoise a Dask array lazily; the computed result equals :func:`denoise_image`'s.
 
     Parameters
     ----------
-    array : a ``dask.array.Array`` of any chunking: one image (H, W) or (H, W, C)
-        with C in 1..4 (grey, grey + alpha, RGB, RGBA, as :func:`denoise_image`
-        takes), or a stack of pages (P, H, W) or (P, H, W, C), denoised as
-        :func:`denoise_stack` would (``params.sequence``; 'no': each page on its own).
-        A 3-D array whose last axis has at most 4 entries is one image with
-        channels.  Any other array (numpy, zarr, h5py) is wrapped with
-        ``dask.array.asarray`` (dask's automatic chunks).
-    noise_sigma, method, patch_size, stride, n_components, gamma, n_train,
-    n_landmarks, kernel, preimage_iterations, random_state, noise_model,
-    poisson_gain : as for :func:`denoise_image`.
-    tile_size : core side of the tiles (the tasks); ``None``: the method's
-        default (:data:`kpca_denoise.tiling.DEFAULT_TILE`).  The pixels do not
-        depend on it.
-    params : a :class:`DenoiseParams` (or its dict) instead of the keywords above
-        (give one or the other); with several ranks the last is returned, as
-        :func:`denoise_image` does.
+    array : dask.array.Array, shape (M, N[, C]) or (P, M, N[, C])
+        Any chunking: one image with C in 1..4 channels (grey, grey + alpha, RGB,
+        RGBA, as :func:`~kpca_denoise.api.denoise_image` takes), or a stack of pages,
+        denoised as :func:`~kpca_denoise.api.denoise_stack` would (``sequence``;
+        'no': each page on its own).  A 3-D array whose last axis has at most 4
+        entries is one image with channels.  Any other array (numpy, zarr, h5py) is
+        wrapped with ``dask.array.asarray`` (dask's automatic chunks).
+    params : DenoiseParams or dict, optional
+        The parameters (default ``DenoiseParams()``).
+    progress : callable, optional
+        Receives a ``"tiles"`` event as each tile that runs in this process ends.
+    cancel : CancelToken or callable, optional
+        Checked before and after the whole-image decisions; the tiles run later, when
+        the result is computed (use :func:`lazy_denoise` and
+        :meth:`LazyRun.cancel` to stop them).
+    **fields
+        :class:`~kpca_denoise.params.DenoiseParams` fields replacing those of
+        ``params`` (``noise_sigma``, ``profile``, ``strength``, ``method``, ``ranks``,
+        ``tile_size``: the core side of the tiles, the tasks, which never changes the
+        pixels).  The old names ``n_components`` and ``random_state`` still work,
+        with a ``DeprecationWarning``.  With several ranks the last is returned.
 
     Returns
     -------
-    A lazy ``dask.array.Array`` of the input's shape, dtype and chunks.  The
-    whole-image decisions (noise level, calibration, the global method's fit) are
-    made now, reading the data (bounded memory, see ``docs/dask.md``); the tiles
-    run when the result is computed, on whatever scheduler is in use.
+    dask.array.Array
+        Lazy, of the input's shape, dtype and chunks.  The whole-image decisions
+        (noise level, calibration, the global method's fit) are made now, reading the
+        data (bounded memory, see ``docs/dask.md``); the tiles run when the result is
+        computed, on whatever scheduler is in use.
 
     Raises
     ------
-    ValueError naming the problem and the fix (a bad shape, NaN pixels, an image
-    smaller than a patch).
+    ValueError
+        Naming the problem and the fix (a bad shape, NaN pixels, an image smaller
+        than a patch).
     """
-    options = {k: v for k, v in locals().items() if k not in ("array", "params")}
+    p = call_params(params, fields, caller="denoise_dask")
     a = _as_dask(array)
-    run = lazy_denoise(a, _params(params, options))
-    run.close()  # no progress or cancel to look up: the tiles run as plain tasks
+    check_cancel(cancel)
+    run = lazy_denoise(a, p, progress=progress)
+    check_cancel(cancel)
+    if progress is None:
+        run.close()  # no progress to report: the tiles run as plain tasks
     out = run.outputs[run.keys[-1]]
     return out if out is a else out.rechunk(a.chunks)
 
@@ -170,7 +173,7 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     stops them.  The outputs are chunked by the tiles' cores (``docs/dask.md``)."""
     import dask.array as da
 
-    params = _checked_params(params)
+    params = as_params(params)
     if params.add_noise:
         raise ValueError("add_noise is not available for Dask arrays; add the noise to the "
                          "array first (kpca_denoise.pipeline.add_noise on each block)")
@@ -178,7 +181,7 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
     stack = _is_stack(a.shape)
     pages = [a[i] for i in range(a.shape[0])] if stack else [a]
     names = [f"page {i}" for i in range(len(pages))] if stack else ["image"]
-    decisions = _decide(pages, names, params)
+    decisions = decide_images(pages, names, params)
     keys = result_keys(params, False)
     run = LazyRun({}, keys, [None if d is None else d.sigma for d in decisions],
                   [{} if d is None else d.stats for d in decisions],
@@ -211,44 +214,26 @@ def required_halo(params: DenoiseParams | dict | None = None, **options) -> int:
     tiled engine's halo, a multiple of the method's reference stride.  The grouped
     method's search widens when it finds a regular texture in the image (decided
     per image); ``required_halo({'grouped': {'periodic': True}})`` gives that halo."""
-    params = _params(params, options)
+    params = call_params(params, options, caller="required_halo")
     if params.method == "grouped":
-        halo, align = tiling._grouped_geometry(params)
+        halo, align = tiling.grouped_geometry(params)
     else:
-        halo, align, _, _ = tiling._global_geometry(params)
+        halo, align, _, _ = tiling.global_geometry(params)
     return -(-halo // align) * align  # as core.tiles.tile_grid rounds it
 
 
 # -- the input ---------------------------------------------------------------------
 
 
-def _params(params, options: dict) -> DenoiseParams:
-    """The parameters from ``params`` or from :func:`denoise_dask`'s keywords (not
-    both), validated."""
-    defaults = {k: p.default for k, p in inspect.signature(denoise_dask).parameters.items()
-                if p.kind is p.KEYWORD_ONLY and k != "params"}
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        raise TypeError(f"unexpected keyword {unknown[0]!r}; the options are "
-                        f"{', '.join(defaults)}, or params=DenoiseParams(...)")
-    given = sorted(k for k, v in options.items() if not (v is defaults[k] or v == defaults[k]))
-    if params is not None:
-        if given:
-            raise ValueError(f"give params or keyword options, not both (got params and "
-                             f"{', '.join(given)}); put the options in the DenoiseParams")
-        return _checked_params(params)
-    o = dict(defaults, **options)
-    return DenoiseParams(
-        method=o["method"], ranks=(o["n_components"],), patch_size=o["patch_size"],
-        stride=o["stride"], n_train=o["n_train"], n_landmarks=o["n_landmarks"],
-        gamma=o["gamma"], noise_sigma=o["noise_sigma"], kernel=o["kernel"],
-        preimage_iterations=o["preimage_iterations"], seed=o["random_state"],
-        noise_model=o["noise_model"], poisson_gain=o["poisson_gain"],
-        tile_size=o["tile_size"]).validate()
+#: what a missing Dask says (the command line says the same)
+DASK_HINT = "Dask arrays need Dask: pip install 'kpca-denoise[distributed]'"
 
 
 def _as_dask(array):
-    import dask.array as da
+    try:
+        import dask.array as da
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"{DASK_HINT} ({exc})") from None
 
     if isinstance(array, da.Array):
         return array
@@ -256,7 +241,7 @@ def _as_dask(array):
         raise ValueError(f"expected a Dask array (or a numpy / zarr array), got "
                          f"{type(array).__name__}; wrap the pixels with dask.array.from_array")
     if not np.issubdtype(np.dtype(array.dtype), np.number):  # before dask's own auto chunks
-        _check_image(np.empty((1, 1), array.dtype), "image")
+        check_image(np.empty((1, 1), array.dtype), "image")
     return da.asarray(array)
 
 
@@ -278,14 +263,14 @@ def _is_stack(shape: tuple) -> bool:
 # -- the whole-image decisions ------------------------------------------------------
 
 
-def _decide(pages: list, names: list, params: DenoiseParams) -> list[_Decision | None]:
+def decide_images(pages: list, names: list, params: DenoiseParams) -> list[_Decision | None]:
     """Per page its decisions, or None when it is returned unchanged (no noise)."""
     import dask
 
     for page, name in zip(pages, names):  # what the shape and dtype alone tell
         if page.size == 0 or not np.issubdtype(page.dtype, np.number):
-            _check_image(np.empty(page.shape if page.size == 0 else (1, 1), page.dtype), name)
-        _check_item_shape(page, name, False, params)
+            check_image(np.empty(page.shape if page.size == 0 else (1, 1), page.dtype), name)
+        check_item_shape(page, name, False, params)
     keys = result_keys(params, False)
     if params.method == "grouped" and params.noise_model == "gaussian":
         summaries = dask.compute(*[_summary(page) for page in pages])  # one pass over the data
@@ -298,7 +283,7 @@ def _decide(pages: list, names: list, params: DenoiseParams) -> list[_Decision |
 
 def _summary(page):
     """Lazy: each channel's minimum and maximum (NaN where a NaN is), and the values
-    ``prepare._held_span`` samples (every ``size // 10**6``-th value of the flat array)."""
+    ``prepare.held_span`` samples (every ``size // 10**6``-th value of the flat array)."""
     x = page if page.ndim == 3 else page[..., None]
     step = max(1, page.size // 1_000_000)
     row = int(np.prod(page.shape[1:]))
@@ -311,32 +296,29 @@ def _measure(page, name: str, params: DenoiseParams, mins, maxs, sample):
     """``(sigma, vst, model, stats)`` of a page under the Gaussian model (the
     Poisson-Gaussian stabiliser when the pipeline would choose it, no fitted model;
     the noise stats the pipeline reports), or None (unchanged), as
-    ``prepare._measure_image`` and ``prepare._with_noise`` decide; from the page's
+    ``prepare.measure_image`` and ``prepare._with_noise`` decide; from the page's
     per-channel extremes (a (1, 2[, C]) stand-in with the image's minima and maxima,
     which is all the value checks read) and its strided sample."""
     stub = np.stack([np.atleast_1d(mins), np.atleast_1d(maxs)])[None].astype(page.dtype)
     stub = stub[..., 0] if page.ndim == 2 else stub
-    _check_image(stub, name)  # NaN or Inf pixels
-    flat = _flat(stub)
-    # the sample has under two million values, so _held_span reads all of it: the
+    check_image(stub, name)  # NaN or Inf pixels
+    flat = is_flat(stub)
+    # the sample has under two million values, so held_span reads all of it: the
     # whole image's quantiles (prepare._sigma_range)
-    span = _value_range(stub)
-    lo, hi = min(span, _held_span(sample)) * NO_NOISE_FRACTION, span
+    span = value_range(stub)
+    lo, hi = min(span, held_span(sample)) * NO_NOISE_FRACTION, span
     stats: dict = {}
-    vst = None
-    if flat:
-        sigma = 0.0
-    elif params.noise_sigma is not None:
-        sigma = float(params.noise_sigma)
-    else:  # the pipeline's own decision, reading only the blocks sampled
-        lum = (page if page.ndim == 2 else page[..., 0]) if tiling.channels(stub) == 1 \
-            else tiling.LazyLuminance(page)
-        try:
-            sigma, vst = estimated_noise(page, params, stats, lum=lum, stub=stub, lo=lo)
-        except ValueError as exc:
-            raise ValueError(f"{name}: {exc}") from None
-        if vst is not None:  # the stabilised domain's no-noise level, as prepare._with_noise
-            lo = _stabilised_span(stub, vst) * NO_NOISE_FRACTION
+    # the pipeline's own decision, reading only the blocks sampled
+    lum = None
+    if params.noise_sigma is None and not flat:
+        lum = (page if page.ndim == 2 else page[..., 0]) if working.channels(stub) == 1 \
+            else working.LazyLuminance(page)
+    try:
+        sigma, vst = measure_noise(page, params, stats, flat=flat, lum=lum, stub=stub, lo=lo)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    if vst is not None:  # the stabilised domain's no-noise level, as prepare._with_noise
+        lo = stabilised_span(stub, vst) * NO_NOISE_FRACTION
     try:
         there = noise_to_remove(sigma, lo, hi, page.dtype,
                                 given=params.noise_sigma is not None, flat=flat)
@@ -351,15 +333,15 @@ def _measure_in_memory(page, name: str, params: DenoiseParams):
     preparation (and the global method's fit) on the page read whole."""
     x = np.asarray(page)
     res = ImageResult(index=0, name=name)
-    item = _prepare_item(params, x, res, False, seed=params.seed)
+    item = prepare_item(params, x, res, False, seed=params.seed)
     if res.error:
         raise ValueError(res.error)
     if item is None:
         return None
     model = None
     if params.method == "global":
-        run = _Run(params, _StageClock(None), None, None, {"method": params.method})
-        fitted = _run_global(run, _global_groups(params, [item])[0], fit_only=True)
+        run = RunContext(params, StageClock(None), None, None, {"method": params.method})
+        fitted = run_global(run, global_groups(params, [item])[0], fit_only=True)
         model = copy.copy(fitted)
         model.set_params(progress=None, cancel=None)  # shipped to the workers bare
     stats = {k: v for k, v in res.stats.items() if k in ("noise", "hint", "noise_model")}
@@ -423,14 +405,14 @@ def _stack_decision(a, pages: list, decisions: list, params: DenoiseParams,
             st["noise_model"] = stabiliser_stats(st.get("noise_model", {}), vst)
     shifts = np.asarray(dec.shifts, dtype=np.int64).reshape(-1, 2)
     middle = crops[len(pages) // 2]  # the middle page's central crop, computed above
-    params, tiles = tiling.stack_plan(middle, sigma, params, a.shape, shifts, vst=vst,
+    params, tiles = stack_tiling.stack_plan(middle, sigma, params, a.shape, shifts, vst=vst,
                                       lazy=True)
     return _StackDecision(sigma, params, tiles, result_keys(params, False),
                           np.asarray(dec.linked, dtype=bool), shifts, vst)
 
 
 #: one stack tile at a time per process: a tile's working set is the stack path's bound
-#: (``tiling.LAZY_STACK_TILE_BYTES``), and its numba kernels use every core already
+#: (``stack_tiling.LAZY_STACK_TILE_BYTES``), and its numba kernels use every core already
 _STACK_TILE_LOCK = threading.Lock()
 
 
@@ -441,7 +423,7 @@ def _stack_tile_cores(block, tile, sigma, params, linked, shifts, vst, run_id):
     cancel = entry[1] if entry else None
     with _STACK_TILE_LOCK:
         check_cancel(cancel)
-        outs, stats = tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
+        outs, stats = stack_tiling.denoise_stack_tile(np.asarray(block), tile, sigma, params,
                                                 linked=linked, shifts=shifts, vst=vst,
                                                 cancel=cancel)
     seq = stats[0]["sequence"]

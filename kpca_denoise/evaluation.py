@@ -9,7 +9,7 @@ import numpy as np
 
 from .core.metrics import data_range_for, psnr, ssim
 from .core.noise import estimate_sigma_image
-from .tiling import _cast_like, luminance
+from .working import cast_like, luminance
 
 
 def add_noise(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
@@ -29,13 +29,13 @@ def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
     (the generator's stream does not depend on how the draws are split)."""
     a = np.asarray(image)
     if a.ndim == 0 or a.size == 0:
-        return _cast_like(add_noise(a, sigma, seed), a)
+        return cast_like(add_noise(a, sigma, seed), a)
     rng = np.random.default_rng(seed)
     out = np.empty(a.shape, a.dtype)
     rows = max(1, _NOISE_BAND // max(1, a[0].size))
     for y0 in range(0, a.shape[0], rows):
         band = a[y0:y0 + rows]
-        out[y0:y0 + rows] = _cast_like(band.astype(np.float64) + rng.normal(0.0, sigma, band.shape), a)
+        out[y0:y0 + rows] = cast_like(band.astype(np.float64) + rng.normal(0.0, sigma, band.shape), a)
     return out
 
 

@@ -39,7 +39,8 @@ from .core.progress import ProgressCallback, ProgressEvent, check_cancel, report
 from .params import DenoiseParams, too_many_workers
 from .pipeline import ImageResult, SetResult, denoise_set
 from .signals import STOP_SIGNALS
-from .tiling import denoise_stack_tile, denoise_tile, plan
+from .tiling import denoise_tile, plan
+from .stack_tiling import denoise_stack_tile
 
 __all__ = ["Executor", "ExecutorError"]
 

@@ -17,9 +17,9 @@ from .core.progress import check_cancel, report
 from .estimator import KernelPCA
 from .params import DenoiseParams
 from .prepare import PreparedItem
-from .results import _global_ranks, _Run
-from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, denoise_tiled, denoise_with_model,
-                     training_patches)
+from .results import global_ranks, RunContext
+from .working import cast_like
+from .tiling import denoise_tiled, denoise_with_model, GLOBAL_PATCH_SIZE, training_patches
 
 
 #: the global method's pre-image iteration cap when ``preimage_iterations`` is None
@@ -77,7 +77,7 @@ class GlobalFit:
         return min(self.model.noise_rank(sigma), k)
 
 
-def _global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[GlobalGroup]:
+def global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[GlobalGroup]:
     """The items a global kernel PCA serves, by the dimension of their samples, the
     largest group first."""
     members: dict = {}
@@ -93,12 +93,12 @@ def _global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[Glo
         # patch sets: None = the rank from the noise level, chosen after the fit
         auto = members[key][0].is_patchset and None in params.ranks
         ranks = (tuple(sorted({int(r) for r in params.ranks if r is not None})) if auto
-                 else _global_ranks(params))
+                 else global_ranks(params))
         groups.append(GlobalGroup(key, members[key], p, stride, ranks, auto))
     return groups
 
 
-def _run_global(run: _Run, group: GlobalGroup, *, prior: KernelPCA | None = None,
+def run_global(run: RunContext, group: GlobalGroup, *, prior: KernelPCA | None = None,
                 given: KernelPCA | None = None, fit_only: bool = False) -> KernelPCA:
     """Fit the group's kernel PCA (reusing ``prior`` when it can, or taking ``given``,
     fitted on the whole set) and, unless ``fit_only``, denoise its items with it."""
@@ -119,7 +119,7 @@ def _run_global(run: _Run, group: GlobalGroup, *, prior: KernelPCA | None = None
     return fit.model
 
 
-def _fit_global(run: _Run, group: GlobalGroup, prior: KernelPCA | None) -> GlobalFit:
+def _fit_global(run: RunContext, group: GlobalGroup, prior: KernelPCA | None) -> GlobalFit:
     """The kernel PCA of a group's training patches, sampled from every item in
     proportion to the samples it offers; described in ``run.resolved['models']``."""
     params = run.params
@@ -207,7 +207,7 @@ def _check_gamma(gamma: float, X: np.ndarray) -> None:
             "for the automatic width")
 
 
-def _denoise_group(run: _Run, group: GlobalGroup, model: KernelPCA,
+def _denoise_group(run: RunContext, group: GlobalGroup, model: KernelPCA,
                    auto_rank: int | None = None) -> None:
     """Outputs per rank for every item of the group; the ``auto_rank`` result is stored
     under ``None``."""
@@ -222,7 +222,7 @@ def _denoise_group(run: _Run, group: GlobalGroup, model: KernelPCA,
         t = time.perf_counter()
         if item.is_patchset:
             outs, stats = denoise_with_model(model, item.data, ranks, run.cancel)
-            outs = {r: _cast_like(O.reshape(item.source.shape), item.source)
+            outs = {r: cast_like(O.reshape(item.source.shape), item.source)
                     for r, O in outs.items()}
         else:
             outs, stats = denoise_tiled(item.data, res.noise_sigma, run.params, model=model,

@@ -8,6 +8,7 @@ command line reads back (``kpca-denoise denoise --params sidecar.json``).
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -17,7 +18,8 @@ from .core.grouped.geometry import PATCH_SIZE
 from .core.grouped.options import GroupedOptions
 from .core.checks import is_finite as _is_finite
 
-__all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks"]
+__all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks", "as_params",
+           "call_params", "DEPRECATED_NAMES"]
 
 #: 'grouped': non-local kernel PCA on groups of similar patches, two stages (default).
 #: 'global': one kernel PCA on patches sampled from the whole set, as in Mika et al. (1998).
@@ -371,3 +373,104 @@ class DenoiseParams:
             if name in data and not isinstance(data[name], str):
                 raise ParamError(name, f"{name} must be a string, got {data[name]!r}")
         return cls(**data).validate()
+
+
+def as_params(params: "DenoiseParams | dict | None" = None, **changes: Any) -> DenoiseParams:
+    """The validated parameters of a call, from what a front door was given.
+
+    Parameters
+    ----------
+    params : DenoiseParams, dict or None
+        A parameter object, a JSON-style dict (as in a sidecar's ``params``), or None
+        for the defaults.
+    **changes
+        :class:`DenoiseParams` fields that replace those of ``params``
+        (``profile="fast"``, ``strength=0.8``, ``ranks=(4, 8)``, ...).
+
+    Returns
+    -------
+    DenoiseParams
+        Validated; a bad value raises :class:`ParamError` naming the field.
+
+    Raises
+    ------
+    TypeError
+        ``params`` of another type, or a keyword that is no field.
+
+    Examples
+    --------
+    >>> as_params(profile="fast", strength=0.8).profile
+    'fast'
+    """
+    if isinstance(params, dict):
+        params = DenoiseParams.from_dict(params)
+    elif params is not None and not isinstance(params, DenoiseParams):
+        raise TypeError(f"params must be a DenoiseParams or a dict, got {type(params).__name__}")
+    params = params or DenoiseParams()
+    if changes:
+        known = {f.name for f in fields(DenoiseParams)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown parameter(s) {unknown}; DenoiseParams fields are "
+                            f"{sorted(known)}")
+        if "ranks" in changes:
+            changes["ranks"] = parse_ranks(changes["ranks"])
+        params = params.replace(**changes)
+    return params.validate()
+
+
+#: the front doors' old keyword names and the :class:`DenoiseParams` fields that replace
+#: them (accepted with a DeprecationWarning for one release)
+DEPRECATED_NAMES = {"n_components": "ranks", "random_state": "seed"}
+
+
+def call_params(params: "DenoiseParams | dict | None", fields: dict, *,
+                caller: str) -> DenoiseParams:
+    """The parameters of one front-door call (``denoise_image(img, params, **fields)``).
+
+    Like :func:`as_params`, and the old keyword names of :data:`DEPRECATED_NAMES` are
+    taken with a ``DeprecationWarning`` naming the new one; an error in a value given
+    under an old name names that old name.
+
+    Parameters
+    ----------
+    params : DenoiseParams, dict or None
+        The base parameters.
+    fields : dict
+        The call's keywords: :class:`DenoiseParams` fields (or old names).
+    caller : str
+        The front door's name, for the warning.
+
+    Returns
+    -------
+    DenoiseParams
+        Validated.
+    """
+    fields = dict(fields)
+    renamed = {}
+    for old, new in DEPRECATED_NAMES.items():
+        if old not in fields:
+            continue
+        value = fields.pop(old)
+        warnings.warn(f"{caller}({old}=...) is deprecated; use {new}=... (a DenoiseParams "
+                      f"field)", DeprecationWarning, stacklevel=3)
+        if new in fields:
+            raise TypeError(f"give {new} or {old}, not both ({old} is {new}'s old name)")
+        if old == "n_components":
+            if value is not None and (not isinstance(value, (int, np.integer))
+                                      or isinstance(value, (bool, np.bool_))
+                                      or not 1 <= value < 2**31):
+                raise ParamError(old, "n_components must be an integer >= 1, or None for the "
+                                      f"method's default, got {value!r}")
+            value = (value,)
+        fields[new] = value
+        renamed[new] = old
+    try:
+        return as_params(params, **fields)
+    except ParamError as exc:  # named as the caller's argument
+        old = renamed.get(exc.name or "")
+        if old is None:
+            raise
+        msg = str(exc)
+        raise ParamError(old, old + msg[len(exc.name):] if msg.startswith(exc.name) else msg
+                         ) from None

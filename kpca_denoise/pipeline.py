@@ -3,8 +3,8 @@
 ``denoise_set`` takes a set of images (or patch sets), fits what the method
 needs, denoises every item at every requested rank, and returns a
 :class:`SetResult` with the outputs, the eigen-spectrum, the resolved
-parameters and per-stage timings.  ``denoise_image`` is the one-image
-convenience wrapper.  Its stages are in :mod:`.prepare` and :mod:`.global_method`
+parameters and per-stage timings.  The one-image and one-stack front doors
+(:func:`~kpca_denoise.api.denoise_image`, :func:`~kpca_denoise.api.denoise_stack`) call it.  Its stages are in :mod:`.prepare` and :mod:`.global_method`
 (the grouped method's loop is here); the evaluation helpers (:mod:`.evaluation`)
 and the result types (:mod:`.results`) are importable from here too.  Nothing here
 reads or writes files (see ``io``) or knows about Qt.
@@ -21,11 +21,12 @@ import numpy as np
 
 from .core.progress import Cancelled, ProgressCallback, check_cancel, report
 from .estimator import KernelPCA
-from .global_method import _global_groups, _run_global
-from .params import DenoiseParams, ParamError
-from .prepare import PreparedItem, _prepare_items
-from .results import GLOBAL_DEFAULT_RANK, ImageResult, SetResult, _Run, _StageClock, result_keys
-from .tiling import GLOBAL_PATCH_SIZE, denoise_tiled
+from .global_method import global_groups, run_global
+from .params import DenoiseParams, as_params
+from .prepare import PreparedItem, prepare_items
+from .sequence import run_sequences
+from .results import ImageResult, SetResult, RunContext, StageClock, result_keys
+from .tiling import denoise_tiled, GLOBAL_PATCH_SIZE
 
 # re-exported: names this module has always offered, now defined by the stages' modules
 from .evaluation import (add_noise, evaluate, noise_model_text, noisy_like,  # noqa: F401
@@ -38,7 +39,6 @@ __all__ = [
     "ImageResult",
     "SetResult",
     "denoise_set",
-    "denoise_image",
     "add_noise",
     "evaluate",
     "GLOBAL_PATCH_SIZE",
@@ -99,7 +99,7 @@ def denoise_set(
     SetResult.  An item that cannot be processed (too small, bad values) gets
     ``error`` set and the others are still denoised.
     """
-    params = _checked_params(params)
+    params = as_params(params)
     images, names, patch_sets = _checked_items(images, names, patch_sets, first_index)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function taking a ProgressEvent, or None; "
@@ -112,17 +112,17 @@ def denoise_set(
             f"gamma={params.gamma:g} applies to method 'global' and to patch sets; the grouped "
             "method sets its kernel width per group from the noise level (drop gamma, or use "
             "method 'global')")
-    run = _Run(params, _StageClock(progress), cancel, tile_map, {"method": params.method})
+    run = RunContext(params, StageClock(progress), cancel, tile_map, {"method": params.method})
     t0 = time.perf_counter()
     results = [ImageResult(index=first_index + i, name=name) for i, name in enumerate(names)]
 
     # 1. every item in working form, its noise added and measured
-    items = _prepare_items(run, images, results, patch_sets, first_index)
+    items = prepare_items(run, images, results, patch_sets, first_index)
     check_cancel(cancel)
     # 2. global kernel PCA (method 'global', and patch sets under any method):
     #    one model per group of items whose samples have the same dimension
-    groups = _global_groups(params, items)
-    models = {g.key: _run_global(run, g, prior=model if len(groups) == 1 else None,
+    groups = global_groups(params, items)
+    models = {g.key: run_global(run, g, prior=model if len(groups) == 1 else None,
                                  given=(fitted_models or {}).get(g.key), fit_only=fit_only)
               for g in groups}
     model = models[groups[0].key] if groups else None
@@ -132,8 +132,6 @@ def denoise_set(
     if params.method == "grouped" and not fit_only:
         # images of one size that form a sequence go through the stack path
         # (params.sequence, docs/stacks.md); the others run alone
-        from .sequence import run_sequences
-
         items, seq_spectra = run_sequences(run, items)
         eig_grouped = _run_grouped(run, items, seq_spectra)
         ranks = tuple(params.ranks) if ranks is None else ranks
@@ -149,14 +147,6 @@ def denoise_set(
                      eigenvalues=eig, resolved=run.resolved, timings=timings, model=model,
                      models=models)
 
-
-def _checked_params(params) -> DenoiseParams:
-    """The parameters, from a DenoiseParams or a dict, validated (None: the defaults)."""
-    if isinstance(params, dict):
-        params = DenoiseParams.from_dict(params)
-    elif params is not None and not isinstance(params, DenoiseParams):
-        raise TypeError(f"params must be a DenoiseParams or a dict, got {type(params).__name__}")
-    return (params or DenoiseParams()).validate()
 
 
 def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequence, list, list]:
@@ -185,7 +175,7 @@ def _checked_items(images, names, patch_sets, first_index: int) -> tuple[Sequenc
     return images, names, patch_sets
 
 
-def _run_grouped(run: _Run, items: list[PreparedItem], spectra: list | None = None) -> np.ndarray:
+def _run_grouped(run: RunContext, items: list[PreparedItem], spectra: list | None = None) -> np.ndarray:
     """Denoise every image with the grouped method; returns the mean spectrum of its
     groups and of ``spectra`` (a failed image gets its error, and the others go on)."""
     spectra = list(spectra or [])
@@ -215,94 +205,3 @@ def _run_grouped(run: _Run, items: list[PreparedItem], spectra: list | None = No
         return np.zeros(0)
     L = min(s.size for s in spectra)
     return np.mean([s[:L] for s in spectra], axis=0)
-
-
-def denoise_image(
-    image: np.ndarray,
-    *,
-    noise_sigma: float | None = None,
-    method: str = "grouped",
-    patch_size: int | None = None,
-    stride: int | None = None,
-    n_components: int | None = None,
-    gamma: float | None = None,
-    n_train: int = 2000,
-    n_landmarks: int | None = None,
-    kernel: str = "rbf",
-    preimage_iterations: int | None = None,
-    random_state: int = 0,
-    noise_model: str = "gaussian",
-    poisson_gain: float | None = None,
-    progress: ProgressCallback | None = None,
-    cancel: Any = None,
-) -> np.ndarray:
-    """Denoise one image; returns an array of the same shape and dtype.
-
-    Parameters
-    ----------
-    image : (H, W) or (H, W, 3|4) uint8, uint16 or float.
-    noise_sigma : noise std in the units of the pixel values (25 means 25
-        grey levels of a uint8 image); ``None`` estimates it.
-    method : 'grouped' (default: non-local kernel PCA with shrinkage, two
-        stages) or 'global' (one kernel PCA on patches of the image, Mika et al.).
-    patch_size, stride : patch geometry; ``None`` lets the method choose.
-    n_components : rank; ``None`` means the method's default (16 for
-        'global'; shrinkage only, no cap, for 'grouped').
-    gamma : RBF kernel parameter; ``None`` chooses it from the data and noise.
-    n_train : training patches for 'global'.
-    n_landmarks : ``None`` (exact) or the number of Nyström landmarks for
-        'global', so that ``n_train`` can be far larger.
-    kernel : 'rbf' or 'linear' (ablation).
-    noise_model, poisson_gain : 'gaussian' (default) or 'poisson-gaussian' for
-        signal-dependent (camera, microscope) noise of variance ``poisson_gain * signal
-        + noise_sigma^2``; ``None`` estimates the gain (see :class:`DenoiseParams`).
-
-    Raises
-    ------
-    ValueError naming the problem, e.g. an image smaller than a patch.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from kpca_denoise import denoise_image
-    >>> rng = np.random.default_rng(0)
-    >>> clean = np.tile(np.linspace(0, 255, 64), (64, 1)).astype(np.uint8)
-    >>> noisy = np.clip(clean + rng.normal(0, 20, clean.shape), 0, 255).astype(np.uint8)
-    >>> denoise_image(noisy, noise_sigma=20, method="global", n_components=8).shape
-    (64, 64)
-    """
-    if n_components is not None and (not isinstance(n_components, (int, np.integer))
-                                     or isinstance(n_components, bool)
-                                     or not 1 <= n_components < 2**31):
-        raise ParamError("n_components", "n_components must be an integer >= 1, or None for "
-                                         f"the method's default, got {n_components!r}")
-    params = DenoiseParams(
-        method=method, ranks=(n_components,) if (n_components is not None or method == "grouped")
-        else (GLOBAL_DEFAULT_RANK,), patch_size=patch_size, stride=stride, n_train=n_train,
-        n_landmarks=n_landmarks, gamma=gamma,
-        noise_sigma=noise_sigma, kernel=kernel, preimage_iterations=preimage_iterations,
-        seed=random_state, noise_model=noise_model, poisson_gain=poisson_gain,
-    )
-    try:
-        params.validate()
-    except ParamError as exc:  # named as this function's arguments
-        raise _as_argument(exc) from None
-    res = denoise_set([image], params, progress=progress, cancel=cancel)
-    item = res.images[0]
-    if item.error:
-        raise ValueError(item.error)
-    return item.outputs[res.ranks[-1] if len(res.ranks) else None]
-
-
-#: :func:`denoise_image`'s arguments for the parameters they set
-_ARGUMENTS = {"seed": "random_state"}
-
-
-def _as_argument(exc: ParamError) -> ParamError:
-    """``exc`` with the parameter's name at the start of its message replaced by the
-    :func:`denoise_image` argument that set it (``random_state`` for ``seed``)."""
-    arg = _ARGUMENTS.get(exc.name or "")
-    msg = str(exc)
-    if arg and msg.startswith(exc.name):
-        msg = arg + msg[len(exc.name):]
-    return ParamError(arg or exc.name, msg)

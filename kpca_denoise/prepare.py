@@ -18,9 +18,9 @@ from .core.progress import report
 from .core.vst import GeneralizedAnscombe
 from .evaluation import noise_model_text, noisy_like
 from .params import DenoiseParams
-from .results import ImageResult, _Run, result_keys
-from .tiling import (GLOBAL_PATCH_SIZE, _cast_like, channels, colour_part, luminance,
-                     luminance_bounds)
+from .results import ImageResult, RunContext, result_keys
+from .working import cast_like, channels, colour_part, luminance, luminance_bounds
+from .tiling import GLOBAL_PATCH_SIZE
 
 
 #: an estimated noise std below this fraction of the value range means "no noise":
@@ -49,7 +49,7 @@ class PreparedItem:
         return self.kind == "patchset"
 
 
-def _prepare_items(run: _Run, images: Sequence, results: list[ImageResult],
+def prepare_items(run: RunContext, images: Sequence, results: list[ImageResult],
                    patch_sets: list, first_index: int) -> list[PreparedItem]:
     """The items with noise to remove; the others get their error, or their input back
     with a note."""
@@ -57,7 +57,7 @@ def _prepare_items(run: _Run, images: Sequence, results: list[ImageResult],
     items = []
     report(run.clock, "noise", 0, n_items)
     for i, img in enumerate(images):
-        item = _prepare_item(run.params, img, results[i], patch_sets[i],
+        item = prepare_item(run.params, img, results[i], patch_sets[i],
                              seed=run.params.seed + first_index + i)
         if item is not None:
             items.append(item)
@@ -65,13 +65,13 @@ def _prepare_items(run: _Run, images: Sequence, results: list[ImageResult],
     return items
 
 
-def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
+def prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
                   is_patchset: bool, seed: int) -> PreparedItem | None:
     """One item read into working form, noise added (``params.add_noise``, from ``seed``)
     and measured; None when it failed (``res.error``) or has no noise to remove."""
     try:
-        a = _check_image(image, res.name)
-        _check_item_shape(a, res.name, is_patchset, params)
+        a = check_image(image, res.name)
+        check_item_shape(a, res.name, is_patchset, params)
         if params.add_noise:
             # the noisy input is what the source type can hold (rounded and clipped
             # for integer images): the file a user would have, and the one written
@@ -79,9 +79,9 @@ def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
             noisy = noisy_like(a, params.add_noise, seed)
         else:
             noisy = a.astype(np.float64) if is_patchset else a
-        res.noisy = _cast_like(noisy, a)
+        res.noisy = cast_like(noisy, a)
         item = _measure_patchset(params, a, noisy, res) if is_patchset else \
-            _measure_image(params, res)
+            measure_image(params, res)
         res.noise_estimated = params.noise_sigma is None or (
             is_patchset and params.noise_model != "gaussian")
         return _with_noise(params, a, item)
@@ -96,7 +96,7 @@ def _prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
 MAX_MAGNITUDE = 1e150
 
 
-def _check_image(image: np.ndarray, name: str) -> np.ndarray:
+def check_image(image: np.ndarray, name: str) -> np.ndarray:
     if isinstance(image, (str, bytes, os.PathLike)):
         raise ValueError(f"{name}: a file name, not an image; read it first "
                          "(kpca_denoise.io.read_item) or use the command line")
@@ -123,7 +123,7 @@ def _check_image(image: np.ndarray, name: str) -> np.ndarray:
     return a
 
 
-def _check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
+def check_item_shape(a: np.ndarray, name: str, is_patchset: bool,
                       params: DenoiseParams) -> None:
     """Refuse a patch set that is not (N, h, w), an image that is not (H, W[, C]) or
     is smaller than one patch."""
@@ -158,33 +158,61 @@ def _measure_patchset(params: DenoiseParams, a: np.ndarray, noisy: np.ndarray,
     return PreparedItem("patchset", S, res, source=a, flat=flat)
 
 
-def _measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
+def measure_image(params: DenoiseParams, res: ImageResult) -> PreparedItem:
     """An image's noise level (``res.noise_sigma``; 1 after the stabiliser of the
     Poisson-Gaussian model, whose gain and sigma go to ``res.stats``)."""
     x = res.noisy  # pixels stay in the input's dtype: tiles are converted one at a time
-    vst = None
-    flat = _flat(x)
-    if flat:
-        sigma = 0.0  # one value per channel: nothing to stabilise or remove
-    elif params.noise_model == "gaussian":
-        if params.noise_sigma is not None:
-            sigma = params.noise_sigma
-        else:
-            sigma, vst = estimated_noise(x, params, res.stats)
-    else:
-        vst = _stabiliser(x, params)
-        _check_counts(x, vst)
-        _check_given_noise(x, vst, params)
-        sigma = 1.0  # after the variance-stabilising transform
-        res.stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
-                                        sigma=np.ravel(vst.sigma).tolist())
-        # both parts estimated: does the fitted line itself grow over the image's
-        # brightness as the level function's "grows with the signal" asks?
-        if params.poisson_gain is None and params.noise_sigma is None and \
-                _growth(vst, *_brightness_range(x)) < SIGNAL_DEPENDENT_RATIO:
-            res.stats["hint"] = FLAT_NOISE_HINT
+    flat = is_flat(x)
+    sigma, vst = measure_noise(x, params, res.stats, flat=flat)
     res.noise_sigma = float(sigma)
     return PreparedItem("image", x, res, channels=channels(x), vst=vst, flat=flat)
+
+
+def measure_noise(x, params: DenoiseParams, stats: dict, *, flat: bool, lum=None, stub=None,
+                  lo: float | None = None) -> tuple[float, GeneralizedAnscombe | None]:
+    """The noise decision for one image, made in this one place for every path.
+
+    Parameters
+    ----------
+    x : ndarray or dask.array.Array, shape (M, N[, C])
+        The image in its own dtype (a Dask array is read only where sampled, and
+        whole when a stabiliser is built).
+    params : DenoiseParams
+        ``noise_model``, ``noise_sigma``, ``poisson_gain`` decide what is measured.
+    stats : dict
+        Receives what was found: ``noise`` (the estimated model), ``noise_model``
+        (a stabiliser's gain and sigma), ``hint``.
+    flat : bool
+        Every channel holds one value: nothing to measure (level 0).
+    lum, stub, lo
+        For a lazy ``x``: its luminance, an array of its dtype and extreme values, its
+        no-noise level (:func:`estimated_noise`).
+
+    Returns
+    -------
+    sigma : float
+        The level the denoiser is told before the strength (1 after a stabiliser).
+    vst : GeneralizedAnscombe or None
+        The Poisson-Gaussian stabiliser, given or chosen, else None.
+    """
+    if flat:
+        return 0.0, None  # one value per channel: nothing to stabilise or remove
+    if params.noise_model == "gaussian":
+        if params.noise_sigma is not None:
+            return float(params.noise_sigma), None
+        return estimated_noise(x, params, stats, lum=lum, stub=stub, lo=lo)
+    x = np.asarray(x)
+    vst = stabiliser_for(x, params)
+    _check_counts(x, vst)
+    _check_given_noise(x, vst, params)
+    stats["noise_model"] = dict(model=params.noise_model, gain=np.ravel(vst.gain).tolist(),
+                                sigma=np.ravel(vst.sigma).tolist())
+    # both parts estimated: does the fitted line itself grow over the image's
+    # brightness as the level function's "grows with the signal" asks?
+    if params.poisson_gain is None and params.noise_sigma is None and \
+            _growth(vst, *_brightness_range(x)) < SIGNAL_DEPENDENT_RATIO:
+        stats["hint"] = FLAT_NOISE_HINT
+    return 1.0, vst  # after the variance-stabilising transform
 
 
 #: what a run says when the Gaussian model's noise grows with the signal
@@ -213,7 +241,7 @@ def _chosen_stabiliser(x: np.ndarray, params: DenoiseParams, stats: dict):
     hint.  The stabiliser's gain and sigma go to ``stats['noise_model']``
     (``chosen``: true) and the one-line reason to ``stats['hint']``."""
     levels = stats["noise"]["levels"]
-    vst = _stabiliser(x, params)
+    vst = stabiliser_for(x, params)
     try:
         _check_counts(x, vst)
     except ValueError:
@@ -265,7 +293,7 @@ def estimated_noise(x, params: DenoiseParams, stats: dict, *, lum=None, stub=Non
     array, read only where sampled (and whole when a stabiliser is built); ``lum`` its
     luminance, ``stub`` an array of its dtype and extreme values, ``lo`` its no-noise
     level (:func:`_sigma_range`), each computed from ``x`` when not given."""
-    white, model = _noise_model(x, lum=lum, stub=stub, lo=lo)
+    white, model = noise_model_of(x, lum=lum, stub=stub, lo=lo)
     if model is None:
         return white, None  # no noise: the image comes back unchanged
     stats["noise"] = model.to_dict()
@@ -286,7 +314,7 @@ def noise_hint(model) -> str | None:
     return SIGNAL_DEPENDENT_HINT if model.signal_dependent and not model.correlated else None
 
 
-def _noise_model(x, *, lum=None, stub=None, lo: float | None = None):
+def noise_model_of(x, *, lum=None, stub=None, lo: float | None = None):
     """``(finest-scale sigma, NoiseModel)`` of an image; the model is None when the
     finest scale reads no noise (below ``lo``).  ``lum``, ``stub``, ``lo``: as
     :func:`estimated_noise`."""
@@ -322,7 +350,7 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
     if item.vst is not None:
         # the test below is where the denoiser works: in the stabilised domain,
         # whose noise std is 1 and whose span is the transformed value range
-        lo = _stabilised_span(a, item.vst) * NO_NOISE_FRACTION
+        lo = stabilised_span(a, item.vst) * NO_NOISE_FRACTION
     # a given sigma is the noise's own only under the Gaussian model (the
     # stabilised path checks its gain and sigma when it is built)
     given = params.noise_model == "gaussian" and params.noise_sigma is not None
@@ -346,7 +374,7 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
     return None
 
 
-def _stabiliser(image: np.ndarray, params: DenoiseParams):
+def stabiliser_for(image: np.ndarray, params: DenoiseParams):
     """The generalised Anscombe transform of a 'poisson-gaussian' image: gain and
     Gaussian sigma per colour channel, given or estimated."""
     x = colour_part(np.asarray(image))  # the estimator converts a band of rows at a time
@@ -356,7 +384,7 @@ def _stabiliser(image: np.ndarray, params: DenoiseParams):
     return GeneralizedAnscombe(np.array([e[0] for e in est]), np.array([e[1] for e in est]))
 
 
-def _flat(a: np.ndarray) -> bool:
+def is_flat(a: np.ndarray) -> bool:
     """Whether every colour channel of an image holds one value (alpha aside)."""
     x = colour_part(a)
     axes = (0, 1)
@@ -409,7 +437,7 @@ def _check_counts(a: np.ndarray, vst: GeneralizedAnscombe) -> None:
 def _check_given_noise(a: np.ndarray, vst: GeneralizedAnscombe, params: DenoiseParams) -> None:
     """A given gain or sigma must not imply noise beyond the image's value range, as a
     given sigma must not under the Gaussian model (:func:`_sigma_range`); noise too
-    small to remove is the stabilised domain's no-noise test's (:func:`_stabilised_span`)."""
+    small to remove is the stabilised domain's no-noise test's (:func:`stabilised_span`)."""
     if params.poisson_gain is None and params.noise_sigma is None:
         return
     lo, hi = _value_bounds(colour_part(a))
@@ -436,13 +464,13 @@ def _value_bounds(a: np.ndarray) -> tuple[float, float]:
     return (float(np.min(a)), float(np.max(a))) if a.size else (0.0, 0.0)
 
 
-def _value_range(a: np.ndarray) -> float:
+def value_range(a: np.ndarray) -> float:
     """The span of values an image can hold (:func:`_value_bounds`)."""
     lo, hi = _value_bounds(a)
     return hi - lo
 
 
-def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
+def stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
     """The span of values an image can hold (:func:`_value_bounds`, without a float
     image's alpha channel, as the stabiliser) after the variance-stabilising transform
     ``vst``, the widest over its channels."""
@@ -451,7 +479,7 @@ def _stabilised_span(a: np.ndarray, vst: GeneralizedAnscombe) -> float:
     return float(np.max(f[1] - f[0]))
 
 
-def _held_span(a: np.ndarray) -> float:
+def held_span(a: np.ndarray) -> float:
     """The span of the values an image holds, robustly: its 0.1 to 99.9 % quantiles (on
     at most about a million pixels, evenly strided), so that one hot pixel or fill
     value does not stand for the data."""
@@ -465,8 +493,8 @@ def _held_span(a: np.ndarray) -> float:
 
 def _sigma_range(a: np.ndarray) -> tuple[float, float]:
     """The noise stds an image can carry: from :data:`NO_NOISE_FRACTION` of the span of
-    the values it holds (robustly, :func:`_held_span`: a 12-bit camera image in uint16
+    the values it holds (robustly, :func:`held_span`: a 12-bit camera image in uint16
     with noise 4 was "no noise" against 65535, and one pixel of 1e30 in a float image
     made any noise "none") to the span of the values it can hold."""
-    span = _value_range(a)
-    return min(span, _held_span(a)) * NO_NOISE_FRACTION, span
+    span = value_range(a)
+    return min(span, held_span(a)) * NO_NOISE_FRACTION, span

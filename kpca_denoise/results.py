@@ -53,7 +53,7 @@ class SetResult:
     models: dict = field(default_factory=dict)
 
 
-class _StageClock:
+class StageClock:
     """Wraps a progress callback and attributes wall time to stages.
 
     An event with ``done > 0`` reports work finished in its stage, so the time since
@@ -88,11 +88,11 @@ class _StageClock:
 
 
 @dataclass
-class _Run:
+class RunContext:
     """What the stages of one :func:`denoise_set` call share."""
 
     params: DenoiseParams
-    clock: _StageClock
+    clock: StageClock
     cancel: Any = None
     tile_map: Any = None
     resolved: dict = field(default_factory=dict)
@@ -104,10 +104,10 @@ def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
         return tuple(sorted({r for r in params.ranks if r is not None})) + (
             (None,) if None in params.ranks else ())
     if params.method == "global":
-        return _global_ranks(params)
+        return global_ranks(params)
     return tuple(params.ranks)
 
 
-def _global_ranks(params: DenoiseParams) -> tuple[int, ...]:
+def global_ranks(params: DenoiseParams) -> tuple[int, ...]:
     """The global method's ranks for images, ascending; None is :data:`GLOBAL_DEFAULT_RANK`."""
     return tuple(sorted({GLOBAL_DEFAULT_RANK if r is None else int(r) for r in params.ranks}))

@@ -4,8 +4,8 @@ also take patches from the neighbouring pages (:mod:`.core.grouped.sequence`).
 :func:`decide` says whether neighbouring pages show one scene (``sequence='auto'``)
 from the pages themselves; :func:`run_sequences` is the pipeline's step that runs
 the images of a set that form a sequence through the stack path (one noise
-estimate for all of them) and leaves the others to run alone;
-:func:`denoise_stack` is the library's entry for a ``(P, H, W[, C])`` array.
+estimate for all of them) and leaves the others to run alone (the
+library's entry for a ``(P, H, W[, C])`` array is :func:`kpca_denoise.api.denoise_stack`).
 Measurements and the rule's thresholds: ``docs/stacks.md``.
 """
 
@@ -19,13 +19,14 @@ import numpy as np
 
 from .core.grouped.calibrate import central_crop
 from .core.grouped.motion import link_scores, page_shifts, steady_shifts
-from .core.progress import Cancelled, ProgressCallback, report
+from .core.progress import Cancelled, report
 from .params import DenoiseParams
-from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, _stabiliser
-from .results import _Run
-from .tiling import _to_working, colour_part, denoise_stack_tiled, luminance
+from .prepare import SIGNAL_DEPENDENT_HINT, PreparedItem, stabiliser_for
+from .results import RunContext
+from .working import colour_part, luminance, to_working
+from .stack_tiling import denoise_stack_tiled
 
-__all__ = ["denoise_stack", "decide", "decide_stack", "shared_noise", "stabiliser_stats",
+__all__ = ["decide", "decide_stack", "shared_noise", "stabiliser_stats",
            "run_sequences", "SequenceDecision", "LINK_THRESHOLD", "CUT_THRESHOLD",
            "decision_stabilisers", "same_sensor", "decide_run", "link_run", "runs_of_one_size"]
 
@@ -87,7 +88,7 @@ def decide_stack(crops: list, vsts: list, sigmas: list,
     reads), its stabiliser (None under Gaussian noise) and its noise level (times the
     strength)."""
     pages = [np.asarray(luminance(c), dtype=np.float64) if v is None
-             else _to_working(c, v)[0][..., 0] for c, v in zip(crops, vsts)]
+             else to_working(c, v)[0][..., 0] for c, v in zip(crops, vsts)]
     return decide(pages, float(np.median(sigmas)) / params.strength, params.sequence)
 
 
@@ -143,7 +144,7 @@ def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple
     if vst is None:
         return float(np.median(sigmas)), None
     pick = list(pages[:: max(1, len(pages) // 8)][:8])
-    return params.strength, _stabiliser(np.concatenate([np.asarray(p) for p in pick]), params)
+    return params.strength, stabiliser_for(np.concatenate([np.asarray(p) for p in pick]), params)
 
 
 # -- the pipeline's step ------------------------------------------------------------------
@@ -153,7 +154,7 @@ def runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
     """The images in order, cut where the size, dtype or colour changes and where an
     image of the set is missing (it failed, or had no noise to remove): its
     neighbours are not neighbouring pages.  Pages whose noise model the run chose
-    differently stay together (:func:`_one_noise_model`)."""
+    differently stay together (:func:`one_noise_model`)."""
     runs: list = []
     for it in items:
         if it.is_patchset:
@@ -180,10 +181,10 @@ def _mixed(seq: list[PreparedItem]) -> bool:
     return len({it.vst is None for it in seq}) > 1
 
 
-def _one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
+def one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
     """The noise model most pages of a sequence were given, given to all (they share
     a sensor; a tie keeps the Gaussian model): a page switched to the Poisson-Gaussian
-    model gets the stack's stabiliser from :func:`_shared_noise`, one switched back
+    model gets the stack's stabiliser from :func:`give_shared_noise`, one switched back
     its measured Gaussian level."""
     chosen = [it for it in seq if it.vst is not None]
     if not _mixed(seq):
@@ -192,7 +193,7 @@ def _one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
         model = dict(chosen[0].result.stats["noise_model"])
         for it in seq:
             if it.vst is None:
-                it.vst = chosen[0].vst  # replaced by the stack's own in _shared_noise
+                it.vst = chosen[0].vst  # replaced by the stack's own in give_shared_noise
                 it.result.stats["noise_model"] = dict(model)
                 it.result.stats["hint"] = chosen[0].result.stats.get("hint")
                 it.result.noise_sigma = params.strength
@@ -204,7 +205,7 @@ def _one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
         it.result.stats["hint"] = SIGNAL_DEPENDENT_HINT
 
 
-def run_sequences(run: _Run, items: list[PreparedItem]) -> tuple[list, list]:
+def run_sequences(run: RunContext, items: list[PreparedItem]) -> tuple[list, list]:
     """Denoise the images of the set that form sequences (``params.sequence``); returns
     the items left to denoise alone and the spectra of the sequences' groups."""
     params = run.params
@@ -261,8 +262,8 @@ def link_run(params: DenoiseParams, seq: list[PreparedItem], dec: SequenceDecisi
     """The pages of a run :func:`decide_run` called a sequence (``dec``) given one noise
     model and one noise estimate (:func:`shared_noise`, the decision's when it measured
     it); returns the level."""
-    _one_noise_model(params, seq)  # a no-op unless the pages were mixed (then no dec.noise)
-    return _shared_noise(params, seq, dec.noise)
+    one_noise_model(params, seq)  # a no-op unless the pages were mixed (then no dec.noise)
+    return give_shared_noise(params, seq, dec.noise)
 
 
 def _decision_pages(seq: list[PreparedItem]) -> list:
@@ -276,7 +277,7 @@ def stabiliser_stats(page: dict, vst) -> dict:
     return dict(page, gain=np.ravel(vst.gain).tolist(), sigma=np.ravel(vst.sigma).tolist())
 
 
-def _shared_noise(params: DenoiseParams, seq: list[PreparedItem], noise=None) -> float:
+def give_shared_noise(params: DenoiseParams, seq: list[PreparedItem], noise=None) -> float:
     """:func:`shared_noise` (or ``noise``, measured before) given to every page of
     ``seq``; returns the level."""
     sigma, vst = noise or shared_noise(params, [it.data for it in seq],
@@ -290,7 +291,7 @@ def _shared_noise(params: DenoiseParams, seq: list[PreparedItem], noise=None) ->
     return sigma
 
 
-def _run_stack(run: _Run, seq: list[PreparedItem], sigma: float,
+def _run_stack(run: RunContext, seq: list[PreparedItem], sigma: float,
                dec: SequenceDecision) -> list:
     """The sequence's pages through the stack path, in tiles of bounded memory that
     carry every page (:func:`~kpca_denoise.tiling.denoise_stack_tiled`; on the
@@ -343,61 +344,3 @@ def neighbours_used(counts, window: int) -> dict:
     share = c / max(float(c.sum()), 1.0)
     return {str(d): round(float(s), 4) for d, s in zip(range(-window, window + 1), share)
             if s > 0}
-
-
-# -- the library's entry -------------------------------------------------------------------
-
-
-def denoise_stack(stack: np.ndarray, *, noise_sigma: float | None = None,
-                  sequence: str | None = None, params: DenoiseParams | dict | None = None,
-                  progress: ProgressCallback | None = None, cancel: Any = None,
-                  return_stats: bool = False, **fields: Any):
-    """Denoise a stack ``(P, H, W)`` or ``(P, H, W, C)`` (pages of a z-stack, a
-    time-lapse, a burst): returns an array of the same shape and dtype.
-
-    ``sequence`` 'auto' uses the neighbouring pages where they show one scene (a
-    stack of unrelated images runs page by page), 'yes' always, 'no' never; None:
-    ``params.sequence`` ('auto' by default).
-    ``noise_sigma`` None estimates one noise level for the stack.  ``params`` (a
-    :class:`DenoiseParams` or dict) and the other keywords (its fields, such as
-    ``noise_model='poisson-gaussian'``) set the rest.  With ``return_stats`` the
-    result comes with a dict: the decision and, per page, the share of the group
-    members taken from each neighbour (``docs/stacks.md``).
-
-    >>> import numpy as np
-    >>> from kpca_denoise import denoise_stack
-    >>> rng = np.random.default_rng(0)
-    >>> clean = np.tile(np.linspace(0, 255, 48), (3, 48, 1))
-    >>> noisy = (clean + rng.normal(0, 20, clean.shape)).clip(0, 255).astype(np.uint8)
-    >>> denoise_stack(noisy, noise_sigma=20).shape
-    (3, 48, 48)
-    """
-    from .pipeline import _checked_params, denoise_set
-
-    a = np.asarray(stack)
-    if a.ndim not in (3, 4) or (a.ndim == 4 and a.shape[3] not in (1, 2, 3, 4)):
-        raise ValueError(f"stack must be (P, H, W) or (P, H, W, C) with C in 1..4, got shape "
-                         f"{a.shape}")
-    if a.shape[0] < 1:
-        raise ValueError("stack has no pages; give at least one (P >= 1)")
-    base = _checked_params(params)
-    if sequence is not None:
-        fields["sequence"] = sequence
-    p = base.replace(**fields) if fields else base
-    if noise_sigma is not None:
-        p = p.replace(noise_sigma=noise_sigma)
-    res = denoise_set([a[k] for k in range(a.shape[0])], p.validate(), progress=progress,
-                      cancel=cancel)
-    bad = next((r.error for r in res.images if r.error), None)
-    if bad:
-        raise ValueError(bad)
-    key = res.ranks[-1] if len(res.ranks) else None
-    out = np.stack([r.outputs[key] for r in res.images])
-    if not return_stats:
-        return out
-    seq = res.resolved.get("sequence") or [dict(decision="pages", choice=p.sequence,
-                                                linked=[False] * (a.shape[0] - 1),
-                                                reason="one image" if a.shape[0] < 2 else "")]
-    stats = dict(sequence=seq[0], pages=[r.stats for r in res.images],
-                 noise_sigma=[r.noise_sigma for r in res.images], timings=res.timings)
-    return out, stats

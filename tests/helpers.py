@@ -30,12 +30,13 @@ def fake_tiles(monkeypatch):
     """Make every tile return its core unchanged, so that a test measures the
     handling around the engine (reading, assembly, writing), not the engine."""
     import kpca_denoise.tiling as tiling
+    import kpca_denoise.working as working
 
     def copy_core(region, tile, sigma, params, **kw):
         stats = {"preimage_fallbacks": 0, "preimage_iterations": 0, "groups": 1, "seconds": {},
                  "spectrum": np.ones(3)}
         return ({r: region[tile.core_in_region].copy() for r in params.ranks},
-                [stats] * tiling.channels(region))
+                [stats] * working.channels(region))
 
     monkeypatch.setattr(tiling, "denoise_tile", copy_core)
 

@@ -233,18 +233,18 @@ def test_a_stack_of_signal_dependent_pages_shares_the_chosen_stabiliser():
     """Pages whose white noise grows with the signal are stabilised as the
     Poisson-Gaussian model chooses for one image; a sequence gets one gain and sigma,
     still reported as chosen on every page (the stack path's noise step)."""
-    from kpca_denoise.prepare import _prepare_item
+    from kpca_denoise.prepare import prepare_item
     from kpca_denoise.results import ImageResult
-    from kpca_denoise.sequence import _shared_noise
+    from kpca_denoise.sequence import give_shared_noise
 
     y = 20.0 + 220.0 * (_smooth_scene(192) - 68.0) / 120.0  # 20 .. 240
     rng = np.random.default_rng(8)
     pages = [2.0 * rng.poisson(y[:, 2 * k:2 * k + 184] / 2.0) for k in range(2)]
     params = DenoiseParams()
-    items = [_prepare_item(params, p, ImageResult(index=k, name=f"p{k}"), False, seed=k)
+    items = [prepare_item(params, p, ImageResult(index=k, name=f"p{k}"), False, seed=k)
              for k, p in enumerate(pages)]
     assert all(it.vst is not None and it.result.stats["noise_model"]["chosen"] for it in items)
-    assert _shared_noise(params, items) == 1.0
+    assert give_shared_noise(params, items) == 1.0
     models = [it.result.stats["noise_model"] for it in items]
     assert models[0] == models[1] and models[0]["chosen"] is True
     assert models[0]["model"] == "poisson-gaussian" and 1.0 < models[0]["gain"][0] < 3.0
@@ -255,13 +255,13 @@ def test_offset_counts_keep_one_gaussian_level_and_the_hint():
     """Noise that grows with the signal on data the Poisson-Gaussian model cannot take
     (a black level subtracted too far: 70 % of the pixels below 0) is not stabilised;
     the run keeps one Gaussian level and says which model to try."""
-    from kpca_denoise.prepare import SIGNAL_DEPENDENT_HINT, _prepare_item
+    from kpca_denoise.prepare import SIGNAL_DEPENDENT_HINT, prepare_item
     from kpca_denoise.results import ImageResult
 
     y = 20.0 + 220.0 * (_smooth_scene(192) - 68.0) / 120.0
     z = 2.0 * np.random.default_rng(9).poisson(y / 2.0) - 200.0
     res = ImageResult(index=0, name="offset")
-    item = _prepare_item(DenoiseParams(), z, res, False, seed=0)
+    item = prepare_item(DenoiseParams(), z, res, False, seed=0)
     assert np.mean(z < 0) > 0.6 and res.stats["noise"]["signal_dependent"]
     assert item.vst is None and "noise_model" not in res.stats
     assert res.stats["hint"] == SIGNAL_DEPENDENT_HINT

@@ -132,7 +132,7 @@ def test_required_halo_takes_the_keywords():
 def test_global_method_and_poisson_noise_give_the_whole_image_pixels(grey):
     img = grey[0][:120, :130]
     a = da.from_array(img, chunks=(37, 53))
-    kw = dict(method="global", n_components=8, n_train=300)
+    kw = dict(method="global", ranks=8, n_train=300)
     assert_same_result(denoise_dask(a, tile_size=TILE, **kw).compute(), denoise_image(img, **kw))
     kw = dict(noise_model="poisson-gaussian")
     assert_same_result(denoise_dask(a, tile_size=TILE, **kw).compute(), denoise_image(img, **kw))
@@ -151,9 +151,9 @@ def test_the_noise_decisions_are_the_pipelines_on_a_large_image(noise):
     correlated (camera) noise is measured whole, and the strength applies, as in memory."""
     from scipy.ndimage import convolve
 
-    from kpca_denoise.dask_array import _decide
+    from kpca_denoise.dask_array import decide_images
     from kpca_denoise.pipeline import ImageResult
-    from kpca_denoise.prepare import _prepare_item
+    from kpca_denoise.prepare import prepare_item
 
     img = _noisy((1100, 1000), sigma=12 if noise == "white" else 0, seed=2, channels=3)
     if noise == "correlated":  # the [1 2 1] x [1 2 1] spread of bilinear demosaicing
@@ -163,8 +163,8 @@ def test_the_noise_decisions_are_the_pipelines_on_a_large_image(noise):
         img = np.clip(img + grain, 0, 255).astype(np.uint8)
     params = DenoiseParams(strength=0.8).validate()
     res = ImageResult(index=0, name="image")
-    _prepare_item(params, img, res, False, seed=0)
-    (d,) = _decide([da.from_array(img, chunks=(300, 256, 3))], ["image"], params)
+    prepare_item(params, img, res, False, seed=0)
+    (d,) = decide_images([da.from_array(img, chunks=(300, 256, 3))], ["image"], params)
     assert d.sigma == res.noise_sigma and d.stats["noise"] == res.stats["noise"]
     assert (res.stats["noise"]["kind"] == "correlated") == (noise == "correlated")
 
@@ -173,17 +173,17 @@ def test_a_chosen_stabiliser_is_the_pipelines_and_so_are_the_pixels():
     """White noise that grows with the signal: read lazily, the same model is chosen
     (the Poisson-Gaussian stabiliser, its gain and sigma) as read whole, and the
     computed pixels are the whole image's."""
-    from kpca_denoise.dask_array import _decide
+    from kpca_denoise.dask_array import decide_images
     from kpca_denoise.pipeline import ImageResult
-    from kpca_denoise.prepare import CHOSEN_HINT, _prepare_item
+    from kpca_denoise.prepare import CHOSEN_HINT, prepare_item
 
     y, x = np.mgrid[0:192, 0:176] / 192
     clean = 20.0 + 110.0 * (1 + np.sin(5 * x) * np.cos(3 * y))  # 20 .. 240
     img = (2.0 * np.random.default_rng(4).poisson(clean / 2.0)).astype(np.float32)
     params = DenoiseParams().validate()
     res = ImageResult(index=0, name="image")
-    item = _prepare_item(params, img, res, False, seed=0)
-    (d,) = _decide([da.from_array(img, chunks=(50, 64))], ["image"], params)
+    item = prepare_item(params, img, res, False, seed=0)
+    (d,) = decide_images([da.from_array(img, chunks=(50, 64))], ["image"], params)
     assert item.vst is not None and d.vst is not None and res.stats["hint"] == CHOSEN_HINT
     assert d.stats == {k: res.stats[k] for k in ("noise", "hint", "noise_model")}
     np.testing.assert_array_equal(np.ravel(d.vst.gain), np.ravel(item.vst.gain))
@@ -208,11 +208,13 @@ def test_bad_input_is_one_line_naming_the_fix(make, words):
     assert words in msg and "\n" not in msg
 
 
-def test_params_or_keywords_not_both():
-    with pytest.raises(ValueError, match="not both"):
-        denoise_dask(da.zeros((40, 40)), params=DenoiseParams(), noise_sigma=5)
+def test_keywords_replace_the_fields_of_params():
+    # the front doors' one convention: params, then DenoiseParams fields on top
     with pytest.raises(ValueError, match="outside the accepted range"):
-        denoise_dask(da.from_array(_noisy((40, 40))), noise_sigma=1e5)
+        denoise_dask(da.from_array(_noisy((40, 40))), DenoiseParams(noise_sigma=5),
+                     noise_sigma=1e5)
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['sigma'\]"):
+        denoise_dask(da.zeros((40, 40)), sigma=5)
 
 
 def test_a_numpy_array_of_objects_gets_the_librarys_message_not_dasks():

@@ -564,7 +564,7 @@ def test_high_noise_widens_the_stage1_matching_window_only_with_a_known_data_ran
 def test_the_pipeline_gives_the_core_the_working_range_of_integer_images():
     from kpca_denoise import DenoiseParams, denoise_set
     from kpca_denoise.core.vst import GeneralizedAnscombe
-    from kpca_denoise.tiling import working_range
+    from kpca_denoise.working import working_range
 
     assert working_range(np.uint8) == 255.0 and working_range(np.uint16) == 65535.0
     assert working_range(np.float32) is None

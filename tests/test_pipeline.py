@@ -13,7 +13,7 @@ def _smooth(shape, rng):
     return img
 
 
-FAST = dict(method="global", n_components=8, n_train=600)
+FAST = dict(method="global", ranks=8, n_train=600)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
@@ -73,7 +73,7 @@ def test_noise_estimate_leaves_out_patches_near_the_clipping_bounds():
     from skimage import data
 
     from kpca_denoise.pipeline import noisy_like
-    from kpca_denoise.tiling import luminance, luminance_bounds
+    from kpca_denoise.working import luminance, luminance_bounds
 
     img = data.astronaut()
     noisy = noisy_like(img, 25.0, seed=0)
@@ -159,7 +159,7 @@ def test_patch_set_denoising_improves_digits():
 @pytest.mark.parametrize("kw,msg", [
     (dict(patch_size=0), "patch_size must be an integer >= 2"),
     (dict(patch_size=-3), "patch_size must be an integer >= 2"),
-    (dict(n_components=0), "n_components must be an integer >= 1"),
+    (dict(ranks=0), "ranks must be integers >= 1"),
     (dict(gamma=0.0), "gamma must be > 0"),
     (dict(gamma=float("nan")), "gamma must be a finite number"),
     (dict(noise_sigma=-1.0), "noise_sigma must be > 0 and at most"),
@@ -169,7 +169,7 @@ def test_patch_set_denoising_improves_digits():
     (dict(method="grouped", n_landmarks=100), "n_landmarks applies to method 'global' only"),
 ])
 def test_bad_parameters(kw, msg):
-    args = dict(method="global", n_components=4)
+    args = dict(method="global", ranks=4)
     args.update(kw)
     img = np.random.default_rng(0).integers(0, 255, (32, 32)).astype(np.uint8)
     with pytest.raises(ValueError, match=msg):
@@ -179,20 +179,20 @@ def test_bad_parameters(kw, msg):
 def test_rank_more_than_training_samples():
     img = np.random.default_rng(0).integers(0, 255, (32, 32)).astype(np.uint8)
     with pytest.raises(ValueError, match="more than the 50 training samples"):
-        denoise_image(img, method="global", n_components=60, n_train=50, noise_sigma=10)
+        denoise_image(img, method="global", ranks=60, n_train=50, noise_sigma=10)
 
 
 def test_image_smaller_than_patch():
     with pytest.raises(ValueError,
                        match="smaller than the 8x8 patch; use a patch size of 6 or less"):
-        denoise_image(np.zeros((6, 30), np.uint8), method="global", n_components=2)
+        denoise_image(np.zeros((6, 30), np.uint8), method="global", ranks=2)
 
 
 def test_nan_pixels():
     a = np.ones((20, 20))
     a[1, 1] = np.inf
     with pytest.raises(ValueError, match="NaN or Inf pixels"):
-        denoise_image(a, method="global", n_components=2)
+        denoise_image(a, method="global", ranks=2)
 
 
 def test_params_json_round_trip():
@@ -233,7 +233,7 @@ def test_landmarks_approach_exact_kernel_pca(camera):
     # benchmarks/results/nystrom.txt)
     img = camera[96:224, 96:224]
     noisy = add_noise(img, 20, seed=2)
-    base = dict(method="global", n_components=8, noise_sigma=20, n_train=3000)
+    base = dict(method="global", ranks=8, noise_sigma=20, n_train=3000)
     exact = psnr(img, denoise_image(noisy, **base), 255)
     p100, p500 = (psnr(img, denoise_image(noisy, n_landmarks=m, **base), 255) for m in (100, 500))
     assert exact > psnr(img, noisy, 255) + 3
@@ -267,13 +267,57 @@ def test_patch_set_auto_rank_comes_from_the_noise_level():
 @pytest.mark.parametrize("shape", [(37, 23), (19, 11, 3), (5, 4, 4)])
 def test_noise_added_in_bands_equals_noise_added_at_once(monkeypatch, dtype, shape):
     from kpca_denoise import evaluation
-    from kpca_denoise.tiling import _cast_like
+    from kpca_denoise.working import cast_like
 
     rng = np.random.default_rng(0)
     a = (rng.random(shape) * (200 if dtype == np.uint8 else 60000 if dtype == np.uint16 else 1.0)
          ).astype(dtype)
-    once = _cast_like(evaluation.add_noise(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7), a)
+    once = cast_like(evaluation.add_noise(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7), a)
     monkeypatch.setattr(evaluation, "_NOISE_BAND", 20)  # a few rows per band
     banded = evaluation.noisy_like(a, 30.0 if a.dtype.kind == "u" else 0.1, seed=7)
     assert banded.dtype == a.dtype
     np.testing.assert_array_equal(banded, once)
+
+
+def test_every_front_door_takes_params_and_their_fields():
+    """One calling convention: (array, params=None, *, progress, cancel, **fields), the
+    fields being DenoiseParams names; the old names warn and still work."""
+    import inspect
+    import warnings
+
+    from kpca_denoise import denoise_dask, denoise_stack
+
+    for door in (denoise_image, denoise_stack, denoise_dask):
+        ps = list(inspect.signature(door).parameters.values())
+        assert [p.name for p in ps[:2]] == [ps[0].name, "params"], door.__name__
+        names = {p.name: p.kind for p in ps}
+        assert names["progress"] == names["cancel"] == inspect.Parameter.KEYWORD_ONLY
+        assert ps[-1].kind == inspect.Parameter.VAR_KEYWORD
+    img = _noisy_ramp()
+    want = denoise_set([img], DenoiseParams(profile="fast", strength=0.8, noise_sigma=20))
+    want = want.images[0].outputs[None]
+    np.testing.assert_array_equal(denoise_image(img, profile="fast", strength=0.8,
+                                                noise_sigma=20), want)
+    np.testing.assert_array_equal(denoise_image(img, DenoiseParams(profile="fast"),
+                                                strength=0.8, noise_sigma=20), want)
+    np.testing.assert_array_equal(denoise_image(img, {"profile": "fast", "strength": 0.8},
+                                                noise_sigma=20), want)
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['strenght'\]"):
+        denoise_image(img, strenght=0.8)
+    new = denoise_image(img, method="global", ranks=4, seed=3, n_train=300, noise_sigma=20)
+    with pytest.warns(DeprecationWarning, match=r"denoise_image\(n_components=...\) is "
+                                                r"deprecated; use ranks="):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            old = denoise_image(img, method="global", n_components=4, random_state=3,
+                                n_train=300, noise_sigma=20)
+    np.testing.assert_array_equal(old, new)
+    with pytest.raises(ValueError, match="^n_components must be an integer >= 1"):
+        with pytest.warns(DeprecationWarning):
+            denoise_image(img, n_components=0)
+
+
+def _noisy_ramp():
+    rng = np.random.default_rng(0)
+    clean = np.tile(np.linspace(0, 255, 64), (64, 1))
+    return np.clip(clean + rng.normal(0, 20, clean.shape), 0, 255).astype(np.uint8)

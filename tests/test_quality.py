@@ -40,9 +40,9 @@ def test_default_gains_at_least_4db_on_a_sample_image(camera):
 def test_default_beats_plain_global_kpca_and_linear_pca(crop):
     img, noisy = crop
     ours = psnr(img, denoise_image(noisy, noise_sigma=25), 255)
-    kpca = psnr(img, denoise_image(noisy, noise_sigma=25, method="global", n_components=16,
+    kpca = psnr(img, denoise_image(noisy, noise_sigma=25, method="global", ranks=16,
                                    n_train=1000), 255)
-    pca = psnr(img, denoise_image(noisy, noise_sigma=25, method="global", n_components=16,
+    pca = psnr(img, denoise_image(noisy, noise_sigma=25, method="global", ranks=16,
                                   n_train=1000, kernel="linear"), 255)
     assert ours >= kpca + 2.0, (ours, kpca)
     assert ours >= pca + 2.5, (ours, pca)

@@ -259,7 +259,7 @@ def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
     from kpca_denoise.core.vst import GeneralizedAnscombe
     from kpca_denoise.prepare import CHOSEN_HINT, PreparedItem
     from kpca_denoise.results import ImageResult
-    from kpca_denoise.sequence import _one_noise_model, runs_of_one_size
+    from kpca_denoise.sequence import one_noise_model, runs_of_one_size
 
     params = DenoiseParams(strength=1.5)
     vst = GeneralizedAnscombe(np.array([2.0]), np.array([3.0]))
@@ -275,13 +275,13 @@ def test_a_sequence_gets_the_noise_model_most_of_its_pages_got():
     # one run although the model differs; the majority (chosen) given to page 1
     seq = [page(0, True), page(1, False), page(2, True)]
     assert len(runs_of_one_size(seq)) == 1
-    _one_noise_model(params, seq)
+    one_noise_model(params, seq)
     assert all(it.vst is not None for it in seq)
     assert seq[1].result.noise_sigma == 1.5
     assert seq[1].result.stats["noise_model"]["model"] == "poisson-gaussian"
     # the majority Gaussian: the chosen page gets back its measured level (x strength)
     seq = [page(0, False), page(1, True), page(2, False)]
-    _one_noise_model(params, seq)
+    one_noise_model(params, seq)
     assert all(it.vst is None for it in seq)
     assert seq[1].result.noise_sigma == 5.0 * 1.5
     assert "noise_model" not in seq[1].result.stats
@@ -293,7 +293,7 @@ def test_a_float_stack_gets_the_range_its_integer_version_has():
     high-noise pilot, as the 8-bit stack; values in no conventional range (far below
     zero) keep no range, and a range given wins."""
     from kpca_denoise.core.grouped.sequence import HIGH_NOISE_GROUP1
-    from kpca_denoise.tiling import nominal_range
+    from kpca_denoise.working import nominal_range
 
     clean = _pan(5, 64)
     noisy = np.clip(_noisy(clean, 60.0), 0, 255).astype(np.uint8)

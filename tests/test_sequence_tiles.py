@@ -7,7 +7,7 @@ from kpca_denoise import DenoiseParams
 from kpca_denoise.core.grouped import GroupedOptions
 from kpca_denoise.core.grouped.motion import page_shifts
 from kpca_denoise.core.grouped.sequence import StackReach, stack_bytes
-from kpca_denoise.tiling import _stack_geometry, denoise_stack_tiled, plan_stack
+from kpca_denoise.stack_tiling import denoise_stack_tiled, plan_stack, stack_geometry
 
 #: a small search and reach, so that small pages have tiles with a halo on every side
 SMALL = GroupedOptions(search_radius=3, search_radius1=3, match_size1=5, match_size=5)
@@ -35,7 +35,7 @@ def test_tiles_carrying_every_page_equal_the_whole_stack():
     inner = [t for t in tiles if t.ry0 > 0 and t.rx0 > 0 and t.ry1 < 144 and t.rx1 < 144]
     assert len(tiles) == 9 and inner
     # each page's references are a checkerboard of each stage's grid
-    assert _stack_geometry(params, shifts, REACH)[1] == 12
+    assert stack_geometry(params, shifts, REACH)[1] == 12
     assert all(t.ry0 % 12 == 0 and t.rx0 % 12 == 0 for t in tiles)
     kw = dict(linked=np.ones(2, bool), shifts=shifts, reach=REACH)
     whole, once = denoise_stack_tiled(pages, 20.0, params.replace(tile_size=4096), **kw)
@@ -95,7 +95,7 @@ def test_pages_that_fit_the_budget_make_one_tile(monkeypatch):
     halos (166 px for a 1 px pan) covered the page, and a 256x256 colour stack
     computed most of its groups four times.  Larger pages are cut, and a lazy stack's
     (whose tasks also hold their region of every page) within its smaller budget."""
-    from kpca_denoise.tiling import LAZY_STACK_TILE_BYTES, STACK_TILE_BYTES
+    from kpca_denoise.stack_tiling import LAZY_STACK_TILE_BYTES, STACK_TILE_BYTES
 
     from kpca_denoise.io import lazy_tiff
 

@@ -6,12 +6,12 @@ import numpy as np
 from kpca_denoise import DenoiseParams, denoise_set
 from kpca_denoise.core.progress import ProgressEvent
 from kpca_denoise.pipeline import add_noise
-from kpca_denoise.results import _StageClock
+from kpca_denoise.results import StageClock
 
 
 def test_stage_clock_charges_each_interval_to_the_stage_that_reports_it():
     now = [0.0]
-    clock = _StageClock(None, clock=lambda: now[0])
+    clock = StageClock(None, clock=lambda: now[0])
     # the grouped core reports each stage when it is finished, a global step marks its
     # start with done == 0 and its progress with done > 0
     for stage, done, spent in [("grouping", 1, 3.0), ("eigensolver", 1, 5.0),

@@ -9,7 +9,7 @@ from kpca_denoise.core.grouped import denoise_grouped
 from kpca_denoise.core.noise import estimate_poisson_gaussian
 from kpca_denoise.core.vst import GeneralizedAnscombe, gat_expectation
 from kpca_denoise.params import DenoiseParams, ParamError
-from kpca_denoise.prepare import _noise_model
+from kpca_denoise.prepare import noise_model_of
 
 
 def simulate(y, gain, sigma, seed=0):
@@ -155,7 +155,7 @@ def test_library_path_beats_the_gaussian_model_on_poisson_noise(camera):
     stab = denoise_image(z, noise_model="poisson-gaussian")
     # the default model reads noise that grows with the signal and chooses the stabiliser
     np.testing.assert_array_equal(denoise_image(z), stab)
-    white, model = _noise_model(z)  # one Gaussian level: what the default would remove
+    white, model = noise_model_of(z)  # one Gaussian level: what the default would remove
     awgn = denoise_image(z, noise_sigma=white if model is None else model.level)
     given = denoise_image(z, noise_model="poisson-gaussian", poisson_gain=16.0, noise_sigma=2.0)
     # the library path is the transform, the grouped method at sigma 1 and the inverse

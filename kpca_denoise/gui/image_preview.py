@@ -14,8 +14,8 @@ import numpy as np
 from ..core.progress import check_cancel
 from ..params import DenoiseParams
 from ..pipeline import denoise_set, result_keys
-from ..tiling import _global_geometry  # made public by the pipeline's restructuring
-from ..tiling import denoise_tile, grouped_halo, merge_grouped_stats, resolve_periodic
+from ..tiling import (denoise_tile, global_geometry, grouped_halo, merge_grouped_stats,
+                      resolve_periodic)
 from .jobs import (FIT_ERRORS, JobItem, PreviewOutcome, cached_model, keep, keep_model, params_key,
                    rank_sort_key)
 from .preview_parts import (box_tile, finish_preview, measurement_params, outcome_noise,
@@ -118,7 +118,7 @@ def preview_tile(image: np.ndarray, params: DenoiseParams, box: tuple, sigma: fl
     at this noise level ``sigma``, ``params`` calibrated), so its core is the whole
     image's result there."""
     halo, align = (grouped_halo(image, sigma, params, vst) if params.method == "grouped"
-                   else _global_geometry(params)[:2])
+                   else global_geometry(params)[:2])
     return box_tile(image.shape, box, halo, align)
 
 

@@ -21,8 +21,9 @@ from ..pipeline import denoise_set
 from ..core.grouped.sequence import StackReach, page_reach
 from ..prepare import PreparedItem
 from ..sequence import decide_run, link_run, neighbours_used, runs_of_one_size
-from ..tiling import _stack_geometry  # made public by the pipeline's restructuring
-from ..tiling import channels, denoise_stack_tile, merge_grouped_stats, stack_plan
+from ..stack_tiling import denoise_stack_tile, stack_geometry, stack_plan
+from ..tiling import merge_grouped_stats
+from ..working import channels
 from .jobs import JobItem, PreviewOutcome, keep, params_key, unique_names
 from .preview_parts import (box_tile, finish_preview, measurement_params, outcome_noise,
                             stabiliser_of, with_strength)
@@ -171,7 +172,7 @@ def preview_stack_page(item: JobItem, run: StackRun, k: int, params: DenoisePara
     the full run denoises it (:func:`kpca_denoise.sequence.run_sequences`): the run's
     link decision, shifts, shared noise and calibration, the pages within reach of the
     page (:func:`pages_read`), each cropped to the region and the halo the stack path
-    needs (:func:`kpca_denoise.tiling._stack_geometry`): its core is the full run's
+    needs (:func:`kpca_denoise.tiling.stack_geometry`): its core is the full run's
     pixels of the page there."""
     page = run.items[k]
     outcome_noise(out, page.result, params, page.data)
@@ -179,7 +180,7 @@ def preview_stack_page(item: JobItem, run: StackRun, k: int, params: DenoisePara
     linked, shifts = run.linked[lo:hi], run.shifts[lo:hi]
     calibrated = run.params.replace(ranks=tuple(params.ranks))
     try:
-        tile = box_tile(page.data.shape, box, *_stack_geometry(calibrated, shifts))
+        tile = box_tile(page.data.shape, box, *stack_geometry(calibrated, shifts))
     except ValueError as exc:
         out.error = str(exc)
         return out

@@ -396,7 +396,7 @@ def test_library_argument_messages():
                                          r"\(H, W, C\), e.g. np.moveaxis\(image, 0, -1\)"):
         denoise_image(chw, noise_sigma=20)
     img = smooth((32, 32))
-    out = denoise_image(img, method="global", n_components=np.int64(4), n_train=300)
+    out = denoise_image(img, method="global", ranks=np.int64(4), n_train=300)
     assert out.shape == img.shape
     with pytest.raises(ValueError, match="names has 1 entries for 2 images; give one per image"):
         denoise_set([img, img], names=["one"])

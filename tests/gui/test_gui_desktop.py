@@ -127,7 +127,7 @@ def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     tile inside the image)."""
     from kpca_denoise.gui.jobs import JobItem
     from kpca_denoise.gui.image_preview import image_decisions, run_preview
-    from kpca_denoise.tiling import _grouped_geometry, grouped_halo
+    from kpca_denoise.tiling import grouped_geometry, grouped_halo
 
     _, a = _camera(128, tmp_path)
     params = DenoiseParams(ranks=(2, None), add_noise=10.0, grouped={"search_radius": 4})
@@ -139,7 +139,7 @@ def test_the_preview_halo_is_this_noise_levels_and_exact(tmp_path):
     p = g["patch_size"]
     assert halo == (2 * (g["search_radius1"] + p) + g["match_size1"] - p
                     + 2 * (g["search_radius"] + p) + g["match_size"] - p)
-    assert halo < _grouped_geometry(calibrated)[0]
+    assert halo < grouped_geometry(calibrated)[0]
     pv = run_preview(item, params, (40, 80, 40, 80), None, None)
     y0, y1, x0, x1 = pv.box
     assert not pv.error and (y0, y1, x0, x1) == (40, 80, 40, 80)
