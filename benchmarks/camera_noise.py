@@ -167,14 +167,14 @@ def cost() -> None:
     from PIL import Image
 
     from kpca_denoise import DenoiseParams, denoise_set
-    from kpca_denoise.prepare import _noise_model
+    from kpca_denoise.prepare import noise_model_of
 
     with Image.open(SAMPLES / "astronaut.png") as im:
         src = centre_crop(np.asarray(im.convert("RGB")), 512)
     _, noisy = camera(src, "dim", "ea-q90", 7)
-    _noise_model(noisy[:64, :64])  # imports and compiled code out of the timing
+    noise_model_of(noisy[:64, :64])  # imports and compiled code out of the timing
     t0 = time.perf_counter()
-    white, model = _noise_model(noisy)
+    white, model = noise_model_of(noisy)
     t1 = time.perf_counter()
     denoise_set([noisy], DenoiseParams(noise_sigma=model.level))
     t2 = time.perf_counter()
@@ -186,9 +186,9 @@ def fitted_autocovariance(noisy: np.ndarray) -> np.ndarray:
     """The noise autocovariance the default path fits (``core.nlf``, lags up to 3 px),
     the channels' mean, as its effective factor uses it."""
     from kpca_denoise.core import nlf
-    from kpca_denoise.prepare import _noise_model
+    from kpca_denoise.prepare import noise_model_of
 
-    white = _noise_model(noisy)[0]
+    white = noise_model_of(noisy)[0]
     R = [nlf.channel_covariance(noisy[..., c], white, (0.0, 255.0), 7, 3, 20000, 1 << 20,
                                  256, 0) for c in range(noisy.shape[2])]
     return np.mean([r for r in R if r is not None], axis=0)

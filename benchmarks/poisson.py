@@ -11,7 +11,7 @@ gains below with ``sigma_g = 2``.  Columns (PSNR in dB against the clean crop):
   white and grows with the signal (``prepare._chosen_stabiliser``); the table's last
   column says whether it did (``vst``) or kept one Gaussian level (``awgn``);
 * ``awgn``       - the Gaussian model at the one level the default path measures
-  (``prepare._noise_model``), told as ``noise_sigma``: what the default did before it
+  (``prepare.noise_model_of``), told as ``noise_sigma``: what the default did before it
   could choose;
 * ``awgn-eq``    - the grouped method told the equivalent sigma ``sqrt(mean(gain y + sigma_g^2))``;
 * ``vst``        - the product with ``noise_model="poisson-gaussian"``: gain and sigma_g
@@ -112,9 +112,9 @@ def _default(z: np.ndarray, chose: list):
 
 def _one_level(z: np.ndarray) -> float:
     """The Gaussian level the default path measures (no stabiliser)."""
-    from kpca_denoise.prepare import _noise_model
+    from kpca_denoise.prepare import noise_model_of
 
-    white, model = _noise_model(z)
+    white, model = noise_model_of(z)
     return white if model is None else model.level
 
 

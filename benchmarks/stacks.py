@@ -202,7 +202,7 @@ def add_stack_noise(clean: np.ndarray, noise: str, seed: int = 0) -> np.ndarray:
 def ours(noisy: np.ndarray, noise: str, sequence: str, grouped: dict | None = None):
     """Our stack denoiser (``kpca_denoise.denoise_stack``, with the grouped options
     ``grouped``): the result and its stats."""
-    from kpca_denoise.sequence import denoise_stack
+    from kpca_denoise import denoise_stack
 
     kw = (dict(noise_model="poisson-gaussian") if noise == "pg"
           else dict(noise_sigma=float(noise)))
