@@ -34,6 +34,12 @@ Sections:
            the _part it calls) against this one's, on camera upscaled to 1024x1024
            and astronaut resized to 600x900 (sigma 25), alternated (--repeats):
            median CPU and wall seconds, PSNR, the same pixels; not in the default run.
+  abdist   the same for the matching distances: a base checkout's
+           matching._distances against this one's on the arguments of real calls
+           (the first and last stage-1 chunk of the camera at 512x512, sigma 25, and
+           the first final-pass call of a 5-page stack), alternated (--repeats):
+           median thread CPU ms per call (on one thread: NUMBA_NUM_THREADS=1), the
+           same distances; not in the default run.
   predict  stage 2's predicted search (driver.PREDICT) against the full search
            (None), alternated in one process: median CPU and wall seconds, PSNR
            (camera and astronaut at 512x512, sigma 25; not in the default run).
@@ -249,11 +255,14 @@ def bench_ab(base: str | None, repeats: int = 4):
     import resource
 
     import kpca_denoise.core.grouped.driver as drv
+    import kpca_denoise.core.grouped.steps as steps
     from kpca_denoise import DenoiseParams, denoise_set
 
     if base is None:
         raise SystemExit("the ab section needs --base DIR, a checkout of the base commit")
-    this = {name: getattr(drv, name) for _, names in AB_MODULES for name in names}
+    # each step swapped in the module that calls it
+    caller = {"fit_groups": steps, "preimage_groups": steps, "match": drv}
+    this = {name: getattr(caller[name], name) for _, names in AB_MODULES for name in names}
     other = {}
     for rel, names in AB_MODULES:
         mod = _base_module(base, rel)
@@ -262,7 +271,7 @@ def bench_ab(base: str | None, repeats: int = 4):
 
     def use(funcs):
         for k, v in funcs.items():
-            setattr(drv, k, v)
+            setattr(caller[k], k, v)
 
     warm = np.random.default_rng(1).normal(128, 25, (64, 64))
     for funcs in (other, this):
@@ -430,6 +439,63 @@ def bench_abchunk(base: str | None, repeats: int = 3):
         drv._chunk = this
 
 
+def bench_abdist(base: str | None, repeats: int = 41):
+    import kpca_denoise.core.grouped.matching as mt
+    import kpca_denoise.core.grouped.sequence as sq
+    from kpca_denoise.core.grouped import denoise_grouped
+    from kpca_denoise.core.grouped.sequence import denoise_grouped_stack
+    from kpca_denoise.core.parallel import run_parts
+
+    if base is None:
+        raise SystemExit("the abdist section needs --base DIR, a checkout of the base commit")
+    other = _base_module(base, "core/grouped/matching.py")._distances
+    cam = sample_image("camera.png").astype(np.float64)
+    noisy = cam + np.random.default_rng(0).normal(0.0, 25.0, cam.shape)
+    calls, real, match = [], mt.run_parts, sq.match
+
+    def spy(kernel, n, *args, **kw):  # the driver's matching: its first and last call
+        if kernel is mt._distances:
+            calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        return real(kernel, n, *args, **kw)
+
+    def spy_stack(g, ry, rx, p, m, R, *a, **k):  # the stack's final pass: its first call
+        if m > 7 and len(calls) == 2:
+            g = np.ascontiguousarray(g, dtype=np.float64)
+            mask = mt.search_mask(R)
+            calls.append((g, ry.copy(), rx.copy(), mt._row_runs(ry, rx, 4 * m), p, m, R,
+                          mt._offsets(mask, R)[2], True, np.empty((int(mask.sum()), len(ry)))))
+        return match(g, ry, rx, p, m, R, *a, **k)
+
+    mt.run_parts = spy
+    try:
+        denoise_grouped(noisy, 25.0)
+    finally:
+        mt.run_parts = real
+    del calls[1:-1]
+    sq.match = spy_stack
+    try:
+        denoise_grouped_stack(np.stack([noisy[100 + 2 * k:300 + 2 * k, 100:300]
+                                        for k in range(5)])[..., None], 25.0)
+    finally:
+        sq.match = match
+    print(f"abdist: base {base}'s matching._distances against this checkout's, thread CPU "
+          f"ms per call, median of {repeats} alternations (camera 512x512 stage-1 chunks, "
+          "a 5-page 200x200 stack's final pass)")
+    for args in calls:
+        R, out = args[6], {}
+        ts: dict = {"base": [], "this": []}
+        for _ in range(repeats + 1):
+            for label, fn in (("base", other), ("this", mt._distances)):
+                t = time.thread_time()
+                run_parts(fn, 2 * R + 1, *args)
+                ts[label].append(time.thread_time() - t)
+                out[label] = args[-1].copy()
+        b, t = (1e3 * np.median(ts[k][1:]) for k in ("base", "this"))  # the first compiles
+        print(f"m {args[5]}, R {R}, {len(args[1])} references, {args[0].shape[0]} channels: "
+              f"{b:.1f} -> {t:.1f} ms ({b / t:.3f}x), same distances "
+              f"{np.array_equal(out['base'], out['this'])}", flush=True)
+
+
 def bench_parts(repeats: int = 5):
     import kpca_denoise.core.grouped.driver as drv
     from benchmarks.photo_speed import photos
@@ -546,7 +612,7 @@ def bench_ranks(repeats: int = 4):
 
 SECTIONS = {"bar": bench_bar, "n10k": bench_n10k, "gram": bench_gram, "solvers": bench_solvers,
             "digits": bench_digits, "e2e": bench_end_to_end, "ab": bench_ab,
-            "abstack": bench_abstack, "abchunk": bench_abchunk,
+            "abstack": bench_abstack, "abchunk": bench_abchunk, "abdist": bench_abdist,
             "predict": bench_predict, "parts": bench_parts, "tiles": bench_tiles,
             "ranks": bench_ranks}
 
@@ -555,10 +621,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS),
                     default=[s for s in SECTIONS
-                             if s not in ("ab", "abstack", "abchunk", "predict", "parts", "tiles",
-                                          "ranks")],
+                             if s not in ("ab", "abstack", "abchunk", "abdist", "predict", "parts",
+                                          "tiles", "ranks")],
                     help="the sections to run (default: all but ab, abstack, abchunk, "
-                         "predict, parts, tiles and ranks)")
+                         "abdist, predict, parts, tiles and ranks)")
     ap.add_argument("--base", help="ab, abstack: a checkout of the base commit")
     ap.add_argument("--repeats", type=int, default=4,
                     help="ab, abstack, abchunk, tiles, ranks: alternations per image")
@@ -567,7 +633,7 @@ def main():
     print(results_header(), flush=True)
     warnings.simplefilter("ignore", UserWarning)
     for name in args.only:
-        if name in ("ab", "abstack", "abchunk"):
+        if name in ("ab", "abstack", "abchunk", "abdist"):
             SECTIONS[name](args.base, args.repeats)
         elif name == "ranks":
             SECTIONS[name](args.repeats)

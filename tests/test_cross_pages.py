@@ -4,7 +4,8 @@ at once gives the members that one at a time, each stopped past the bound, gives
 import numpy as np
 import pytest
 
-from kpca_denoise.core.grouped.cross_pages import candidate_offsets, cross_match
+from kpca_denoise.core.grouped.cross_pages import (CrossSearch, PageStack, candidate_offsets,
+                                                   cross_match)
 from kpca_denoise.core.parallel import run_parts
 
 
@@ -12,8 +13,8 @@ def _members(g, P, page, ry, rx, own, shifts, linked, w, R, n, ns, p, m, rows):
     oy, ox, od = own
     k = len(ry)
     out = [np.empty((k, n), np.int64) for _ in range(3)]
-    run_parts(cross_match, k, g, P, page, ry, rx, oy, ox, od, shifts, linked, w,
-              *candidate_offsets(R), n, ns, p, m, rows, *out, slp=True)
+    run_parts(cross_match, k, PageStack(g, P, shifts, linked, w), page, ry, rx, oy, ox, od,
+              CrossSearch(*candidate_offsets(R), n, ns, p, m, rows), *out, slp=True)
     return out
 
 

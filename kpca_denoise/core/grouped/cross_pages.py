@@ -15,10 +15,12 @@ the decisions the sums stopped past the group's bound gave.  ``docs/speed.md``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-__all__ = ["candidate_offsets", "cross_match"]
+__all__ = ["candidate_offsets", "cross_match", "PageStack", "CrossSearch"]
 
 #: candidates measured at once along a row (vector lanes of :func:`_row8`)
 LANES = 8
@@ -117,21 +119,55 @@ def candidate_offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(dy[order]), np.ascontiguousarray(dx[order])
 
 
+class PageStack(NamedTuple):
+    """The pages a stack reference's search walks (:func:`cross_match`).
+
+    ``g`` (Q, C, Hg, Wg) holds the matching guide of page ``q`` of the ``P`` at slot
+    ``q % Q`` (the pages within ``w`` of the reference's at least); ``shifts``
+    (P - 1, 2) are the global shifts from page to page and ``linked`` (P - 1 bools)
+    which neighbouring pages are of one scene; the search goes ``w`` pages either way."""
+
+    g: np.ndarray
+    P: int
+    shifts: np.ndarray
+    linked: np.ndarray
+    w: int
+
+
+class CrossSearch(NamedTuple):
+    """How a stack reference's group is searched across pages (:func:`cross_match`).
+
+    ``oy, ox``: the offsets around the predicted position (:func:`candidate_offsets`);
+    ``n`` members, of which a page must enter the closest ``ns`` for the search to go
+    on; ``p x p`` patches in ``m x m`` matching windows; ``rows``: a page's candidates
+    measured a row at a time (:func:`_row8`; False: one by one, each stopped past the
+    group's bound: the same members)."""
+
+    oy: np.ndarray
+    ox: np.ndarray
+    n: int
+    ns: int
+    p: int
+    m: int
+    rows: bool
+
+
 @njit(cache=True, nogil=True)
-def cross_match(g, P, page, ry, rx, own_y, own_x, own_d, shifts, linked, w, oy, ox, n, ns, p,
-                m, rows, out_p, out_y, out_x, r0, r1):
-    """Each reference's ``n`` closest among its own-page members ``own_y, own_x`` (at
-    distances ``own_d`` from the matching, NaN where not known: computed here) and
-    the candidates of the neighbour pages, followed page by page from the reference
-    (see the module docstring) at the offsets ``oy, ox`` (:func:`candidate_offsets`);
-    the reference first, then by distance (ties: the order met).  A direction ends at
-    the first page none of whose candidates joins the group's closest ``ns`` (a
-    z-stack's farther slices, a scene cut the links missed).  ``g`` holds page ``q`` of
-    the ``P`` at slot ``q % len(g)`` (the pages within ``w`` of ``page`` at least).
-    ``out_p`` holds the members' pages.  ``rows``: a page's candidates measured a row
-    at a time (:func:`_row8`; False: one by one, each stopped past the group's bound:
-    the same members).  References ``r0 .. r1 - 1``
+def cross_match(pages, page, ry, rx, own_y, own_x, own_d, search, out_p, out_y, out_x, r0, r1):
+    """Group each stack reference with its closest own-page and neighbour-page patches.
+
+    Each reference's ``search.n`` closest among its own-page members ``own_y, own_x``
+    (at distances ``own_d`` from the matching, NaN where not known: computed here)
+    and the candidates of the neighbour pages of ``pages`` (:class:`PageStack`),
+    followed page by page from the reference's page ``page`` (see the module
+    docstring) at the offsets of ``search`` (:class:`CrossSearch`); the reference
+    first, then by distance (ties: the order met).  A direction ends at the first page
+    none of whose candidates joins the group's closest ``search.ns`` (a z-stack's
+    farther slices, a scene cut the links missed).  ``out_p, out_y, out_x`` receive
+    the members' pages and positions.  References ``r0 .. r1 - 1``
     (:func:`~kpca_denoise.core.parallel.run_parts`)."""
+    g, P, shifts, linked, w = pages
+    oy, ox, n, ns, p, m, rows = search
     Q = g.shape[0]
     H = g.shape[2] - (m - p)
     W = g.shape[3] - (m - p)

@@ -163,25 +163,73 @@ def _next_rows(refs_y, seg):
     return out
 
 
-@njit(cache=True, nogil=True)
-def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1):
-    """``dist[oi, r]``: reference ``r``'s SSD at searched offset ``oi`` (``inf`` where
-    the candidate is outside the image), for the offsets in the search rows
-    ``rows[i0:i1]`` (below); see :func:`match` for the running sums."""
-    H = guide.shape[1] - (m - p)
-    W = guide.shape[2] - (m - p)
-    Wg = guide.shape[2]
-    nseg = seg.shape[0] - 1
-    S = 2 * R + 1
-    nxt = _next_rows(refs_y, seg)
-    # the row offsets in an order that spreads the dense middle rows over every
-    # thread's contiguous share of the loop
+@njit(cache=True, inline="always")
+def _spread_rows(S):
+    """The ``S`` row offsets in an order that spreads the dense middle rows over every
+    thread's contiguous share of :func:`_distances`' loop."""
     rows = np.empty(S, np.int64)
     o = 0
     for q in range(8):
         for a in range(q, S, 8):
             rows[o] = a
             o += 1
+    return rows
+
+
+@njit(cache=True, inline="always")
+def _run_columns(refs_x, r0, r1):
+    """The first and last column of the references ``r0 <= r < r1`` (a run)."""
+    lo = refs_x[r0]
+    hi = lo
+    for r in range(r0 + 1, r1):
+        lo = min(lo, refs_x[r])
+        hi = max(hi, refs_x[r])
+    return lo, hi
+
+
+@njit(cache=True, inline="always")
+def _window_distances(csb, refs_x, r0, r1, dx, W, p, m, running, drow):
+    """Each reference ``r0 <= r < r1`` of a run: its window's SSD at column offset
+    ``dx`` from the column sums ``csb`` into ``drow[r]`` (``inf`` outside the image),
+    with ``running`` updated from the previous reference's where that is less work."""
+    hv = False  # s holds the previous reference's sum
+    px = 0
+    s = 0.0
+    for r in range(r0, r1):
+        rx = refs_x[r]
+        if rx + dx < 0 or rx + dx > W - p:
+            drow[r] = np.inf  # outside the image: never selected
+            hv = False
+            continue
+        e = rx - px
+        if running and hv and 0 <= e and 2 * e < m:
+            for t0 in range(e):
+                s += csb[px + m + t0] - csb[px + t0]
+        else:
+            s = 0.0
+            for t0 in range(m):
+                s += csb[rx + t0]
+        drow[r] = s
+        hv = True
+        px = rx
+
+
+@njit(cache=True, nogil=True)
+def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1):
+    """``dist[oi, r]``: reference ``r``'s SSD at searched offset ``oi`` (``inf`` where
+    the candidate is outside the image), for the offsets in the search rows
+    ``rows[i0:i1]`` (:func:`_spread_rows`); see :func:`match` for the running sums.
+    Per row offset, run by run: the columns the run's windows cover, each column
+    offset's column sums started (from the previous row's tail, a running update of
+    the previous run's, or zeros), the window rows still to add (those the next row
+    shares kept as its tail), then the windows' sums (:func:`_window_distances`)."""
+    H = guide.shape[1] - (m - p)
+    W = guide.shape[2] - (m - p)
+    Wg = guide.shape[2]
+    nseg = seg.shape[0] - 1
+    S = 2 * R + 1
+    nxt = _next_rows(refs_y, seg)
+    rows = _spread_rows(S)
     # per searched column offset, allocated once (a fresh array per row offset costs its
     # pages again): the column sums of squared differences over the current run's
     # window rows, and the tail below; read only where the flags say they hold this
@@ -204,31 +252,20 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
         tlo = np.zeros(S, np.int64)
         thi = np.zeros(S, np.int64)
         for si in range(nseg):
-            r0 = seg[si]
+            r0, r1 = seg[si], seg[si + 1]
             ry = refs_y[r0]
             if ry + dy < 0 or ry + dy > H - p:
                 have[:] = False
                 trow[:] = -1
                 continue
-            # the columns the run's windows cover
-            x_lo = refs_x[r0]
-            x_hi = refs_x[r0]
-            for r in range(r0 + 1, seg[si + 1]):
-                x_lo = min(x_lo, refs_x[r])
-                x_hi = max(x_hi, refs_x[r])
+            x_lo, x_hi = _run_columns(refs_x, r0, r1)
             # the next row, when its windows share rows with these and both rows are
             # one run: its columns
             ny = nxt[si]
             if ny >= 0 and running and ny < ry + m and ny + dy <= H - p:
-                n_lo = refs_x[seg[si + 1]]
-                n_hi = n_lo
-                for r in range(seg[si + 1] + 1, seg[si + 2]):
-                    n_lo = min(n_lo, refs_x[r])
-                    n_hi = max(n_hi, refs_x[r])
+                n_lo, n_hi = _run_columns(refs_x, r1, seg[si + 2])
             else:
-                ny = -1
-                n_lo = 0
-                n_hi = 0
+                ny, n_lo, n_hi = -1, 0, 0
             for b in range(S):
                 oi = omap[a, b]
                 if oi < 0:
@@ -239,7 +276,7 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
                 c_hi = min(x_hi + m, Wg - dx)
                 nc = c_hi - c_lo
                 if nc <= 0:  # no candidate at this offset is inside the image
-                    for r in range(r0, seg[si + 1]):
+                    for r in range(r0, r1):
                         dist[oi, r] = np.inf
                     have[b] = False
                     trow[b] = -1
@@ -294,27 +331,7 @@ def _distances(guide, refs_y, refs_x, seg, p, m, R, omap, running, dist, i0, i1)
                 py[b] = ry
                 vlo[b] = c_lo
                 vhi[b] = c_hi
-                drow = dist[oi]
-                hv = False  # s holds the previous reference's sum
-                px = 0
-                s = 0.0
-                for r in range(r0, seg[si + 1]):
-                    rx = refs_x[r]
-                    if rx + dx < 0 or rx + dx > W - p:
-                        drow[r] = np.inf  # outside the image: never selected
-                        hv = False
-                        continue
-                    e = rx - px
-                    if running and hv and 0 <= e and 2 * e < m:
-                        for t0 in range(e):
-                            s += csb[px + m + t0] - csb[px + t0]
-                    else:
-                        s = 0.0
-                        for t0 in range(m):
-                            s += csb[rx + t0]
-                    drow[r] = s
-                    hv = True
-                    px = rx
+                _window_distances(csb, refs_x, r0, r1, dx, W, p, m, running, dist[oi])
 
 
 @njit(cache=True, nogil=True)

@@ -31,7 +31,7 @@ from kpca_denoise.core.progress import ProgressCallback, check_cancel, report
 
 from . import driver
 from .calibrate import calibrate
-from .cross_pages import candidate_offsets, cross_match
+from .cross_pages import CrossSearch, PageStack, candidate_offsets, cross_match
 from .driver import CHUNK_GROUPS, resolve_options, trial_denoiser
 from .geometry import HIGH_NOISE
 from .group_pca import noise_floors
@@ -534,9 +534,10 @@ def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple
         if not exact:
             od[:] = np.nan
         gp, gy, gx = np.empty_like(oy), np.empty_like(oy), np.empty_like(ox)
-        run_parts(cross_match, len(ry), s.match.g, P, k, ry, rx, oy, ox, od, seq["shifts"],
-                  seq["linked"], w, *seq["offsets"], ps.n, min(ps.n, GROUP_SIZE1), p, m,
-                  True, gp, gy, gx, slp=True)
+        pages = PageStack(s.match.g, P, seq["shifts"], seq["linked"], w)
+        search = CrossSearch(*seq["offsets"], ps.n, min(ps.n, GROUP_SIZE1), p, m, True)
+        run_parts(cross_match, len(ry), pages, k, ry, rx, oy, ox, od, search, gp, gy, gx,
+                  slp=True)
         rel = np.clip(gp - k + w, 0, 2 * w)
         if ps.final:
             used[k] += np.bincount(rel.ravel(), minlength=2 * w + 1)[:2 * w + 1]
