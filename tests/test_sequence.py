@@ -443,7 +443,7 @@ def test_a_pages_chunks_only_reorder_its_sums(monkeypatch):
     noisy = _noisy(_pan(4, 96))[..., None]
     shifts = np.array([[0, -1]] * 3)
     monkeypatch.setattr(seq, "CHUNK_GROUPS", 64)  # a row of references a chunk, or more
-    stage = seq._Stage.__init__
+    stage = seq.SweepPass.__init__
     out, chunks = {}, {}
     for k in (1, 4):
         monkeypatch.setattr(seq, "STACK_CHUNKS", k)
@@ -453,7 +453,7 @@ def test_a_pages_chunks_only_reorder_its_sums(monkeypatch):
             stage(self, *a, **kw)
             chunks[k].append(self.nchunks)
 
-        monkeypatch.setattr(seq._Stage, "__init__", spy)
+        monkeypatch.setattr(seq.SweepPass, "__init__", spy)
         out[k] = seq.denoise_grouped_stack(noisy, 25.0, shifts=shifts)[0][None][..., 0]
     assert len(chunks[1]) == 2 and all(a > b > 1 for a, b in zip(chunks[1], chunks[4])), chunks
     np.testing.assert_allclose(out[4], out[1], rtol=0, atol=1e-9)

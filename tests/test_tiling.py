@@ -217,7 +217,7 @@ def test_the_pilots_holes_take_a_kept_neighbours_candidates_and_tiles_stay_exact
     clean[:64] = 128.0
     noisy = add_noise(clean, 10, seed=3)
     holes, searched = [], []
-    fill, grouped = driver._fill_holes, driver.match_from_groups
+    fill, grouped = driver.fill_holes, driver.match_from_groups
 
     def spy_fill(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, *a, **k):
         holes.append(int((dens[0][0] == 0).sum()))
@@ -229,7 +229,7 @@ def test_the_pilots_holes_take_a_kept_neighbours_candidates_and_tiles_stay_exact
         searched.append(len(ry))
         return grouped(groups, guide_m, inter, ry, *a, **k)
 
-    monkeypatch.setattr(driver, "_fill_holes", spy_fill)
+    monkeypatch.setattr(driver, "fill_holes", spy_fill)
     monkeypatch.setattr(driver, "match_from_groups", spy_grouped)
     opts = {"periodic": False}
     whole, _ = denoise_grouped(noisy, 20.0, options=opts)

@@ -49,7 +49,7 @@ FLAT_PILOT: float | None = 0.0
 #: within ``core`` px of the reference and within ``reach`` of each member of its pilot
 #: group (None: the whole search window; docs/speed.md#stage-2s-predicted-search)
 PREDICT: tuple | None = (3, 1)
-#: the pilot's holes (:func:`_fill_holes`) take their members from a kept neighbour's
+#: the pilot's holes (:func:`fill_holes`) take their members from a kept neighbour's
 #: candidates as stage 2 does (False: a full search;
 #: docs/speed.md#the-pilots-holes-30-nov-night)
 HOLES_PREDICTED = True
@@ -369,11 +369,11 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: Run,
             _chunk(imgs[ch], guides[ch], ch, gy, gx, tm, (ci + 1, nchunks), ranks, run, ps,
                    stats[ch], nums[ch], dens[ch], progress)
     if keep is not None:
-        _fill_holes(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, lags,
+        fill_holes(imgs, guides, guide_m, dropped, ranks, run, ps, stats, nums, dens, lags,
                     running, work, progress, None if region is None else region.exact,
                     (nchunks, nchunks), predict)
     # every pixel is covered by a reference patch (stride <= p, last row/col kept) or,
-    # where the pilot dropped references, filled by _fill_holes
+    # where the pilot dropped references, filled by fill_holes
     if region is None:
         return [num / den for num, den in zip(nums, dens)]
     y0, y1, x0, x1 = region.exact  # covered by the region's references
@@ -472,11 +472,13 @@ def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, str
     return keep
 
 
-def _fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
-                run: Run, ps: PassSettings, stats: list, nums: list, dens: list, lags: Sequence,
-                running: bool, work: np.ndarray, progress: ProgressCallback | None,
-                exact: tuple | None, last: tuple, predict: dict | None = None) -> None:
-    """The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
+def fill_holes(imgs: list, guides: list, guide_m: np.ndarray, dropped: list, ranks: np.ndarray,
+               run: Run, ps: PassSettings, stats: list, nums: list, dens: list, lags: Sequence,
+               running: bool, work: np.ndarray, progress: ProgressCallback | None,
+               exact: tuple | None, last: tuple, predict: dict | None = None) -> None:
+    """Fill the pilot's holes from the dropped references' own patches.
+
+    The pixels no kept group wrote (``dens`` 0; within ``exact``, the pixels a
     region gets right, unless None): the estimates of the dropped
     references (``dropped``: (ry, rx) per chunk) whose patch holds one, each group's
     reference patch only, so that a hole's value depends on the references covering it

@@ -342,8 +342,9 @@ class _Guides:
         self.exact.pop(k - self.Q, None)
 
 
-class _Stage:
-    """One pass of the sweep: its settings, reference grid, guides and sums."""
+class SweepPass:
+    """One pass of the stack's sweep (:func:`denoise_grouped_stack`): its settings,
+    reference grid, guides and sums."""
 
     def __init__(self, stage: int, final: bool, ranks: np.ndarray, run, floors: dict,
                  stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring,
@@ -385,8 +386,9 @@ class _Stage:
         self.done = 0
 
     def result(self, k: int) -> list:
-        """Page ``k``'s estimates ``(nr, H, W)`` per channel (its sums are final); the
-        noisy page where no group wrote (outside what a core depends on)."""
+        """Return page ``k``'s estimates ``(nr, H, W)`` per channel (its sums final).
+
+        The noisy page where no group wrote (outside what a core depends on)."""
         return [np.divide(n, d, out=np.broadcast_to(x, n.shape).astype(np.float64),
                           where=d > 0)
                 for n, d, x in zip(self.sums.get(k), self.dens.get(k), self.imgs.get(k))]
@@ -435,14 +437,14 @@ def _sweep(read, shape: tuple, rank_list: list, ranks: np.ndarray, run, stats: l
     refs1, refs2 = _core_refs(run, (H, W), seq.get("core"), seq)
     if two:
         pilot = _Ring(2 * e + 1, H, W, C, dtype=np.float32)
-        s1 = _Stage(1, False, np.asarray([-1], np.int64), run, floors, stats, shape, seq,
+        s1 = SweepPass(1, False, np.asarray([-1], np.int64), run, floors, stats, shape, seq,
                     noisy, noisy, refs=refs1)
         # stage 2's guides are put up to (depth - mdepth) // 2 pages ahead of its search
-        s2 = _Stage(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot,
+        s2 = SweepPass(2, True, ranks, run, floors, stats, shape, seq, noisy, pilot,
                     ahead=(seq["depth"] - seq["mdepth"]) // 2, refs=refs2)
         lag = 2 * e
     else:
-        s1 = _Stage(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy, refs=refs1)
+        s1 = SweepPass(1, True, ranks, run, floors, stats, shape, seq, noisy, noisy, refs=refs1)
         s2, lag = None, 0
     last = s2 or s1
     loaded = 0
@@ -483,7 +485,7 @@ def _thinned(seq: dict, stage: int) -> bool:
     return seq["thin"] and seq["depth"] > 1 and stage in THIN_STAGES
 
 
-def _page_keep(s: _Stage, k: int, seq: dict, p: int, shape: tuple) -> np.ndarray:
+def _page_keep(s: SweepPass, k: int, seq: dict, p: int, shape: tuple) -> np.ndarray:
     """The references of stage ``s``'s grid on page ``k`` (the part a core depends on)
     its groups start from: :func:`.slices.page_references` where the stage's pages are
     thinned, made once per page and grid (both stages share the pilot's unless
@@ -502,7 +504,7 @@ def _page_keep(s: _Stage, k: int, seq: dict, p: int, shape: tuple) -> np.ndarray
     return made[key][np.ix_(s.iy, s.ix)]
 
 
-def _reference_page(s: _Stage, k: int, run, seq: dict, stats: list, shape: tuple,
+def _reference_page(s: SweepPass, k: int, run, seq: dict, stats: list, shape: tuple,
                     progress, cancel) -> None:
     """Stage ``s``'s groups of the references on page ``k``: matched on page ``k`` and
     followed onto its neighbours, each member's estimate added to its own page's sums."""
@@ -600,7 +602,7 @@ def _gather_slices(img, rows, cols, p, out, r0, r1):
                         out[r, k, base + a * p + b] = img[y + a, x + b]
 
 
-def _chunk_depth(s: _Stage, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
+def _chunk_depth(s: SweepPass, ch: int, gp, gy, gx, H: int, P: int, seq: dict, run,
                  st: ChannelStats) -> None:
     """As the driver's chunk, with each member (page ``gp``, at ``gy, gx``) the ``depth``
     pages around it (mirrored at the stack's ends) where the global motion carries it
@@ -654,7 +656,7 @@ def _ring_rows(ring: _Ring, q, y, H: int) -> np.ndarray:
     return np.ascontiguousarray((q % ring.Q) * H + y)
 
 
-def _depth_part(s: _Stage, ch: int, slices: list, cols: np.ndarray, H: int, run,
+def _depth_part(s: SweepPass, ch: int, slices: list, cols: np.ndarray, H: int, run,
                 st: ChannelStats) -> tuple:
     """The steps of :func:`_chunk_depth` up to the pre-image for a part of its groups
     (``slices``: each slice's pages and rows, ``cols`` its columns): the 3-D members
