@@ -12,7 +12,7 @@ def _qt_garbage_is_collected_on_the_main_thread(request):
     """Qt objects must be finalised on the main thread.  Python's cyclic collector runs
     on whichever thread allocates when a threshold is crossed, in this process also
     the event-loop threads that ``dask.distributed`` leaves behind after
-    ``tests/test_executor.py``.  A PySide6 object finalised there holds Qt's
+    ``tests/pipeline/test_executor.py``.  A PySide6 object finalised there holds Qt's
     connection lock while it waits for the GIL, and the main thread holds the GIL
     while it waits for that lock in ``QObject::connect``: the suite hung so in a CI
     run (in the ``window`` fixture of the window's tests; py-spy showed both

@@ -1,5 +1,5 @@
 """A fixed corpus of denoising runs whose pixels must not change when the code is
-restructured (``tests/test_equivalence.py``).
+restructured (``tests/pipeline/test_equivalence.py``).
 
 Each case is a call of the public pipeline (:func:`kpca_denoise.denoise_set`) on
 the shipped sample images or on a synthetic image built here, covering every path
@@ -8,9 +8,9 @@ a patch set, the global method, the Poisson-Gaussian path, a tiled image, a
 regular texture, explicit ranks and the linear kernel.  Record the outputs, from
 the repository's root (so that this checkout's package is the one imported), with
 
-    python -m tests.equivalence_corpus
+    python tests/pipeline/equivalence_corpus.py
 
-which rewrites ``tests/data/equivalence.npz``; do so only when a change of the
+which rewrites ``tests/pipeline/data/equivalence.npz``; do so only when a change of the
 pixels is intended, and say why in the commit.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 from kpca_denoise import DenoiseParams, denoise_set
 
 HERE = Path(__file__).resolve().parent
-SAMPLES = HERE.parent / "sample_images"
+SAMPLES = HERE.parents[1] / "sample_images"
 RECORD = HERE / "data" / "equivalence.npz"
 
 

@@ -18,7 +18,7 @@ from helpers import assert_same_result
 
 distributed = pytest.importorskip("distributed")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _images(n, shape=(48, 56)):

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _DENOISE = """
 import sys, numpy as np
@@ -55,6 +55,6 @@ def test_grouped_output_is_the_same_with_1_and_4_threads(tmp_path):
 
 def test_the_thread_sensitive_quality_tests_pass_with_4_threads():
     r = _run(4, ["-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "tests/test_quality.py::test_grouped_explicit_ranks_keep_components_whole"])
+                 "tests/pipeline/test_quality.py::test_grouped_explicit_ranks_keep_components_whole"])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "1 passed" in r.stdout
