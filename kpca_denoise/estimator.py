@@ -49,9 +49,13 @@ def _single_blas_thread():
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, KernelPCACore):
     """Kernel principal component analysis, scikit-learn compatible and fast.
 
-    Parameters shared with ``sklearn.decomposition.KernelPCA`` (same
-    defaults, same meaning):
+    A drop-in for ``sklearn.decomposition.KernelPCA`` (the same parameters, defaults
+    and meaning for those it shares), with native RBF and linear kernels, iterative
+    eigensolvers, a noise-aware kernel width and the fixed-point pre-image of Mika et al.
+    (1998), :meth:`fixed_point_inverse_transform`.
 
+    Parameters
+    ----------
     n_components : int or None
         Components kept; None keeps all with a non-zero eigenvalue.
     kernel : {'linear', 'poly', 'rbf', 'sigmoid', 'cosine', 'precomputed'} or callable
@@ -123,6 +127,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     ``K_fit_rows_``, ``K_fit_all_``, ``solver_``, ``n_iter_``,
     ``gram_dtype_``, ``noise_sigma_``, ``n_landmarks_``, landmark attributes
     in landmark mode, ``preimage_stats_`` after a fixed-point pre-image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_denoise import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(200, 16))
+    >>> kp = KernelPCA(n_components=8, kernel="rbf", gamma=0.05).fit(X)
+    >>> kp.transform(X).shape
+    (200, 8)
+    >>> kp.fixed_point_inverse_transform(kp.transform(X[:5])).shape
+    (5, 16)
     """
 
     _convergence_warning = ConvergenceWarning

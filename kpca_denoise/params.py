@@ -126,8 +126,14 @@ def _rank(v: Any) -> int | None | bool:
 
 @dataclass(frozen=True)
 class DenoiseParams:
-    """Everything that decides a denoising result.
+    """Everything that decides a denoising result: the one options object.
 
+    Every front end (library, command line, window, napari, Dask) builds one and the
+    pipeline resolves it once (:func:`as_params`); a sidecar's ``params`` is its
+    :meth:`to_dict`.  ``profile`` picks a preset of the grouped method's knobs.
+
+    Parameters
+    ----------
     method : 'grouped' (default) or 'global' (plain kernel PCA, Mika et al. 1998).
     ranks : kernel principal components kept; several ranks are compared from
         one eigendecomposition.  For 'grouped' a rank caps the components per
@@ -178,6 +184,15 @@ class DenoiseParams:
         iterations are set by the fields above, not here (``docs/options.md``).
     profile : 'default' or 'fast' (:data:`PROFILES`): the grouped method's preset of
         that name, with the knobs of ``grouped`` on top (``docs/speed.md``).
+
+    Examples
+    --------
+    >>> from kpca_denoise import DenoiseParams
+    >>> p = DenoiseParams(profile="fast", strength=0.8, ranks=(4, 8, None)).validate()
+    >>> p.to_dict()["ranks"]
+    [4, 8, None]
+    >>> DenoiseParams.from_dict(p.to_dict()) == p
+    True
     """
 
     method: str = "grouped"

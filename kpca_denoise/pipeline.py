@@ -96,8 +96,21 @@ def denoise_set(
 
     Returns
     -------
-    SetResult.  An item that cannot be processed (too small, bad values) gets
-    ``error`` set and the others are still denoised.
+    SetResult
+        ``images[i].outputs[rank]`` per item and rank, the eigen-spectrum, the
+        resolved parameters and the timings.  An item that cannot be processed (too
+        small, bad values) gets ``error`` set and the others are still denoised.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_denoise import DenoiseParams, denoise_set
+    >>> rng = np.random.default_rng(0)
+    >>> imgs = [np.clip(128 + rng.normal(0, 20, (48, 48)), 0, 255).astype(np.uint8)
+    ...         for _ in range(2)]
+    >>> res = denoise_set(imgs, DenoiseParams(profile="fast", ranks=(2, None), noise_sigma=20))
+    >>> res.ranks, res.images[1].outputs[2].shape
+    ((2, None), (48, 48))
     """
     params = as_params(params)
     images, names, patch_sets = _checked_items(images, names, patch_sets, first_index)

@@ -2,15 +2,18 @@
 
 import doctest
 
+import pytest
+
+import kpca_denoise.api
 import kpca_denoise.core.vst
+import kpca_denoise.estimator
+import kpca_denoise.params
 import kpca_denoise.pipeline
 
 
-def test_pipeline_docstring_examples():
-    result = doctest.testmod(kpca_denoise.pipeline, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 1 and result.failed == 0
-
-
-def test_vst_docstring_examples():
-    result = doctest.testmod(kpca_denoise.core.vst, optionflags=doctest.ELLIPSIS)
+@pytest.mark.parametrize("module", [kpca_denoise.api, kpca_denoise.pipeline, kpca_denoise.params,
+                                    kpca_denoise.estimator, kpca_denoise.core.vst],
+                         ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 1 and result.failed == 0
