@@ -109,6 +109,23 @@ def parse_ranks(value: Any, *, check: bool = True) -> tuple:
     return tuple(ranks)
 
 
+#: the grouped options a parameter object sets through its own fields (for every method)
+GROUPED_SET_BY_FIELDS = {"kernel": "kernel", "patch_size": "patch_size",
+                         "max_iter": "preimage_iterations"}
+
+
+def _check_grouped_keys(grouped: dict) -> None:
+    """A params file's ``grouped`` object names only the options it may set there."""
+    known = sorted({f.name for f in fields(GroupedOptions)} - set(GROUPED_SET_BY_FIELDS))
+    for k in grouped:
+        if k in GROUPED_SET_BY_FIELDS:
+            raise ParamError("grouped", f"grouped sets {k}; set {GROUPED_SET_BY_FIELDS[k]} of "
+                                        "the parameters instead (it applies to every method)")
+        if k not in known:
+            raise ParamError("grouped", f"unknown grouped option {k!r}; known are: "
+                                        + ", ".join(known))
+
+
 def _rank(v: Any) -> int | None | bool:
     """One rank (None: no cap), or False (never equal to a rank >= 1) for a value that
     is not one."""
@@ -379,9 +396,12 @@ class DenoiseParams:
         unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
             raise ParamError(unknown[0], f"unknown parameter(s) {unknown}; known are {sorted(known)}")
-        if "grouped" in data and not isinstance(data["grouped"], dict):
+        if "grouped" in data and not isinstance(data["grouped"], (dict, str)):
             raise ParamError("grouped", "grouped must be a JSON object of grouped-method "
-                                        f'options such as {{"kappa1": 4.0}}, got {data["grouped"]!r}')
+                                        f'options such as {{"kappa1": 4.0}}, or a preset name '
+                                        f'such as "single-stage", got {data["grouped"]!r}')
+        if isinstance(data.get("grouped"), dict):
+            _check_grouped_keys(data["grouped"])
         if "ranks" in data:
             data["ranks"] = parse_ranks(data["ranks"])
         for name in ("method", "kernel", "eigen_solver", "noise_model", "profile", "sequence"):
