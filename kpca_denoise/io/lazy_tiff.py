@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .tiff import tiff_header, tiff_pages
+from .tiff import tiff_header, tiff_pages, tifffile_messages
 
 #: values per chunk of an uncompressed image read by bands of rows
 _BAND_VALUES = 1 << 23
@@ -101,7 +101,7 @@ def lazy_tiff_layout(path, lazy_bytes: int):
     import tifffile
 
     path = Path(path)
-    with tifffile.TiffFile(path) as tf:
+    with tifffile_messages(), tifffile.TiffFile(path) as tf:
         series, axes, shape, meta = tiff_header(tf, path)
         dtype = np.dtype(series[0].dtype)
         nbytes = int(np.prod(shape)) * dtype.itemsize
@@ -123,9 +123,10 @@ def open_lazy_tiff(item):
     nothing is read yet.  The file stays open while the array is used."""
     import tifffile
 
-    tf = tifffile.TiffFile(item.path)
-    series, axes, _, meta = tiff_header(tf, item.path)
-    a = _lazy_series(tf, series, item.path, None)
+    with tifffile_messages():
+        tf = tifffile.TiffFile(item.path)
+        series, axes, _, meta = tiff_header(tf, item.path)
+        a = _lazy_series(tf, series, item.path, None)
     a, _, _ = tiff_pages(item.path, a, axes, dict(meta))
     if tuple(a.shape) != tuple(item.shape) or a.dtype.newbyteorder("=") != item.dtype:
         raise InputError(f"{item.path}: the file changed while the run was going; run again")

@@ -20,7 +20,7 @@ from PIL import Image, UnidentifiedImageError
 from .errors import InputError
 from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, unsupported_type
 from .lazy_tiff import lazy_tiff_layout, open_lazy_tiff
-from .tiff import EXIF_ORIENTATION, tiff_header, tiff_pages
+from .tiff import EXIF_ORIENTATION, tiff_header, tiff_pages, tifffile_messages
 from .zarr_io import FORMAT as ZARR_FORMAT
 from .zarr_io import ZARR_SUFFIX, read_layout
 
@@ -233,7 +233,7 @@ def _read_tiff(path: Path, max_pixels: int) -> tuple[np.ndarray, dict, bool]:
     """(array, meta, is_stack); pages of the first series, samples last."""
     import tifffile
 
-    with tifffile.TiffFile(path) as tf:
+    with tifffile_messages(), tifffile.TiffFile(path) as tf:
         series, axes, shape, meta = tiff_header(tf, path)
         _check_tiff_size(path, axes, shape, max_pixels)
         s = series[0]

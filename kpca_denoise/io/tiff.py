@@ -5,13 +5,17 @@ Used by the whole-file reader (:mod:`.reading`) and the lazy one (:mod:`.lazy_ti
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import math
+import threading
 from pathlib import Path
 
 import numpy as np
 
 from .errors import InputError
 
-__all__ = ["EXIF_ORIENTATION", "tiff_header", "tiff_pages"]
+__all__ = ["EXIF_ORIENTATION", "tifffile_messages", "tiff_header", "tiff_pages"]
 
 #: the orientation tag (EXIF and TIFF: the same number), read and written back
 EXIF_ORIENTATION = 274
@@ -32,6 +36,7 @@ def tiff_header(tf, path: Path) -> tuple[list, str, tuple, dict]:
     if not series:
         raise InputError(f"{path}: the TIFF holds no image")
     s = series[0]
+    _check_data_listed(s.pages[0] if s.pages else tf.pages[0], path, tf.filehandle.size)
     axes, shape = s.axes, tuple(s.shape)
     # pages written one by one (each its own series, e.g. each with a description)
     # are the pages of one stack when they are alike
@@ -112,3 +117,63 @@ def _array_axes(shape: tuple, photometric: int) -> str:
     columns, and the samples last for RGB(A)."""
     rgb = photometric == 2 and len(shape) >= 3 and shape[-1] in (3, 4)
     return "Q" * (len(shape) - 2 - rgb) + "YX" + "S" * rgb
+
+
+class _Kept(logging.Handler):
+    def __init__(self, into: list) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
+
+
+_QUIET = threading.Lock()
+_quiet_blocks = [0, True]  # open blocks, tifffile's logger's propagate flag before them
+
+
+@contextlib.contextmanager
+def tifffile_messages():
+    """tifffile's log messages while the block runs (``<tifffile.TiffPage 0 @8>
+    incorrect StripOffsets count ...``), kept in the list it yields instead of printed:
+    the reader says what is wrong in a line of its own."""
+    logger = logging.getLogger("tifffile")
+    kept: list = []
+    handler = _Kept(kept)
+    with _QUIET:
+        if _quiet_blocks[0] == 0:
+            _quiet_blocks[1] = logger.propagate
+            logger.propagate = False
+        _quiet_blocks[0] += 1
+        logger.addHandler(handler)
+    try:
+        yield kept
+    finally:
+        with _QUIET:
+            logger.removeHandler(handler)
+            _quiet_blocks[0] -= 1
+            if _quiet_blocks[0] == 0:
+                logger.propagate = _quiet_blocks[1]
+
+
+def _check_data_listed(page, path: Path, file_size: int) -> None:
+    """Refuse a header whose image is not where it says: fewer strips or tiles listed
+    than its size needs (a 100000x100000 header over a few bytes), or uncompressed data
+    past the end of the file."""
+    h, w, d = int(page.imagelength), int(page.imagewidth), int(page.imagedepth or 1)
+    planes = int(page.samplesperpixel) if int(page.planarconfig) == 2 else 1
+    if page.is_tiled:
+        need = (math.ceil(h / page.tilelength) * math.ceil(w / page.tilewidth)
+                * math.ceil(d / (page.tiledepth or 1)) * planes)
+        what = "tiles"
+    else:
+        need = math.ceil(h / max(int(page.rowsperstrip or h), 1)) * d * planes
+        what = "strips"
+    listed = min(len(page.dataoffsets), len(page.databytecounts))
+    end = max((o + c for o, c in zip(page.dataoffsets, page.databytecounts)), default=0)
+    if listed < need or (int(page.compression) == 1 and end > file_size):
+        found = (f"it lists {listed} of the {need} {what} of its {w}x{h} pixels" if listed < need
+                 else f"its {w}x{h} pixels run past the end of the file")
+        raise InputError(f"{path}: the TIFF's header is damaged ({found}); the file is corrupt "
+                         "or cut short: save it again from its source")
+
