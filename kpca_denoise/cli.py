@@ -28,11 +28,13 @@ import numpy as np
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
 from .cli_args import OPTIONS, build_parser
 from .cli_progress import ProgressBar, RunEstimate, work_weight
+from .cli_resume import Folders, RecordedOutputs, remove_stale_parts_below
 from .core.progress import Cancelled
 from .io import (SUPPORTED_SUFFIXES, InputError, check_not_input, collect_inputs, in_format,
-                 output_path, rank_tag, read_item, read_items, remove_stale_parts, write_item,
+                 output_path, rank_tag, read_item, read_items, write_item,
                  write_sidecar)
 from .io.lazy_tiff import memory_budget
+from .display import display_problem
 from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
@@ -61,34 +63,88 @@ def _param_error(exc: ParamError, source: str | None = None) -> UsageError:
     return UsageError(msg)
 
 
-def load_params_file(path) -> DenoiseParams:
-    """The parameters of a sidecar (``{"params": {...}}``) or of a bare parameter object."""
+#: settings of a trial on clean images: recorded in a sidecar's ``trial``, never taken
+#: from a parameter file (a sidecar reused on real photographs added noise to them)
+TRIAL_SETTINGS = ("add_noise", "reference")
+
+
+def read_params_file(path) -> tuple[DenoiseParams, dict]:
+    """The parameters of a sidecar (``{"params": {...}}``) or of a bare parameter object,
+    and the trial settings it holds that were left out (``{"add_noise": 25.0}``: a
+    sidecar's ``trial``, or ``add_noise`` where an older one kept it in ``params``).
+    A UTF-8 byte-order mark is allowed."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise UsageError(f"{path}: cannot read the parameter file ({exc})") from None
+    trial = {}
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
+        if isinstance(data.get("trial"), dict):
+            trial = {k: v for k, v in data["trial"].items() if k in TRIAL_SETTINGS and v}
         data = data["params"]
+    if isinstance(data, dict) and "add_noise" in data:
+        data = dict(data)
+        noise = data.pop("add_noise")
+        if noise:
+            trial.setdefault("add_noise", noise)
     try:
-        return DenoiseParams.from_dict(data)
+        return DenoiseParams.from_dict(data), trial
     except ParamError as exc:
         raise _param_error(exc, f"{path}") from None
     except (TypeError, ValueError) as exc:  # a value no check foresaw: still one line
         raise UsageError(f"{path}: bad parameters ({exc})") from None
 
 
+def load_params_file(path) -> DenoiseParams:
+    """The parameters of a sidecar or parameter object (:func:`read_params_file`),
+    without the trial settings (``add_noise``)."""
+    return read_params_file(path)[0]
+
+
 def _params_from_args(args) -> DenoiseParams:
-    base = load_params_file(args.params) if args.params else DenoiseParams()
-    changes = {}
-    for name in OPTIONS:
-        v = getattr(args, name)
-        if v is not None:
-            changes[name] = v
+    if args.params:
+        base, trial = read_params_file(args.params)
+    else:
+        base, trial = DenoiseParams(), {}
+    changes = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
     try:
-        return base.replace(**changes).validate()
+        params = base.replace(**changes).validate()
     except ParamError as exc:
         raise _param_error(exc) from None
+    if args.profile is not None and params.method != "grouped" and params.profile != "default":
+        raise UsageError(f"--profile {params.profile} is a preset of the grouped method; "
+                         f"--method {params.method} does not use it: omit --profile")
+    if args.params:
+        _note_params_taken(args, base, trial)
+    return params
+
+
+def _note_params_taken(args, base: DenoiseParams, trial: dict) -> None:
+    """One line: what --params took from its file (what differs from the defaults, less
+    what the command line sets) and the trial settings it left out."""
+    default = DenoiseParams().to_dict()
+    mine = base.to_dict()
+    taken = [f"{k} {_setting(v)}" for k, v in mine.items()
+             if v != default.get(k) and getattr(args, k, None) is None and k != "add_noise"]
+    left = [f"{k} {_setting(v)}" if k == "add_noise" else k for k, v in trial.items()
+            if not (k == "add_noise" and args.add_noise is not None)
+            and not (k == "reference" and args.reference)]
+    took = ", ".join(taken) if taken else "nothing but the defaults"
+    line = f"note: --params {args.params}: took {took}"
+    if left:
+        line += (f"; left out {' and '.join(left)} (a trial on clean images: give "
+                 "--add-noise or --reference again to repeat it)")
+    print(line, file=sys.stderr)
+
+
+def _setting(v) -> str:
+    """A parameter's value as the note shows it (ranks 4,8; grouped kappa1=4.0)."""
+    if isinstance(v, dict):
+        return ",".join(f"{k}={x}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ",".join("auto" if x is None else str(x) for x in v)
+    return str(v)
 
 
 def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
@@ -179,22 +235,22 @@ def _check_memory(items, params: DenoiseParams) -> None:
                 "ask for fewer --ranks, free memory, or split the file")
 
 
-def _check_output_folder(outdir: Path) -> None:
+def _check_output_folder(outdir: Path, folders: Folders) -> None:
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
     if outdir.is_symlink() and not outdir.exists():
         raise UsageError(f"{outdir}: the output path is a link to nothing ({os.readlink(outdir)}); "
                          "create its target or choose another folder with -o")
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
+        folders.make(outdir)
     except OSError as exc:
         raise UsageError(f"{outdir}: cannot create the output folder ({exc.strerror or exc}); "
                          "choose another folder with -o") from None
 
 
-def _check_writable(folder: Path) -> None:
+def _check_writable(folder: Path, folders: Folders) -> None:
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folders.make(folder)
         fd, probe = tempfile.mkstemp(prefix=".kpca-denoise-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
@@ -203,29 +259,45 @@ def _check_writable(folder: Path) -> None:
                          "choose another folder with -o") from None
 
 
-def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite: bool,
-                  to_zarr: bool = False) -> dict:
+def _item_targets(it, params: DenoiseParams, outdir: Path, inputs, to_zarr: bool) -> dict | None:
+    """An input's output paths ``{key: path}``, key a rank, ``None`` (automatic) or
+    ``"noisy"``; None (its error printed) when one cannot be named (a name too long)."""
+    keys = list(result_keys(params, it.is_patchset)) + (["noisy"] if params.add_noise else [])
+    targets = {}
+    for k in keys:
+        target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
+        if to_zarr and it.is_lazy:  # a large TIFF's outputs as OME-Zarr, when asked
+            target = target.with_suffix(".zarr")
+        try:
+            check_not_input(target, inputs)
+        except OSError as exc:
+            print(f"error: {target}: cannot write ({exc.strerror or exc}); rename "
+                  f"{it.path.name} or choose another folder with -o", file=sys.stderr)
+            return None
+        targets[k] = target
+    return targets
+
+
+def _plan_outputs(items, run_args, params: DenoiseParams, outdir: Path, inputs,
+                  folders: Folders) -> tuple[dict, list]:
     """Every output file of the run, checked before anything is computed:
-    ``{id(item): {key: path}}`` with key a rank, ``None`` (automatic) or ``"noisy"``; an
-    item whose outputs cannot be named (a name too long for the file system) is left
-    out with its error printed, and the others go on."""
+    ``({id(item): {key: path}}, the items already done)``.  An input whose outputs an
+    earlier run recorded with the same parameters is done (skipped); an existing output
+    is otherwise refused unless --overwrite; an item whose outputs cannot be named is
+    left out with its error printed, and the others go on."""
     plan: dict = {}
     taken: dict = {}
+    done: list = []
+    recorded = RecordedOutputs(outdir)
+    trial = _trial(params, run_args)
     for it in items:
-        keys = list(result_keys(params, it.is_patchset))
-        if params.add_noise:
-            keys.append("noisy")
-        targets = {}
-        for k in keys:
-            target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
-            if to_zarr and it.is_lazy:  # a large TIFF's outputs as OME-Zarr, when asked
-                target = target.with_suffix(".zarr")
-            try:
-                check_not_input(target, inputs)
-            except OSError as exc:
-                print(f"error: {target}: cannot write ({exc.strerror or exc}); rename "
-                      f"{it.path.name} or choose another folder with -o", file=sys.stderr)
-                break
+        targets = _item_targets(it, params, outdir, inputs, run_args.to_zarr)
+        if targets is None:
+            continue
+        if not run_args.overwrite and recorded.done(targets.values(), it.path, params, trial):
+            done.append(it)
+            continue
+        for target in targets.values():
             other = taken.get(target)
             if other is not None:  # collect_inputs makes names unique; never trust that blindly
                 raise UsageError(f"{target}: {it.path} and {other} would both be written here; "
@@ -234,25 +306,42 @@ def _plan_outputs(items, params: DenoiseParams, outdir: Path, inputs, overwrite:
             if target.is_dir() and not it.is_lazy:  # an OME-Zarr output is a folder
                 raise UsageError(f"{target}: a folder has the output's name; rename it or choose "
                                  "another folder with -o")
-            if target.exists() and not overwrite:
-                raise UsageError(f"{target}: the output already exists; use --overwrite to replace "
-                                 "it or choose another folder with -o")
-            targets[k] = target
-        else:
-            plan[id(it)] = targets
+            if target.exists() and not run_args.overwrite:
+                side = recorded.made_with(target, params, trial)
+                how = (f", made with other parameters ({side})" if isinstance(side, str) and side
+                       else "")
+                raise UsageError(f"{target}: the output already exists{how}; use --overwrite to "
+                                 "replace it or choose another folder with -o")
+        plan[id(it)] = targets
     for folder in sorted({t.parent for ts in plan.values() for t in ts.values()}):
-        _check_writable(folder)
-    return plan
+        _check_writable(folder, folders)
+    return plan, done
 
 
-def _remove_stale_parts(folders) -> None:
-    """The temporary files a killed run (SIGKILL, a power cut) left in the folders this
-    run writes to are removed, with a note; those of a run still writing stay."""
-    removed = [p for folder in sorted(folders) for p in remove_stale_parts(folder)]
+def _trial(params: DenoiseParams, args) -> dict:
+    """The run's trial settings (noise added to clean images, their reference): recorded
+    in the sidecar's ``trial``, not taken back by --params."""
+    return {k: v for k, v in (("add_noise", params.add_noise),
+                              ("reference", args.reference)) if v}
+
+
+def _remove_stale_parts(outdir: Path) -> None:
+    """The temporary files a killed run (SIGKILL, a power cut) left in the output folder
+    and its sub-folders are removed, with a note; those of a run still writing stay."""
+    removed = remove_stale_parts_below(outdir)
     if removed:
         where = ", ".join(sorted({str(p.parent) for p in removed}))
         print(f"note: removed {len(removed)} temporary file(s) an interrupted run left "
               f"in {where}", file=sys.stderr)
+
+
+def _note_done(done, n_items: int, outdir: Path) -> None:
+    """One line for the inputs an earlier run already denoised with these parameters."""
+    if done:
+        names = ", ".join(it.name for it in done[:3]) + (", ..." if len(done) > 3 else "")
+        print(f"note: {len(done)} of {n_items} inputs already done in {outdir} with these "
+              f"parameters ({names}), skipped; --overwrite computes them again",
+              file=sys.stderr)
 
 
 def _note_output_folder_left_out(inputs, outdir: Path) -> None:
@@ -286,7 +375,16 @@ class _Run:
 
 def _denoise(args) -> int:
     """``kpca-denoise denoise``: check everything that can be checked, then compute and
-    write input by input, then record the run; the exit code."""
+    write input by input, then record the run; the exit code.  The folders it made and
+    left empty are removed (an interruption before the first output leaves none)."""
+    folders = Folders()
+    try:
+        return _denoise_into(args, folders)
+    finally:
+        folders.remove_empty()
+
+
+def _denoise_into(args, folders: Folders) -> int:
     params = _params_from_args(args)
     if not args.output.strip():
         raise UsageError("-o is empty; give a folder for the results")
@@ -303,15 +401,16 @@ def _denoise(args) -> int:
     eager = [it for it in items if not it.is_lazy]
     refs = _load_reference(args.reference, eager, args.max_pixels) if eager else {}
     _check_memory(items, params)
-    _check_output_folder(outdir)
-    plan = _plan_outputs(items, params, outdir, inputs + ([Path(args.reference)] if args.reference
-                                                         else []), args.overwrite, args.to_zarr)
-    _remove_stale_parts({outdir} | {t.parent for ts in plan.values() for t in ts.values()})
+    _check_output_folder(outdir, folders)
+    _remove_stale_parts(outdir)
+    plan, done = _plan_outputs(items, args, params, outdir, inputs + (
+        [Path(args.reference)] if args.reference else []), folders)
+    _note_done(done, len(items), outdir)
     run = _Run(args, params, outdir, inputs, plan, refs,
-               failed + read_failed + len(items) - len(plan))
+               failed + read_failed + len(items) - len(plan) - len(done))
     items = [it for it in items if id(it) in plan]
     if not items:
-        return 2
+        return 2 if not done else 1 if run.failed else 0
     run.position = {id(it): k for k, it in enumerate(items)}  # the table keeps the input order
     return _compute_and_record(run, items)
 
@@ -383,9 +482,11 @@ def _compute_and_record(run: _Run, items) -> int:
     except ExecutorError as exc:  # before any compute
         raise UsageError(str(exc)) from None
     interrupted: KeyboardInterrupt | None = None
+    workers: set = set()
     quiet_again = _note_first_compile(params, patch_sets + [it.is_patchset for it in lazy], bar)
     try:
         _connect(executor)
+        workers = _workers_of(executor)
         for it in lazy:  # on the executor's cluster, if one was asked for
             bar.begin(("lazy", id(it)))
             with contextlib.ExitStack() as held:  # from its last band until recorded
@@ -406,13 +507,32 @@ def _compute_and_record(run: _Run, items) -> int:
     # left the files written without their record) and is delivered after
     with signals_held():
         quiet_again()
+        _note_workers_replaced(workers, _workers_of(executor))
         executor.close()
         rows, run.failed = _record_run(executor.summary, params, run.finished, interrupted,
-                                       run.outdir, run.failed)
+                                       run.outdir, run.failed, _trial(params, args))
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
         return interrupted_code(interrupted)
     return _print_summary(rows, run.outdir, 1 if run.failed else 0)
+
+
+def _workers_of(executor: Executor) -> set:
+    """The addresses of the cluster's workers (none without --workers or --scheduler)."""
+    try:
+        return set(executor.client.scheduler_info()["workers"]) if executor.client else set()
+    except Exception:  # the cluster gone: nothing to compare
+        return set()
+
+
+def _note_workers_replaced(before: set, after: set) -> None:
+    """One line when workers the run started with died and others took their place
+    (Dask runs their tasks again: the outputs are complete)."""
+    gone = len(before - after) if before and after else 0
+    if gone:
+        print(f"note: {gone} Dask worker(s) died during the run and were replaced; their tasks "
+              "ran again, the outputs are complete (a worker that runs out of memory is the "
+              "usual cause: fewer --workers)", file=sys.stderr)
 
 
 def _finished(run: _Run, it, result: tuple) -> None:
@@ -446,14 +566,17 @@ def _print_summary(rows, outdir: Path, code: int) -> int:
     """The table of the outputs on stdout (none: every input failed, each said why)."""
     try:
         if rows:
-            _print_table(rows)
+            _print_table(rows, outdir)
             print(f"results in {outdir.resolve()}")
         sys.stdout.flush()
     except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
         _drop_stdout()
-        if not isinstance(exc, BrokenPipeError):
-            print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
-                  f"outputs and the sidecar are in {outdir}", file=sys.stderr)
+        if isinstance(exc, BrokenPipeError):  # `| head`: the reader had what it wanted
+            return code
+        print(f"error: the summary could not be printed ({exc.strerror or exc}); the "
+              f"outputs and the sidecar are in {outdir}; send stdout to a file with room "
+              "(> summary.txt)", file=sys.stderr)
+        return max(code, 1)
     return code
 
 
@@ -472,13 +595,17 @@ def _note_global_only(args, params: DenoiseParams, items) -> None:
 
 
 def _record_run(result, params: DenoiseParams, finished: dict, interrupted, outdir: Path,
-                failed: int) -> tuple[list, int]:
+                failed: int, trial: dict) -> tuple[list, int]:
     """The run's sidecar, listing every file written (``finished``: item position ->
     (entry, rows)), marked interrupted if it was: ``(rows of the table, failed)``."""
     rows, written = [], []
-    sidecar = {"software": f"kpca-denoise {__version__}", "params": params.to_dict(),
+    recorded = params.to_dict()
+    recorded.pop("add_noise", None)  # a trial setting: not taken back by --params
+    sidecar = {"software": f"kpca-denoise {__version__}", "params": recorded,
                "resolved": getattr(result, "resolved", {}),
                "timings": getattr(result, "timings", {}), "items": []}
+    if trial:
+        sidecar["trial"] = trial
     if interrupted:
         sidecar["interrupted"] = True
     for k in sorted(finished):
@@ -712,7 +839,9 @@ def _fmt(v, spec):
     return format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)
 
 
-def _print_table(rows) -> None:
+def _print_table(rows, outdir: Path) -> None:
+    """The summary: a row an output, its input and output named below their folders
+    (a/img.png and b/img.png are told apart)."""
     head = f"{'image':<24} {'rank':>5} {'sigma':>7} {'noisy dB':>9} {'PSNR dB':>8} {'SSIM':>6} {'time s':>7}  output"
     print(head)
     print("-" * len(head))
@@ -721,17 +850,26 @@ def _print_table(rows) -> None:
         if not isinstance(sigma, str):  # a str: 'vst', the stabilised domain's
             # 16-bit: 4930; far outside any pixel range: 1.2e+36
             sigma = format(sigma, ".3g") if not 1000 <= sigma < 1e7 else f"{sigma:.0f}"
+        shown = target.relative_to(outdir) if target.is_relative_to(outdir) else target
         print(f"{name:<24} {rank:>5} {sigma:>7} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
-              f"{_fmt(s, '6.3f')} {sec:>7.1f}  {target.name}")
+              f"{_fmt(s, '6.3f')} {sec:>7.1f}  {shown.as_posix()}")
 
 
 def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.command == "gui":
+        problem = display_problem()
+        if problem is not None:  # before Qt is loaded: it aborts with its own screenful
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         from .gui.app import main as gui_main
 
         return gui_main(args.files, demo=args.demo, screenshot=args.screenshot)
+    if sys.stdout is None:  # started with stdout closed (>&-): the summary has nowhere to go
+        print("error: standard output is closed; give the command one (> summary.txt, or "
+              "> /dev/null to drop the summary)", file=sys.stderr)
+        return 2
     try:
         with stop_signals_interrupt():
             return _denoise(args)

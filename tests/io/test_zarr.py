@@ -105,7 +105,9 @@ def test_an_existing_output_is_kept_without_overwrite(tmp_path, rng, capsys):
     marker = out / "img_kpca.zarr" / "marker"
     marker.write_text("old")
     capsys.readouterr()
-    assert main(["denoise", str(src), "-o", str(out), "-q"]) == 2
+    assert main(["denoise", str(src), "-o", str(out), "-q"]) == 0  # done: skipped
+    assert "1 of 1 inputs already done" in capsys.readouterr().err and marker.exists()
+    assert main(["denoise", str(src), "-o", str(out), "-q", "--strength", "0.9"]) == 2
     err = capsys.readouterr().err
     assert "already exists" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
     assert marker.exists()
@@ -253,7 +255,7 @@ def test_ctrl_c_leaves_no_half_folder(tmp_path, rng, monkeypatch, capsys):
     out = tmp_path / "o"
     assert main(["denoise", str(src), "-o", str(out), "-q", "--tile-size", "64"]) == 130
     assert "interrupted" in capsys.readouterr().err
-    assert list(out.iterdir()) == []  # no folder, no part, no sidecar (nothing written)
+    assert not out.exists()  # no image folder, no part, no sidecar: nothing written, no -o
 
 
 def test_a_damaged_chunk_fails_its_input_alone_in_one_line(tmp_path, rng, capsys):
