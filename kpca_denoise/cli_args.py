@@ -85,69 +85,136 @@ class _Parser(argparse.ArgumentParser):
         return getattr(self, "commands", {}).values()
 
 
+#: the top-level help: the commands a user starts with
+START = """\
+Kernel-PCA image denoising: photographs, scans, microscope stacks, patch sets.
+
+start with:
+  kpca-denoise denoise photo.png -o results   denoise images or folders (results/photo_kpca.png)
+  kpca-denoise gui                            open the desktop application
+  kpca-denoise gui --demo                     the sample images, noise added, methods compared
+
+'kpca-denoise denoise -h' explains every option, how outputs are named and the sidecar."""
+
+#: the end of ``denoise --help``: how outputs are named, the sidecar, resuming, examples
+DENOISE_EPILOG = """\
+outputs:
+  Each input IMG.EXT gives OUTDIR/IMG_kpca.EXT (its sub-folder below the input folder
+  kept); with several --ranks one file a rank, IMG_kpca_rK.EXT; with --add-noise also
+  IMG_noisy.EXT.  Inputs and existing files are never replaced (--overwrite replaces
+  outputs).  Each run writes a sidecar OUTDIR/kpca-denoise-<date>-<time>-<pid>-<n>.json:
+  its parameters and every file it wrote, with noise levels and metrics.
+
+resuming:
+  A run into a folder that holds an earlier run's outputs made with the same parameters
+  skips those inputs and computes the rest ("12 of 500 inputs already done, skipped"):
+  run an interrupted batch again to finish it.  Outputs made with other parameters are
+  refused unless --overwrite.
+
+examples:
+  kpca-denoise denoise photo.jpg -o out
+  kpca-denoise denoise photos/ -o out --profile fast
+  kpca-denoise denoise clean.png --add-noise 25 --ranks 4,8,16 -o trial
+  kpca-denoise denoise scans/ -o out --noise-model poisson-gaussian
+  kpca-denoise denoise more/ -o out2 --params out/kpca-denoise-20250101-120000-42-1.json
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="kpca-denoise", description="Kernel-PCA image denoising.")
+    raw = argparse.RawDescriptionHelpFormatter
+    ap = _Parser(prog="kpca-denoise", description=START, formatter_class=raw)
     ap.add_argument("--version", action="version", version=f"kpca-denoise {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, title="commands",
+                            metavar="{denoise,gui}")
     ap.commands = sub.choices  # the sub-commands' parsers (their options, for _dash_hint)
-    d = sub.add_parser("denoise", help="denoise images, folders and patch sets")
-    d.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="image files, folders (walked recursively), .npy/.npz patch sets")
-    d.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                   help="folder for the results (sub-folders of the inputs are kept)")
-    d.add_argument("--method", choices=METHODS, help="'grouped' (default, non-local) or 'global' (Mika et al.)")
-    d.add_argument("--profile", choices=tuple(PROFILES),
-                   help="; ".join(f"'{k}': {v}" for k, v in PROFILES.items()))
-    d.add_argument("--ranks", type=_ranks_option, help="components to compare, e.g. 4,8,16 ('auto': no cap)")
-    d.add_argument("--patch-size", type=int, help="patch side in pixels")
-    d.add_argument("--stride", type=int, help="step between patches ('global')")
-    d.add_argument("--gamma", type=float, help="RBF kernel parameter ('global' and patch sets; default: automatic)")
-    d.add_argument("--train-patches", type=int, dest="n_train", help="training patches ('global')")
-    d.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
-                   help="Nystrom approximation with M landmarks ('global'; default: exact)")
-    d.add_argument("--iterations", type=int, dest="preimage_iterations",
-                   help="pre-image iteration cap (default: 100 for 'global', 1 per group for 'grouped')")
-    d.add_argument("--noise-sigma", type=float, help="noise std in pixel units (default: estimated)")
-    d.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
-    d.add_argument("--noise-model", choices=NOISE_MODELS,
-                   help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
-                        "--noise-sigma is then its Gaussian part)")
-    d.add_argument("--sequence", choices=SEQUENCE_CHOICES,
-                   help="denoise a stack's pages with their neighbours: 'auto' (default: when "
-                        "they show one scene), 'yes', 'no'; 'yes' also takes the separate "
-                        "images given as one ordered sequence (docs/stacks.md)")
-    d.add_argument("--poisson-gain", type=float, metavar="ALPHA",
-                   help="Poisson gain in pixel units per photon (default: estimated)")
-    d.add_argument("--strength", type=float, metavar="FACTOR",
-                   help="factor on the noise level the denoiser is given (default 1; below 1 "
-                        "keeps more detail, above 1 smooths more)")
-    d.add_argument("--seed", type=int, help="random seed (>= 0)")
-    d.add_argument("--add-noise", type=float, metavar="SIGMA", help="add Gaussian noise of this std first")
-    d.add_argument("--reference", metavar="CLEAN", help="clean image (or folder of them, matched by name) for PSNR")
-    d.add_argument("--params", metavar="JSON", help="parameters from a sidecar written by the GUI or a run")
-    d.add_argument("--overwrite", action="store_true",
-                   help="replace output files that already exist (inputs are never replaced)")
-    d.add_argument("--max-pixels", type=_positive_int, default=MAX_PIXELS, metavar="N",
-                   help=f"largest image accepted, in pixels per image or page (default {MAX_PIXELS}); "
-                        "larger headers are refused as decompression bombs")
-    d.add_argument("--tile-size", type=int, metavar="PX",
-                   help="side of the overlapping tiles images are denoised in (bounds memory; "
-                        "default: automatic, the result does not depend on it)")
-    d.add_argument("--workers", type=_workers, metavar="N",
-                   help="spread the images over N local Dask worker processes "
-                        "(needs kpca-denoise[distributed])")
-    d.add_argument("--scheduler", metavar="ADDRESS",
-                   help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
-    d.add_argument("--format", choices=(*OUTPUT_FORMATS, "tif", "jpg"), type=str.lower,
-                   metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
-                   help="write the images in this format (default: each input's own; png or "
-                        "tiff are lossless)")
-    d.add_argument("--to-zarr", action="store_true",
-                   help="write the outputs of TIFFs read lazily (too large to hold) as OME-Zarr "
-                        "folders NAME_kpca.zarr (needs kpca-denoise[zarr]; default: tiled TIFF)")
-    d.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    g = sub.add_parser("gui", help="open the desktop application")
-    g.add_argument("files", nargs="*")
+    d = sub.add_parser("denoise", help="denoise images, folders, stacks and patch sets",
+                       description="Denoise images, folders (walked recursively), multi-page "
+                                   "TIFFs,\nOME-Zarr images and .npy/.npz patch sets.",
+                       epilog=DENOISE_EPILOG, formatter_class=raw)
+    _denoise_options(d)
+    g = sub.add_parser("gui", help="open the desktop application",
+                       description="Open the desktop application (a display is needed).")
+    g.add_argument("files", nargs="*", metavar="FILE", help="images to open")
     g.add_argument("--demo", action="store_true", help="load the sample images, add noise, run a comparison")
     g.add_argument("--screenshot", metavar="PATH", help="with --demo: save a screenshot and exit")
     return ap
+
+
+def _denoise_options(d: argparse.ArgumentParser) -> None:
+    """``denoise``'s options in the groups its help shows."""
+    io = d.add_argument_group("input and output")
+    io.add_argument("inputs", nargs="+", metavar="INPUT",
+                    help="image files, folders (walked recursively), .npy/.npz patch sets")
+    io.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                    help="folder for the results (sub-folders of the inputs are kept)")
+    io.add_argument("--format", choices=(*OUTPUT_FORMATS, "tif", "jpg"), type=str.lower,
+                    metavar="{" + ",".join(OUTPUT_FORMATS) + "}",
+                    help="write the images in this format (default: each input's own; png or "
+                         "tiff are lossless)")
+    io.add_argument("--to-zarr", action="store_true",
+                    help="write the outputs of TIFFs read lazily (too large to hold) as OME-Zarr "
+                         "folders NAME_kpca.zarr (needs kpca-denoise[zarr]; default: tiled TIFF)")
+    io.add_argument("--max-pixels", type=_positive_int, default=MAX_PIXELS, metavar="N",
+                    help=f"largest image accepted, in pixels per image or page (default "
+                         f"{MAX_PIXELS}); larger headers are refused as decompression bombs")
+    noise = d.add_argument_group("noise")
+    noise.add_argument("--noise-sigma", type=float, metavar="SIGMA",
+                       help="noise std in pixel units (default: estimated)")
+    noise.add_argument("--noise-model", choices=NOISE_MODELS,
+                       help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
+                            "--noise-sigma is then its Gaussian part)")
+    noise.add_argument("--poisson-gain", type=float, metavar="ALPHA",
+                       help="Poisson gain in pixel units per photon (default: estimated)")
+    noise.add_argument("--strength", type=float, metavar="FACTOR",
+                       help="factor on the noise level the denoiser is given (default 1; below 1 "
+                            "keeps more detail, above 1 smooths more)")
+    noise.add_argument("--add-noise", type=float, metavar="SIGMA",
+                       help="add Gaussian noise of this std first, to try the method on clean "
+                            "images (a trial: --params does not repeat it)")
+    noise.add_argument("--reference", metavar="CLEAN",
+                       help="clean image (or folder of them, matched by name) for PSNR and SSIM")
+    _method_options(d.add_argument_group("method"))
+    perf = d.add_argument_group("performance")
+    perf.add_argument("--tile-size", type=int, metavar="PX",
+                      help="side of the overlapping tiles images are denoised in (bounds memory; "
+                           "default: automatic, the result does not depend on it)")
+    perf.add_argument("--workers", type=_workers, metavar="N",
+                      help="spread the images over N local Dask worker processes "
+                           "(needs kpca-denoise[distributed])")
+    perf.add_argument("--scheduler", metavar="ADDRESS",
+                      help="spread the images over an existing Dask cluster, e.g. tcp://host:8786")
+    batch = d.add_argument_group("batch")
+    batch.add_argument("--params", metavar="FILE.json",
+                       help="the parameters of an earlier run's sidecar (or the GUI's); options "
+                            "given here win; its --add-noise and --reference are left out")
+    batch.add_argument("--overwrite", action="store_true",
+                       help="replace outputs that exist (inputs are never replaced); without it "
+                            "inputs already done with the same parameters are skipped")
+    batch.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def _method_options(m) -> None:
+    m.add_argument("--method", choices=METHODS,
+                   help="'grouped' (default, non-local) or 'global' (Mika et al.)")
+    m.add_argument("--profile", choices=tuple(PROFILES),
+                   help="the grouped method's preset: "
+                        + "; ".join(f"'{k}': {v}" for k, v in PROFILES.items()))
+    m.add_argument("--ranks", type=_ranks_option, metavar="LIST",
+                   help="components kept, one output each, e.g. 4,8,16 (default 'auto')")
+    m.add_argument("--patch-size", type=int, metavar="PX", help="patch side in pixels")
+    m.add_argument("--sequence", choices=SEQUENCE_CHOICES,
+                   help="denoise a stack's pages with their neighbours: 'auto' (default: when "
+                        "they show one scene), 'yes', 'no'; 'yes' also takes the separate "
+                        "images given as one ordered sequence (docs/stacks.md)")
+    m.add_argument("--kernel", choices=("rbf", "linear"), help="'linear' is the plain-PCA ablation")
+    m.add_argument("--seed", type=int, metavar="N", help="random seed (>= 0)")
+    m.add_argument("--stride", type=int, metavar="PX", help="step between patches ('global')")
+    m.add_argument("--gamma", type=float, metavar="G",
+                   help="RBF kernel width ('global' and patch sets; default: automatic)")
+    m.add_argument("--train-patches", type=int, dest="n_train", metavar="N",
+                   help="training patches ('global')")
+    m.add_argument("--landmarks", type=int, dest="n_landmarks", metavar="M",
+                   help="Nystrom approximation with M landmarks ('global'; default: exact)")
+    m.add_argument("--iterations", type=int, dest="preimage_iterations", metavar="N",
+                   help="pre-image iteration cap (default: 100 for 'global', 1 per group for "
+                        "'grouped')")
