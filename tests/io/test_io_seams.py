@@ -6,8 +6,8 @@ import ast
 import pathlib
 
 PKG = pathlib.Path(__file__).resolve().parents[2] / "kpca_denoise"
-COMMAND_LINE = ("cli.py", "cli_args.py", "cli_progress.py", "entry.py", "__main__.py",
-                "lazy_inputs.py", "signals.py", "numba_cache.py")
+COMMAND_LINE = ("cli.py", "cli_args.py", "cli_progress.py", "cli_resume.py", "display.py",
+                "entry.py", "__main__.py", "lazy_inputs.py", "signals.py", "numba_cache.py")
 
 
 def _relative_imports(path):
