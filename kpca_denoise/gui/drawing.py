@@ -13,7 +13,7 @@ from PySide6.QtCore import QTimer
 
 from ..pipeline import result_keys
 from .layout import WELCOME_TEXT
-from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_map
+from .model import FitRecord, ImageEntry, group_spectrum, pasted, residual_view
 from .texts import (empty_spectrum_text, format_metrics, info_html, input_title, noise_text,
                     rank_metrics_text)
 from .jobs import rank_label
@@ -165,7 +165,7 @@ class ViewDrawing:
                 panel.set_image(e.display(rr.output), levels)
                 panel.set_metrics(rank_metrics_text(rec, r, prev, sigma))
                 prev = rr
-                res = residual_map(e, rec.noisy, rr.output)
+                res = residual_view(e, rec.noisy, rr.output)
                 span = 3.0 * (sigma if sigma else max(rr.residual_std, 1e-12))
                 rpanel.set_image(res, (-span, span))
                 rpanel.set_metrics(f"residual std {rr.residual_std:.3g}")
@@ -189,7 +189,7 @@ class ViewDrawing:
         # the frame says it is the preview's region; the tooltip says it in words
         panel.set_metrics(format_metrics(pv.metrics.get(r)))
         panel.metrics.setToolTip(panel.metrics.text() + " · in the preview's region")
-        res = residual_map(e, base, out)
+        res = residual_view(e, base, out)
         sigma = pv.noise_sigma if np.isfinite(pv.noise_sigma) and pv.noise_sigma > 0 else 1.0
         rpanel.set_image(res, (-3.0 * sigma, 3.0 * sigma))
         rpanel.set_metrics("preview residual")

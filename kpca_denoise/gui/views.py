@@ -13,9 +13,10 @@ import re
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QFont, QPainter
+from PySide6.QtGui import QFont, QPainter, QPen
 from PySide6.QtWidgets import (
     QFrame,
+    QGraphicsRectItem,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 # the texts under the views are built without Qt (texts.py); kept importable from here
+from .model import LARGE_VIEW_PIXELS, SplitComposite, sampled
 from .texts import format_metrics, format_value, region_stats
 
 __all__ = ["ImagePanel", "DrawingViewBox", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
@@ -221,7 +223,17 @@ class ImagePanel(QFrame):
         # drawn at screen resolution: a 12 Mpx photo in a small panel is drawn from a
         # screen-sized reduction, not from a full-size ARGB copy per panel
         self.image = pg.ImageItem(autoDownsample=True)
-        self.vb.addItem(self.image)
+        self.vb.addItem(self.image, ignoreBounds=True)  # the view's bounds: self._extent
+        # a large image is drawn from the part in view, every s-th pixel of it for a
+        # screen-sized picture (s from the zoom): pyqtgraph's own reduction of a whole
+        # 12 Mpx photo took 0.1-0.2 s per view and per zoom step on the window's thread
+        self._part: tuple | None = None  # (y0, y1, x0, x1, step) drawn of a large image
+        # the whole image's extent, unseen, so that fitting the view fits the image, not the part
+        self._extent = QGraphicsRectItem()
+        self._extent.setPen(QPen(Qt.PenStyle.NoPen))
+        self.vb.addItem(self._extent)
+        self._levels = None
+        self.vb.sigRangeChanged.connect(lambda *_: self._draw_part())
         # the message of an empty view, over the view's widget (not in its coordinates,
         # which a linked view may have panned anywhere): centred, wrapped to its width
         self.placeholder = QLabel("", self.view)
@@ -288,15 +300,55 @@ class ImagePanel(QFrame):
                   placeholder: str = "") -> None:
         """Show ``a`` (or an empty view with a centred message)."""
         self.data = a
+        self._part, self._levels = None, levels
+        if a is not None:
+            self._extent.setRect(0, 0, a.shape[1], a.shape[0])
         if a is None:
             self.image.clear()
             self.image.setVisible(False)
+        elif a.shape[0] * a.shape[1] < LARGE_VIEW_PIXELS:
+            self.data = a = np.asarray(a)
+            self.image.setVisible(True)
+            self.image.setAutoDownsample(True)
+            self.image.setRect(0, 0, a.shape[1], a.shape[0])
+            self.image.setImage(np.asarray(a), levels=levels, autoLevels=levels is None)
         else:
             self.image.setVisible(True)
-            self.image.setImage(a, levels=levels, autoLevels=levels is None)
+            self.image.setAutoDownsample(False)
+            if self._levels is None:  # the whole image's range, from a sample of it
+                s = np.asarray(sampled(a if isinstance(a, np.ndarray) else np.asarray(a)))
+                self._levels = (float(s.min()), float(s.max()))
+            self._draw_part()
         self.placeholder.setText(placeholder)
         self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
         self.placeholder.setVisible(bool(placeholder))
+
+    def _draw_part(self) -> None:
+        """Draw the part of a large image in view (with a margin of half a view around
+        it), every s-th pixel, s the image pixels per screen pixel; again only when the
+        view leaves that part or the zoom changes s."""
+        a = self.data
+        if a is None or a.shape[0] * a.shape[1] < LARGE_VIEW_PIXELS:
+            return
+        h, w = a.shape[:2]
+        (vx0, vx1), (vy0, vy1) = self.vb.viewRange()
+        px = max(self.vb.width(), 1.0)
+        step = max(1, int((vx1 - vx0) / px))
+        mx, my = 0.5 * (vx1 - vx0), 0.5 * (vy1 - vy0)
+        want = (max(0, int(vy0)), min(h, int(np.ceil(vy1)) + 1),
+                max(0, int(vx0)), min(w, int(np.ceil(vx1)) + 1))
+        if want[1] <= want[0] or want[3] <= want[2]:
+            return
+        cur = self._part
+        if (cur is not None and cur[4] == step and cur[0] <= want[0] and want[1] <= cur[1]
+                and cur[2] <= want[2] and want[3] <= cur[3]):
+            return
+        y0, y1 = max(0, int(vy0 - my)) // step * step, min(h, int(np.ceil(vy1 + my)))
+        x0, x1 = max(0, int(vx0 - mx)) // step * step, min(w, int(np.ceil(vx1 + mx)))
+        part = np.asarray(a[y0:y1:step, x0:x1:step])
+        self._part = (y0, y1, x0, x1, step)
+        self.image.setImage(part, levels=self._levels, autoLevels=False)
+        self.image.setRect(x0, y0, part.shape[1] * step, part.shape[0] * step)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if obj is self.view and event.type() == QEvent.Type.Resize:
@@ -310,8 +362,6 @@ class ImagePanel(QFrame):
                 self.frame.hide()
             return
         if self.frame is None:
-            from PySide6.QtWidgets import QGraphicsRectItem
-
             self.frame = QGraphicsRectItem()
             self.frame.setPen(pg.mkPen("#39c5e0", width=2, style=Qt.PenStyle.DashLine, cosmetic=True))
             self.frame.setZValue(10)
@@ -655,10 +705,7 @@ class SplitView(QWidget):
             return None
         if self.after is None or self.after.shape != self.before.shape:
             return self.before
-        x = self.split_column()
-        out = self.after.copy()
-        out[:, :x] = self.before[:, :x]
-        return out
+        return SplitComposite(self.before, self.after, self.split_column())
 
     def _redraw(self) -> None:
         comp = self.composite()
