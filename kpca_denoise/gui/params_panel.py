@@ -185,6 +185,15 @@ class _WheelGuard(QObject):
         return False
 
 
+class _WindowKeys(QObject):
+    """Lets P and S (no modifier) through a focused field to the window's shortcuts."""
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        return (event.type() == QEvent.Type.ShortcutOverride
+                and event.key() in (Qt.Key.Key_P, Qt.Key.Key_S)
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier)
+
+
 class ParamsPanel(QScrollArea):
     """Every denoising parameter, plus the clean-reference controls."""
 
@@ -213,10 +222,18 @@ class ParamsPanel(QScrollArea):
         outer.addStretch(1)
         self._connect_fields()
         self._blocked = False
+        self._ranks_of: dict = {}  # method -> the rank list the user last had with it
+        self._method_shown: str | None = None
         self._on_method()
         # the mouse wheel scrolls the form: a list or number field under the pointer
         # changes only once clicked (focused), never while the form scrolls past it
         self._wheel_guard = _WheelGuard(self)
+        # P (preview) and S (split) are no character of any field here: they reach the
+        # window's actions from any field (a focused field took them: P after editing the
+        # strength did nothing)
+        self._window_keys = _WindowKeys(self)
+        for w in body.findChildren(QWidget):
+            w.installEventFilter(self._window_keys)
         for w in body.findChildren(QComboBox) + body.findChildren(QAbstractSpinBox):
             w.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             w.installEventFilter(self._wheel_guard)
@@ -400,11 +417,15 @@ class ParamsPanel(QScrollArea):
 
     # -- reading and writing ---------------------------------------------------
     def _on_method(self) -> None:
-        is_global = self.method.currentData() == "global"
-        # the other method's suggested ranks mean little here: switch to this one's
-        other = DEFAULT_RANKS["grouped" if is_global else "global"]
-        if not self._blocked and self.ranks.text() == format_ranks(other):
-            self.ranks.setText(format_ranks(DEFAULT_RANKS[self.method.currentData()]))
+        method = self.method.currentData()
+        is_global = method == "global"
+        shown = getattr(self, "_method_shown", None)
+        if not self._blocked and shown is not None and method != shown:
+            # each method keeps the user's rank list: switching back finds it again (the
+            # other's suggested ranks mean little here); a method not used yet suggests its own
+            self._ranks_of[shown] = self.ranks.text()
+            self.ranks.setText(self._ranks_of.get(method, format_ranks(DEFAULT_RANKS[method])))
+        self._method_shown = method
         # these only mean something for plain kernel PCA
         self.stride.setEnabled(is_global)
         self.n_train.setEnabled(is_global)
@@ -493,6 +514,7 @@ class ParamsPanel(QScrollArea):
                 self.add_noise.setValue(float(p.add_noise))
         finally:
             self._blocked = False
+        self._method_shown = self.method.currentData()  # set with its ranks: nothing to swap
         self._on_method()
 
     def suggest_ranks(self, is_patchset: bool = False) -> None:

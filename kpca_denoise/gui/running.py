@@ -26,7 +26,10 @@ from .texts import (
 from .jobs import Job
 from .worker import RunSummary
 
-__all__ = ["RunControl"]
+__all__ = ["RunControl", "LIVE_GROUPS_TEXT"]
+
+#: the spectrum's line while the grouped method gathers it (its spread comes at the end)
+LIVE_GROUPS_TEXT = "groups so far (live)"
 
 
 class RunControl:
@@ -176,8 +179,12 @@ class RunControl:
 
     def _on_live_spectrum(self, ev: np.ndarray) -> None:
         e = self.current_entry()
-        if e is not None and e.key in self._running_keys and self._current_job_method == "global":
+        if e is None or e.key not in self._running_keys:
+            return
+        if self._current_job_method == "global":
             self.spectrum.set_eigenvalues(ev, final=False)
+        else:  # the grouped method's final pass: the mean spectrum of its groups so far
+            self.spectrum.set_group_spectrum(ev, LIVE_GROUPS_TEXT)
 
     def _on_item_done(self, out) -> None:
         """One image's results: into the session, the log, its thumbnail, the views."""

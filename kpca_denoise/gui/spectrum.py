@@ -22,6 +22,8 @@ _BLANK = "\u00a0"
 #: the left axis of a fitted model's spectrum (of its centred Gram matrix); short, so a
 #: low dock (1366x768) shows it whole
 _EIGEN_LABEL = "eigenvalue λₖ"
+#: the grouped method's left axis ("eigenvalue per group" was cut in a low dock)
+_GROUP_LABEL = "λₖ per group"
 
 
 class _ComponentAxis(pg.AxisItem):
@@ -191,7 +193,7 @@ class SpectrumPlot(pg.PlotWidget):
         if ev.size and ev[0] > 0:  # the centring's null component: no room on a log axis
             ev = ev[: max(1, int(np.count_nonzero(ev > 1e-6 * ev[0])))]
         self.set_eigenvalues(ev, final=True, total_variance=total)
-        self.getPlotItem().setLabel("left", "eigenvalue per group")
+        self.getPlotItem().setLabel("left", _GROUP_LABEL)
         if spread is not None and ev.size and ev[0] > 0:
             q = np.clip(np.asarray(spread, dtype=np.float64)[:, :ev.size], 1e-6 * ev[0], None)
             self._set_spread(q)
@@ -273,7 +275,7 @@ class SpectrumPlot(pg.PlotWidget):
                 text = (f"r={pos}" if key is not None else f"auto={pos:g}" if float(pos).is_integer()
                         else f"auto≈{pos:g}")
                 line = pg.InfiniteLine(pos=pos, angle=90, movable=False, label=text,
-                                       labelOpts={"position": (0.9, 0.75, 0.25, 0.1)[i % 4], "color": "#555",
+                                       labelOpts={"position": 0.9, "color": "#555",
                                                   "fill": (255, 255, 255, 200)})
                 self.getPlotItem().addItem(line, ignoreBounds=True)
                 self._rank_lines[key] = line
@@ -282,7 +284,33 @@ class SpectrumPlot(pg.PlotWidget):
         self._update_rank_lines()
         self._status_for_rank()
 
+    def label_heights(self) -> dict:
+        """Where each rank mark's label sits, 0 (bottom) to 1 (top) of the plot: on the side
+        of the plot the curve leaves free at that rank (below a curve in its upper half,
+        above it in its lower half), neighbours staggered so they do not print over each
+        other."""
+        ev = self.eigenvalues
+        lo, hi = self._yrange if self._yrange is not None else (-4.0, 1.0)
+        out, side_count = {}, {True: 0, False: 0}
+        for key, line in sorted(self._rank_lines.items(), key=lambda kv: kv[1].value()):
+            k = int(round(line.value()))
+            y = ev[min(max(k, 1), ev.size) - 1] if ev.size else 0.0
+            f = (np.log10(y) - lo) / max(hi - lo, 1e-9) if y > 0 else 0.0
+            low = f > 0.5  # the curve is high here: the label goes under it
+            n = side_count[low]
+            side_count[low] += 1
+            step = 0.13 * (n % 3)
+            out[key] = 0.06 + step if low else 0.94 - step
+        return out
+
+    def _place_labels(self) -> None:
+        for key, pos in self.label_heights().items():
+            label = self._rank_lines[key].label
+            if label.orthoPos != pos:
+                label.setPosition(pos)
+
     def _update_rank_lines(self) -> None:
+        self._place_labels()
         for r, line in self._rank_lines.items():
             sel = r == self.selected
             line.setPen(pg.mkPen("#e67e22" if sel else "#888888", width=3 if sel else 1,

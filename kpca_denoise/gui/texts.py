@@ -273,7 +273,7 @@ def waiting_spectrum_text(method: str) -> str:
     if method == "global":
         return "waiting for the eigensolver…"
     return ("the grouped method fits one small kernel PCA per group;\nthe groups' mean spectrum "
-            "appears when the image is done")
+            "appears as its final pass gathers it")
 
 
 def status_text(n_ranks: int, matches: bool) -> str:

@@ -39,3 +39,84 @@ def test_a_trials_added_noise_is_not_restored_in_the_next_session(qtbot, tmp_pat
     w3 = _window(qtbot, ini)
     assert w3.params_panel.params().add_noise is None
     w3.close()
+
+
+def test_switching_the_method_keeps_each_methods_rank_list(window):
+    panel = window.params_panel
+    panel.set_params(DenoiseParams(method="grouped", ranks=(1, 2, 4, 8, None)))
+    panel.method.setCurrentIndex(panel.method.findData("global"))
+    assert panel.params().ranks == (4, 8, 32, None)  # the method's own suggestion, first time
+    panel.ranks.setText("3, 6")
+    panel.ranks.editingFinished.emit()
+    panel.method.setCurrentIndex(panel.method.findData("grouped"))
+    assert panel.params().ranks == (1, 2, 4, 8, None)  # not 4, 8, auto, 32 kept
+    panel.method.setCurrentIndex(panel.method.findData("global"))
+    assert panel.params().ranks == (3, 6)
+
+
+def test_p_and_s_reach_the_window_from_a_parameter_field(window, images, qtbot):
+    # P after editing the strength did nothing: the focused field took the key
+    window.load_paths([images["u8"]])
+    triggered = []
+
+    def on_split(*_):
+        triggered.append("S")
+
+    def on_preview(*_):
+        triggered.append("P")
+
+    window.act_split.triggered.connect(on_split)
+    window.act_preview.triggered.connect(on_preview)
+    for field in (window.params_panel.strength, window.params_panel.ranks):
+        field.setFocus()
+        qtbot.waitUntil(lambda: window.focusWidget() is not None and (
+            window.focusWidget() is field or field.isAncestorOf(window.focusWidget())), timeout=2000)
+        triggered.clear()
+        qtbot.keyClick(window.focusWidget(), "s")
+        qtbot.keyClick(window.focusWidget(), "p")
+        assert triggered == ["S", "P"], field
+        window.toggle_split()
+        if window.preview_roi is not None:
+            window.toggle_preview()
+    window.act_split.triggered.disconnect(on_split)
+    window.act_preview.triggered.disconnect(on_preview)
+
+
+def test_the_grouped_spectrum_is_live_during_the_run(window, images, qtbot, monkeypatch):
+    from gui_support import run
+
+    from kpca_denoise.gui.running import LIVE_GROUPS_TEXT
+
+    live = []
+    plot = window.spectrum
+    shown = plot.set_group_spectrum
+
+    def spy(spectrum, what, spread=None):
+        if what == LIVE_GROUPS_TEXT and window.runner.busy():
+            live.append(len(spectrum))
+        shown(spectrum, what, spread)
+
+    monkeypatch.setattr(plot, "set_group_spectrum", spy)
+    window.load_paths([images["big"]])
+    run(qtbot, window, DenoiseParams(method="grouped", ranks=(2, None), add_noise=20.0))
+    assert live and all(n > 1 for n in live), live  # the mean spectrum, as it is gathered
+    assert "spread" not in plot.status_text() or "band" in plot.status_text()
+
+
+def test_rank_labels_sit_clear_of_the_curve_and_the_axis_label_is_short(qtbot):
+    import numpy as np
+
+    from kpca_denoise.gui.spectrum import SpectrumPlot
+
+    plot = SpectrumPlot()
+    qtbot.addWidget(plot)
+    ev = 1000.0 * 0.5 ** np.arange(31)
+    plot.set_group_spectrum(ev, "groups")
+    plot.set_ranks((1, 2, 4, 8, 16, None), selected=8, auto_rank=2.5)
+    lo, hi = plot._yrange
+    heights = plot.label_heights()
+    for key, at in heights.items():
+        k = int(round(plot._rank_lines[key].value()))
+        curve = (np.log10(ev[k - 1]) - lo) / (hi - lo)
+        assert abs(at - curve) > 0.2, (key, at, curve)
+    assert len(plot.getPlotItem().getAxis("left").labelText) <= 12
