@@ -491,7 +491,7 @@ def write_zarr(item: LoadedItem, image, target, *, inputs=(), replace: bool = Tr
 LAZY_TIFF_TILE = 256
 #: a band of rows computed at once holds at least this many of the engine's tiles
 #: (work for every thread) when it stays under :data:`_BAND_BYTES`
-_BAND_TILES = 4
+BAND_TILES = 4
 _BAND_BYTES = 256 << 20
 
 
@@ -547,7 +547,7 @@ def write_lazy(item: LoadedItem, outputs: dict, *, inputs=(), replace: bool = Tr
 
 def _bands(item: LoadedItem, a) -> list[tuple[int, int, int]]:
     """``(page, y0, y1)`` in file order: runs of the array's row chunks (the engine's
-    tile rows) of at least :data:`_BAND_TILES` tiles while under :data:`_BAND_BYTES`."""
+    tile rows) of at least :data:`BAND_TILES` tiles while under :data:`_BAND_BYTES`."""
     rows_axis = 1 if item.is_stack else 0
     ys = a.chunks[rows_axis]
     across = len(a.chunks[rows_axis + 1])
@@ -557,7 +557,7 @@ def _bands(item: LoadedItem, a) -> list[tuple[int, int, int]]:
         y0 = y = n = 0
         for h in ys:
             y, n = y + h, n + across
-            if n >= _BAND_TILES or (y - y0) * row_bytes >= _BAND_BYTES // 2:
+            if n >= BAND_TILES or (y - y0) * row_bytes >= _BAND_BYTES // 2:
                 out.append((page, y0, y))
                 y0, n = y, 0
         if y0 < y:
@@ -570,7 +570,7 @@ def _write_bands(item: LoadedItem, arrays, tmps, targets, layout) -> None:
     TIFFs by writer threads that pull their tiles from a queue."""
     import dask
 
-    sinks = [_ZarrSink(tmp, layout) if t.suffix.lower() == ".zarr" else _TiffSink(item, tmp)
+    sinks = [ZarrSink(tmp, layout) if t.suffix.lower() == ".zarr" else TiffSink(item, tmp)
              for t, tmp in zip(targets, tmps)]
     ok = False
     try:
@@ -584,7 +584,10 @@ def _write_bands(item: LoadedItem, arrays, tmps, targets, layout) -> None:
             sink.close(ok)
 
 
-class _ZarrSink:
+class ZarrSink:
+    """An OME-Zarr output of :func:`write_lazy`, fed bands of rows (``put``) into its
+    chunks."""
+
     def __init__(self, tmp: Path, layout):
         from .zarr_io import create_ome_zarr
 
@@ -601,7 +604,7 @@ class _ZarrSink:
         pass
 
 
-class _TiffSink:
+class TiffSink:
     """A tiled TIFF written by tifffile in a thread of its own, fed bands of rows in
     file order (page by page); the thread turns them into rows of tiles."""
 

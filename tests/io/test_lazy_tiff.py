@@ -137,7 +137,7 @@ def test_ctrl_c_leaves_only_complete_outputs_and_an_interrupted_sidecar(tmp_path
     fake_tiles(monkeypatch)
     for name in ("a", "b"):
         tifffile.imwrite(tmp_path / f"{name}.tif", _noisy((130, 140)), compression="zlib")
-    real = writing._TiffSink.put
+    real = writing.TiffSink.put
     bands = []
 
     def interrupted(self, page, y0, band):
@@ -146,8 +146,8 @@ def test_ctrl_c_leaves_only_complete_outputs_and_an_interrupted_sidecar(tmp_path
             raise KeyboardInterrupt
         real(self, page, y0, band)
 
-    monkeypatch.setattr(writing, "_BAND_TILES", 1)
-    monkeypatch.setattr(writing._TiffSink, "put", interrupted)
+    monkeypatch.setattr(writing, "BAND_TILES", 1)
+    monkeypatch.setattr(writing.TiffSink, "put", interrupted)
     out = tmp_path / "o"
     assert cli.main(["denoise", str(tmp_path / "a.tif"), str(tmp_path / "b.tif"), "-o",
                      str(out), "-q", "--tile-size", str(TILE)]) == 130

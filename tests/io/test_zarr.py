@@ -246,12 +246,12 @@ def test_ctrl_c_leaves_no_half_folder(tmp_path, rng, monkeypatch, capsys):
 
     src = write_ome(tmp_path / "img.zarr", noisy(rng, (140, 130)), "yx", [1.0, 1.0],
                     chunks=(32, 32), levels=1)
-    monkeypatch.setattr(writing, "_BAND_TILES", 1)
+    monkeypatch.setattr(writing, "BAND_TILES", 1)
 
     def stop(self, page, y0, band):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(writing._ZarrSink, "put", stop)
+    monkeypatch.setattr(writing.ZarrSink, "put", stop)
     out = tmp_path / "o"
     assert main(["denoise", str(src), "-o", str(out), "-q", "--tile-size", "64"]) == 130
     assert "interrupted" in capsys.readouterr().err
