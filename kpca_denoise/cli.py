@@ -525,14 +525,22 @@ def _workers_of(executor: Executor) -> set:
         return set()
 
 
-def _note_workers_replaced(before: set, after: set) -> None:
-    """One line when workers the run started with died and others took their place
-    (Dask runs their tasks again: the outputs are complete)."""
+def workers_lost_note(before: set, after: set) -> str | None:
+    """The line for workers (addresses) the run started with that are gone at its end:
+    died, or replaced by their nanny under a new address.  Dask ran their tasks again on
+    the others, so the outputs are complete; None when none was lost."""
     gone = len(before - after) if before and after else 0
-    if gone:
-        print(f"note: {gone} Dask worker(s) died during the run and were replaced; their tasks "
-              "ran again, the outputs are complete (a worker that runs out of memory is the "
-              "usual cause: fewer --workers)", file=sys.stderr)
+    if not gone:
+        return None
+    return (f"note: {gone} Dask worker(s) left the cluster during the run (died, or were "
+            "replaced); their tasks ran again on the others, the outputs are complete (a "
+            "worker out of memory is the usual cause: fewer --workers)")
+
+
+def _note_workers_replaced(before: set, after: set) -> None:
+    note = workers_lost_note(before, after)
+    if note:
+        print(note, file=sys.stderr)
 
 
 def _finished(run: _Run, it, result: tuple) -> None:

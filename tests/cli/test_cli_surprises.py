@@ -88,19 +88,19 @@ def _folder(tmp_path, names=("a/x.png", "b/x.png", "c.png")):
 
 def test_an_interrupted_batch_resumes_where_it_stopped(tmp_path, capsys, monkeypatch):
     src, out = _folder(tmp_path), tmp_path / "o"
-    real, written = cli._finish_item, []
+    real, written = cli.write_item, []
 
-    def stop_after_one(*a, **k):
+    def stop_after_one(*a, **k):  # Ctrl-C as the second input is written
         if written:
             raise KeyboardInterrupt
         written.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(cli, "_finish_item", stop_after_one)
+    monkeypatch.setattr(cli, "write_item", stop_after_one)
     assert run_cli(["denoise", str(src), "-o", str(out), *FAST], capsys)[0] == 130
     (side,) = sidecars(out)
     assert json.loads(side.read_text())["interrupted"] is True
-    monkeypatch.setattr(cli, "_finish_item", real)
+    monkeypatch.setattr(cli, "write_item", real)
     rc, errs, cap = run_cli(["denoise", str(src), "-o", str(out), *FAST], capsys)
     assert rc == 0, errs
     assert errs == [f"note: 1 of 3 inputs already done in {out} with these parameters (c.png), "
@@ -235,6 +235,15 @@ def test_the_help_shows_where_to_start_and_explains_the_outputs(tmp_path):
                  "--iterations N", "--params FILE.json"):
         assert part in text, part
     assert "N_TRAIN" not in text and "PREIMAGE_ITERATIONS" not in text
+
+
+def test_workers_lost_during_a_run_are_named():
+    assert cli.workers_lost_note({"tcp://a:1", "tcp://a:2"}, {"tcp://a:1", "tcp://a:2"}) is None
+    assert cli.workers_lost_note(set(), set()) is None  # no cluster
+    assert cli.workers_lost_note({"tcp://a:1", "tcp://a:2"}, {"tcp://a:1", "tcp://a:3"}) == (
+        "note: 1 Dask worker(s) left the cluster during the run (died, or were replaced); their "
+        "tasks ran again on the others, the outputs are complete (a worker out of memory is "
+        "the usual cause: fewer --workers)")
 
 
 def test_a_params_file_with_a_bom_or_a_grouped_preset_is_read(tmp_path, capsys):
