@@ -565,7 +565,7 @@ def _compute_images(run: _Run, executor, images, owner, names, sequences, bar) -
             continue
         pages = [got[k] for k in sorted(done.pop(id(it)))]
         with signals_held():
-            _finished(run, it, _finish_item(it, pages, run.plan[id(it)], run.refs.get(id(it)),
+            _finished(run, it, finish_item(it, pages, run.plan[id(it)], run.refs.get(id(it)),
                                             run.params, run.inputs, run.args.overwrite,
                                             run.outdir))
 
@@ -750,7 +750,7 @@ class _PageSource(Sequence):
         return a[k] if it.is_stack else a
 
 
-def _finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
+def finish_item(it, pages, targets, clean, params, inputs, overwrite, outdir):
     """Report an input's errors and notes, or write its outputs: (ok, entry, rows)."""
     bad = [r.error for r in pages if r.error]
     if bad:

@@ -229,7 +229,7 @@ XCB_PACKAGES = ("libxcb-cursor0", "libxcb-icccm4", "libxcb-image0", "libxcb-keys
                 "libxcb-render-util0", "libxcb-shape0", "libxcb-xkb1", "libxkbcommon-x11-0")
 
 
-def _debian_package(soname: str) -> str:
+def debian_package(soname: str) -> str:
     """The Debian package of a library, by Debian's naming rule: libxcb-cursor.so.0 ->
     libxcb-cursor0, libxkbcommon-x11.so.0 -> libxkbcommon-x11-0."""
     name, _, version = soname.partition(".so.")
@@ -272,7 +272,7 @@ def platform_problem(environ=None) -> str | None:
         missing = text.split(":")[0].strip() if "cannot open shared object" in text else ""
         if missing and Path(missing).name != plugin.name:
             return (f"the window cannot open: Qt's X11 plugin needs {missing}, which is not "
-                    f"installed; on Debian/Ubuntu: sudo apt install {_debian_package(missing)} "
+                    f"installed; on Debian/Ubuntu: sudo apt install {debian_package(missing)} "
                     f"(all it needs: {' '.join(XCB_PACKAGES)})")
         return (f"the window cannot open: Qt's X11 plugin does not load ({text}); on "
                 f"Debian/Ubuntu: sudo apt install {' '.join(XCB_PACKAGES)}")

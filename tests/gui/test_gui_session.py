@@ -402,7 +402,7 @@ def test_the_debian_package_of_a_library():
     names = {"libxcb-cursor.so.0": "libxcb-cursor0", "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
              "libEGL.so.1": "libegl1", "libdbus-1.so.3": "libdbus-1-3",
              "libxcb-render-util.so.0": "libxcb-render-util0"}
-    assert {k: gui_app._debian_package(k) for k in names} == names
+    assert {k: gui_app.debian_package(k) for k in names} == names
 
 
 def test_a_saved_geometry_is_never_smaller_than_the_layout_needs(qtbot, tmp_path):

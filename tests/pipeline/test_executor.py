@@ -280,7 +280,7 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
 
     src = _cli_set(tmp_path)
     out = tmp_path / "out"
-    finish = cli._finish_item
+    finish = cli.finish_item
     calls = []
 
     def ended_after_one(*args, **kwargs):
@@ -291,7 +291,7 @@ def test_workers_start_one_cluster_and_always_close_it(tmp_path, capsys, monkeyp
             raise OSError("the disk was unplugged")
         return finish(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "_finish_item", ended_after_one)
+    monkeypatch.setattr(cli, "finish_item", ended_after_one)
     handler = signal.getsignal(signal.SIGTERM)
     rc = cli.main(["denoise", str(src), "-o", str(out), "--noise-sigma", "15", "--workers", "2",
                    "-q"])
