@@ -9,6 +9,7 @@ metadata (EXIF, ICC profile, DPI, TIFF and ImageJ tags).  One module a job:
 * :mod:`.zarr_io`: OME-Zarr image folders, read lazily and written chunk by chunk
   (through :func:`.writing.write_lazy`);
 * :mod:`.lazy_tiff`: TIFFs too large to hold, read lazily through the same path;
+* :mod:`.raw`: camera RAW files (LibRaw through ``rawpy``): the mosaic in, a DNG out;
 * :mod:`.errors`: :class:`InputError` and :class:`OutputExistsError`.
 """
 

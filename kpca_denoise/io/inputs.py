@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
+from .raw import RAW_SUFFIXES
 
 IMAGE_SUFFIXES = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".jpg": "JPEG",
                   ".jpeg": "JPEG", ".bmp": "BMP"}
 PATCHSET_SUFFIXES = {".npy": "NPY", ".npz": "NPZ"}
-SUPPORTED_SUFFIXES = {**IMAGE_SUFFIXES, **PATCHSET_SUFFIXES}
+#: camera RAW files (io/raw.py: LibRaw through rawpy, the 'raw' extra) are read too
+SUPPORTED_SUFFIXES = {**IMAGE_SUFFIXES, **PATCHSET_SUFFIXES, **RAW_SUFFIXES}
 #: folders read as one input: OME-Zarr images (kpca-denoise[zarr], io/zarr_io.py)
 FOLDER_SUFFIXES = {".zarr": "OME-Zarr"}
 

@@ -2,7 +2,8 @@
 
 PNG, TIFF, JPEG and BMP in 8/16-bit grey, grey+alpha, RGB, RGBA and float TIFF (16-bit
 colour PNG through ``imagecodecs``: Pillow reduces it to 8 bits); a multi-page TIFF is one
-``"stack"`` item; ``.npy``/``.npz`` hold (N, h, w) patch sets.  EXIF (orientation), ICC
+``"stack"`` item; ``.npy``/``.npz`` hold (N, h, w) patch sets; a camera RAW file is its mosaic (H, W)
+uint16 with ``meta["raw"]`` (:mod:`.raw`).  EXIF (orientation), ICC
 profile and DPI are kept.  Headers over :data:`MAX_PIXELS` are refused before decoding.
 """
 
@@ -20,6 +21,7 @@ from PIL import Image, UnidentifiedImageError
 from .errors import InputError
 from .inputs import IMAGE_SUFFIXES, PATCHSET_SUFFIXES, SUPPORTED_SUFFIXES, InputFile, unsupported_type
 from .lazy_tiff import lazy_tiff_layout, open_lazy_tiff
+from .raw import RAW_SUFFIXES, read_raw
 from .tiff import EXIF_ORIENTATION, tiff_header, tiff_pages, tifffile_messages
 from .zarr_io import FORMAT as ZARR_FORMAT
 from .zarr_io import ZARR_SUFFIX, read_layout
@@ -43,7 +45,7 @@ class LoadedItem:
     path: Path
     array: np.ndarray | None
     kind: str  # 'image', 'stack' or 'patchset'
-    format: str  # PNG, TIFF, JPEG, BMP, NPY, NPZ
+    format: str  # PNG, TIFF, JPEG, BMP, NPY, NPZ; a camera RAW's (DNG, CR2, NEF, ...)
     npz_key: str | None = None
     npz_extra: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
@@ -325,6 +327,9 @@ def read_item(path, *, max_pixels: int | None = None,
         a, key, extra = _read_patchset(path)
         return LoadedItem(path, a, "patchset", PATCHSET_SUFFIXES[suffix], key, extra,
                           max_pixels=max_pixels)
+    if suffix in RAW_SUFFIXES:  # the sensor's mosaic, its levels and pattern in meta["raw"]
+        a, meta = read_raw(path, limit)
+        return LoadedItem(path, a, "image", RAW_SUFFIXES[suffix], meta=meta, max_pixels=max_pixels)
     fmt = IMAGE_SUFFIXES[suffix]
     try:
         held = _sniff(path)

@@ -18,6 +18,7 @@ import threading
 import time
 import zlib
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,11 @@ def in_format(item: LoadedItem, fmt: str | None) -> LoadedItem:
     name, suffix = OUTPUT_FORMATS[key]
     if name == item.format:
         return item
+    if "raw" in item.meta:  # a camera mosaic: developed by LibRaw into 16 (TIFF) or 8 bits
+        if name == "BMP":
+            raise InputError(f"{item.path.name}: a RAW file is written as DNG, or developed "
+                             "as tiff, png or jpeg; choose one of those")
+        return replace(item, format=name, meta={**item.meta, "output_suffix": suffix})
     where = f"{item.path.name}: cannot be written as {name}"
     if item.is_patchset or item.is_lazy:
         raise InputError(f"{where}: {'a patch set' if item.is_patchset else 'an image read lazily'} "
@@ -346,9 +352,76 @@ def _imagej_metadata(ij: dict | None, data: np.ndarray, photometric: str) -> dic
 def _image_writer(item: LoadedItem, a: np.ndarray):
     """A function writing ``a`` (the item's shape and dtype) to a path, or InputError
     before any file is created."""
+    if "raw" in item.meta:  # a camera mosaic: a DNG, or developed (io/raw.py)
+        return _raw_writer(item, a)
     if a.ndim == 3 and a.shape[2] == 1 and not item.is_stack:
         a = a[..., 0]
     return _tiff_writer(item, a) if item.format == "TIFF" else _pil_writer(item, a)
+
+
+def _raw_writer(item: LoadedItem, a: np.ndarray):
+    """A camera mosaic (H, W) uint16: by default a DNG with the input's RAW metadata;
+    as TIFF (16 bits), PNG or JPEG (8 bits) developed by LibRaw (camera white balance, sRGB)."""
+    from .raw import develop
+
+    if item.meta.get("output_suffix", ".dng") == ".dng":
+        return lambda tmp: write_dng(tmp, a, item.meta)
+    bits = 16 if item.format == "TIFF" else 8
+    developed = replace(item, format=item.format, meta={})
+    rgb = develop(item.path, a, bits=bits)  # before any file is created
+    return _image_writer(developed, rgb)
+
+
+def _rationals(values, signed: bool = False) -> list[int]:
+    out: list[int] = []
+    for v in np.ravel(values):
+        f = Fraction(float(v)).limit_denominator(1_000_000 if not signed else 100_000)
+        out += [f.numerator, f.denominator]
+    return out
+
+
+def dng_tags(raw: dict, orientation: int | None) -> list[tuple]:
+    """tifffile's ``extratags`` of a DNG holding a mosaic of ``raw`` (``meta["raw"]``):
+    DNG version, make, model, camera name, orientation, CFA pattern, black level per
+    CFA position, white level, colour matrix (D65), as-shot neutral, ISO."""
+    letters = {"R": 0, "G": 1, "B": 2}
+    cfa = [letters.get(c, 1) for c in raw["cfa"]]
+    wb = np.asarray(raw["wb"][:3], dtype=np.float64)
+    wb = np.where(wb > 0, wb, 1.0)
+    neutral = (1.0 / wb) / (1.0 / wb[1])
+    make, model = raw.get("make") or "", raw.get("model") or ""
+    tags = [(50706, "B", 4, (1, 4, 0, 0), True),  # DNGVersion
+            (50707, "B", 4, (1, 1, 0, 0), True),  # DNGBackwardVersion
+            (50708, "s", 0, f"{make} {model}".strip() or "kpca-denoise", True),
+            (274, "H", 1, int(orientation or 1), True),
+            (33421, "H", 2, (2, 2), True),  # CFARepeatPatternDim
+            (33422, "B", 4, tuple(cfa), True),  # CFAPattern
+            (50710, "B", 3, (0, 1, 2), True),  # CFAPlaneColor
+            (50713, "H", 2, (2, 2), True),  # BlackLevelRepeatDim
+            (50714, "2I", 4, _rationals(raw["black"]), True),  # BlackLevel
+            (50717, "I", 1, int(raw["white"]), True),  # WhiteLevel
+            (50721, "2i", 9, _rationals(raw["color_matrix"], signed=True), True),
+            (50778, "H", 1, 21, True),  # CalibrationIlluminant1: D65
+            (50728, "2I", 3, _rationals(neutral), True)]  # AsShotNeutral
+    if make:
+        tags.append((271, "s", 0, make, True))
+    if model:
+        tags.append((272, "s", 0, model, True))
+    if raw.get("iso"):
+        tags.append((34855, "H", 1, int(min(raw["iso"], 65535)), True))
+    return tags
+
+
+def write_dng(target, mosaic: np.ndarray, meta: dict) -> None:
+    """Write ``mosaic`` (H, W) uint16 as an uncompressed DNG with ``meta``'s RAW tags
+    (:func:`dng_tags`).  tifffile, not pidng: it writes the black level per CFA position
+    (pidng one value) and needs no other package; LibRaw reads both alike."""
+    import tifffile
+
+    a = np.ascontiguousarray(np.asarray(mosaic), dtype=np.uint16)
+    tifffile.imwrite(target, a, photometric=32803, subfiletype=0, compression=None,
+                     software="kpca-denoise",
+                     extratags=dng_tags(meta["raw"], meta.get("orientation")))
 
 
 def _tiff_tags(item: LoadedItem, shape: tuple) -> dict:
