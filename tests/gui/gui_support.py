@@ -5,7 +5,9 @@ synthetic image, a run waited for, its results drawn.  No sleeps: waits are on s
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
 
@@ -20,7 +22,7 @@ from kpca_denoise.gui.jobs import ItemOutcome, Job, JobItem  # noqa: E402
 from kpca_denoise.gui.main_window import MainWindow  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 
-__all__ = ["RUN_TIMEOUT_MS", "FAST", "smooth", "run", "settle", "outcome_of"]
+__all__ = ["RUN_TIMEOUT_MS", "FAST", "smooth", "run", "settle", "outcome_of", "trial_args"]
 
 RUN_TIMEOUT_MS = 60_000
 FAST = DenoiseParams(method="global", ranks=(2, 4, 8), n_train=300, preimage_iterations=30)
@@ -61,3 +63,11 @@ def outcome_of(array: np.ndarray, params: DenoiseParams, name: str = "n.png") ->
     items = [p for kind, p in outs if kind == "item"]
     assert summary["status"] == "done" and len(items) == 1, (summary, items)
     return items[0]
+
+
+def trial_args(sidecar) -> list:
+    """The command line's flags for a sidecar's trial settings (its added noise), which
+    ``--params`` leaves out: a run that reproduces the window's trial asks for them."""
+    data = json.loads(Path(sidecar).read_text())
+    noise = (data.get("trial") or {}).get("add_noise") or data["params"].get("add_noise")
+    return ["--add-noise", str(noise)] if noise else []

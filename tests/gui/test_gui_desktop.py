@@ -24,7 +24,7 @@ from kpca_denoise import cli  # noqa: E402
 from kpca_denoise.io import read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
-from gui_support import RUN_TIMEOUT_MS, run, settle  # noqa: E402
+from gui_support import RUN_TIMEOUT_MS, run, settle, trial_args  # noqa: E402
 
 
 def _camera(side: int, tmp_path, name="camera.png"):
@@ -183,7 +183,8 @@ def test_a_rank_exported_from_a_multi_rank_run_is_what_its_sidecar_gives(window,
     assert sidecar["rank"] is None and sidecar["params"]["ranks"] == [None, 32]
     cli_out = tmp_path / "cli"
     rc = cli.main(["denoise", str(path), "-o", str(cli_out), "--params",
-                   str(gui_out / "camera_kpca_r16.json"), "-q"])
+                   str(gui_out / "camera_kpca_r16.json"), "-q",
+                   *trial_args(gui_out / "camera_kpca_r16.json")])
     assert rc == 0
     np.testing.assert_array_equal(read_item(target).array, read_item(cli_out / target.name).array)
     # what the record is for: 'auto' fitted alone is another result
@@ -598,7 +599,7 @@ def test_the_profile_is_chosen_in_the_panel_and_runs_previews_and_is_remembered(
     window.save_settings()
     w2 = MainWindow(settings=window.settings)
     qtbot.addWidget(w2)
-    assert w2.params_panel.params() == fast
+    assert w2.params_panel.params() == fast.replace(add_noise=None)  # the trial's noise: not kept
     # 'global' has no profile: the choice is off and the parameters keep the default
     panel.method.setCurrentIndex(panel.method.findData("global"))
     assert not panel.profile.isEnabled() and panel.params().profile == "default"

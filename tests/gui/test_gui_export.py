@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gui_support import FAST, RUN_TIMEOUT_MS, run, settle, smooth
+from gui_support import FAST, RUN_TIMEOUT_MS, run, settle, trial_args, smooth
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
@@ -155,7 +155,8 @@ def test_sidecar_round_trip_through_the_command_line(window, images, tmp_path, q
     assert DenoiseParams.from_dict(data["params"]) == params.replace(ranks=(8,))
     assert data["resolved"]["gamma"] > 0
     cli_out = tmp_path / "cli"
-    rc = cli.main(["denoise", str(images["u8"]), "-o", str(cli_out), "--params", str(sidecar), "-q"])
+    rc = cli.main(["denoise", str(images["u8"]), "-o", str(cli_out), "--params", str(sidecar), "-q",
+                   *trial_args(sidecar)])
     assert rc == 0
     a = read_item(gui_out / "gray8_kpca_r8.png").array.astype(int)
     b = read_item(cli_out / "gray8_kpca_r8.png").array.astype(int)

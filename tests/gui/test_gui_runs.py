@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gui_support import FAST, RUN_TIMEOUT_MS, run, settle, smooth
+from gui_support import FAST, RUN_TIMEOUT_MS, run, settle, trial_args, smooth
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
@@ -540,7 +540,8 @@ def test_nystrom_landmarks_in_the_panel_the_run_and_the_sidecar(window, images, 
     data = json.loads(sidecar.read_text())
     assert data["params"]["n_landmarks"] == 64
     assert DenoiseParams.from_dict(data["params"]) == params.replace(ranks=(8,))
-    rc = cli.main(["denoise", str(images["u8"]), "-o", str(tmp_path / "cli"), "--params", str(sidecar), "-q"])
+    rc = cli.main(["denoise", str(images["u8"]), "-o", str(tmp_path / "cli"), "--params", str(sidecar), "-q",
+                   *trial_args(sidecar)])
     assert rc == 0
     a = read_item(tmp_path / "gui" / "gray8_kpca_r8.png").array.astype(int)
     b = read_item(tmp_path / "cli" / "gray8_kpca_r8.png").array.astype(int)

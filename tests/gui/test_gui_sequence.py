@@ -26,7 +26,7 @@ from kpca_denoise.gui.model import ImageEntry, Session, entries_for, group_spect
 from kpca_denoise.io import LoadedItem, read_item  # noqa: E402
 from kpca_denoise.params import DenoiseParams  # noqa: E402
 from kpca_denoise.pipeline import denoise_set  # noqa: E402
-from gui_support import RUN_TIMEOUT_MS, run, settle  # noqa: E402
+from gui_support import RUN_TIMEOUT_MS, run, settle, trial_args  # noqa: E402
 
 FRAMES = 5
 
@@ -171,7 +171,7 @@ def test_a_burst_runs_as_one_sequence_with_yes_and_image_by_image_with_no(
     assert data["params"]["sequence"] == "yes" and data["fit_set"] == [
         str(e.path) for e in window.entries[:FRAMES]]
     rc = cli.main(["denoise", *data["fit_set"], "-o", str(tmp_path / "cli"), "--params",
-                   str(side), "-q"])
+                   str(side), "-q", *trial_args(side)])
     assert rc == 0
     out = next(p for p in written if p.suffix == ".png" and "kpca" in p.name)
     np.testing.assert_array_equal(read_item(tmp_path / "cli" / out.name).array,
