@@ -7,18 +7,19 @@ stderr; the progress bar is on stderr; the summary table on stdout.
 Everything that can be checked before computing is: the parameters, every
 input, the output folder and every output name.  Outputs keep the input's
 sub-folder below OUTDIR, never replace an input, and never replace an existing
-file unless ``--overwrite`` is given.  Each run writes its own sidecar
-``kpca-denoise-<date>-<time>-<pid>-<n>.json`` listing exactly the files it wrote.
+file unless ``--overwrite`` is given; an input an earlier run's sidecar records as
+denoised with the same parameters is skipped (a batch resumes).  Each run writes its own
+sidecar ``kpca-denoise-<date>-<time>-<pid>-<n>.json`` listing exactly the files it wrote.
+The steps live beside it: :mod:`.cli_args` (the options), :mod:`.cli_params` (the
+parameters), :mod:`.cli_outputs` (the output folder, the table), :mod:`.cli_resume`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,19 +27,22 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__  # (its import chooses numba's cache folder: numba_cache.py)
-from .cli_args import OPTIONS, build_parser
+from .cli_args import UsageError, build_parser
+from .cli_outputs import (check_output_folder, clean_stale_parts, note_done, plan_outputs,
+                          print_table)
+from .cli_params import load_params_file, read_params_file  # noqa: F401 (the command's API)
+from .cli_params import params_from_args, trial_settings
 from .cli_progress import ProgressBar, RunEstimate, work_weight
-from .cli_resume import Folders, RecordedOutputs, remove_stale_parts_below
+from .cli_resume import Folders
 from .core.progress import Cancelled
-from .io import (SUPPORTED_SUFFIXES, InputError, check_not_input, collect_inputs, in_format,
-                 output_path, rank_tag, read_item, read_items, write_item,
-                 write_sidecar)
+from .io import (SUPPORTED_SUFFIXES, InputError, collect_inputs, in_format, read_item, read_items,
+                 write_item, write_sidecar)
 from .io.lazy_tiff import memory_budget
 from .display import display_problem
 from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
 from .executor import Executor, ExecutorError
-from .params import DenoiseParams, ParamError
+from .params import DenoiseParams
 from .evaluation import noise_notes, rank_notes
 from .pipeline import denoise_set, evaluate, remaining_noise, result_keys
 from .tiling import plan
@@ -46,105 +50,6 @@ from .stack_tiling import plan_stack
 from .signals import interrupted_code, signals_held, stop_signals_interrupt
 
 INTERRUPTED = "error: interrupted; files already written are complete, nothing partial was left"
-
-
-class UsageError(ValueError):
-    """Bad usage found before computing: exit code 2."""
-
-
-def _param_error(exc: ParamError, source: str | None = None) -> UsageError:
-    """A parameter error in the user's terms: the option (or the JSON key) that set it."""
-    msg = str(exc)
-    if source is not None:
-        return UsageError(f"{source}: {msg}")
-    opt = OPTIONS.get(exc.name or "")
-    if opt and msg.startswith(exc.name):
-        msg = opt + msg[len(exc.name):]
-    return UsageError(msg)
-
-
-#: settings of a trial on clean images: recorded in a sidecar's ``trial``, never taken
-#: from a parameter file (a sidecar reused on real photographs added noise to them)
-TRIAL_SETTINGS = ("add_noise", "reference")
-
-
-def read_params_file(path) -> tuple[DenoiseParams, dict]:
-    """The parameters of a sidecar (``{"params": {...}}``) or of a bare parameter object,
-    and the trial settings it holds that were left out (``{"add_noise": 25.0}``: a
-    sidecar's ``trial``, or ``add_noise`` where an older one kept it in ``params``).
-    A UTF-8 byte-order mark is allowed."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise UsageError(f"{path}: cannot read the parameter file ({exc})") from None
-    trial = {}
-    if isinstance(data, dict) and isinstance(data.get("params"), dict):
-        if isinstance(data.get("trial"), dict):
-            trial = {k: v for k, v in data["trial"].items() if k in TRIAL_SETTINGS and v}
-        data = data["params"]
-    if isinstance(data, dict) and "add_noise" in data:
-        data = dict(data)
-        noise = data.pop("add_noise")
-        if noise:
-            trial.setdefault("add_noise", noise)
-    try:
-        return DenoiseParams.from_dict(data), trial
-    except ParamError as exc:
-        raise _param_error(exc, f"{path}") from None
-    except (TypeError, ValueError) as exc:  # a value no check foresaw: still one line
-        raise UsageError(f"{path}: bad parameters ({exc})") from None
-
-
-def load_params_file(path) -> DenoiseParams:
-    """The parameters of a sidecar or parameter object (:func:`read_params_file`),
-    without the trial settings (``add_noise``)."""
-    return read_params_file(path)[0]
-
-
-def _params_from_args(args) -> DenoiseParams:
-    if args.params:
-        base, trial = read_params_file(args.params)
-    else:
-        base, trial = DenoiseParams(), {}
-    changes = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
-    try:
-        params = base.replace(**changes).validate()
-    except ParamError as exc:
-        raise _param_error(exc) from None
-    if args.profile is not None and params.method != "grouped" and params.profile != "default":
-        raise UsageError(f"--profile {params.profile} is a preset of the grouped method; "
-                         f"--method {params.method} does not use it: omit --profile")
-    if args.params:
-        _note_params_taken(args, base, trial)
-    return params
-
-
-def _note_params_taken(args, base: DenoiseParams, trial: dict) -> None:
-    """One line: what --params took from its file (what differs from the defaults, less
-    what the command line sets) and the trial settings it left out."""
-    default = DenoiseParams().to_dict()
-    mine = base.to_dict()
-    taken = [f"{k} {_setting(v)}" for k, v in mine.items()
-             if v != default.get(k) and getattr(args, k, None) is None and k != "add_noise"]
-    left = [f"{k} {_setting(v)}" if k == "add_noise" else k for k, v in trial.items()
-            if not (k == "add_noise" and args.add_noise is not None)
-            and not (k == "reference" and args.reference)]
-    took = ", ".join(taken) if taken else "nothing but the defaults"
-    line = f"note: --params {args.params}: took {took}"
-    if left:
-        line += (f"; left out {' and '.join(left)} (a trial on clean images: give "
-                 "--add-noise or --reference again to repeat it)")
-    print(line, file=sys.stderr)
-
-
-def _setting(v) -> str:
-    """A parameter's value as the note shows it (ranks 4,8; grouped kappa1=4.0)."""
-    if isinstance(v, dict):
-        return ",".join(f"{k}={x}" for k, x in v.items())
-    if isinstance(v, (list, tuple)):
-        return ",".join("auto" if x is None else str(x) for x in v)
-    return str(v)
 
 
 def _load_reference(ref: str | None, items, max_pixels: int) -> dict:
@@ -235,115 +140,6 @@ def _check_memory(items, params: DenoiseParams) -> None:
                 "ask for fewer --ranks, free memory, or split the file")
 
 
-def _check_output_folder(outdir: Path, folders: Folders) -> None:
-    if outdir.exists() and not outdir.is_dir():
-        raise UsageError(f"{outdir}: the output path is an existing file; give a folder with -o")
-    if outdir.is_symlink() and not outdir.exists():
-        raise UsageError(f"{outdir}: the output path is a link to nothing ({os.readlink(outdir)}); "
-                         "create its target or choose another folder with -o")
-    try:
-        folders.make(outdir)
-    except OSError as exc:
-        raise UsageError(f"{outdir}: cannot create the output folder ({exc.strerror or exc}); "
-                         "choose another folder with -o") from None
-
-
-def _check_writable(folder: Path, folders: Folders) -> None:
-    try:
-        folders.make(folder)
-        fd, probe = tempfile.mkstemp(prefix=".kpca-denoise-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise UsageError(f"{folder}: cannot write to the output folder ({exc.strerror or exc}); "
-                         "choose another folder with -o") from None
-
-
-def _item_targets(it, params: DenoiseParams, outdir: Path, inputs, to_zarr: bool) -> dict | None:
-    """An input's output paths ``{key: path}``, key a rank, ``None`` (automatic) or
-    ``"noisy"``; None (its error printed) when one cannot be named (a name too long)."""
-    keys = list(result_keys(params, it.is_patchset)) + (["noisy"] if params.add_noise else [])
-    targets = {}
-    for k in keys:
-        target = output_path(it, outdir, "noisy" if k == "noisy" else rank_tag(k))
-        if to_zarr and it.is_lazy:  # a large TIFF's outputs as OME-Zarr, when asked
-            target = target.with_suffix(".zarr")
-        try:
-            check_not_input(target, inputs)
-        except OSError as exc:
-            print(f"error: {target}: cannot write ({exc.strerror or exc}); rename "
-                  f"{it.path.name} or choose another folder with -o", file=sys.stderr)
-            return None
-        targets[k] = target
-    return targets
-
-
-def _plan_outputs(items, run_args, params: DenoiseParams, outdir: Path, inputs,
-                  folders: Folders) -> tuple[dict, list]:
-    """Every output file of the run, checked before anything is computed:
-    ``({id(item): {key: path}}, the items already done)``.  An input whose outputs an
-    earlier run recorded with the same parameters is done (skipped); an existing output
-    is otherwise refused unless --overwrite; an item whose outputs cannot be named is
-    left out with its error printed, and the others go on."""
-    plan: dict = {}
-    taken: dict = {}
-    done: list = []
-    recorded = RecordedOutputs(outdir)
-    trial = _trial(params, run_args)
-    for it in items:
-        targets = _item_targets(it, params, outdir, inputs, run_args.to_zarr)
-        if targets is None:
-            continue
-        if not run_args.overwrite and recorded.done(targets.values(), it.path, params, trial):
-            done.append(it)
-            continue
-        for target in targets.values():
-            other = taken.get(target)
-            if other is not None:  # collect_inputs makes names unique; never trust that blindly
-                raise UsageError(f"{target}: {it.path} and {other} would both be written here; "
-                                 "rename one of them")
-            taken[target] = it.path
-            if target.is_dir() and not it.is_lazy:  # an OME-Zarr output is a folder
-                raise UsageError(f"{target}: a folder has the output's name; rename it or choose "
-                                 "another folder with -o")
-            if target.exists() and not run_args.overwrite:
-                side = recorded.made_with(target, params, trial)
-                how = (f", made with other parameters ({side})" if isinstance(side, str) and side
-                       else "")
-                raise UsageError(f"{target}: the output already exists{how}; use --overwrite to "
-                                 "replace it or choose another folder with -o")
-        plan[id(it)] = targets
-    for folder in sorted({t.parent for ts in plan.values() for t in ts.values()}):
-        _check_writable(folder, folders)
-    return plan, done
-
-
-def _trial(params: DenoiseParams, args) -> dict:
-    """The run's trial settings (noise added to clean images, their reference): recorded
-    in the sidecar's ``trial``, not taken back by --params."""
-    return {k: v for k, v in (("add_noise", params.add_noise),
-                              ("reference", args.reference)) if v}
-
-
-def _remove_stale_parts(outdir: Path) -> None:
-    """The temporary files a killed run (SIGKILL, a power cut) left in the output folder
-    and its sub-folders are removed, with a note; those of a run still writing stay."""
-    removed = remove_stale_parts_below(outdir)
-    if removed:
-        where = ", ".join(sorted({str(p.parent) for p in removed}))
-        print(f"note: removed {len(removed)} temporary file(s) an interrupted run left "
-              f"in {where}", file=sys.stderr)
-
-
-def _note_done(done, n_items: int, outdir: Path) -> None:
-    """One line for the inputs an earlier run already denoised with these parameters."""
-    if done:
-        names = ", ".join(it.name for it in done[:3]) + (", ..." if len(done) > 3 else "")
-        print(f"note: {len(done)} of {n_items} inputs already done in {outdir} with these "
-              f"parameters ({names}), skipped; --overwrite computes them again",
-              file=sys.stderr)
-
-
 def _note_output_folder_left_out(inputs, outdir: Path) -> None:
     """A note when an input folder's walk left out the output folder inside it and
     images there were not read (collect_inputs takes them for earlier results)."""
@@ -385,7 +181,7 @@ def _denoise(args) -> int:
 
 
 def _denoise_into(args, folders: Folders) -> int:
-    params = _params_from_args(args)
+    params = params_from_args(args)
     if not args.output.strip():
         raise UsageError("-o is empty; give a folder for the results")
     outdir = Path(args.output)
@@ -401,11 +197,11 @@ def _denoise_into(args, folders: Folders) -> int:
     eager = [it for it in items if not it.is_lazy]
     refs = _load_reference(args.reference, eager, args.max_pixels) if eager else {}
     _check_memory(items, params)
-    _check_output_folder(outdir, folders)
-    _remove_stale_parts(outdir)
-    plan, done = _plan_outputs(items, args, params, outdir, inputs + (
+    check_output_folder(outdir, folders)
+    clean_stale_parts(outdir)
+    plan, done = plan_outputs(items, args, params, outdir, inputs + (
         [Path(args.reference)] if args.reference else []), folders)
-    _note_done(done, len(items), outdir)
+    note_done(done, len(items), outdir)
     run = _Run(args, params, outdir, inputs, plan, refs,
                failed + read_failed + len(items) - len(plan) - len(done))
     items = [it for it in items if id(it) in plan]
@@ -510,7 +306,7 @@ def _compute_and_record(run: _Run, items) -> int:
         _note_workers_replaced(workers, _workers_of(executor))
         executor.close()
         rows, run.failed = _record_run(executor.summary, params, run.finished, interrupted,
-                                       run.outdir, run.failed, _trial(params, args))
+                                       run.outdir, run.failed, trial_settings(params, args))
     if interrupted:
         print(f"\n{INTERRUPTED}", file=sys.stderr)
         return interrupted_code(interrupted)
@@ -574,7 +370,7 @@ def _print_summary(rows, outdir: Path, code: int) -> int:
     """The table of the outputs on stdout (none: every input failed, each said why)."""
     try:
         if rows:
-            _print_table(rows, outdir)
+            print_table(rows, outdir)
             print(f"results in {outdir.resolve()}")
         sys.stdout.flush()
     except OSError as exc:  # stdout closed (a pipe's reader gone) or full: files are written
@@ -842,28 +638,8 @@ def _write_item_outputs(it, pages, targets, clean, params, inputs, overwrite, ou
     return ok, entry, rows
 
 
-def _fmt(v, spec):
-    """``v`` in ``spec``, or '-' in the same width."""
-    return format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)
-
-
-def _print_table(rows, outdir: Path) -> None:
-    """The summary: a row an output, its input and output named below their folders
-    (a/img.png and b/img.png are told apart)."""
-    head = f"{'image':<24} {'rank':>5} {'sigma':>7} {'noisy dB':>9} {'PSNR dB':>8} {'SSIM':>6} {'time s':>7}  output"
-    print(head)
-    print("-" * len(head))
-    for name, rank, sigma, pn, p, s, sec, target in rows:
-        name = name if len(name) <= 24 else "..." + name[-21:]
-        if not isinstance(sigma, str):  # a str: 'vst', the stabilised domain's
-            # 16-bit: 4930; far outside any pixel range: 1.2e+36
-            sigma = format(sigma, ".3g") if not 1000 <= sigma < 1e7 else f"{sigma:.0f}"
-        shown = target.relative_to(outdir) if target.is_relative_to(outdir) else target
-        print(f"{name:<24} {rank:>5} {sigma:>7} {_fmt(pn, '9.2f')} {_fmt(p, '8.2f')} "
-              f"{_fmt(s, '6.3f')} {sec:>7.1f}  {shown.as_posix()}")
-
-
 def main(argv=None) -> int:
+    """``kpca-denoise`` with ``argv`` (default: the process's): the exit code."""
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.command == "gui":

@@ -14,7 +14,11 @@ from .io import MAX_PIXELS, OUTPUT_FORMATS, SUPPORTED_SUFFIXES
 from .params import (METHODS, NOISE_MODELS, PROFILES, SEQUENCE_CHOICES, ParamError, parse_ranks,
                      too_many_workers)
 
-__all__ = ["OPTIONS", "build_parser"]
+__all__ = ["OPTIONS", "UsageError", "build_parser"]
+
+class UsageError(ValueError):
+    """Bad usage found before computing: exit code 2."""
+
 
 #: parameter name -> the command-line option that sets it (for error messages)
 OPTIONS = {"method": "--method", "ranks": "--ranks", "patch_size": "--patch-size",

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import struct
+import tempfile
 import zlib
 
 import numpy as np
@@ -231,7 +232,7 @@ def test_unwritable_output_folder(tmp_path, capsys, no_compute, monkeypatch):
         def denied(*a, **k):
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(cli.tempfile, "mkstemp", denied)
+        monkeypatch.setattr(tempfile, "mkstemp", denied)
     else:
         out.chmod(0o500)
     try:

@@ -6,7 +6,8 @@ import ast
 import pathlib
 
 PKG = pathlib.Path(__file__).resolve().parents[2] / "kpca_denoise"
-COMMAND_LINE = ("cli.py", "cli_args.py", "cli_progress.py", "cli_resume.py", "display.py",
+COMMAND_LINE = ("cli.py", "cli_args.py", "cli_outputs.py", "cli_params.py", "cli_progress.py",
+                "cli_resume.py", "display.py",
                 "entry.py", "__main__.py", "lazy_inputs.py", "signals.py", "numba_cache.py")
 
 
