@@ -15,7 +15,9 @@ def is_number(x) -> bool:
 
 
 def is_finite(x) -> bool:
-    """Tell whether ``x`` is a number finite as a float (an int too large for one is not)."""
+    """Tell whether ``x`` is a number finite as a float.
+
+    An int too large for a float is not."""
     try:
         return is_number(x) and math.isfinite(x)
     except OverflowError:

@@ -23,7 +23,9 @@ OPPONENT = np.array(
 
 
 def rgb_to_opponent(rgb: np.ndarray) -> np.ndarray:
-    """(H, W, 3) RGB -> (H, W, 3) luminance, two chrominances (float64)."""
+    """Convert RGB to the orthonormal opponent colour space.
+
+    (H, W, 3) RGB -> (H, W, 3) luminance, two chrominances (float64)."""
     return np.asarray(rgb, dtype=np.float64) @ OPPONENT.T
 
 

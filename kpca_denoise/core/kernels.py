@@ -45,7 +45,9 @@ def _float_dtype(X: np.ndarray) -> np.dtype:
 
 
 def squared_norms(X: np.ndarray) -> np.ndarray:
-    """Row-wise squared Euclidean norms, accumulated in float64, returned in X's dtype."""
+    """Return the row-wise squared Euclidean norms of X.
+
+    Accumulated in float64, returned in X's dtype."""
     return np.einsum("ij,ij->i", X, X, dtype=np.float64).astype(X.dtype, copy=False)
 
 
@@ -90,7 +92,9 @@ def _neg_gamma_d_expf(out, sq_r, sqc, gamma, kf, ebits):  # pragma: no cover - n
 
 @njit(inline="always", cache=True)
 def exp_nonpositive(x, kf, ebits):  # pragma: no cover - numba
-    """``x[j] = exp(x[j])`` in place for float64 ``x <= 0`` (a kernel's exponent),
+    """Exponentiate float64 ``x <= 0`` in place, vectorised.
+
+    ``x[j] = exp(x[j])`` in place for float64 ``x <= 0`` (a kernel's exponent),
     vectorised: Cody-Waite reduction ``x = k ln2 + r``, ``|r| <= ln2 / 2``, Taylor
     polynomial of degree 13 (truncation below 1e-17), ``2**k`` built as float bits in
     ``ebits``; within 2 units in the last place of ``math.exp``.  Below -708 (where
@@ -270,8 +274,9 @@ def _centre_inplace(K, rows, cols, mean_all):  # pragma: no cover - numba
 
 
 def centre_gram(K: np.ndarray, symmetric: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
-    """Centre a Gram matrix in feature space, in place: ``K~ = L K L``, ``L = I - 11^T/n``.
+    """Centre a Gram matrix in feature space, in place.
 
+    ``K~ = L K L``, ``L = I - 11^T/n``, that is
     ``K~[i, j] = K[i, j] - mean_a K[a, j] - mean_b K[i, b] + mean_ab K[a, b]``.
     Returns ``(column means, row means, mean)`` (float64; the column means
     are scikit-learn's ``K_fit_rows_``).  With ``symmetric`` the row means

@@ -396,7 +396,9 @@ class KernelPCACore:
         self.n_landmarks_ = m
 
     def noise_rank(self, sigma: float | None = None, kappa: float = NOISE_RANK_KAPPA) -> int:
-        """Number of fitted components whose eigenvalue exceeds ``kappa`` times the
+        """Return the number of components that stand above the noise.
+
+        Number of fitted components whose eigenvalue exceeds ``kappa`` times the
         noise eigenvalue (:func:`noise_eigenvalue`) at noise std ``sigma``
         (default: ``noise_sigma_``, given or estimated at fit), at least 1.
 
@@ -467,7 +469,9 @@ class KernelPCACore:
 
     # -- pre-image ----------------------------------------------------------
     def fixed_point_inverse_transform(self, Z, init=None) -> np.ndarray:
-        """Pre-images of projections Z (m, r), r <= n_components, by the fixed
+        """Return the denoising pre-images of projections Z by a fixed point.
+
+        Pre-images of projections Z (m, r), r <= n_components, by the fixed
         point of Mika et al. (1998) -- the denoising pre-image.
 
         Unlike :meth:`inverse_transform` (scikit-learn's learned ridge map,

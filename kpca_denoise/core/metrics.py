@@ -99,7 +99,9 @@ def _ssim_map(ref: np.ndarray, est: np.ndarray, data_range: float) -> np.ndarray
 
 
 def ssim(reference: np.ndarray, estimate: np.ndarray, data_range: float) -> float:
-    """Mean structural similarity with a Gaussian window (sigma 1.5), as in
+    """Return the mean structural similarity (SSIM) of ``estimate`` to ``reference``.
+
+    Mean structural similarity with a Gaussian window (sigma 1.5), as in
     Wang et al. (2004) and scikit-image's ``gaussian_weights=True``.  Colour
     images (H, W, C) average the per-channel values.
 

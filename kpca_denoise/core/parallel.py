@@ -55,7 +55,9 @@ def num_threads() -> int:
 
 
 def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
-    """``kernel(*args, i0, i1)`` on parts ``[i0, i1)`` that cover ``range(n)``, on
+    """Run a numba kernel over ``range(n)`` in parts on numba's threads.
+
+    ``kernel(*args, i0, i1)`` on parts ``[i0, i1)`` that cover ``range(n)``, on
     numba's number of threads (``numba.get_num_threads()``, ``NUMBA_NUM_THREADS``): the
     calling thread and a pool's take the next part until none is left.  Returns when
     all are done (raises the first error).  The kernel must treat each item on its
@@ -96,7 +98,9 @@ def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
 
 
 def compile_slp(kernel: Callable, args: tuple) -> None:
-    """Compile the numba ``kernel`` for the types of ``args`` with LLVM's SLP
+    """Compile a numba kernel once with LLVM's SLP vectoriser.
+
+    Compile the numba ``kernel`` for the types of ``args`` with LLVM's SLP
     vectoriser, once (numba turns it off for every function, ``NUMBA_SLP_VECTORIZE``):
     it packs side-by-side scalar sums, such as a row of candidates' SSDs, into vector
     lanes.  Each lane keeps its own order of operations, so the results are those of
@@ -122,7 +126,9 @@ def compile_slp(kernel: Callable, args: tuple) -> None:
 
 def run_in_order(n: int, compute: Callable, add: Callable, *,
                  stop: Callable | None = None, most: int | None = None) -> None:
-    """``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
+    """Compute items on numba's threads and add their results in order.
+
+    ``add(i, compute(i))`` for ``i`` in ``range(n)``: the ``compute`` calls run at once
     on numba's number of threads (the calling thread and a pool's), each call on one
     thread (the kernels it runs through :func:`run_parts` see one thread); the ``add``
     calls run on the calling thread, one at a time in the order of ``i``, between its

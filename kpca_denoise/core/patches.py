@@ -10,7 +10,9 @@ __all__ = ["patch_positions", "extract_patches", "reassemble", "accumulate_group
 
 
 def patch_positions(length: int, patch_size: int, stride: int) -> np.ndarray:
-    """Top-left coordinates along one axis: every ``stride``, plus the last
+    """Return the top-left coordinates of patches along one axis.
+
+    Top-left coordinates along one axis: every ``stride``, plus the last
     position ``length - patch_size`` so that the border is always covered."""
     if patch_size > length:
         raise ValueError(f"patch size {patch_size} is larger than the image side {length}")
@@ -87,7 +89,9 @@ def _aggregate(Est, aggw, gy, gx, p, num, den, win):
 
 def accumulate_groups(Est: np.ndarray, aggw: np.ndarray, gy: np.ndarray, gx: np.ndarray, p: int,
                       num: np.ndarray, den: np.ndarray, win: np.ndarray) -> None:
-    """Overlap averaging of grouped estimates, accumulated: adds each member's patch
+    """Add grouped patch estimates and their weights into an overlap average.
+
+    Overlap averaging of grouped estimates, accumulated: adds each member's patch
     estimate ``Est`` (m, nr, n, p*p), weighted by ``aggw`` (m, nr, n) times the window
     ``win`` (p, p), at its position ``(gy, gx)`` (m, n) into ``num`` and the weights into
     ``den`` (both (nr, H, W)); the image is ``num / den`` once every chunk is in."""

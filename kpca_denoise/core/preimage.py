@@ -57,10 +57,11 @@ class PreimageStats:
 
 
 def expansion_weights(Z: np.ndarray, alphas: np.ndarray) -> np.ndarray:
-    """Centring-corrected expansion weights ``w`` of ``P Phi(x)`` over the training points.
+    """Return the expansion weights of ``P Phi(x)`` over the training points.
 
-    Z : (m, k) projections; alphas : (n, k) expansion coefficients of the axes.
-    Returns (m, n) float64 with every row summing to 1.
+    Centring-corrected weights ``w``.  Z : (m, k) projections; alphas : (n, k)
+    expansion coefficients of the axes.  Returns (m, n) float64 with every row
+    summing to 1.
     """
     n = alphas.shape[0]
     W = np.asarray(Z, dtype=np.float64) @ np.asarray(alphas, dtype=np.float64).T
@@ -318,7 +319,9 @@ def _linear_recon(Gam, B, r, q, i, zl):
 
 def preimage_groups(Gam: np.ndarray, B: np.ndarray, rbf: bool, gamma: float, max_iter: int,
                     tol2: float, K: np.ndarray | None = None):
-    """The fixed-point pre-image of every member of every group and rank, started at
+    """Compute the fixed-point pre-image of every member of every group and rank.
+
+    The fixed-point pre-image of every member of every group and rank, started at
     the member itself, with the guards above (the linear expansion is the fallback).
 
     ``Gam`` (m, nr, n, n): expansion weights per group, rank and member over the

@@ -30,15 +30,19 @@ class Cancelled(RuntimeError):
 
 
 class CancelToken:
-    """A thread-safe flag: ``cancel()`` from any thread, ``is_set()`` from the worker."""
+    """A thread-safe flag that asks a running computation to stop.
+
+    ``cancel()`` from any thread, ``is_set()`` from the worker."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
 
     def cancel(self) -> None:
+        """Ask the computation to stop (from any thread)."""
         self._event.set()
 
     def is_set(self) -> bool:
+        """Whether a stop was asked."""
         return self._event.is_set()
 
     def __deepcopy__(self, memo) -> "CancelToken":
@@ -99,7 +103,9 @@ def report(
 
 
 def cancel_requested(cancel: Any) -> bool:
-    """Whether the token (a :class:`CancelToken`, an object with ``is_set`` or a
+    """Whether the token says stop.
+
+    Whether the token (a :class:`CancelToken`, an object with ``is_set`` or a
     function returning True to stop) says stop; ``None`` never does."""
     if cancel is None:
         return False

@@ -50,7 +50,9 @@ class Tile:
 
 
 def split_points(length: int, tile: int, align: int) -> np.ndarray:
-    """Core boundaries along one axis: 0, ..., ``length``; inner ones are
+    """Return the tile cores' boundaries along one axis.
+
+    Core boundaries along one axis: 0, ..., ``length``; inner ones are
     multiples of ``align``, and the cores are about ``tile`` long and balanced."""
     if length < 1 or tile < 1 or align < 1:
         raise ValueError(f"length, tile and align must be >= 1, got {length}, {tile}, {align}")
