@@ -127,7 +127,9 @@ def denoise_dask(array, params: DenoiseParams | dict | None = None, *, progress=
 
 @dataclass
 class LazyRun:
-    """One lazy pass of :func:`lazy_denoise`: a lazy output per result key (rank), all
+    """One lazy pass of :func:`lazy_denoise`: a lazy output per rank.
+
+    One lazy pass of :func:`lazy_denoise`: a lazy output per result key (rank), all
     from the same tile tasks, and what was decided for them."""
 
     outputs: dict  # key -> lazy array of the input's shape and dtype, chunked by tile cores
@@ -144,7 +146,9 @@ class LazyRun:
     _client: Any = field(default=None, repr=False)  # the distributed client reporting tiles
 
     def cancel(self) -> None:
-        """Stop the tiles of this pass that run in this process (threads, sync): each
+        """Stop the tiles of this pass that run in this process.
+
+        Stop the tiles of this pass that run in this process (threads, sync): each
         raises :class:`~kpca_denoise.core.progress.Cancelled` at its next check."""
         self._token.cancel()
 
@@ -164,7 +168,9 @@ _RUNS_LOCK = threading.Lock()
 
 
 def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyRun:
-    """Every rank of ``params`` from one lazy pass: :func:`denoise_dask`'s work (the
+    """Denoise every rank of ``params`` lazily, each tile computed once.
+
+    Every rank of ``params`` from one lazy pass: :func:`denoise_dask`'s work (the
     decisions now, one task per tile later) with each tile computing all the ranks at
     once (the grouped method's ranks share its groups and eigendecompositions, the
     global method's one projection), and one lazy output per rank taken from the same
@@ -209,7 +215,9 @@ def lazy_denoise(array, params: DenoiseParams | dict, *, progress=None) -> LazyR
 
 
 def required_halo(params: DenoiseParams | dict | None = None, **options) -> int:
-    """The overlap in pixels each tile reads around its core for these parameters
+    """Return the overlap in pixels each tile reads around its core.
+
+    The overlap in pixels each tile reads around its core for these parameters
     (a :class:`DenoiseParams`, its dict, or :func:`denoise_dask`'s keywords): the
     tiled engine's halo, a multiple of the method's reference stride.  The grouped
     method's search widens when it finds a regular texture in the image (decided
@@ -443,6 +451,7 @@ class _NeighboursUsed:
         self.lock = threading.Lock()
 
     def add(self, msg: dict) -> None:
+        """Pool one tile's member counts; give the pages their stats at the last."""
         from .sequence import neighbours_used
 
         with self.lock:

@@ -214,7 +214,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     @classmethod
     def for_denoising(cls, n_components=None, **params):
-        """The denoiser's choices in one call: ``kernel='rbf'``, ``gamma='noise'``,
+        """Make a KernelPCA with the denoiser's choices of kernel and width.
+
+        The denoiser's choices in one call: ``kernel='rbf'``, ``gamma='noise'``,
         ``gram_dtype='float32'``, ``random_state=0``, ``tol=1e-4`` (each can be
         overridden by keyword; a non-RBF kernel keeps ``gamma=None``)."""
         params.setdefault("kernel", "rbf")
@@ -290,7 +292,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return self._transform_core(X, n_components).astype(dtype, copy=False)
 
     def inverse_transform(self, X):
-        """scikit-learn's learned pre-image (kernel ridge regression from the
+        """Map projections back to samples by scikit-learn's learned pre-image.
+
+        scikit-learn's learned pre-image (kernel ridge regression from the
         projections to the samples, Bakır et al. 2004); needs
         ``fit_inverse_transform=True``.  For the denoising pre-image of Mika
         et al. use :meth:`fixed_point_inverse_transform` (it can start from

@@ -13,7 +13,9 @@ from .working import cast_like, luminance
 
 
 def add_noise(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
-    """The image plus white Gaussian noise of std ``sigma`` (pixel units), float64, unclipped."""
+    """Return the image plus white Gaussian noise of std ``sigma``.
+
+    The image plus white Gaussian noise of std ``sigma`` (pixel units), float64, unclipped."""
     rng = np.random.default_rng(seed)
     a = np.asarray(image, dtype=np.float64)
     return a + rng.normal(0.0, sigma, a.shape)
@@ -24,7 +26,9 @@ _NOISE_BAND = 1 << 20
 
 
 def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
-    """``add_noise`` in the image's own dtype (rounded and clipped for integers), built a
+    """Return the image plus Gaussian noise, in the image's own dtype.
+
+    ``add_noise`` in the image's own dtype (rounded and clipped for integers), built a
     band of rows at a time: the same values, without float64 copies of the whole image
     (the generator's stream does not depend on how the draws are split)."""
     a = np.asarray(image)
@@ -41,7 +45,9 @@ def noisy_like(image: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
 
 def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
              patchset: bool = False) -> dict:
-    """PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set's
+    """Measure PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``.
+
+    PSNR (dB) and SSIM of ``estimate`` against a clean ``reference``; a patch set's
     (N, h, w) SSIM is that of its samples side by side (:func:`sample_mosaic`), as the
     window shows them (it read (N, h, w) as an image of N rows and w channels).  Both
     must be real, finite and of one shape (NaN gave NaN, complex lost its imaginary
@@ -67,7 +73,9 @@ def evaluate(reference: np.ndarray, estimate: np.ndarray, dtype=None,
 
 def sample_mosaic(a: np.ndarray, gap: int = 0, fill: float = 0.0,
                   max_samples: int | None = None) -> np.ndarray:
-    """The samples of a patch set (N, h, w) (the first ``max_samples``) side by side in
+    """Lay the samples of a patch set (N, h, w) side by side on one canvas.
+
+    The samples of a patch set (N, h, w) (the first ``max_samples``) side by side in
     rows of ``ceil(sqrt(N))``, ``gap`` pixels of ``fill`` between them and after the
     last: the canvas its metrics are measured on (gap-free) and the window draws."""
     a = np.asarray(a)
@@ -83,7 +91,9 @@ def sample_mosaic(a: np.ndarray, gap: int = 0, fill: float = 0.0,
 
 
 def noise_model_text(model: dict, *, ascii: bool = False) -> str:
-    """'gain 64.2 · σ 331' (``ascii``: 'gain 64.2, sigma 331', for a console of any
+    """Format a Poisson-Gaussian noise model as text, such as 'gain 64.2 · σ 331'.
+
+    'gain 64.2 · σ 331' (``ascii``: 'gain 64.2, sigma 331', for a console of any
     encoding) for the ``noise_model`` an image's stats report under the
     Poisson-Gaussian model (per colour channel, separated by '/')."""
     def join(vals) -> str:
@@ -93,7 +103,9 @@ def noise_model_text(model: dict, *, ascii: bool = False) -> str:
 
 
 def noise_notes(name: str, stats: list) -> list[str]:
-    """The command line's notes on an input's noise from its pages' stats (``{}`` where a
+    """Return the command line's notes on an input's noise.
+
+    The command line's notes on an input's noise from its pages' stats (``{}`` where a
     page has none): correlated noise and the level removed, a hint on the noise model,
     and under the Poisson-Gaussian model its gain and sigma (the table's sigma is then
     the stabilised domain's 1)."""
@@ -118,7 +130,9 @@ def noise_notes(name: str, stats: list) -> list[str]:
 
 
 def rank_notes(name: str, stats: list) -> list[str]:
-    """The command line's note on explicit ranks that no group can hold (the grouped
+    """Return the command line's note on explicit ranks no group can hold.
+
+    The command line's note on explicit ranks that no group can hold (the grouped
     method: a group of ``n`` patches has at most ``n - 1`` components), from the first
     page's stats: such a rank keeps every component, and the noise with them."""
     grouped = (stats[0].get("grouped") or [{}])[0] if stats else {}

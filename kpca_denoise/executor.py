@@ -105,7 +105,9 @@ class _DaskTiles:
                          _denoise_tile, sigma, params, shared, ranks, vst)
 
     def stacks(self, jobs, *, sigma, params, linked, shifts, vst, reach):
-        """The ``tile_map`` of a stack's tiles (:func:`kpca_denoise.tiling.denoise_stack_tiled`):
+        """Run a stack's tiles on the cluster, each tile with all its pages one task.
+
+        The ``tile_map`` of a stack's tiles (:func:`kpca_denoise.tiling.denoise_stack_tiled`):
         each tile, every page of its region, one task."""
         pages = ((k, np.stack([np.asarray(block[i]) for i in range(len(block))]), tile)
                  for k, block, tile in jobs)
@@ -198,6 +200,7 @@ class Executor:
 
     @property
     def distributed(self) -> bool:
+        """Whether the work runs on a Dask cluster (workers or a scheduler given)."""
         return self.workers is not None or self.scheduler is not None
 
     # -- lifetime ---------------------------------------------------------------------
@@ -211,6 +214,7 @@ class Executor:
         self.close()
 
     def close(self) -> None:
+        """Close the client and the local cluster started, if any."""
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -467,6 +471,7 @@ class _Subset(Sequence):
         return self._items[self._index[k]]
 
     def shape_of(self, k):
+        """Return item ``k``'s shape, without reading it where the items can."""
         i = self._index[k]
         return (self._items.shape_of(i) if hasattr(self._items, "shape_of")
                 else np.shape(self._items[i]))

@@ -28,7 +28,9 @@ GLOBAL_PREIMAGE_ITERATIONS = 100
 
 @dataclass
 class GlobalGroup:
-    """The items one global kernel PCA serves (samples of one dimension) and how
+    """The items one global kernel PCA serves and how their patches are cut.
+
+    The items one global kernel PCA serves (samples of one dimension) and how
     their training patches are cut."""
 
     key: tuple  # ("patchset", sample size) or ("image", channels): SetResult.models' keys
@@ -40,6 +42,7 @@ class GlobalGroup:
 
     @property
     def is_patchset(self) -> bool:
+        """Whether the group's items are patch sets (not images)."""
         return self.key[0] == "patchset"
 
     @property
@@ -63,7 +66,9 @@ class GlobalGroup:
 
 @dataclass
 class GlobalFit:
-    """A group's kernel PCA: fitted here, with the noise level and the number of
+    """A group's kernel PCA, fitted here or given back.
+
+    A group's kernel PCA: fitted here, with the noise level and the number of
     components it was fitted at, or given back (``fitted_models``), which says both."""
 
     model: KernelPCA
@@ -78,7 +83,9 @@ class GlobalFit:
 
 
 def global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[GlobalGroup]:
-    """The items a global kernel PCA serves, by the dimension of their samples, the
+    """Group the items a global kernel PCA serves by their samples' dimension.
+
+    The items a global kernel PCA serves, by the dimension of their samples, the
     largest group first."""
     members: dict = {}
     for item in items:
@@ -100,7 +107,9 @@ def global_groups(params: DenoiseParams, items: list[PreparedItem]) -> list[Glob
 
 def run_global(run: RunContext, group: GlobalGroup, *, prior: KernelPCA | None = None,
                 given: KernelPCA | None = None, fit_only: bool = False) -> KernelPCA:
-    """Fit the group's kernel PCA (reusing ``prior`` when it can, or taking ``given``,
+    """Fit a group's kernel PCA and, unless ``fit_only``, denoise its items.
+
+    Fit the group's kernel PCA (reusing ``prior`` when it can, or taking ``given``,
     fitted on the whole set) and, unless ``fit_only``, denoise its items with it."""
     if given is not None:
         fit = GlobalFit(given.set_params(progress=run.clock, cancel=run.cancel))

@@ -18,7 +18,9 @@ __all__ = ["write_lazy_item"]
 
 
 def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
-    """Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
+    """Denoise a lazily read input with every rank and write its outputs by bands.
+
+    Denoise an input read lazily (OME-Zarr, a large TIFF) with every rank from one lazy
     pass (:func:`~kpca_denoise.dask_array.lazy_denoise`) and write the outputs band by
     band (:func:`~kpca_denoise.io.write_lazy`); Ctrl-C stops the tiles and leaves no
     output of this input.  Once every band is written, signals are held in ``held`` (an

@@ -24,13 +24,14 @@ COMPILE_SECONDS = {"grouped": 20, "global": 4}
 
 
 def use_writable_numba_cache() -> None:
-    """Give numba a cache folder it can write before it is imported.  The engine's
-    compiled functions are cached (``cache=True``) next to their source or in the
-    user's cache folder; a non-root user of a root-owned install with no writable home
-    has neither, and numba then refused every command, ``--version`` included, with a
-    traceback (``cannot cache function ...: no locator available``).  Then the cache
-    goes to a folder of this user's in the temporary folder, or, if that cannot be
-    trusted, to a new one for this run (said in one line)."""
+    """Give numba a cache folder it can write before it is imported.
+
+    The engine's compiled functions are cached (``cache=True``) next to their source
+    or in the user's cache folder; a non-root user of a root-owned install with no
+    writable home has neither, and numba then refused every command, ``--version``
+    included, with a traceback (``cannot cache function ...: no locator available``).
+    Then the cache goes to a folder of this user's in the temporary folder, or, if that
+    cannot be trusted, to a new one for this run (said in one line)."""
     import atexit
     import shutil
     import stat
@@ -79,7 +80,9 @@ def use_writable_numba_cache() -> None:
 
 
 def compile_seconds(methods) -> float:
-    """Seconds of compiling the kernels of these methods (``'grouped'``, ``'global'``)
+    """Estimate the seconds numba will spend compiling these methods' kernels.
+
+    Seconds of compiling the kernels of these methods (``'grouped'``, ``'global'``)
     before a run's first result: each method's :data:`COMPILE_SECONDS` in the share of
     its kernel modules with nothing in numba's cache (a module changed since it was
     cached counts as empty, as numba then compiles it again); 0 when all are cached or
@@ -109,7 +112,9 @@ def compile_seconds(methods) -> float:
 
 
 def announce_compile(methods, say, at_least: float = 10.0):
-    """Call ``say(seconds)`` once, when numba starts compiling one of the engine's kernels
+    """Announce a long compile through ``say`` as numba starts compiling.
+
+    Call ``say(seconds)`` once, when numba starts compiling one of the engine's kernels
     (not when it loads them from its cache), if the compile expected for these methods
     (:func:`compile_seconds`) is at least ``at_least`` seconds.  Returns the function that
     stops listening."""

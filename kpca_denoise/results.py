@@ -36,11 +36,14 @@ class ImageResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the item was denoised (no error stopped it)."""
         return self.error is None
 
 
 @dataclass
 class SetResult:
+    """What one :func:`denoise_set` call returns: each item's result and the set's."""
+
     params: DenoiseParams
     ranks: tuple
     images: list
@@ -84,6 +87,7 @@ class StageClock:
             self.inner(ev)
 
     def close(self) -> None:
+        """End the last stage: its time is charged and a "done" event passed on."""
         self(ProgressEvent("done", 0, 0))
 
 
@@ -99,7 +103,9 @@ class RunContext:
 
 
 def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
-    """The result keys an item gets (rank, or None for the method's automatic choice)."""
+    """Return the result keys an item's outputs get.
+
+    A key is a rank, or None for the method's automatic choice."""
     if is_patchset:
         return tuple(sorted({r for r in params.ranks if r is not None})) + (
             (None,) if None in params.ranks else ())
@@ -109,5 +115,7 @@ def result_keys(params: DenoiseParams, is_patchset: bool) -> tuple:
 
 
 def global_ranks(params: DenoiseParams) -> tuple[int, ...]:
-    """The global method's ranks for images, ascending; None is :data:`GLOBAL_DEFAULT_RANK`."""
+    """Return the global method's ranks for images, ascending.
+
+    A rank of None is :data:`GLOBAL_DEFAULT_RANK`."""
     return tuple(sorted({GLOBAL_DEFAULT_RANK if r is None else int(r) for r in params.ranks}))

@@ -53,13 +53,16 @@ class SequenceDecision:
     noise: tuple | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
+        """Return the decision as a plain dict for a page's stats (no noise)."""
         return dict(decision=self.decision, choice=self.choice, linked=list(self.linked),
                     scores=[round(float(s), 4) for s in self.scores],
                     shifts=[list(map(int, s)) for s in self.shifts], reason=self.reason)
 
 
 def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
-    """Whether the (H, W) luminance ``pages`` (noise std ``sigma``) are a sequence:
+    """Decide whether luminance pages are a sequence and which neighbours to link.
+
+    Whether the (H, W) luminance ``pages`` (noise std ``sigma``) are a sequence:
     'yes' links every pair, 'no' none; 'auto' calls the set a sequence when the
     median of the pairs' :func:`~kpca_denoise.core.grouped.motion.link_scores` is
     above :data:`LINK_THRESHOLD`, and then links the pairs scoring at least
@@ -83,7 +86,9 @@ def decide(pages: list, sigma: float, choice: str = "auto") -> SequenceDecision:
 
 def decide_stack(crops: list, vsts: list, sigmas: list,
                  params: DenoiseParams) -> SequenceDecision:
-    """:func:`decide` for a stack's pages as the pipeline's step decides it, from each
+    """Decide whether a stack's pages are a sequence, as the pipeline's step does.
+
+    :func:`decide` for a stack's pages as the pipeline's step decides it, from each
     page's central crop (:func:`~.core.grouped.calibrate.central_crop`: all the decision
     reads), its stabiliser (None under Gaussian noise) and its noise level (times the
     strength)."""
@@ -101,7 +106,9 @@ SHARED_SENSOR_TOLERANCE = 1.15
 
 def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas: list,
                          crops: list | None = None) -> tuple[list, tuple | None]:
-    """The stabilisers the link decision reads ``pages`` through, and the sequence's
+    """Choose the stabilisers the link decision reads the pages through.
+
+    The stabilisers the link decision reads ``pages`` through, and the sequence's
     :func:`shared_noise` when it was measured (None otherwise: a page without a
     stabiliser, or pages that fit no one model together).  The shared one where every
     page has a stabiliser and each page's own gives the same noise where the page's
@@ -122,7 +129,9 @@ def decision_stabilisers(params: DenoiseParams, pages: list, vsts: list, sigmas:
 
 
 def same_sensor(page: np.ndarray, own, shared, tol: float = SHARED_SENSOR_TOLERANCE) -> bool:
-    """Whether stabilisers ``own`` and ``shared`` give ``page`` the same noise std within
+    """Tell whether two stabilisers give a page the same noise std.
+
+    Whether stabilisers ``own`` and ``shared`` give ``page`` the same noise std within
     a factor ``tol`` at its median signal in each colour channel (where an estimate is
     best determined; a sparse page's gain and read noise trade against each other)."""
     x = colour_part(np.asarray(page))
@@ -137,7 +146,9 @@ def same_sensor(page: np.ndarray, own, shared, tol: float = SHARED_SENSOR_TOLERA
 
 
 def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple[float, Any]:
-    """One noise level for the pages of a sequence (they share a sensor): ``(sigma,
+    """Measure one noise level and stabiliser for the pages of a sequence.
+
+    One noise level for the pages of a sequence (they share a sensor): ``(sigma,
     stabiliser)``, the median of the pages' ``sigmas`` (times the strength already),
     or, when the pages have a stabiliser ``vst``, one measured on up to 8 of ``pages``
     side by side (then sigma is the strength)."""
@@ -151,7 +162,9 @@ def shared_noise(params: DenoiseParams, pages: list, sigmas: list, vst) -> tuple
 
 
 def runs_of_one_size(items: list[PreparedItem]) -> list[list[PreparedItem]]:
-    """The images in order, cut where the size, dtype or colour changes and where an
+    """Cut the prepared images into runs of one size, dtype and colour.
+
+    The images in order, cut where the size, dtype or colour changes and where an
     image of the set is missing (it failed, or had no noise to remove): its
     neighbours are not neighbouring pages.  Pages whose noise model the run chose
     differently stay together (:func:`one_noise_model`)."""
@@ -182,7 +195,9 @@ def _mixed(seq: list[PreparedItem]) -> bool:
 
 
 def one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
-    """The noise model most pages of a sequence were given, given to all (they share
+    """Give every page of a sequence the noise model most of its pages were given.
+
+    The noise model most pages of a sequence were given, given to all (they share
     a sensor; a tie keeps the Gaussian model): a page switched to the Poisson-Gaussian
     model gets the stack's stabiliser from :func:`give_shared_noise`, one switched back
     its measured Gaussian level."""
@@ -206,7 +221,9 @@ def one_noise_model(params: DenoiseParams, seq: list[PreparedItem]) -> None:
 
 
 def run_sequences(run: RunContext, items: list[PreparedItem]) -> tuple[list, list]:
-    """Denoise the images of the set that form sequences (``params.sequence``); returns
+    """Denoise the images of the set that form sequences.
+
+    Denoise the images of the set that form sequences (``params.sequence``); returns
     the items left to denoise alone and the spectra of the sequences' groups."""
     params = run.params
     if params.method != "grouped" or params.sequence == "no":
@@ -238,7 +255,9 @@ def run_sequences(run: RunContext, items: list[PreparedItem]) -> tuple[list, lis
 
 
 def decide_run(params: DenoiseParams, seq: list[PreparedItem]) -> SequenceDecision:
-    """Whether a run of images of one size ``seq`` (prepared: noise measured) is a
+    """Decide whether a run of prepared images of one size is a sequence.
+
+    Whether a run of images of one size ``seq`` (prepared: noise measured) is a
     sequence, decided on each page's own noise measure (stabilised: std 1) or one
     stabiliser where the pages share a sensor (:func:`decision_stabilisers`); the
     decision goes into each page's ``stats["sequence"]``."""
@@ -259,7 +278,9 @@ def decide_run(params: DenoiseParams, seq: list[PreparedItem]) -> SequenceDecisi
 
 
 def link_run(params: DenoiseParams, seq: list[PreparedItem], dec: SequenceDecision) -> float:
-    """The pages of a run :func:`decide_run` called a sequence (``dec``) given one noise
+    """Give a run decided a sequence one noise model and one noise estimate.
+
+    The pages of a run :func:`decide_run` called a sequence (``dec``) given one noise
     model and one noise estimate (:func:`shared_noise`, the decision's when it measured
     it); returns the level."""
     one_noise_model(params, seq)  # a no-op unless the pages were mixed (then no dec.noise)
@@ -272,13 +293,17 @@ def _decision_pages(seq: list[PreparedItem]) -> list:
 
 
 def stabiliser_stats(page: dict, vst) -> dict:
-    """A page's ``stats["noise_model"]`` with the stack's shared stabiliser ``vst``: its
+    """Return a page's noise-model stats with the stack's shared stabiliser.
+
+    A page's ``stats["noise_model"]`` with the stack's shared stabiliser ``vst``: its
     gain and sigma (the model, and what chose it, kept)."""
     return dict(page, gain=np.ravel(vst.gain).tolist(), sigma=np.ravel(vst.sigma).tolist())
 
 
 def give_shared_noise(params: DenoiseParams, seq: list[PreparedItem], noise=None) -> float:
-    """:func:`shared_noise` (or ``noise``, measured before) given to every page of
+    """Give every page of a sequence one shared noise level and stabiliser.
+
+    :func:`shared_noise` (or ``noise``, measured before) given to every page of
     ``seq``; returns the level."""
     sigma, vst = noise or shared_noise(params, [it.data for it in seq],
                                        [it.result.noise_sigma for it in seq], seq[0].vst)
@@ -337,7 +362,9 @@ def _run_stack(run: RunContext, seq: list[PreparedItem], sigma: float,
 
 
 def neighbours_used(counts, window: int) -> dict:
-    """A page's share of its groups' members taken from each relative page, ``{"-1":
+    """Return a page's share of group members taken from each relative page.
+
+    A page's share of its groups' members taken from each relative page, ``{"-1":
     0.13, "0": 0.59, ...}`` (the pages used), from its member ``counts`` for the relative
     pages ``-window .. window`` (summed over tiles; ``docs/stacks.md``)."""
     c = np.asarray(counts, dtype=np.float64)

@@ -13,7 +13,9 @@ __all__ = ["Terminated", "STOP_SIGNALS", "stop_signals_interrupt", "signals_held
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, SIGHUP (the terminal closed, the session ended) or another of
+    """A stop signal other than Ctrl-C, raised so the run stops as on Ctrl-C.
+
+    SIGTERM, SIGHUP (the terminal closed, the session ended) or another of
     :data:`STOP_SIGNALS`: the run stops as on Ctrl-C (the cluster closed, what was
     written listed in the sidecar), with exit code 128 + the signal's number (143, 129)."""
 
@@ -50,7 +52,9 @@ def _handlers(handler, *signums):
 
 
 def stop_signals_interrupt():
-    """Turn :data:`STOP_SIGNALS` into :class:`Terminated` while the command runs: their
+    """Turn stop signals into :class:`Terminated` while the command runs.
+
+    Turn :data:`STOP_SIGNALS` into :class:`Terminated` while the command runs: their
     default action ends the process with no cleanup (a cluster's workers left running,
     no sidecar for the files written).  An ignored one (``nohup``) stays ignored."""
     def stop(signum, frame):
@@ -61,7 +65,9 @@ def stop_signals_interrupt():
 
 @contextlib.contextmanager
 def signals_held():
-    """Hold Ctrl-C and :data:`STOP_SIGNALS` while an input's files are written and recorded,
+    """Hold Ctrl-C and stop signals while an input's files are written.
+
+    Hold Ctrl-C and :data:`STOP_SIGNALS` while an input's files are written and recorded,
     and deliver them after: an interrupted run's sidecar lists every file it wrote."""
     held: list = []
     try:
@@ -74,5 +80,8 @@ def signals_held():
 
 
 def interrupted_code(exc: KeyboardInterrupt) -> int:
-    """128 + the signal's number, as a shell reports a process the signal ended."""
+    """Return the exit code of an interrupted run.
+
+    128 + the signal's number, as a shell reports a process the signal ended (130 for
+    Ctrl-C)."""
     return 128 + exc.signum if isinstance(exc, Terminated) else 130

@@ -27,7 +27,9 @@ _ROWS = 256
 
 
 def to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | None, bool]:
-    """(H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
+    """Convert an image to the float64 channels the denoiser works on.
+
+    (H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
 
     Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
     A variance-stabilising transform ``vst`` applies to each colour channel first.
@@ -50,6 +52,7 @@ def to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | No
 
 
 def from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
+    """Bring working channels back to the shape and dtype of the input ``like``."""
     out = opponent_to_rgb(work) if colour else work
     if vst is not None:
         out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
@@ -76,7 +79,9 @@ def cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
 
 
 def colour_part(image: np.ndarray) -> np.ndarray:
-    """An (H, W, 2|4) image without its alpha channel (a view); any other image itself."""
+    """Return an image without its alpha channel.
+
+    An (H, W, 2|4) image without its alpha channel (a view); any other image itself."""
     a = np.asarray(image)
     return a[..., :-1] if a.ndim == 3 and a.shape[2] in (2, 4) else a
 
@@ -93,7 +98,9 @@ def channels(image: np.ndarray) -> int:
 
 
 def luminance(image: np.ndarray):
-    """The first working channel (H, W), for the noise estimator: a grey image's
+    """Return the first working channel of an image, for the noise estimator.
+
+    The first working channel (H, W), for the noise estimator: a grey image's
     own pixels (a view, in its dtype: the estimator converts only the blocks it
     samples), or for colour a :class:`LazyLuminance` that computes the opponent
     luminance of only the slices asked for (no float64 plane of the image)."""
@@ -104,7 +111,9 @@ def luminance(image: np.ndarray):
 
 
 def luminance_bounds(image: np.ndarray) -> tuple[float, float] | None:
-    """The values :func:`luminance` takes where every channel is clipped to its
+    """Return the luminance at an integer image's clipping limits, low and high.
+
+    The values :func:`luminance` takes where every channel is clipped to its
     integer type's limits (0 and 255 for 8 bits), for the noise estimator; None for
     a float image (no known clipping)."""
     a = np.asarray(image)
@@ -116,7 +125,9 @@ def luminance_bounds(image: np.ndarray) -> tuple[float, float] | None:
 
 
 class LazyLuminance:
-    """The opponent luminance of a colour image (H, W, 3|4) as a read-only 2-D
+    """The opponent luminance of a colour image, computed a block at a time.
+
+    The opponent luminance of a colour image (H, W, 3|4) as a read-only 2-D
     array-like: ``lum[ys, xs]`` converts that block to float64 only, and
     ``np.asarray(lum)`` the whole plane, a band of rows at a time."""
 
@@ -142,7 +153,9 @@ class LazyLuminance:
 
 
 def working_range(dtype, vst=None) -> float | None:
-    """The span of the working values of an image of ``dtype``: its integer type's
+    """Return the span of the working values of an image of ``dtype``.
+
+    The span of the working values of an image of ``dtype``: its integer type's
     range (through the variance-stabilising transform ``vst``, the smallest over the
     colour channels); None for floats, whose range the type does not say."""
     dtype = np.dtype(dtype)
@@ -161,7 +174,9 @@ NOMINAL_RANGES = (1.0, 255.0, 4095.0, 65535.0)
 
 
 def nominal_range(values: np.ndarray, sigma: float) -> float | None:
-    """The conventional range ``[0, R]`` (:data:`NOMINAL_RANGES`, the smallest) a float
+    """Return the conventional range ``[0, R]`` a float image holds, if any.
+
+    The conventional range ``[0, R]`` (:data:`NOMINAL_RANGES`, the smallest) a float
     image holds, noise aside: its 0.1 and 99.9 percentiles within 4 ``sigma`` of it, and
     ``sigma`` at most half of it (a range the noise would swamp is not the image's);
     None when none holds them (values far below zero, physical units)."""
@@ -173,7 +188,9 @@ def nominal_range(values: np.ndarray, sigma: float) -> float | None:
 
 
 def guide_range(dtype, vst, colour: bool) -> float | None:
-    """The grouped method's ``data_range`` of a region: the working range, for colour
+    """Return the grouped method's ``data_range`` of a region.
+
+    The grouped method's ``data_range`` of a region: the working range, for colour
     the span of the luminance (the guide channel)."""
     rng = working_range(dtype, vst)
     if rng is not None and colour:
