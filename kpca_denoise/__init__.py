@@ -22,6 +22,7 @@ __all__ = [
     "denoise_image",
     "denoise_set",
     "denoise_stack",
+    "denoise_mosaic",
     "denoise_dask",
     "required_halo",
     "DenoiseParams",
@@ -43,6 +44,10 @@ def __getattr__(name):  # lazy: importing the package pulls in neither scikit-le
         from . import api
 
         return getattr(api, name)
+    if name == "denoise_mosaic":
+        from . import mosaic
+
+        return mosaic.denoise_mosaic
     if name in ("denoise_set", "DenoiseParams"):
         from . import pipeline
 

@@ -9,11 +9,16 @@ Both take ``(array, params=None, *, progress=None, cancel=None, **fields)``, whe
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .core.progress import ProgressCallback
+from .io import read_item
+from .io.raw import RAW_SUFFIXES
+from .mosaic import mosaic_of
 from .params import DenoiseParams, call_params
 from .pipeline import denoise_set
 
@@ -27,9 +32,10 @@ def denoise_image(image: np.ndarray, params: DenoiseParams | dict | None = None,
 
     Parameters
     ----------
-    image : ndarray, shape (M, N[, C])
+    image : ndarray, shape (M, N[, C]), or the path of a camera RAW file
         Grey (C absent or 1), grey + alpha (2), RGB (3) or RGBA (4); uint8, uint16 or
-        float.
+        float.  A RAW file (``.dng``, ``.cr2``, ``.nef``, ...; ``rawpy`` needed) is read
+        and its mosaic denoised as :func:`~kpca_denoise.mosaic.denoise_mosaic` does.
     params : DenoiseParams or dict, optional
         The parameters (default: ``DenoiseParams()``, the default profile with the
         noise estimated).
@@ -48,7 +54,8 @@ def denoise_image(image: np.ndarray, params: DenoiseParams | dict | None = None,
     Returns
     -------
     ndarray, shape (M, N[, C])
-        The input's shape and dtype.  With several ranks the last one's result
+        The input's shape and dtype (a RAW file: its denoised mosaic, (H, W) uint16).
+        With several ranks the last one's result
         (:func:`~kpca_denoise.pipeline.denoise_set` gives every rank).
 
     Raises
@@ -68,6 +75,8 @@ def denoise_image(image: np.ndarray, params: DenoiseParams | dict | None = None,
     (64, 64)
     """
     p = call_params(params, fields, caller="denoise_image")
+    if isinstance(image, (str, os.PathLike)) and Path(image).suffix.lower() in RAW_SUFFIXES:
+        image = mosaic_of(read_item(image))  # a camera RAW file: its mosaic and levels
     res = denoise_set([image], p, progress=progress, cancel=cancel)
     item = res.images[0]
     if item.error:

@@ -41,6 +41,7 @@ from .io.lazy_tiff import memory_budget
 from .display import display_problem
 from .numba_cache import announce_compile
 from .lazy_inputs import write_lazy_item
+from .mosaic import mosaic_of
 from .executor import Executor, ExecutorError
 from .params import DenoiseParams
 from .evaluation import noise_notes, rank_notes
@@ -543,6 +544,8 @@ class _PageSource(Sequence):
             self._held = (None, None)  # let the previous file go before reading the next
             self._held = (it, it.reread())
         a = self._held[1]
+        if "raw" in it.meta:  # a camera RAW: its mosaic with its pattern and levels
+            return mosaic_of(it, a)
         return a[k] if it.is_stack else a
 
 

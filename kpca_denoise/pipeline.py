@@ -72,7 +72,8 @@ def denoise_set(
     Parameters
     ----------
     images : arrays (H, W), (H, W, 3|4) of uint8/uint16/float, or, where
-        ``patch_sets[i]`` is true, (N, h, w) patch sets whose items are samples.
+        ``patch_sets[i]`` is true, (N, h, w) patch sets whose items are samples, or
+        camera mosaics (:class:`~kpca_denoise.core.cfa.Mosaic`, ``docs/raw.md``).
     params : :class:`DenoiseParams` (validated here).
     names : labels for messages (default ``image 0``, ...).
     progress : receives ProgressEvent; stages 'noise', 'gram', 'eigensolver',
@@ -202,6 +203,8 @@ def _run_grouped(run: RunContext, items: list[PreparedItem], spectra: list | Non
                                             tile_map=run.tile_map)
             spectra.extend(np.asarray(st["spectrum"]) for st in stats_all if "spectrum" in st)
             report(run.clock, "reassembly", 1, 1)
+            if item.mosaic is not None:  # the four CFA planes back into the mosaic
+                outs = {k2: item.mosaic.merge(o, like=res.noisy) for k2, o in outs.items()}
             res.outputs.update(outs)
             res.stats["grouped"] = stats_all
             run.resolved.setdefault("grouped", {k2: v for k2, v in stats_all[0].items()

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .core.cfa import Mosaic, PlaneStabiliser
 from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
 from .core.nlf import SIGNAL_DEPENDENT_RATIO, estimate_noise_model
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
@@ -43,6 +44,7 @@ class PreparedItem:
     channels: int = 0  # an image's colour channels
     vst: GeneralizedAnscombe | None = None  # a 'poisson-gaussian' image's stabiliser
     flat: bool = False  # one value per channel (every sample alike): nothing to remove
+    mosaic: Mosaic | None = None  # a camera mosaic: ``data`` holds its four CFA planes
 
     @property
     def is_patchset(self) -> bool:
@@ -70,6 +72,8 @@ def prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
     """One item read into working form, noise added (``params.add_noise``, from ``seed``)
     and measured; None when it failed (``res.error``) or has no noise to remove."""
     try:
+        if isinstance(image, Mosaic):
+            return prepare_mosaic(params, image, res, seed)
         a = check_image(image, res.name)
         check_item_shape(a, res.name, is_patchset, params)
         if params.add_noise:
@@ -372,6 +376,73 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
                 "range after the variance-stabilising transform")
     res.stats["note"] = f"{res.name}: {note}; returned unchanged"
     return None
+
+
+def prepare_mosaic(params: DenoiseParams, mosaic: Mosaic, res: ImageResult,
+                   seed: int) -> PreparedItem:
+    """A camera mosaic in working form: its four CFA planes (noise added if asked) and
+    their stabiliser (:func:`mosaic_stabiliser`); ``res.noisy`` is the noisy mosaic, the
+    stabiliser's parameters go to ``res.stats['noise_model']``."""
+    if params.method != "grouped":
+        raise ValueError("a camera mosaic is denoised with the grouped method; drop method "
+                         f"{params.method!r}")
+    check_image(mosaic.data, res.name)
+    noisy = mosaic.data
+    if params.add_noise:
+        noisy = cast_like(noisy_like(noisy, params.add_noise, seed), noisy)
+    res.noisy = noisy
+    planes = mosaic.planes(noisy)
+    check_item_shape(planes, res.name, False, params)
+    vst = mosaic_stabiliser(planes, mosaic, params)
+    res.stats["noise_model"] = dict(
+        model="poisson-gaussian", cfa=mosaic.cfa, gain=np.ravel(vst.gain).tolist(),
+        sigma=np.ravel(vst.sigma).tolist(), black=list(mosaic.black), white=mosaic.white)
+    res.noise_estimated = params.poisson_gain is None or params.noise_sigma is None
+    res.noise_sigma = params.strength  # after the stabiliser: std 1
+    return PreparedItem("image", planes, res, channels=4, vst=vst, mosaic=mosaic)
+
+
+#: a photosite this many robust noise stds (those of its 16x16 block of the plane) above
+#: the median of its plane's 3x3 neighbours (or below it) is hot (dead), and left out of
+#: the noise fit
+HOT_SIGMAS = 12.0
+
+
+def _local_spread(d: np.ndarray, side: int = 16) -> np.ndarray:
+    """A robust std of ``d`` around each pixel: 1.4826 times the median of ``|d|`` over
+    its ``side`` x ``side`` block (the last partial blocks take their neighbour's)."""
+    H, W = d.shape
+    if H < side or W < side:
+        return np.full(d.shape, 1.4826 * float(np.median(np.abs(d))))
+    hb, wb = H // side, W // side
+    blocks = np.abs(d[:hb * side, :wb * side]).reshape(hb, side, wb, side)
+    med = np.median(blocks.transpose(0, 2, 1, 3).reshape(hb, wb, -1), axis=-1)
+    iy = np.minimum(np.arange(H) // side, hb - 1)
+    ix = np.minimum(np.arange(W) // side, wb - 1)
+    return 1.4826 * med[np.ix_(iy, ix)]
+
+
+def mosaic_stabiliser(planes: np.ndarray, mosaic: Mosaic,
+                      params: DenoiseParams) -> PlaneStabiliser:
+    """The Poisson-Gaussian stabiliser of a mosaic's four CFA planes (H/2, W/2, 4): per
+    plane the gain and Gaussian sigma (``params.poisson_gain`` / ``noise_sigma`` if
+    given) fitted on the plane less its black level, leaving out the clipped photosites
+    (at the white level) and the hot and dead ones (:data:`HOT_SIGMAS`) with their
+    neighbours; the black level is the stabiliser's offset."""
+    from scipy.ndimage import median_filter
+
+    black = np.asarray(mosaic.black)
+    gains, sigmas = [], []
+    for c in range(4):
+        x = planes[..., c].astype(np.float64) - black[c]
+        d = x - median_filter(x, size=3, mode="mirror")
+        spread = _local_spread(d) + 1e-12
+        out = (planes[..., c] >= mosaic.white) | (np.abs(d) > HOT_SIGMAS * spread)
+        g, s = estimate_poisson_gaussian(x, gain=params.poisson_gain, sigma=params.noise_sigma,
+                                         exclude=out if out.any() else None)
+        gains.append(g)
+        sigmas.append(s)
+    return PlaneStabiliser(np.array(gains), np.array(sigmas), offset=black)
 
 
 def stabiliser_for(image: np.ndarray, params: DenoiseParams):

@@ -228,7 +228,8 @@ def run_sequences(run: RunContext, items: list[PreparedItem]) -> tuple[list, lis
     params = run.params
     if params.method != "grouped" or params.sequence == "no":
         return items, []
-    images = [it for it in items if not it.is_patchset]
+    # camera mosaics are denoised one by one (their planes are no colour image)
+    images = [it for it in items if not it.is_patchset and it.mosaic is None]
     runs = runs_of_one_size(images)
     odd = next((r for r in runs[1:] if (r[0].data.shape, r[0].data.dtype)
                 != (runs[0][0].data.shape, runs[0][0].data.dtype)), None)
@@ -238,7 +239,7 @@ def run_sequences(run: RunContext, items: list[PreparedItem]) -> tuple[list, lis
             f"sequence 'yes' needs images of one size and type: {odd[0].result.name} is "
             f"{b.shape} {b.dtype}, {runs[0][0].result.name} {a.shape} {a.dtype}; use "
             "sequence 'auto' or 'no'")
-    alone, spectra = [it for it in items if it.is_patchset], []
+    alone, spectra = [it for it in items if it.is_patchset or it.mosaic is not None], []
     for seq in runs:
         if len(seq) < 2:
             alone += seq

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core.cfa import PlaneStabiliser
 from .core.color import OPPONENT, opponent_to_rgb, rgb_to_opponent
 
 __all__ = ["to_working", "from_working", "cast_like", "colour_part", "channels", "luminance",
@@ -32,9 +33,13 @@ def to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | No
     (H, W[, C]) any dtype -> (H, W, c) float64 channels to denoise, alpha, is_colour.
 
     Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
-    A variance-stabilising transform ``vst`` applies to each colour channel first.
+    A variance-stabilising transform ``vst`` applies to each colour channel first; a
+    camera mosaic's planes (:class:`~kpca_denoise.core.cfa.PlaneStabiliser`) are all
+    stabilised and denoised as they are (no opponent colour, no alpha).
     """
     a = np.asarray(image)
+    if isinstance(vst, PlaneStabiliser):
+        return vst.forward(a), None, False
     if a.ndim == 2:
         a = a[..., None]
     if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):

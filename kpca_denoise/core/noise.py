@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.ndimage import correlate, gaussian_filter, uniform_filter
+from scipy.ndimage import correlate, gaussian_filter, maximum_filter, uniform_filter
 from scipy.stats import chi2
 
 __all__ = ["estimate_sigma_pca", "estimate_sigma_image", "estimate_poisson_gaussian"]
@@ -280,7 +280,8 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
                               weak_texture_fraction: float = 0.3, iterations: int = 10,
                               confidence: float = 0.9999, max_patches: int = 20000,
                               max_pixels: int = 1 << 20, block_size: int = 256,
-                              random_state: int = 0, block: int = 8) -> tuple[float, float]:
+                              random_state: int = 0, block: int = 8,
+                              exclude: np.ndarray | None = None) -> tuple[float, float]:
     """Poisson gain ``alpha`` and Gaussian std ``sigma`` of a single-channel image (H, W).
 
     The model is ``z = alpha * Poisson(y / alpha) + N(0, sigma^2)``: the noise variance
@@ -313,6 +314,10 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
     ``max_pixels`` pixels is read through random ``block_size`` blocks (fixed seed),
     and the coarse statistics a band of rows at a time.
 
+    ``exclude``: a boolean (H, W) mask of pixels to leave out of both fits (clipped
+    highlights, hot pixels of a camera mosaic): the blocks and patches that touch one
+    (the blocks with the high-pass's 1-px reach) are not used.
+
     ``gain`` or ``sigma`` given: only the other one is fitted.  Returns ``(alpha,
     sigma)`` in the image's units; ``alpha`` is at least ``1e-4`` of the mean level
     (so that the transform stays defined), ``sigma`` >= 0.  Accuracy:
@@ -327,9 +332,9 @@ def estimate_poisson_gaussian(image: np.ndarray, *, gain: float | None = None,
         raise ValueError(
             f"image {img.shape[1]}x{img.shape[0]} is too small to estimate its Poisson gain and "
             f"Gaussian sigma (at least {block + 2} px a side); give both")
-    coarse = block_fit(img, block, gain, sigma, iterations, 0.999)
+    coarse = block_fit(img, block, gain, sigma, iterations, 0.999, exclude)
     fine = level_fit(img, gain, sigma, patch_size, levels, weak_texture_fraction, iterations,
-                      confidence, max_patches, max_pixels, block_size, random_state)
+                      confidence, max_patches, max_pixels, block_size, random_state, exclude)
     if fine is not None:
         (a, s), m = fine
         fv = a * m + s * s
@@ -354,23 +359,28 @@ COARSE_LOW = 0.9
 
 def level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int, levels: int,
               frac: float, iterations: int, confidence: float, max_patches: int,
-              max_pixels: int, block_size: int, seed: int
+              max_pixels: int, block_size: int, seed: int, exclude: np.ndarray | None = None
               ) -> tuple[tuple[float, float], np.ndarray] | None:
     """Fit the Poisson-Gaussian noise line level by level of patch mean.
 
     The level-wise fit of :func:`estimate_poisson_gaussian`: ``((alpha, sigma),
-    level means)``, or None for an image too small for three levels."""
+    level means)``, or None for an image too small for three levels.  ``exclude``: the
+    pixels whose patches are left out."""
     min_keep = 40 * p * p
     H, W = img.shape
     if min(H, W) < 2 * p or min(H * W, max_pixels) * frac < 3 * min_keep:
         return None
-    st = PatchStats(sample_blocks(img, max_pixels, max(block_size, 8 * p), seed), p,
-                     with_mean=True)
-    nlev = min(levels, int(st.t.size * frac) // min_keep)
+    side = max(block_size, 8 * p)
+    st = PatchStats(sample_blocks(img, max_pixels, side, seed), p, with_mean=True)
+    ok = None
+    if exclude is not None:  # the same blocks of the mask: a patch touching it is left out
+        ok = PatchStats(sample_blocks(np.asarray(exclude, dtype=np.float64), max_pixels, side,
+                                      seed), p, with_mean=True).mu < 1e-9
+    nlev = min(levels, int((st.t.size if ok is None else int(ok.sum())) * frac) // min_keep)
     if nlev < 3:
         return None
     m, v, n = level_variances(st, nlev, frac, confidence, iterations, min_keep, max_patches,
-                               seed)
+                               seed, ok)
     # a level that reads no noise at all is flat (clipped black or white, an empty
     # background): it says nothing about the line
     flat = v <= 1e-9 * float(np.max(v))
@@ -390,15 +400,18 @@ def level_fit(img: np.ndarray, gain: float | None, sigma: float | None, p: int, 
 
 
 def level_variances(st: "PatchStats", nlev: int, frac: float, confidence: float,
-                    iterations: int, min_keep: int, max_patches: int, seed: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    iterations: int, min_keep: int, max_patches: int, seed: int,
+                    ok: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimate the noise variance per level of patch mean.
 
     Per level of patch mean (``nlev`` equal-count levels): the mean of the patches
-    the noise estimate used, the noise variance, and how many patches it used."""
+    the noise estimate used, the noise variance, and how many patches it used.  ``ok``:
+    the patch positions that may be used (None: all)."""
     p = st.p
     quantile = float(chi2.ppf(confidence, 2 * p * (p - 1)))
     order = np.argsort(st.mu, kind="stable")  # equal counts even where levels tie
+    if ok is not None:
+        order = order[ok[order]]
     cuts = np.linspace(0, order.size, nlev + 1).astype(np.int64)
     pca_of = st.pca(max_patches, np.random.default_rng(seed), without_mean=True)
     m, v, n = [], [], []
@@ -430,7 +443,8 @@ def _fit_bounded(m: np.ndarray, v: np.ndarray, w: np.ndarray, gain: float | None
 
 
 def block_fit(img: np.ndarray, block: int, gain: float | None, sigma: float | None,
-              iterations: int, confidence: float) -> tuple[float, float]:
+              iterations: int, confidence: float,
+              exclude: np.ndarray | None = None) -> tuple[float, float]:
     """Fit the Poisson-Gaussian noise line on blocks' high-pass variances.
 
     The coarse fit of :func:`estimate_poisson_gaussian`: per ``block`` x ``block``
@@ -438,8 +452,14 @@ def block_fit(img: np.ndarray, block: int, gain: float | None, sigma: float | No
     (the noise variance on smooth signal, more on texture); a line through per-level
     medians, then blocks whose variance is more than pure noise of the current line
     would give with probability ``confidence`` are dropped and the line is refitted
-    (weights ``1 / variance^2``), until it stops moving."""
+    (weights ``1 / variance^2``), until it stops moving.  ``exclude``: pixels whose
+    blocks (with the high-pass's 1-px reach) are left out."""
     m, v = block_stats(img, block)
+    if exclude is not None:
+        near = maximum_filter(np.asarray(exclude, dtype=np.float64), size=3, mode="nearest")
+        keep = block_stats(near, block)[0] <= 0
+        if keep.sum() >= 10:
+            m, v = m[keep], v[keep]
     # effective degrees of freedom of a block's mean square: the high-pass outputs of
     # neighbouring pixels are correlated (sum of squared autocorrelations)
     rho = correlate(np.pad(_HIGH_PASS, 2), _HIGH_PASS, mode="constant")
