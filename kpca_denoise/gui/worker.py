@@ -7,7 +7,8 @@ messages as Qt signals: progress per stage, live eigenvalues, finished
 images.  The GUI thread only draws.  Cancel sets the pipeline's cancel event;
 if the process has not stopped within :data:`CANCEL_GRACE` seconds (a
 pre-image block can take longer) the process is ended and a fresh one is
-started for the next run.  ``RunController.finished`` is emitted only after
+started for the next run; a preview's background decisions get
+:data:`PREPARE_GRACE` CPU seconds of the process (:class:`CancelClock`).  ``RunController.finished`` is emitted only after
 the thread has stopped, so "finished" always means "no worker left running".
 A preview of a sequence's page is sent with that page alone
 (:meth:`~kpca_denoise.gui.jobs.Job.without_pages`): the process keeps the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
+import os
 import sys
 import threading
 import time
@@ -51,11 +53,17 @@ __all__ = [
 
 #: seconds a cancelled run may take to stop by itself before its process is ended
 CANCEL_GRACE = 0.8
-#: the same for a preview's background decisions: they check the token between their
-#: steps and the calibration's chunks, but measuring the noise of an image (up to
-#: ``preview.PREPARE_MAX_PIXELS``) is one step of a few seconds, which costs less to wait
-#: for than a new compute process (its start and warm-up) and leaves nothing half-done
-PREPARE_GRACE = 6.0
+#: CPU seconds (the compute process's, all its threads) a preview's background decisions
+#: may spend after a cancel before the process is ended.  They check the token between
+#: their steps and the calibration's chunks, but the noise measurement is one step (about
+#: 5-12 CPU s on a 768 x 768 image), which costs less to wait for than a new compute
+#: process (its start and warm-up) and leaves nothing half-done.  CPU time, not the
+#: clock's: the process runs niced, and on a loaded machine the same step takes many times
+#: longer on the clock (where the process's CPU time cannot be read, the clock's seconds)
+PREPARE_GRACE = 20.0
+#: wall seconds after a cancel in which a process that uses no CPU at all is taken to be
+#: stuck (and ended) whatever its grace
+STALL_GRACE = 15.0
 
 _LIVE_THREADS: "weakref.WeakSet[QThread]" = weakref.WeakSet()
 
@@ -83,6 +91,44 @@ class RunSummary:
 
 
 # -- the compute process -------------------------------------------------------------
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds process ``pid`` has used (all its threads), None where
+    they cannot be read (no ``/proc``, the process gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class CancelClock:
+    """How long a cancelled job has taken to stop: the compute process's CPU seconds
+    since the cancel (the clock's where they cannot be read), and whether it is stuck
+    (no CPU used for :data:`STALL_GRACE` seconds)."""
+
+    def __init__(self, pid: int | None, cpu: bool) -> None:
+        self.pid = pid
+        self.wall0 = self.moved = time.monotonic()
+        self.cpu0 = process_cpu_seconds(pid) if (cpu and pid is not None) else None
+        self.last = self.cpu0
+
+    def spent(self) -> float:
+        """Seconds the job has spent since the cancel (CPU seconds when measured)."""
+        now = time.monotonic()
+        if self.cpu0 is None:
+            return now - self.wall0
+        cpu = process_cpu_seconds(self.pid)
+        if cpu is None:  # the process is gone: its end is read elsewhere
+            return 0.0
+        if cpu > self.last:
+            self.last, self.moved = cpu, now
+        return cpu - self.cpu0
+
+    def stuck(self) -> bool:
+        return self.cpu0 is not None and time.monotonic() - self.moved > STALL_GRACE
 
 
 class ComputeServer:
@@ -212,13 +258,13 @@ class DenoiseWorker(QObject):
         srv = compute_server()
         srv.cancel.clear()
         srv.jobs.put(job.without_pages())  # a preview's other pages only if asked for
-        cancel_sent: float | None = None
+        cancel_sent: CancelClock | None = None
         grace = PREPARE_GRACE if job.purpose == "prepare" else CANCEL_GRACE
         while True:
             if self.token.is_set() and cancel_sent is None:
                 srv.cancel.set()
-                cancel_sent = time.monotonic()
-            if cancel_sent is not None and time.monotonic() - cancel_sent > grace:
+                cancel_sent = CancelClock(srv.proc.pid, cpu=job.purpose == "prepare")
+            if cancel_sent is not None and (cancel_sent.spent() > grace or cancel_sent.stuck()):
                 # the pipeline is inside a long chunk: end the process, keep nothing half-done
                 discard_compute_server(kill=True)
                 summary.status = "cancelled"

@@ -733,3 +733,35 @@ def test_shift_drag_draws_a_preview_region(window, tmp_path, qtbot):
     before = vb.viewRange()
     vb.mouseDragEvent(_Drag(vb, QPointF(30, 30), QPointF(20, 20), shift=False))
     assert window.preview_box() == (30, 50, 30, 60) and vb.viewRange() != before
+
+
+def test_the_decisions_grace_counts_the_compute_process_cpu_not_the_clock(monkeypatch):
+    """A cancelled preview's decisions get PREPARE_GRACE CPU seconds of the compute
+    process: a loaded machine stretches the clock, not the work; a process using no CPU
+    is stuck after STALL_GRACE seconds."""
+    import subprocess
+    import sys
+    import time
+
+    from kpca_denoise.gui import worker
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)  # both started
+        monkeypatch.setattr(worker, "STALL_GRACE", 0.8)
+        hot = worker.CancelClock(busy.pid, cpu=True)
+        cold = worker.CancelClock(idle.pid, cpu=True)
+        wall = worker.CancelClock(idle.pid, cpu=False)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.2:
+            hot.spent(), cold.spent()
+            time.sleep(0.05)
+        assert 0.0 < hot.spent() <= time.monotonic() - t0 + 0.05 and not hot.stuck()
+        assert cold.spent() < 0.05 and cold.stuck()  # asleep: no CPU, stuck
+        assert wall.spent() >= 1.2 and not wall.stuck()  # the clock's seconds
+        assert worker.process_cpu_seconds(idle.pid) is not None
+    finally:
+        busy.kill(), idle.kill()
+        busy.wait(), idle.wait()
+    assert worker.process_cpu_seconds(idle.pid) is None  # gone
