@@ -3,7 +3,7 @@
 
     python -m benchmarks.preimage_init
 
-Noisy digits as tests/test_digits.py: 1000 training digits and 797 test
+Noisy digits as tests/core/test_digits.py: 1000 training digits and 797 test
 digits on [0, 1], noise std 0.25, KernelPCA.for_denoising(n_components)
 (rbf, gamma='noise') with fit_inverse_transform=True.  For each rank and
 ridge alpha: test MSE against the clean digits and the fixed point's

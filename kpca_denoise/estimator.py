@@ -12,7 +12,7 @@ Swapping ``from sklearn.decomposition import KernelPCA`` for
 ``from kpca_denoise import KernelPCA`` changes nothing but speed: the
 defaults and the meaning of every scikit-learn parameter are the same, and
 scikit-learn's own ``test_kernel_pca.py`` passes on it
-(``tests/test_sklearn_suite.py``).
+(``tests/core/test_sklearn_suite.py``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from kpca_denoise import KernelPCA
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _rewritten_suite(tmp_path):
