@@ -134,8 +134,9 @@ SIGNAL_DEPENDENT_RATIO = 3.0
 
 @dataclass(frozen=True)
 class NoiseModel:
-    """The noise an image was measured to carry (``ImageResult.stats['noise']`` holds
-    :meth:`to_dict`; ``docs/noise.md``).
+    """The noise an image was measured to carry.
+
+    ``ImageResult.stats['noise']`` holds :meth:`to_dict`; ``docs/noise.md``.
 
     kind : 'white' (the finest-scale estimate is the whole noise) or 'correlated'
         (demosaiced, filtered or compressed noise: more than the finest scale shows).
@@ -168,6 +169,7 @@ class NoiseModel:
 
     @property
     def correlated(self) -> bool:
+        """Whether the noise is correlated (else white)."""
         return self.kind == "correlated"
 
     @property
@@ -189,8 +191,9 @@ class NoiseModel:
         return cls(**d)
 
     def describe(self, *, ascii: bool = False) -> str:
-        """One line for a log or a label, e.g. 'correlated noise, sigma 10.5 (3.3 x the
-        finest scale's 3.21)'."""
+        """Describe the model in one line for a log or a label.
+
+        For example 'correlated noise, sigma 10.5 (3.3 x the finest scale's 3.21)'."""
         s = "sigma" if ascii else "σ"
 
         def num(v: float) -> str:  # 3 digits, and whole numbers for 16-bit levels
@@ -203,8 +206,10 @@ class NoiseModel:
 
 
 def effective_factor(R: np.ndarray, lag: int, patch: int = 5) -> float:
-    """How much above the per-pixel std ``sqrt(R[0])`` the level a white-noise
-    denoiser is told should be for noise of autocovariance ``R`` (:attr:`_Design.lags`
+    """Return the factor above the per-pixel std a white-noise denoiser is told.
+
+    How much above the per-pixel std ``sqrt(R[0])`` the level a white-noise denoiser
+    is told should be for noise of autocovariance ``R`` (:func:`autocovariance_lags`
     up to ``lag`` px): with ``C`` the noise covariance of a ``patch`` x ``patch``
     patch, the white noise whose covariance has the same Frobenius norm, i.e. the root
     mean square of ``C``'s eigenvalues (the noise power spectrum sampled by the
@@ -330,8 +335,10 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
                          bounds: tuple[float, float] | None = None, patch_size: int = 7,
                          lag: int = 3, max_patches: int = 20000, max_pixels: int = 1 << 20,
                          block_size: int = 256, random_state: int = 0) -> NoiseModel:
-    """The :class:`NoiseModel` of an image (H, W) or (H, W, C) (colour channels only:
-    no alpha), given ``white_sigma``, the finest-scale estimate
+    """Measure the :class:`NoiseModel` of an image: white or correlated, and its level.
+
+    The model of an image (H, W) or (H, W, C) (colour channels only: no alpha), given
+    ``white_sigma``, the finest-scale estimate
     (:func:`~kpca_denoise.core.noise.estimate_sigma_image`, of the luminance for colour).
 
     Per channel the whole noise autocovariance is fitted (module docstring); pooled over

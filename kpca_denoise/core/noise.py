@@ -174,8 +174,10 @@ class PatchStats:
         return out
 
     def pca(self, max_patches: int, rng: np.random.Generator, *, without_mean: bool = False):
-        """``pca_of(idx)``: :func:`estimate_sigma_pca` of the patches at ``idx`` (a
-        random ``max_patches`` of them if more).  ``without_mean``: of their
+        """Return ``pca_of(idx)``, the noise estimate of the patches at ``idx``.
+
+        :func:`estimate_sigma_pca` of the patches at ``idx`` (a random ``max_patches``
+        of them if more).  ``without_mean``: of their
         components orthogonal to the constant patch, for patches chosen by their mean,
         whose spread along the constant direction the choice has narrowed."""
         d = self.p * self.p

@@ -84,7 +84,9 @@ def _closed_form(D: np.ndarray, s: float) -> np.ndarray:
 
 
 def gat_expectation(y: np.ndarray, gain: float, sigma: float) -> np.ndarray:
-    """``E{f(z) | y}`` for the GAT ``f`` of :class:`GeneralizedAnscombe` (pixel units ``y``
+    """Return ``E{f(z) | y}`` for the GAT ``f``, the curve its exact inverse inverts.
+
+    ``E{f(z) | y}`` for the GAT ``f`` of :class:`GeneralizedAnscombe` (pixel units ``y``
     in ``0 .. gain * 400``), the curve the exact unbiased inverse inverts."""
     yt, Ef = _table(float(sigma) / float(gain))
     return np.interp(np.asarray(y, dtype=np.float64) / gain, yt, Ef)
@@ -92,7 +94,9 @@ def gat_expectation(y: np.ndarray, gain: float, sigma: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GeneralizedAnscombe:
-    """The GAT and its exact unbiased inverse for gain ``gain`` (alpha > 0) and Gaussian
+    """The generalised Anscombe transform and its exact unbiased inverse.
+
+    The GAT and its exact unbiased inverse for gain ``gain`` (alpha > 0) and Gaussian
     std ``sigma`` >= 0, both in pixel units; ``offset`` is subtracted first (a camera's
     black level).  ``gain`` and ``sigma`` may be arrays of one value per channel (they
     broadcast against the last axis of an (H, W, C) image).

@@ -48,7 +48,9 @@ Denoiser = Callable[[list, float, GroupedOptions], list]
 
 
 def central_crop(image: np.ndarray, size: int = PERIODIC_CROP) -> np.ndarray:
-    """The central ``size x size`` part of ``image`` (its first two axes; all of an
+    """Return the central crop where the calibration measures an image.
+
+    The central ``size x size`` part of ``image`` (its first two axes; all of an
     axis shorter than ``size``): where :func:`periodic_lags` and :func:`coarse_detail`
     measure, so that a tiled image can be measured as the core measures one piece."""
     H, W = image.shape[:2]
@@ -57,7 +59,9 @@ def central_crop(image: np.ndarray, size: int = PERIODIC_CROP) -> np.ndarray:
 
 
 def coarse_detail(image: np.ndarray, sigma: float, size: int = PERIODIC_CROP) -> float | None:
-    """How much a noisy image varies at a coarse scale, against its noise: the RMS
+    """Measure how much a noisy image varies at a coarse scale, against its noise.
+
+    How much a noisy image varies at a coarse scale, against its noise: the RMS
     difference between neighbouring means of ``DETAIL_BLOCK``-pixel blocks, less the
     noise's share (``2 sigma^2 / DETAIL_BLOCK^2``), over ``sigma``; on the central
     ``size x size`` crop, as :func:`periodic_lags` measures.
@@ -84,7 +88,9 @@ def coarse_detail(image: np.ndarray, sigma: float, size: int = PERIODIC_CROP) ->
 
 def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = None,
                   size: int = PERIODIC_CROP) -> tuple[float, tuple, tuple]:
-    """``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions,
+    """Measure how strongly an image repeats itself in two directions, and the lags.
+
+    ``(score, v1, v2)``: how strongly ``image`` repeats itself in two directions,
     the normalised autocorrelation of its detail at its second period, a shift of 8
     to 40 pixels at least 30 degrees away from the best one (0 = nothing repeats, 1 =
     an exact two-dimensional period), and the two shifts.
@@ -136,7 +142,9 @@ def periodic_lags(image: np.ndarray, sigma: float, data_range: float | None = No
 def periodic_lags_channels(chans: Sequence[np.ndarray], sigma: float,
                            data_range: float | None = None,
                            size: int = PERIODIC_CROP) -> tuple[float, tuple, tuple]:
-    """:func:`periodic_lags` of the channel that repeats most (the first of equals),
+    """Run :func:`periodic_lags` on the channel that repeats most.
+
+    :func:`periodic_lags` of the channel that repeats most (the first of equals),
     every channel measured against ``data_range`` (channel 0's span): a colour texture
     can repeat in its chrominance more than in its luminance."""
     return max((periodic_lags(c, sigma, data_range, size) for c in chans),
@@ -145,7 +153,9 @@ def periodic_lags_channels(chans: Sequence[np.ndarray], sigma: float,
 
 def texture_contrast(chans: Sequence[np.ndarray], sigma: float,
                      size: int = PERIODIC_CROP) -> float:
-    """The signal's std over the channels on their central ``size x size`` crop:
+    """Return the signal's std over the channels on their central crop.
+
+    The signal's std over the channels on their central ``size x size`` crop:
     ``sqrt(max(sum_c var(c) - C sigma^2, 0))``, the norm over the channels, as the
     matching's SSD sums them."""
     crops = [central_crop(np.asarray(c, dtype=np.float64), size) for c in chans]
@@ -155,7 +165,9 @@ def texture_contrast(chans: Sequence[np.ndarray], sigma: float,
 
 def texture_noise(noise_fraction: float | None, sigma: float, contrast: float,
                   C: int = 1) -> float:
-    """The noise fraction a regular texture's stage-1 window follows
+    """Return the noise fraction a regular texture's stage-1 window follows.
+
+    The noise fraction a regular texture's stage-1 window follows
     (:func:`.geometry.texture_match_extra`): the larger of the noise against one
     channel's span (``noise_fraction`` is against the first channel's, the luminance
     of colour, which spans ``sqrt(C)`` times an input channel) and the noise against
@@ -167,7 +179,9 @@ def texture_noise(noise_fraction: float | None, sigma: float, contrast: float,
 
 
 def noise_fraction(options: GroupedOptions, sigma: float, C: int = 1) -> float | None:
-    """The noise fraction calibrated ``options`` resolve their windows at
+    """Return the noise fraction calibrated options resolve their windows at.
+
+    The noise fraction calibrated ``options`` resolve their windows at
     (:func:`.geometry.resolve_geometry`): ``sigma`` against the data range, or a regular
     texture's :func:`texture_noise`."""
     o = options
@@ -177,7 +191,9 @@ def noise_fraction(options: GroupedOptions, sigma: float, C: int = 1) -> float |
 
 def periodic_trial(chans: Sequence[np.ndarray], sigma: float, options: GroupedOptions,
                    denoise: Denoiser) -> dict:
-    """Which settings denoise ``chans`` better, by a trial on their central crop:
+    """Tell by a trial on the central crop which settings denoise better.
+
+    Which settings denoise ``chans`` better, by a trial on their central crop:
     ``{"photo": mse, "texture": mse}``, unbiased estimates of each setting's mean
     squared error at noise ``sigma sqrt(1 + a^2)`` (``a``: :data:`TRIAL_ALPHA`).
 
@@ -218,7 +234,9 @@ class Calibration:
 
 def calibrate(chans: Sequence[np.ndarray], sigma: float, options: GroupedOptions,
               denoise: Denoiser) -> Calibration:
-    """Decide the image-dependent options of ``chans`` (2-D arrays of one size) at
+    """Decide the image-dependent options of an image's channels at noise ``sigma``.
+
+    Decide the image-dependent options of ``chans`` (2-D arrays of one size) at
     noise ``sigma``, keeping those given in ``options``.
 
     ``periodic``: the score above :data:`PERIODIC`, or in :data:`BORDERLINE` the

@@ -112,8 +112,9 @@ def _insert(hd, hp, hy, hx, cnt, d, q, y, x):
 
 
 def candidate_offsets(R: int) -> tuple[np.ndarray, np.ndarray]:
-    """The offsets ``(dy, dx)`` up to ``R`` either way, nearest first (ties: row-major),
-    the order a neighbour page's candidates are met in."""
+    """List the offsets ``(dy, dx)`` up to ``R`` either way, nearest first.
+
+    Ties row-major: the order a neighbour page's candidates are met in."""
     dy, dx = np.mgrid[-R:R + 1, -R:R + 1].reshape(2, -1)
     order = np.argsort(dy * dy + dx * dx, kind="stable")
     return np.ascontiguousarray(dy[order]), np.ascontiguousarray(dx[order])

@@ -58,7 +58,9 @@ Options = "GroupedOptions | str | Mapping[str, Any] | None"
 
 
 def resolve_options(options: Options = None, **overrides: Any) -> GroupedOptions:
-    """One :class:`GroupedOptions` from an object, a preset name or a mapping, with
+    """Resolve one :class:`GroupedOptions` from an object, a preset name or a mapping.
+
+    One :class:`GroupedOptions` from an object, a preset name or a mapping, with
     ``overrides`` (knob names) applied; an unknown name is refused."""
     opts = GroupedOptions.coerce(options)
     if overrides:
@@ -111,7 +113,9 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
                              progress: ProgressCallback | None = None, cancel: Any = None,
                              core: Sequence[int] | None = None,
                              **overrides: Any) -> tuple[dict, list]:
-    """Denoise an (H, W, C) image whose channels share one set of groups, matched on
+    """Denoise an (H, W, C) image whose channels share one set of groups.
+
+    Denoise an (H, W, C) image whose channels share one set of groups, matched on
     all channels (the summed SSD; for orthonormal opponent colour channels, the SSD
     in RGB).  Parameters (``core`` too) as :func:`denoise_grouped`;
     ``options.data_range`` is that of channel 0.  Returns ``{rank: (H, W, C) float64}``
@@ -126,7 +130,9 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
 
 
 def trial_denoiser(cancel: Any = None):
-    """The denoiser :func:`.calibrate.calibrate` runs its trial with: channels, sigma
+    """Return the denoiser the calibration's trial runs.
+
+    The denoiser :func:`.calibrate.calibrate` runs its trial with: channels, sigma
     and options in, the no-cap estimates out."""
     def denoise(chans: list, sigma: float, options: GroupedOptions) -> list:
         return [r[None] for r in _denoise_channels(chans, sigma, (None,), options, None,
@@ -155,7 +161,9 @@ def _check_core(core: Any, shape: tuple) -> tuple | None:
 
 @dataclass(frozen=True)
 class PassRegion:
-    """What one pass computes for a core: the bounds ``(y_lo, y_hi, x_lo, x_hi)``
+    """What one pass computes for a core: its references and the pixels it gets right.
+
+    What one pass computes for a core: the bounds ``(y_lo, y_hi, x_lo, x_hi)``
     (inclusive) of its reference positions, those whose groups can write into
     ``exact``, the pixels ``(y0, y1, x0, x1)`` whose estimates it gets right (the
     others are the input's)."""
@@ -173,7 +181,9 @@ class RegionPlan:
 
 
 def region_plan(run: Run, shape: tuple, core: tuple | None) -> RegionPlan | None:
-    """What a ``core`` (y0, y1, x0, x1) of an image of ``shape`` depends on, per pass
+    """Plan what a core of an image depends on, pass by pass.
+
+    What a ``core`` (y0, y1, x0, x1) of an image of ``shape`` depends on, per pass
     (None: the whole image).  A group writes within ``R + p`` of its reference (its
     members lie up to the search radius ``R`` away), so the final pass computes the
     references within ``R + p`` of the core; stage 2 reads the pilot at its groups'
@@ -451,7 +461,9 @@ def _part(img: np.ndarray, guide: np.ndarray, ch: int, gy: np.ndarray, gx: np.nd
 
 def coarse_flat(guide_m: np.ndarray, ys: np.ndarray, xs: np.ndarray, m: int, stride: int,
                 excess: float) -> np.ndarray:
-    """(len(ys), len(xs)) bool: the references of the grid ``ys`` x ``xs`` kept.  One
+    """Tell which references of a grid the pilot keeps (flat areas: every other one).
+
+    (len(ys), len(xs)) bool: the references of the grid ``ys`` x ``xs`` kept.  One
     whose ``m x m`` matching window on ``guide_m`` (padded, in
     :func:`.matching.quantise_guide`'s units of sigma / 1024, so the sums are exact) has
     a variance, summed over the C channels, below ``C (1 + excess) sigma^2`` is kept

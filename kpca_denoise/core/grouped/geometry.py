@@ -51,7 +51,9 @@ class Geometry:
 
 
 def texture_match_extra(noise_fraction: float | None) -> int:
-    """How much wider than the patch a regular texture's stage-1 matching window is:
+    """Return how much wider than the patch a regular texture's matching window is.
+
+    How much wider than the patch a regular texture's stage-1 matching window is:
     ``2 + 2 round(14 t^2)``, ``t`` the noise fraction placed between
     :data:`TEXTURE_NOISE0` and :data:`TEXTURE_NOISE1` (clipped to 0..1; None: 2).
     With 5x5 patches: 7x7 up to sigma 15 on 0..255, 9x9 at 25, 17x17 at 35, 35x35 from 50."""

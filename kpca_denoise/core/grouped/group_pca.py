@@ -137,7 +137,9 @@ def _eig(B, rbf, gamma, floor, every, lam_out, V_out, rowmean_out, K_out, r0, r1
 
 @njit(cache=True, nogil=True)
 def argsort_small(a):
-    """The indices that sort the 1-D ``a`` ascending, ties in index order (a stable
+    """Sort a short 1-D array's indices ascending, ties in index order.
+
+    The indices that sort the 1-D ``a`` ascending, ties in index order (a stable
     insertion sort): for the few dozen values a kernel sorts, without compiling numba's
     ``np.argsort``."""
     n = a.shape[0]
@@ -394,7 +396,9 @@ def lanczos_top(A, want, floor, tol, lam, V):
 
 def fit_groups(P: np.ndarray, rbf: bool, gamma: float, floor: float = 0.0,
                gram: bool = False, every: int = 0):
-    """Per-group kernel PCA of the members ``P`` (m, n, d): eigenvalues ``lam`` (m, n)
+    """Fit one kernel PCA per group of members.
+
+    Per-group kernel PCA of the members ``P`` (m, n, d): eigenvalues ``lam`` (m, n)
     descending, eigenvectors ``V`` (m, n, n) in columns and the uncentred Gram's row
     means (m, n).  With ``floor > 0`` only the eigenpairs above it (the rest zeros),
     except in every ``every``-th group (0: none), which gets all the eigenvalues (its
@@ -433,7 +437,9 @@ class NoiseFloors:
 
 def noise_floors(sigma: float, d: int, n: int, c: float, rbf: bool, kappa1: float,
                  kappa2: float) -> NoiseFloors:
-    """The :class:`NoiseFloors` of groups of ``n`` patches of dimension ``d`` under
+    """Return the :class:`NoiseFloors` of groups of patches under white noise.
+
+    The :class:`NoiseFloors` of groups of ``n`` patches of dimension ``d`` under
     white noise of std ``sigma``, kernel width scale ``c``."""
     gamma = 1.0 / (c * 2.0 * d * sigma * sigma)
     tau1 = noise_eigenvalue("rbf" if rbf else "linear", gamma, sigma, d, n)

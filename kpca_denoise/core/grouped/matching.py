@@ -449,7 +449,9 @@ def _gather(img, gy, gx, p, out, r0, r1):
 
 
 def pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
-    """``guide`` extended for ``m x m`` matching windows around ``p x p`` patches:
+    """Pad a guide by mirror reflection for matching windows around patches.
+
+    ``guide`` extended for ``m x m`` matching windows around ``p x p`` patches:
     ``(m - p) // 2`` pixels before and the rest after, on both axes, by mirror
     reflection (deterministic; the image itself when ``m == p``)."""
     lo = (m - p) // 2
@@ -460,7 +462,9 @@ def pad_for_matching(guide: np.ndarray, p: int, m: int) -> np.ndarray:
 
 
 def search_mask(R: int, dense: int | None = None, lags: Sequence = ()) -> np.ndarray:
-    """The searched offsets of a ``(2 R + 1)^2`` window, a boolean array indexed by
+    """Return the searched offsets of a matching window as a boolean array.
+
+    The searched offsets of a ``(2 R + 1)^2`` window, a boolean array indexed by
     ``dy + R, dx + R``: every offset up to ``dense`` (None: ``R``) on both axes,
     beyond that those whose row and column offsets are both even, and every offset
     within 2 px of a point ``a v1 + b v2`` of the lattice spanned by ``lags`` (a
@@ -483,7 +487,9 @@ def search_mask(R: int, dense: int | None = None, lags: Sequence = ()) -> np.nda
 
 
 def exact_sums(guide: np.ndarray, m: int) -> bool:
-    """Whether :func:`match` may keep running sums on ``guide`` ((C, H, W) or
+    """Tell whether :func:`match` may keep exact running sums on a guide.
+
+    Whether :func:`match` may keep running sums on ``guide`` ((C, H, W) or
     (H, W)): it holds integers, and ``C m^2 D^2`` (D its span), the largest SSD of
     two ``m x m`` windows, is at most 2^52, so that every partial sum is exact."""
     g = guide if guide.ndim == 3 else guide[None]
@@ -494,7 +500,9 @@ def exact_sums(guide: np.ndarray, m: int) -> bool:
 
 
 def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
-    """A matching guide in integer units of ``sigma / 1024`` (``round(guide / step)``,
+    """Quantise a matching guide to integer units of ``sigma / 1024``.
+
+    A matching guide in integer units of ``sigma / 1024`` (``round(guide / step)``,
     float64), so that :func:`match` can keep exact running sums.  The rounding,
     at most ``sigma / 2048``, changes the matching distances by a part in ten
     thousand of the noise's; the step depends on ``sigma`` only, so tiles of an
@@ -509,7 +517,9 @@ def quantise_guide(guide: np.ndarray, sigma: float) -> np.ndarray:
 def match(guide_padded: np.ndarray, ry: np.ndarray, rx: np.ndarray, p: int, m: int, R: int,
           n: int, dense: int | None = None, lags: Sequence = (), running: bool | None = None,
           work: np.ndarray | None = None, distances: bool = False):
-    """Block matching on a guide padded by :func:`pad_for_matching`: the member
+    """Find each reference's closest patches by block matching.
+
+    Block matching on a guide padded by :func:`pad_for_matching`: the member
     positions ``gy, gx`` (len(ry), n), the reference among them, over the offsets of
     :func:`search_mask` (``dense``, ``lags``).  ``running`` (None: :func:`exact_sums`,
     a pass over the guide) lets the distances be updated from the neighbouring
@@ -718,7 +728,9 @@ def _predicted(guide, C, refs_y, refs_x, prev_y, prev_x, p, m, R, n, core, reach
 
 
 def interleave_guide(guide_padded: np.ndarray) -> tuple:
-    """``(guide, C)``: the padded matching guide ``(C, Hg, Wg)`` (or ``(Hg, Wg)``) with
+    """Lay a padded guide out with its channels interleaved, as the predicted search reads it.
+
+    ``(guide, C)``: the padded matching guide ``(C, Hg, Wg)`` (or ``(Hg, Wg)``) with
     its channels interleaved and :data:`ROW_PAD` zeros after each row, ``(Hg, Wg C +
     ROW_PAD)`` float64, as :func:`match_predicted` reads it; made once per pass."""
     g = guide_padded if guide_padded.ndim == 3 else guide_padded[None]
@@ -731,7 +743,9 @@ def interleave_guide(guide_padded: np.ndarray) -> tuple:
 def match_predicted(interleaved: tuple, ry: np.ndarray, rx: np.ndarray,
                     prev_y: np.ndarray, prev_x: np.ndarray, p: int, m: int, R: int, n: int,
                     core: int = 3, reach: int = 1) -> tuple:
-    """Block matching over the candidates an earlier grouping predicts: the offsets up
+    """Block matching over the candidates an earlier grouping predicts.
+
+    Block matching over the candidates an earlier grouping predicts: the offsets up
     to ``core`` from the reference on both axes, and those up to ``reach`` from each
     previous member ``prev_y, prev_x`` (len(ry), n1) along its row or its column,
     inside the ``(2 R + 1)^2`` search window and the image.  The distance (exact sums on
@@ -758,7 +772,9 @@ def match_from_groups(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
                       rx: np.ndarray, p: int, m: int, R: int, n: int, dense: int | None,
                       lags: Sequence, running: bool, work: np.ndarray | None, core: int = 3,
                       reach: int = 1) -> tuple:
-    """The members of the references ``ry, rx``, predicted by earlier groups on a grid
+    """Find the references' members among the candidates earlier groups predict.
+
+    The members of the references ``ry, rx``, predicted by earlier groups on a grid
     (``groups``: members ``"gy"``, ``"gx"`` per position of the grid ``"ys"`` x
     ``"xs"``, ``"has"`` marking the matched ones): searched among the candidates of the
     nearest grid position's group (:func:`match_predicted`, ``core``, ``reach``), or
@@ -797,7 +813,9 @@ def match_from_groups(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.nd
 
 
 def nearest(grid: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The index of the position of the sorted ``grid`` nearest each of ``v`` (the
+    """Return the index of the position of a sorted grid nearest each value.
+
+    The index of the position of the sorted ``grid`` nearest each of ``v`` (the
     lower one of two as near): a stage-2 reference's pilot reference, the same one
     where the two grids coincide."""
     i = np.clip(np.searchsorted(grid, v), 1, len(grid) - 1)

@@ -35,7 +35,9 @@ def _shift(a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
 
 
 def page_shifts(pages: Iterable[np.ndarray], limit: int | None = None) -> np.ndarray:
-    """``(P - 1, 2)`` integer shifts of the content from each page to the next (phase
+    """Measure the integer shift of the content from each page to the next.
+
+    ``(P - 1, 2)`` integer shifts of the content from each page to the next (phase
     correlation on the central 256x256 of each (H, W) page); a shift beyond ``limit``
     pixels (default: a quarter of the crop) is taken as none."""
     crops = [np.asarray(central_crop(np.asarray(pg, dtype=np.float64)), dtype=np.float64)
@@ -50,7 +52,9 @@ def page_shifts(pages: Iterable[np.ndarray], limit: int | None = None) -> np.nda
 
 
 def steady_shifts(shifts: np.ndarray, linked: np.ndarray | None = None) -> np.ndarray:
-    """``shifts`` (P - 1, 2) with a steady drift's rounding jitter removed: along each
+    """Remove a steady drift's rounding jitter from page shifts.
+
+    ``shifts`` (P - 1, 2) with a steady drift's rounding jitter removed: along each
     axis, where the shifts of a run of ``linked`` pairs (default all) take only two
     neighbouring values (a motion of a fraction of a pixel per page, rounded one way
     or the other), all take the more frequent one (a tie: the smaller in size).  A

@@ -118,7 +118,9 @@ class GroupedOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "GroupedOptions":
-        """Options from a mapping of knob names (a params file's ``"grouped"``); an
+        """Build options from a mapping of knob names; an unknown name is refused.
+
+        Options from a mapping of knob names (a params file's ``"grouped"``); an
         unknown name is refused, naming the known ones."""
         if not isinstance(data, Mapping):
             raise ValueError("grouped options must be a mapping such as {\"kappa1\": 4.0}, "
@@ -157,7 +159,9 @@ class GroupedOptions:
 
 
 def check_value(name: str, v: Any) -> None:
-    """Raise ``ValueError`` naming knob ``name``, what it takes and what it got
+    """Raise a ValueError naming knob ``name``, what it takes and what it got.
+
+    Raise ``ValueError`` naming knob ``name``, what it takes and what it got
     (``"window_beta must be a finite number >= 0 and <= 50, got 1000"``)."""
     rule = {f.name: f.metadata["rule"] for f in fields(GroupedOptions)}[name]
     kind, optional, *arg = rule

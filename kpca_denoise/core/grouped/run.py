@@ -152,8 +152,9 @@ class PassSettings:
 
 
 def plan_pass(run: Run, stage: int, final: bool, floors_report: dict) -> PassSettings:
-    """Plan pass ``stage``: its settings; its kernel width and noise floor go into
-    ``floors_report``."""
+    """Plan the settings of pass ``stage``.
+
+    Its kernel width and noise floor go into ``floors_report``."""
     o, g = run.options, run.geometry
     p = g.patch_size
     n = run.n1 if stage == 1 else run.n2

@@ -83,7 +83,9 @@ STACK_CHUNKS = 4
 
 @dataclass(frozen=True)
 class StackReach:
-    """How far the stack path's groups reach: ``window`` pages either way, ``radius``
+    """How far the stack path's groups reach: pages, pixels, and pages per patch.
+
+    How far the stack path's groups reach: ``window`` pages either way, ``radius``
     pixels around where the motion predicts a patch, ``depth`` pages per patch (the
     keywords of :func:`denoise_grouped_stack`)."""
 
@@ -92,17 +94,22 @@ class StackReach:
     depth: int = DEPTH
 
     def keywords(self) -> dict:
+        """Return the reach as :func:`denoise_grouped_stack`'s keywords."""
         return dict(window=self.window, radius=self.radius, depth=self.depth)
 
 
 def page_reach(window: int = WINDOW, depth: int = DEPTH) -> int:
-    """Pages either side of a reference page that its groups read and write to: the
+    """Return how many pages either side of a reference page its groups read and write.
+
+    Pages either side of a reference page that its groups read and write to: the
     ``window`` of the cross-page search plus the slices of a ``depth``-page patch."""
     return max(0, int(window)) + (max(1, int(depth)) | 1) // 2
 
 
 def motion_reach(shifts: np.ndarray, pages: int) -> int:
-    """The farthest (pixels, either axis) the global ``shifts`` (P - 1, 2) carry content
+    """Return the farthest the global shifts carry content over a few pages.
+
+    The farthest (pixels, either axis) the global ``shifts`` (P - 1, 2) carry content
     over at most ``pages`` consecutive pages."""
     s = np.asarray(shifts, dtype=np.int64).reshape(-1, 2)
     S = np.concatenate([np.zeros((1, 2), np.int64), np.cumsum(s, axis=0)])
@@ -114,7 +121,9 @@ def motion_reach(shifts: np.ndarray, pages: int) -> int:
 
 def spatial_reach(shifts: np.ndarray, window: int = WINDOW, radius: int = RADIUS,
                   depth: int = DEPTH, search: int = 0) -> int:
-    """The farthest (pixels, either axis) a reference's members and their slices lie
+    """Return the farthest a reference's members and their slices lie from it.
+
+    The farthest (pixels, either axis) a reference's members and their slices lie
     from it: ``search`` on its own page, on the neighbours the global motion over up
     to ``window`` pages and ``radius`` more on each page the search follows, plus the
     motion over the patch's depth."""
@@ -125,7 +134,9 @@ def spatial_reach(shifts: np.ndarray, window: int = WINDOW, radius: int = RADIUS
 
 def stack_bytes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
                 two_stage: bool = True, match_depth: int | None = None) -> int:
-    """Bytes per page pixel and channel the stack path holds at once, whatever the
+    """Return the bytes per page pixel and channel the stack path holds at once.
+
+    Bytes per page pixel and channel the stack path holds at once, whatever the
     number of pages (:func:`denoise_grouped_stack` streams them): as float32, ``4 e + 1``
     noisy pages, ``2 e + 1`` of the pilot and each stage's guides of ``2 window + 1``
     pages (``match_depth`` slices each; stage 2 puts ``(depth - match_depth) / 2`` more
@@ -147,7 +158,9 @@ def stack_bytes(n_ranks: int = 1, window: int = WINDOW, depth: int = DEPTH,
 
 def calibrate_stack(page: list, sigma: float, options: Any = None,
                     cancel: Any = None) -> GroupedOptions:
-    """The stack path's options with the image-dependent decisions made on ``page`` (the
+    """Decide the stack path's image-dependent options on one page.
+
+    The stack path's options with the image-dependent decisions made on ``page`` (the
     middle page's channels, or their central crop: the same decisions), as
     :func:`denoise_grouped_stack` makes them; every tile of a stack gets these."""
     chans = [np.ascontiguousarray(c, dtype=np.float64) for c in page]
@@ -210,7 +223,9 @@ def denoise_grouped_stack(stack: Any, sigma: float, *, ranks: Sequence = (None,)
                           cancel: Any = None, sink: Any = None,
                           core: Sequence[int] | None = None, thin: bool = THIN,
                           first_page: int = 0, **overrides: Any) -> tuple[dict, list]:
-    """Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
+    """Denoise a stack of pages whose groups reach the neighbouring pages.
+
+    Denoise a stack ``(P, H, W, C)`` of float pages whose channels share one set of
     groups (as :func:`.driver.denoise_grouped_channels`), with groups reaching
     ``window`` pages either way.
 
@@ -343,8 +358,9 @@ class _Guides:
 
 
 class SweepPass:
-    """One pass of the stack's sweep (:func:`denoise_grouped_stack`): its settings,
-    reference grid, guides and sums."""
+    """One pass of the stack's sweep: its settings, reference grid, guides and sums.
+
+    Made by :func:`denoise_grouped_stack` for each stage."""
 
     def __init__(self, stage: int, final: bool, ranks: np.ndarray, run, floors: dict,
                  stats: list, shape: tuple, seq: dict, imgs: _Ring, guides: _Ring,

@@ -193,7 +193,9 @@ def _project2(lam, V, rowmean, P, X, rbf, gamma_x, kscale, tau2, cut, ranks, Gam
 
 
 def eigen_floor(stage: int, ranks: np.ndarray, floors: NoiseFloors, n: int) -> float:
-    """The eigenvalue under which a pass's group kernel PCA need not resolve its
+    """Return the eigenvalue under which a pass's group kernel PCA may stop.
+
+    The eigenvalue under which a pass's group kernel PCA need not resolve its
     eigenpairs (``group_pca.fit_groups``' ``floor``): what the shrinkage drops.  Stage 1
     keeps the components above ``tau1`` (none dropped when an explicit rank, kept
     whole, may reach below it: 0); stage 2 drops those under ``STAGE2_CUT n tau2``
@@ -221,7 +223,9 @@ def shrink_own(lam: np.ndarray, V: np.ndarray, tau: float, ranks: np.ndarray):
 
 def shrink_pilot(lam: np.ndarray, V: np.ndarray, rowmean: np.ndarray, P: np.ndarray,
                  X: np.ndarray, floors: NoiseFloors, rbf: bool, ranks: np.ndarray):
-    """Stage-2 shrinkage: the noisy members ``X`` projected on the kernel PCA of the
+    """Shrink the noisy members on the pilot's kernel PCA with Wiener weights (stage 2).
+
+    Stage-2 shrinkage: the noisy members ``X`` projected on the kernel PCA of the
     pilot members ``P``, each coefficient with the empirical Wiener weight ``s / (s +
     tau2)``, ``s = lambda_k / n`` the pilot group's mean power on component ``k``.
     Same outputs as :func:`shrink_own`."""

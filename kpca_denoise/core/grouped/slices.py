@@ -22,7 +22,9 @@ THIN_STAGES = (1, 2)
 
 
 def motion_track(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and its
+    """Return each page's position along the global motion and its scene.
+
+    Each page's position along the global motion, ``(P, 2)`` (page 0 at 0), and its
     scene, ``(P,)``: the unlinked pairs before it (two pages are one scene when their
     counts are equal)."""
     P = len(shifts) + 1
@@ -32,7 +34,9 @@ def motion_track(shifts: np.ndarray, linked: np.ndarray) -> tuple[np.ndarray, np
 
 
 def depth_pages(k, depth: int, P: int, scene: np.ndarray) -> list:
-    """The pages of the ``depth`` slices of patches on pages ``k`` (an int array):
+    """Return the pages of the slices of 3-D patches on given pages.
+
+    The pages of the ``depth`` slices of patches on pages ``k`` (an int array):
     ``k + dz`` mirrored at the stack's ends, ``k`` itself across a cut (``scene``:
     :func:`motion_track`'s)."""
     out = []
@@ -45,7 +49,9 @@ def depth_pages(k, depth: int, P: int, scene: np.ndarray) -> list:
 
 def page_references(k: int, grid: tuple, p: int, stride: int, shape: tuple,
                     track: tuple, depth: int, first_page: int = 0) -> np.ndarray:
-    """The references of page ``k``'s grid ``ys x xs`` (``grid``, on pages of ``shape``)
+    """Tell which references of a page's grid its groups start from.
+
+    The references of page ``k``'s grid ``ys x xs`` (``grid``, on pages of ``shape``)
     its groups start from, a boolean ``(len(ys), len(xs))``: those where ``y // stride
     + x // stride + k`` is even (a checkerboard alternating from page to page; ``k``
     counted from the whole sequence's first page, ``first_page`` that of page 0 here),

@@ -33,7 +33,9 @@ SPECTRUM_SAMPLES = 512
 
 
 def spectrum_every(groups: int, row: int = 0) -> int:
-    """Every how many-th group of a final pass of ``groups`` groups is decomposed
+    """Return every how many-th group of a final pass is decomposed fully.
+
+    Every how many-th group of a final pass of ``groups`` groups is decomposed
     fully for the reported spectrum: :data:`SPECTRUM_EVERY`, sparser for a large pass
     (up to :data:`SPECTRUM_EVERY_MAX`) as long as :data:`SPECTRUM_SAMPLES` remain, and
     prime to ``row``, the references per grid row, so that the sampled groups do not
@@ -63,7 +65,9 @@ class ChannelStats:
     step: dict = field(default_factory=lambda: {"spectrum": 1, "rank_spectrum": 1})
 
     def merge(self, part: "ChannelStats") -> None:
-        """Add what ``part`` (the fresh stats of one part of a pass, filled on another
+        """Add what a part of a pass counted, in the same order as counted here.
+
+        Add what ``part`` (the fresh stats of one part of a pass, filled on another
         thread) counted, as if it had been counted here: the same additions in the
         same order.  Its ``seconds`` are left to the caller."""
         self.fallbacks += part.fallbacks
@@ -80,7 +84,9 @@ class ChannelStats:
                 self.add_samples(name, rows)
 
     def add_samples(self, kind: str, rows: np.ndarray) -> None:
-        """Keep sampled spectra ``rows`` of ``kind``: every ``step``-th of all offered,
+        """Keep a bounded, evenly spread share of sampled spectra.
+
+        Keep sampled spectra ``rows`` of ``kind``: every ``step``-th of all offered,
         the step doubling whenever more than :data:`SAMPLE_ROWS` are held, so that a
         long stack's samples stay bounded and evenly spread over its pages."""
         step, seen = self.step[kind], self.seen[kind]
@@ -92,7 +98,9 @@ class ChannelStats:
             self.step[kind] = 2 * step
 
     def report(self, total: float, params: dict, rank_list: Sequence) -> dict:
-        """The channel's stats dict: counters, seconds (``total`` its share of the
+        """Return the channel's stats dict.
+
+        The channel's stats dict: counters, seconds (``total`` its share of the
         call's wall time), the resolved ``params``, the final pass's mean spectrum and
         its quantiles over the groups, a bounded pool of sampled spectra (for
         :func:`pooled_quantiles` across tiles) and the mean kept rank per rank."""
@@ -136,7 +144,9 @@ def quantiles(samples: list) -> np.ndarray:
 
 
 def pool(samples: list, seen: int) -> tuple[np.ndarray, float]:
-    """``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
+    """Return a bounded pool of the sampled spectra and the weight of each row.
+
+    ``(rows, weight)``: at most :data:`POOL_ROWS` of the sampled spectra, evenly spread,
     each standing for ``weight`` of the ``seen`` sampled, for :func:`pooled_quantiles`."""
     if not samples:
         return np.zeros((0, 0)), 0.0
@@ -148,7 +158,9 @@ def pool(samples: list, seen: int) -> tuple[np.ndarray, float]:
 
 
 def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
-    """(3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
+    """Return the quantiles over the spectra of several calls' pools.
+
+    (3, n): the quantiles :data:`QUANTILES` over the spectra of several calls' pools
     (``stats['spectrum_pool']``, each row weighted by its pool's weight): the spread over
     every group of an image cut into tiles.  Each quantile is the smallest value whose
     cumulative weight reaches it (no interpolation)."""
@@ -166,7 +178,9 @@ def pooled_quantiles(pools: Sequence[tuple]) -> np.ndarray:
 
 
 def run_chunk_parts(st: ChannelStats, n: int, compute: Callable, add: Callable) -> dict:
-    """A chunk's ``n`` parts at once on the threads
+    """Run a chunk's parts at once on the threads, adding their results in order.
+
+    A chunk's ``n`` parts at once on the threads
     (:func:`~kpca_denoise.core.parallel.run_in_order`): ``compute(j, mine)`` fills the
     part's fresh stats ``mine`` and returns its estimates, ``add(j, estimates)`` adds
     them into the overlap sums on the calling thread in the parts' order (its time
