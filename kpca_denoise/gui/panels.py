@@ -25,9 +25,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import __version__
+import numpy as np
 
-__all__ = ["ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "HelpDialog", "help_html", "STAGES"]
+from .. import __version__
+from ..cli_progress import RunEstimate, work_weight
+from ..core.progress import ProgressEvent
+from ..stack_tiling import plan_stack
+from ..tiling import plan
+
+__all__ = ["run_estimate", "ProgressPanel", "LogView", "MessageBanner", "AboutDialog", "HelpDialog", "help_html", "STAGES"]
 
 #: (stage name sent by the pipeline, label); the order is the order of the work
 STAGES = (
@@ -42,6 +48,40 @@ STAGES = (
     ("page", "pages"),  # the reference pages of a sequence's sweep (grouped: a set is a sequence)
     ("metrics", "metrics"),
 )
+
+
+def run_estimate(job) -> RunEstimate | None:
+    """The whole run's estimate of the time left for a run or export ``job`` (a
+    :class:`~kpca_denoise.gui.jobs.Job`), the command line's
+    (:class:`~kpca_denoise.cli_progress.RunEstimate`): each image weighed by the pixels it is
+    denoised in, with the tiles it is planned in, alone or in its sequence; None for a
+    preview (one region: its stages say it)."""
+    if job.purpose in ("preview", "prepare") or not job.items:
+        return None
+    params = job.params
+    weights, tiles, as_one = {}, {}, {}
+    for i, item in enumerate(job.items):
+        shape = item.array.shape
+        weights[i] = work_weight(shape, item.is_patchset)
+        try:
+            planned = [] if item.is_patchset else plan(shape, params)
+        except ValueError:  # refused by the pipeline, which says why
+            planned = []
+        if len(planned) > 1:
+            area = sum((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in planned)
+            weights[i] *= area / (shape[0] * shape[1])
+        tiles[i] = max(len(planned), 1)
+    if params.method == "grouped":
+        for group in job.sets:
+            shape = (len(group), *job.items[group[0]].array.shape)
+            try:
+                n = len(plan_stack(shape, params, np.zeros((len(group) - 1, 2))))
+            except ValueError:
+                n = 1
+            as_one.update(dict.fromkeys(group, n))
+    two = params.method == "grouped" and params.grouped.two_stage
+    return RunEstimate(weights, stages=2 if two else 1, tiles=tiles, stack_tiles=as_one,
+                       clock=lambda: time.monotonic())
 
 
 class ProgressPanel(QWidget):
@@ -94,8 +134,11 @@ class ProgressPanel(QWidget):
         self._last_done = 0
         self._passes = 1
         self._eta: float | None = None
-        self._items = (0, 0)  # (images begun, images in the run): the whole run's estimate
-        self._item_t0 = 0.0
+        self._eta_of = "stage"  # what the panel's own estimate covers: the 'stage' or 'image'
+        #: the whole run's estimate (the command line's), None for a preview
+        self.estimate: RunEstimate | None = None
+        self._sets: list = []  # the job's sets still to start
+        self._begun: list = []  # the estimate's items under way
         self._tile = ""  # a large image's tiles written so far, on the overall line
         self._tiles_t0 = 0.0
         self.first_run = True  # the first run of a session loads (or compiles) the numeric code
@@ -142,9 +185,15 @@ class ProgressPanel(QWidget):
             self.grid.setColumnStretch(c, 1 if c % 2 and c < 2 * self.columns else 0)
 
     def start(self, method: str, n_items: int, one_model: bool = False,
-              sets_only: bool = False, passes: int = 1) -> None:
+              sets_only: bool = False, passes: int = 1, estimate: RunEstimate | None = None,
+              sets=()) -> None:
         """A run begins: ``passes`` is how many passes a sequence's sweep makes (the
-        grouped method's stages), for the estimate of the time left."""
+        grouped method's stages), for the estimate of the time left; ``estimate`` the
+        whole run's (:func:`run_estimate`), its items the job's indices; ``sets`` the
+        job's sets (tuples of indices) in the order they run."""
+        self.estimate = estimate
+        self._sets = [tuple(g) for g in sets if len(g) > 1]
+        self._begun = []
         self.set_method(method, one_model, sets_only)
         self._passes = passes
         for _, bar in self.rows.values():
@@ -155,7 +204,6 @@ class ProgressPanel(QWidget):
         self.last_stage = None
         self._running = True
         self._eta = None
-        self._items = (0, n_items)
         self._item = f"starting ({n_items} image{'s' if n_items != 1 else ''})…"
         self._tile = ""
         self._detail = ""
@@ -179,25 +227,22 @@ class ProgressPanel(QWidget):
                          "an install: about 20 s)" if self.first_run else "preparing")
         # the times first: a narrow dock cuts the end of the line, not the estimate
         text = f"{el:.0f} s"
-        if self._eta is not None and self._eta >= 1:
-            text += f" · about {_duration(self._eta)} left"
         run_left = self.run_left()
         if run_left is not None and run_left >= 1:
-            text += f" · the run about {_duration(run_left)}"
+            text += f" · about {_duration(run_left)} left"
+        if self.estimate is not None and self.estimate.fraction():
+            text += f" (run {100 * self.estimate.fraction():.0f} %)"
+        if (run_left is None or run_left < 1) and self._eta is not None and self._eta >= 1:
+            # the whole run's rate not measured yet: this stage's (or image's), said so
+            text += f" · this {self._eta_of} about {_duration(self._eta)}"
         text += " · " + " — ".join(parts)
         self.overall.setText(text)
         self.overall.setToolTip(text)
 
     def run_left(self) -> float | None:
-        """Seconds left for the whole run of several images: the images done so far set the
-        time per image (None before the first is done, or for one image)."""
-        begun, count = self._items
-        done = begun - 1
-        if count < 2 or done < 1:
-            return None
-        per_image = (self._item_t0 - self._t0) / done
-        current = max(per_image - (time.monotonic() - self._item_t0), self._eta or 0.0)
-        return current + per_image * (count - begun)
+        """Seconds left for the whole run (every image, tile, page and rank) at its rate so
+        far (:class:`~kpca_denoise.cli_progress.RunEstimate`), None until measured."""
+        return self.estimate.left() if self.estimate is not None else None
 
     def item_started(self, index: int, count: int, name: str) -> None:
         for _, bar in self.rows.values():
@@ -206,9 +251,13 @@ class ProgressPanel(QWidget):
             bar.setFormat("")
         # index -1: a set fitted together, ``name`` says what it is
         self._item = name if index < 0 else f"image {index + 1}/{count}: {name}"
-        if index >= 0:
-            self._items = (index + 1, count)
-            self._item_t0 = time.monotonic()
+        est = self.estimate
+        if est is not None:
+            for key in self._begun:  # the items before are through
+                est.finish(key)
+            self._begun = [index] if index >= 0 else list(self._sets.pop(0) if self._sets else ())
+            for key in self._begun:
+                est.begin(key)
         self._tile, self._tiles_t0 = "", time.monotonic()
         self._detail = ""
         self._eta = None
@@ -228,6 +277,9 @@ class ProgressPanel(QWidget):
             self._tile = f", tile {done}/{total}" if 0 < done < total else ""
             spent = now - self._tiles_t0
             self._eta = spent / done * (total - done) if done > 1 else None
+            self._eta_of = "image"
+            if self.estimate is not None:
+                self.estimate(ProgressEvent(stage, done, total, message=message))
             self._render()
             return
         if stage != self.last_stage or done <= 0 or done < self._last_done:
@@ -235,6 +287,8 @@ class ProgressPanel(QWidget):
         self.last_stage = stage
         self._last_done = done
         self.first_run = False
+        if self.estimate is not None:
+            self.estimate(ProgressEvent(stage, done, total, message=message))
         if row is None:  # a step without a bar ('waiting'): its message on the line
             self._detail, self._eta = message, None
             self._render()
@@ -248,6 +302,7 @@ class ProgressPanel(QWidget):
         label = dict(STAGES).get(stage, stage)
         self._detail = f"{label} {done:,}/{total:,}" + (f" ({message})" if message else "")
         self._eta = self._estimate(stage, done, total, message, now)
+        self._eta_of = "stage"
         self._render()
 
     def _estimate(self, stage: str, done: int, total: int, message: str, now: float) -> float | None:

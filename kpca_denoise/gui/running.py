@@ -24,6 +24,7 @@ from .texts import (
     waiting_spectrum_text,
 )
 from .jobs import Job
+from .panels import run_estimate
 from .worker import RunSummary
 
 __all__ = ["RunControl", "LIVE_GROUPS_TEXT"]
@@ -162,7 +163,8 @@ class RunControl:
         preview = job.purpose == "preview"  # one image's region (a sequence's page: its sweep)
         self.progress.start(job.params.method, 1 if preview else n, one_model=bool(job.sets),
                             sets_only=not preview and sum(len(g) for g in job.sets) == n,
-                            passes=2 if job.params.grouped.two_stage else 1)
+                            passes=2 if job.params.grouped.two_stage else 1,
+                            estimate=run_estimate(job), sets=job.sets)
         if job.purpose != "preview":
             self.log(run_started_text(n, job.params.method, {r for it in job.items for r in it.ranks},
                                       [len(g) for g in job.sets]))

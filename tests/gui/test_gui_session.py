@@ -457,57 +457,91 @@ def test_an_roi_of_a_larger_image_moves_inside_the_next_one(window, images):
     assert min(vx1 - vx0, vy1 - vy0) < 60
 
 
-def _panel_on_a_fake_clock(qtbot, monkeypatch, images):
-    """A progress panel whose clock is ``now[0]``, a grouped run of ``images`` started."""
+def _panel_on_a_fake_clock(qtbot, monkeypatch, images, tiles=1):
+    """A progress panel whose clock is ``now[0]``, a grouped run of ``images`` of equal
+    weight started, each planned in ``tiles`` tiles."""
     import kpca_denoise.gui.panels as panels
+    from kpca_denoise.cli_progress import RunEstimate
 
     now = [100.0]
     monkeypatch.setattr(panels.time, "monotonic", lambda: now[0])
     p = panels.ProgressPanel()
     qtbot.addWidget(p)
-    p.start("grouped", images)
+    est = RunEstimate(dict.fromkeys(range(images), 1.0), stages=2,
+                      tiles=dict.fromkeys(range(images), tiles), clock=lambda: now[0])
+    p.start("grouped", images, estimate=est)
     return p, now
 
 
 def test_a_large_images_tiles_are_counted_on_the_overall_line(qtbot, monkeypatch):
     # the tiles run at once and only the window's own thread's tiles send their steps:
     # the stage bars said nothing of how far the image was
-    p, now = _panel_on_a_fake_clock(qtbot, monkeypatch, 1)
+    p, now = _panel_on_a_fake_clock(qtbot, monkeypatch, 1, tiles=12)
     p.item_started(0, 1, "phone.jpg")
     now[0] += 15.0
     p.update_stage("grouping", 258, 258, "stage 2")
     p.update_stage("tiles", 1, 12)  # the second tile, in flight beside it, nearly done
     assert "tile 1/12" in p.overall.text() and "left" not in p.overall.text()
+    assert "(run 8 %)" in p.overall.text()  # one tile of 12
     now[0] += 1.0
     p.update_stage("tiles", 2, 12)  # two tiles in 16 s: ten more, 80 s
     assert "image 1/1: phone.jpg, tile 2/12" in p.overall.text()
-    assert "about 80 s left" in p.overall.text()
+    # the run's rate is not measured yet (1 s since its first work): the image's, said so
+    assert "this image about 80 s" in p.overall.text()
+    now[0] += 7.0
+    p.update_stage("tiles", 4, 12)  # 3 tiles in 8 s since the first's end: 8 more, 21 s
+    assert p.run_left() == pytest.approx(8.0 / 3 * 8, rel=0.01)
+    assert "about 21 s left (run 33 %)" in p.overall.text()
+    assert "this image" not in p.overall.text()
     p.update_stage("tiles", 12, 12)
     assert "tile" not in p.overall.text()
     p.item_started(0, 1, "next.png")
     assert "tile" not in p.overall.text()
 
 
-def test_a_run_of_several_images_estimates_the_wholerun(qtbot, monkeypatch):
-    # the estimate covered only the current stage ("about 20 s left" at 21 s of 102 s)
-    import kpca_denoise.gui.panels as panels
-
+def test_a_run_of_several_images_estimates_the_whole_run(qtbot, monkeypatch):
+    # the estimate covered only the current stage ("about 55 s left" at 8 s of 210 s)
     p, now = _panel_on_a_fake_clock(qtbot, monkeypatch, 4)
     p.item_started(0, 4, "a.png")
     assert p.run_left() is None  # nothing done yet: no rate
-    now[0] += 20.0
-    p.item_started(1, 4, "b.png")  # one image took 20 s: three more of about 20 s
-    assert p.run_left() == pytest.approx(60.0)
+    now[0] += 2.0
+    p.update_stage("grouping", 1, 10, "stage 1")  # the first work measured: the rate's start
+    now[0] += 9.0
+    p.update_stage("preimage", 10, 10, "stage 2")  # a.png done in 9 s since then
+    p.item_started(1, 4, "b.png")
+    assert p.run_left() == pytest.approx(27.0, rel=0.05)  # three more of about 9 s
     now[0] += 5.0
-    assert p.run_left() == pytest.approx(55.0)
-    p._render()
-    assert "the run about 55 s" in p.overall.text()
-    single = panels.ProgressPanel()
-    qtbot.addWidget(single)
-    single.start("grouped", 1)
-    single.item_started(0, 1, "only.png")
-    now[0] += 30.0
-    assert single.run_left() is None  # one image: the stage's estimate says it
+    p.update_stage("preimage", 10, 10, "stage 1")  # b.png half done
+    p.update_stage("preimage", 1, 10, "stage 2")
+    # the whole run's, not the stage's: 1.5 images left at 9 s a piece
+    assert p.run_left() == pytest.approx(21.5, rel=0.1)
+    assert "about 21 s left (run" in p.overall.text() or "about 22 s left (run" in p.overall.text()
+    assert "this stage" not in p.overall.text()
+
+
+def test_the_elapsed_time_ticks_every_second_without_progress(qtbot):
+    from kpca_denoise.gui.panels import ProgressPanel
+
+    p = ProgressPanel()
+    qtbot.addWidget(p)
+    p.start("grouped", 1)
+    p.item_started(0, 1, "a.png")
+    assert p.overall.text().startswith("0 s")
+    qtbot.waitUntil(lambda: p.overall.text().startswith("2 s"), timeout=4000)
+    p.finish("done")
+    assert not p.clock.isActive()
+
+
+def test_a_runs_estimate_weighs_its_images_by_their_pixels_and_tiles():
+    from kpca_denoise.gui.jobs import Job, JobItem
+    from kpca_denoise.gui.panels import run_estimate
+
+    small = JobItem("a", "a", np.zeros((64, 64), np.uint8), False, (None,))
+    big = JobItem("b", "b", np.zeros((3000, 2000, 3), np.uint8), False, (None,))
+    est = run_estimate(Job([small, big], DenoiseParams()))
+    assert est.tiles[0] == 1 and est.tiles[1] > 1
+    assert est.weights[1] > 2000 * 3000 * 2 > 64 * 64 == est.weights[0]  # colour, halos
+    assert run_estimate(Job([small], DenoiseParams(), purpose="preview")) is None
 
 
 def test_reset_layout_brings_every_dock_back_at_its_first_size(window, qtbot):
