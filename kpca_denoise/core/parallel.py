@@ -38,13 +38,46 @@ def shared_pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-def _wait_started(helpers: list) -> None:
-    """Wait for the helpers that started (raising the first one's error); those still
-    queued, behind a busy pool's other work, are dropped: every part is taken by
-    then, so they would find nothing to do."""
-    for f in helpers:
-        if not f.cancel():
-            f.result()
+#: per pool (by its number of threads), the helpers submitted and not yet started
+_queued: dict[int, int] = {}
+
+
+class _Helpers:
+    """``work`` run by up to ``threads`` helpers of the shared pool beside the calling
+    thread.  A pool busy with other work (another tile's) starts them late; only as
+    many are queued as the pool has threads (more could never run sooner), and once
+    :meth:`wait` returns a helper that starts late finds nothing: it holds no
+    reference to the loop's arrays, which would otherwise stay in memory until the
+    pool reached it (a queue of such helpers held a whole tile's groups per rank)."""
+
+    def __init__(self, threads: int, work: Callable):
+        self.threads, self.work = threads, work
+        pool = shared_pool(threads)
+        with _lock:
+            n = max(0, threads - _queued.get(threads, 0))
+            _queued[threads] = _queued.get(threads, 0) + n
+        self.futures = [pool.submit(self._start) for _ in range(n)]
+
+    def _start(self) -> None:
+        with _lock:
+            _queued[self.threads] -= 1
+        work = self.work
+        if work is not None:
+            work()
+
+    def wait(self, errors: bool = True) -> None:
+        """Wait for the helpers that started (raising the first one's error when
+        ``errors``); those still queued, behind a busy pool's other work, are dropped:
+        every part is taken by then, so they would find nothing to do."""
+        self.work = None
+        for f in self.futures:
+            if f.cancel():
+                with _lock:
+                    _queued[self.threads] -= 1
+            elif errors:
+                f.result()
+            else:
+                f.exception()
 
 
 def num_threads() -> int:
@@ -84,8 +117,7 @@ def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
                 return
             kernel(*args, bounds[k], bounds[k + 1])
 
-    pool = shared_pool(threads - 1)
-    helpers = [pool.submit(work) for _ in range(threads - 1)]
+    helpers = _Helpers(threads - 1, work)
     try:
         work()
     except BaseException:  # an error or an interrupt: the pool takes no more parts
@@ -94,7 +126,7 @@ def run_parts(kernel: Callable, n: int, *args: Any, slp: bool = False) -> None:
                 pass
         raise
     finally:
-        _wait_started(helpers)
+        helpers.wait()
 
 
 def compile_slp(kernel: Callable, args: tuple) -> None:
@@ -176,8 +208,7 @@ def run_in_order(n: int, compute: Callable, add: Callable, *,
         finally:
             numba.set_num_threads(keep)
 
-    pool = shared_pool(threads - 1)
-    helpers = [pool.submit(help_out) for _ in range(threads - 1)]
+    helpers = _Helpers(threads - 1, help_out)
     keep = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -205,10 +236,8 @@ def run_in_order(n: int, compute: Callable, add: Callable, *,
             todo["stop"] = True
         if stop is not None:
             stop()
-        for f in helpers:  # their items end first; the caller's error is the one raised
-            if not f.cancel():
-                f.exception()
+        helpers.wait(errors=False)  # their items end first; the caller's error is raised
         raise
     finally:
         numba.set_num_threads(keep)
-    _wait_started(helpers)  # a helper's error, the caller having none
+    helpers.wait()  # a helper's error, the caller having none
