@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
 from .panels import AboutDialog, HelpDialog, help_html
+from .views import LOUPE_PIXELS, LOUPE_ZOOM
 
 __all__ = ["WindowActions"]
 
@@ -84,10 +85,25 @@ class WindowActions:
         self.act_remove = self._act("Remove image", lambda: self.remove_image(self.current_index()),
                                     QKeySequence.StandardKey.Delete, "Remove the image from the set")
         self.act_split = self._act("Toggle split view", self.toggle_split, "S",
-                                   "Switch between the rank grid and the before/after split")
-        self.act_reset_zoom = self._act("Reset zoom", self.auto_range, "Ctrl+0", "Fit the image")
-        self.act_one_to_one = self._act("Actual pixels (1:1)", self.zoom_one_to_one, "Ctrl+1",
+                                   "Switch between the rank grid and the A/B split (any two of the "
+                                   "input, the reference and the ranks)")
+        self.act_single = self._act("Single view", self.toggle_single, "V",
+                                    "One view as large as the window allows (the selected rank), the "
+                                    "input and the other ranks as thumbnails under it; again: the grid")
+        self.act_loupe = self._act("Loupe", self.toggle_loupe, "L",
+                                   f"A magnifier beside the cursor over any view: {LOUPE_PIXELS} "
+                                   f"pixels a side at {LOUPE_ZOOM * 100} %")
+        self.act_loupe.setCheckable(True)
+        self.act_reset_zoom = self._act("Fit", self.auto_range, "Ctrl+0", "Fit the image in the view")
+        self.act_one_to_one = self._act("Actual pixels (100 %)", self.zoom_one_to_one, "Ctrl+1",
                                         "One image pixel per screen pixel")
+        self.act_zoom = {pct: self._act(f"Zoom {pct} %", lambda pct=pct: self.zoom_percent(pct), key,
+                                        f"{pct / 100:g} screen pixels per image pixel")
+                         for pct, key in ((50, "Ctrl+5"), (200, "Ctrl+2"), (400, "Ctrl+4"))}
+        self.act_zoom_in = self._act("Zoom in", lambda: self.zoom_step(1), ["Ctrl++", "Ctrl+="],
+                                     "The next zoom step: 50, 100, 200, 400 %")
+        self.act_zoom_out = self._act("Zoom out", lambda: self.zoom_step(-1), "Ctrl+-",
+                                      "The zoom step before (below 50 %: fit)")
         self.act_roi = self._act("ROI statistics", self.toggle_roi, "R",
                                  "A rectangle on the input; mean and std inside it under every view")
         self.act_roi.setCheckable(True)
@@ -126,9 +142,13 @@ class WindowActions:
         for a in (self.act_preview, self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)
         vw = m.addMenu("&View")
-        for a in (self.act_next, self.act_prev, self.act_split, self.act_reset_zoom, self.act_one_to_one,
-                  self.act_roi):
+        for a in (self.act_next, self.act_prev, self.act_single, self.act_split, self.act_roi):
             vw.addAction(a)
+        z = vw.addMenu("&Zoom")
+        for a in (self.act_reset_zoom, self.act_zoom[50], self.act_one_to_one, self.act_zoom[200],
+                  self.act_zoom[400], None, self.act_zoom_in, self.act_zoom_out, None,
+                  self.act_loupe):
+            z.addSeparator() if a is None else z.addAction(a)
         vw.addSeparator()
         for d in (self.dock_images, self.dock_params, self.dock_spectrum, self.dock_progress):
             vw.addAction(d.toggleViewAction())

@@ -60,10 +60,11 @@ class ViewDrawing:
         noisy_d = self._draw_input(e, rec, levels)
         self._draw_reference(e, p, levels)
         self._draw_ranks(e, rec, ranks, levels, running)
-        # split view: noisy left, selected rank right
-        sel = rec.ranks.get(self.selected_rank) if rec is not None else None
-        self.split.set_images(noisy_d, e.display(sel.output) if sel else None, levels,
-                              "noisy", f"rank {rank_label(self.selected_rank)}")
+        # split view: A and B among the input, the reference and the ranks computed
+        # (by default the noisy input and the selected rank)
+        self.split.set_sources(self._split_sources(e, rec, noisy_d, ranks), levels,
+                               "input", ("rank", self.selected_rank))
+        self.grid.update_strip()
         if not running:  # a run draws its live spectrum itself
             self._draw_spectrum(e, rec)
         self._show_resolved(rec)
@@ -80,6 +81,18 @@ class ViewDrawing:
         # after the layout has given the views their size, or the fit is wrong
         self.keep_fit()
         self.viewsRefreshed.emit()
+
+    def _split_sources(self, e: ImageEntry, rec: FitRecord | None, noisy_d, ranks) -> dict:
+        """``{key: (label, image)}`` the split view's A and B choose from."""
+        out = {"input": (self.grid.input_panel.title.text() or "input", noisy_d)}
+        if self.grid.ref_panel.has_image() and self.grid.ref_panel.data.shape == noisy_d.shape:
+            out["reference"] = (self.grid.ref_panel.title.text() or "reference",
+                                self.grid.ref_panel.data)
+        for r in ranks:
+            res = rec.ranks.get(r) if rec is not None else None
+            out[("rank", r)] = (f"rank {rank_label(r)}",
+                                 e.display(res.output) if res is not None else None)
+        return out
 
     def _show_rank_choice(self, ranks: tuple, rec: FitRecord | None) -> None:
         """The grid's cells, the selected rank (kept if still shown), the combo, the spectrum's lines."""

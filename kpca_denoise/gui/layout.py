@@ -105,7 +105,7 @@ class WindowLayout:
         self.grid_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.grid_scroll.setWidget(self.grid)
         self.tabs.addTab(self.grid_scroll, "Compare ranks")
-        self.tabs.addTab(self.split, "Before / after")
+        self.tabs.addTab(self.split, "A / B split")
         # the rank controls on the tabs' row: the line over the views gets the whole width
         # (the tabs' titles elided in a narrow window rather than widen it)
         self.tabs.setElideMode(Qt.TextElideMode.ElideRight)

@@ -74,6 +74,8 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self._help: HelpDialog | None = None
         self._refresh_pending = False
         self.fitted = True  # views fit the image until the user zooms or pans
+        self.loupe = None  # the magnifier (View › Loupe), made when first shown
+        self.loupe_on = False
         self._user_view: tuple | None = None  # (centre x, centre y, image pixels per screen pixel)
         self._fit_pending = False
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QCursor
 
 from .imageset import display_levels
 from .model import ImageEntry
 from .texts import hover_text, region_stats, split_hover_text
-from .views import one_to_one
+from .views import ZOOM_STEPS, Loupe, view_scale, zoom_to
 
 __all__ = ["ImageViewer"]
 
@@ -24,6 +25,18 @@ class ImageViewer:
     # -- tabs ------------------------------------------------------------------------
     def toggle_split(self) -> None:
         self.tabs.setCurrentIndex(1 - self.tabs.currentIndex())
+
+    def toggle_single(self) -> None:
+        """One view fills the views' space, the selected rank's (the input's before a run),
+        with a strip of the others as thumbnails; again: every view."""
+        if self.tabs.currentIndex() != 0:
+            self.tabs.setCurrentIndex(0)
+        panel = None
+        if self.grid.large is None:
+            panel = self.grid.rank_panels.get(self.selected_rank)
+            if panel is None or not panel.has_image():
+                panel = self.grid.input_panel
+        self.grid.toggle_large(panel)
 
     def _on_tab_changed(self, i: int) -> None:
         src, dst = (self.grid.master, self.split.vb) if i == 1 else (self.split.vb, self.grid.master)
@@ -37,8 +50,30 @@ class ImageViewer:
         self.keep_fit()
 
     # -- cursor readout ------------------------------------------------------------------
+    def toggle_loupe(self) -> None:
+        """The loupe beside the cursor over any view, on or off."""
+        if self.loupe is None:
+            self.loupe = Loupe(self)
+        self.loupe_on = not self.loupe_on
+        self.act_loupe.setChecked(self.loupe_on)
+        if not self.loupe_on:
+            self.loupe.hide()
+
+    def _show_loupe(self, panel, info) -> None:
+        if not self.loupe_on or self.loupe is None:
+            return
+        a = panel.data
+        if info is not None and panel is self.split.panel:  # the side under the cursor
+            a = self.split.before if info[0] < self.split.split_column() else self.split.after
+        if info is None or a is None or not hasattr(a, "shape"):
+            self.loupe.hide()
+            return
+        self.loupe.show_at(a, info[0], info[1], panel.image.levels,
+                           self.mapFromGlobal(QCursor.pos()))
+
     def _on_hover(self, panel, info) -> None:
         """Cursor readout: position and value under the mouse, and the input's value there."""
+        self._show_loupe(panel, info)
         if info is None:
             self.cursor_label.setText("")
             return
@@ -136,8 +171,27 @@ class ImageViewer:
 
     def zoom_one_to_one(self) -> None:
         """One image pixel per screen pixel in the visible view (kept until Ctrl+0)."""
-        one_to_one(self._visible_vb())
+        self.zoom_percent(100)
+
+    def zoom_percent(self, percent: float) -> None:
+        """``percent`` / 100 screen pixels per image pixel in the visible view, around its
+        centre (kept until Ctrl+0)."""
+        zoom_to(self._visible_vb(), percent / 100.0)
         self._on_user_zoom()
+
+    def zoom_step(self, step: int) -> None:
+        """The next zoom step in (``step`` 1) or out (-1) from the zoom now
+        (:data:`~kpca_denoise.gui.views.ZOOM_STEPS`); out of the smallest: fit."""
+        now = view_scale(self._visible_vb())
+        if step > 0:
+            bigger = [z for z in ZOOM_STEPS if z > now * 1.01]
+            self.zoom_percent(100 * (bigger[0] if bigger else ZOOM_STEPS[-1]))
+        else:
+            smaller = [z for z in ZOOM_STEPS if z < now / 1.01]
+            if smaller:
+                self.zoom_percent(100 * smaller[-1])
+            else:
+                self.auto_range()
 
     def _on_user_zoom(self) -> None:
         """The user zoomed or panned: keep that centre and scale from now on, until Ctrl+0."""

@@ -12,9 +12,10 @@ import re
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QFont, QPainter, QPen
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QIcon, QImage, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import (
+    QComboBox,
     QFrame,
     QGraphicsRectItem,
     QGridLayout,
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QSizePolicy,
     QSlider,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -30,8 +32,9 @@ from PySide6.QtWidgets import (
 from .model import LARGE_VIEW_PIXELS, SplitComposite, sampled
 from .texts import format_metrics, format_value, region_stats
 
-__all__ = ["ImagePanel", "DrawingViewBox", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics", "format_value",
-           "region_stats", "one_to_one"]
+__all__ = ["ImagePanel", "DrawingViewBox", "ComparisonGrid", "SplitView", "ZoomLink", "format_metrics",
+           "format_value", "region_stats", "one_to_one", "zoom_to", "view_scale", "ZOOM_STEPS",
+           "MARK_MIN", "ThumbStrip", "thumbnail", "to_qimage", "Loupe", "LOUPE_PIXELS", "LOUPE_ZOOM"]
 
 # images are (row, column) arrays everywhere in this project
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
@@ -40,6 +43,16 @@ pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 #: the views the largest image (at least :data:`CELL_WIDTH` pixels wide each) and wraps
 #: the rest onto further rows
 MIN_VIEW = 80
+#: side of a thumbnail in the strip under a view shown alone
+THUMB = 72
+#: the loupe: image pixels a side, screen pixels per image pixel
+LOUPE_PIXELS = 48
+LOUPE_ZOOM = 4
+#: the zoom steps (screen pixels per image pixel) of View › Zoom, besides fit
+ZOOM_STEPS = (0.5, 1.0, 2.0, 4.0)
+#: screen pixels a marked region (the preview's) is drawn at least: a 256 px region of a
+#: 12 Mpx photo at fit zoom was a 10 px box
+MARK_MIN = 28
 CELL_WIDTH = 90
 #: the height a view keeps where the grid is short (a message over it, a low window) or
 #: the image thin (300 x 4 is a line in any view): below it the grid scrolls rather than
@@ -258,6 +271,10 @@ class ImagePanel(QFrame):
         self.roi_text.hide()
         self.data: np.ndarray | None = None
         self.frame = None  # the preview's region, when the panel shows a preview
+        self.mark = None  # a mark around it while it is small on screen
+        self._frame_box: tuple | None = None
+        self.vb.sigRangeChanged.connect(lambda *_: self._place_mark())
+        self.vb.sigResized.connect(lambda *_: self._place_mark())
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(1)
@@ -355,11 +372,16 @@ class ImagePanel(QFrame):
             self.placeholder.setGeometry(self.view.rect().adjusted(4, 0, -4, 0))
         return False
 
-    def set_frame(self, box: tuple | None) -> None:
-        """A dashed frame around ``box`` (y0, y1, x0, x1; the preview's region), or none."""
+    def set_frame(self, box: tuple | None, dashed: bool = True) -> None:
+        """A dashed frame around ``box`` (y0, y1, x0, x1; the preview's region), or none;
+        where the region is smaller than :data:`MARK_MIN` screen pixels at this zoom, a
+        solid mark of that size around it as well (``dashed`` False: the mark alone, for
+        a view that draws the region itself)."""
+        self._frame_box = box
         if box is None:
             if self.frame is not None:
                 self.frame.hide()
+            self._place_mark()
             return
         if self.frame is None:
             self.frame = QGraphicsRectItem()
@@ -368,7 +390,30 @@ class ImagePanel(QFrame):
             self.vb.addItem(self.frame, ignoreBounds=True)
         y0, y1, x0, x1 = box
         self.frame.setRect(x0, y0, x1 - x0, y1 - y0)
-        self.frame.show()
+        self.frame.setVisible(dashed)
+        self._place_mark()
+
+    def _place_mark(self) -> None:
+        """The region's mark at the current zoom (shown while the region is small on screen)."""
+        box = self._frame_box
+        (vx0, vx1), (vy0, vy1) = self.vb.viewRange()
+        w, h = self.vb.width(), self.vb.height()
+        upp = max((vx1 - vx0) / w, (vy1 - vy0) / h) if min(w, h) >= 1 else 0.0
+        if box is None or upp <= 0 or min(box[1] - box[0], box[3] - box[2]) / upp >= MARK_MIN:
+            if self.mark is not None:
+                self.mark.hide()
+            return
+        if self.mark is None:
+            self.mark = QGraphicsRectItem()
+            self.mark.setPen(pg.mkPen("#ffd84a", width=2, cosmetic=True))
+            self.mark.setZValue(11)
+            self.vb.addItem(self.mark, ignoreBounds=True)
+        y0, y1, x0, x1 = box
+        half = MARK_MIN * upp / 2
+        hw, hh = max(half, (x1 - x0) / 2), max(half, (y1 - y0) / 2)
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        self.mark.setRect(cx - hw, cy - hh, 2 * hw, 2 * hh)
+        self.mark.show()
 
     def set_title(self, text: str) -> None:
         self.title.setText(text)
@@ -383,6 +428,107 @@ class ImagePanel(QFrame):
 
     def has_image(self) -> bool:
         return self.image.isVisible() and self.image.image is not None
+
+
+def to_qimage(a: np.ndarray, levels: tuple | None) -> QImage:
+    """An image (grey, or colour's first three channels) in ``levels`` as an 8-bit QImage
+    (its own copy of the pixels)."""
+    small = np.asarray(a, dtype=np.float64)
+    if small.ndim == 3 and small.shape[2] not in (3, 4):
+        small = small[..., 0]
+    lo, hi = levels if levels is not None else (float(np.nanmin(small)), float(np.nanmax(small)))
+    u8 = np.clip((small - lo) / max(hi - lo, 1e-12) * 255, 0, 255).astype(np.uint8)
+    if u8.ndim == 3:
+        u8 = np.ascontiguousarray(u8[..., :3])
+        img = QImage(u8.data, u8.shape[1], u8.shape[0], 3 * u8.shape[1], QImage.Format.Format_RGB888)
+    else:
+        u8 = np.ascontiguousarray(u8)
+        img = QImage(u8.data, u8.shape[1], u8.shape[0], u8.shape[1], QImage.Format.Format_Grayscale8)
+    return img.copy()
+
+
+def thumbnail(a: np.ndarray | None, levels: tuple | None, side: int = THUMB) -> QPixmap:
+    """A ``side``-pixel picture of image ``a`` (every s-th pixel, in ``levels``), for the
+    strip under a view shown alone."""
+    pm = QPixmap(side, side)
+    pm.fill(QColor("#202020"))
+    if a is None or a.ndim < 2 or min(a.shape[:2]) < 1:
+        return pm
+    step = max(1, int(np.ceil(max(a.shape[:2]) / side)))
+    pic = QPixmap.fromImage(to_qimage(a[::step, ::step], levels))
+    p = QPainter(pm)
+    p.drawPixmap((side - pic.width()) // 2, (side - pic.height()) // 2, pic)
+    p.end()
+    return pm
+
+
+class Loupe(QLabel):
+    """A magnifier beside the cursor: :data:`LOUPE_PIXELS` image pixels around it, each
+    :data:`LOUPE_ZOOM` screen pixels wide (View › Loupe)."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.setStyleSheet("border: 2px solid #ffd84a; background: #202020;")
+        self.hide()
+
+    def show_at(self, a: np.ndarray, col: int, row: int, levels: tuple | None, pos) -> None:
+        """The pixels of ``a`` around (``col``, ``row``), beside ``pos`` (the cursor, in the
+        parent's coordinates)."""
+        n = LOUPE_PIXELS // 2
+        h, w = a.shape[:2]
+        r0, c0 = min(max(row - n, 0), max(h - LOUPE_PIXELS, 0)), min(max(col - n, 0), max(w - LOUPE_PIXELS, 0))
+        patch = np.asarray(a[r0:r0 + LOUPE_PIXELS, c0:c0 + LOUPE_PIXELS])
+        img = to_qimage(patch, levels)
+        pm = QPixmap.fromImage(img.scaled(img.width() * LOUPE_ZOOM, img.height() * LOUPE_ZOOM,
+                                          Qt.AspectRatioMode.IgnoreAspectRatio,
+                                          Qt.TransformationMode.FastTransformation))
+        self.setPixmap(pm)
+        self.resize(pm.width() + 4, pm.height() + 4)
+        par = self.parentWidget()
+        x, y = pos.x() + 24, pos.y() + 24
+        if x + self.width() > par.width():
+            x = pos.x() - 24 - self.width()
+        if y + self.height() > par.height():
+            y = pos.y() - 24 - self.height()
+        self.move(max(x, 0), max(y, 0))
+        self.raise_()
+        self.show()
+
+
+class ThumbStrip(QWidget):
+    """Under the view shown alone: a thumbnail of the input and of each rank (and the
+    reference); a click shows that one alone instead."""
+
+    chosen = Signal(object)  # the ImagePanel clicked
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.row = QHBoxLayout(self)
+        self.row.setContentsMargins(0, 2, 0, 0)
+        self.row.setSpacing(4)
+        self.buttons: list = []  # (button, panel)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def show_panels(self, panels: list, current) -> None:
+        """One button per panel (its picture and title), ``current`` checked."""
+        for b, _ in self.buttons:
+            self.row.removeWidget(b)
+            b.deleteLater()
+        self.buttons = []
+        for panel in panels:
+            b = QToolButton(self)
+            b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextUnderIcon)
+            b.setIcon(QIcon(thumbnail(panel.data, panel.image.levels)))
+            b.setIconSize(QSize(THUMB, THUMB))
+            b.setText(panel.title.text())
+            b.setToolTip(f"{panel.title.text()} (double-click the large view: every view again)")
+            b.setCheckable(True)
+            b.setChecked(panel is current)
+            b.clicked.connect(lambda _=False, panel=panel: self.chosen.emit(panel))
+            self.row.addWidget(b)
+            self.buttons.append((b, panel))
+        self.row.addStretch(1)
 
 
 class ComparisonGrid(QWidget):
@@ -420,6 +566,10 @@ class ComparisonGrid(QWidget):
             p.doubleClicked.connect(lambda p=p: self.toggle_large(p))
         #: the one panel shown large (double-click a panel; again to go back), or None
         self.large: ImagePanel | None = None
+        #: under the panel shown alone: the input and every rank as thumbnails
+        self.strip = ThumbStrip(self)
+        self.strip.chosen.connect(self.show_alone)
+        self.strip.hide()
         self.rank_panels: dict = {}
         self.resid_panels: dict = {}
         self.ranks: tuple = ()
@@ -501,7 +651,8 @@ class ComparisonGrid(QWidget):
         the grid)."""
         if self.large is not None:
             n, rows = 2, 1
-            view_h = self._height() - self._overhead(n)
+            view_h = (self._height() - self._overhead(n) - self.strip.sizeHint().height()
+                      - self.grid.spacing())
         else:
             col_w, view_h = self._cell_size(self.width(), self._height(), self.columns, 3)
             need = max(self._view_need(col_w), col_w / max(self.aspect, 1e-6))
@@ -513,8 +664,10 @@ class ComparisonGrid(QWidget):
         for p in self.panels():
             p.metrics.set_lines(n)
             p.view.setMinimumHeight(view_min)
+        strip = (self.strip.sizeHint().height() + self.grid.spacing()
+                 if self.large is not None else 0)
         self.setMinimumHeight(rows * (self._overhead(n) + view_min)
-                              + (rows - 1) * self.grid.spacing())
+                              + (rows - 1) * self.grid.spacing() + strip)
 
     def _height(self) -> int:
         # inside a scroll area the grid may be taller than what is visible: use the view's height
@@ -581,6 +734,23 @@ class ComparisonGrid(QWidget):
         self._relayout()
         self.layoutChanged.emit()
 
+    def show_alone(self, panel: ImagePanel) -> None:
+        """Show ``panel`` alone (the strip's choice), keeping the others' zoom."""
+        if panel is not self.large:
+            vr = self.current_vb().viewRange()
+            self.toggle_large(panel)
+            panel.vb.setRange(xRange=vr[0], yRange=vr[1], padding=0)
+
+    def strip_panels(self) -> list:
+        """The panels the strip offers: the input, the reference when shown, each rank."""
+        ref = [self.ref_panel] if self.ref_panel.has_image() and self.show_residuals else []
+        return [self.input_panel, *ref, *(self.rank_panels[r] for r in self.ranks)]
+
+    def update_strip(self) -> None:
+        """The strip's pictures again (after the panels were drawn)."""
+        if self.large is not None:
+            self.strip.show_panels(self.strip_panels(), self.large)
+
     def current_vb(self) -> pg.ViewBox:
         """The view the others follow: the large panel's, else the input's."""
         return self.large.vb if self.large is not None else self.master
@@ -590,16 +760,21 @@ class ComparisonGrid(QWidget):
             self.grid.removeWidget(p)
         self.ref_panel.vb.setXLink(self.master)
         self.ref_panel.vb.setYLink(self.master)
+        self.grid.removeWidget(self.strip)
         if self.large is not None:
             for p in self.panels():
                 p.setVisible(p is self.large)
             self.grid.addWidget(self.large, 0, 0)
+            self.grid.addWidget(self.strip, 1, 0)
+            self.strip.show()
+            self.update_strip()
             for c in range(self.grid.columnCount()):
                 self.grid.setColumnStretch(c, 1 if c == 0 else 0)
             for r in range(self.grid.rowCount()):
                 self.grid.setRowStretch(r, 1 if r == 0 else 0)
             self._fit_heights()
             return
+        self.strip.hide()
         cols = self.columns = self.columns_for(self.width(), self._height())
         per = 2 if self.show_residuals else 1  # grid rows per row of cells
         cells = [(self.input_panel, self.ref_panel)] + [(self.rank_panels[r], self.resid_panels[r])
@@ -629,16 +804,33 @@ class ComparisonGrid(QWidget):
         self.current_vb().autoRange(padding=0.0)
 
 
-def one_to_one(vb: pg.ViewBox) -> None:
-    """Zoom ``vb`` so that one image pixel is one screen pixel, around the current centre."""
+def zoom_to(vb: pg.ViewBox, scale: float) -> None:
+    """Zoom ``vb`` so that one image pixel is ``scale`` screen pixels (1: actual pixels),
+    around the current centre."""
     (x0, x1), (y0, y1) = vb.viewRange()
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    w, h = max(vb.width(), 1.0), max(vb.height(), 1.0)
+    w, h = max(vb.width(), 1.0) / scale, max(vb.height(), 1.0) / scale
     vb.setRange(xRange=(cx - w / 2, cx + w / 2), yRange=(cy - h / 2, cy + h / 2), padding=0)
 
 
+def one_to_one(vb: pg.ViewBox) -> None:
+    """Zoom ``vb`` so that one image pixel is one screen pixel, around the current centre."""
+    zoom_to(vb, 1.0)
+
+
+def view_scale(vb: pg.ViewBox) -> float:
+    """Screen pixels per image pixel in ``vb`` now."""
+    (x0, x1), (y0, y1) = vb.viewRange()
+    upp = max((x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0))
+    return 1.0 / upp if upp > 0 else 1.0
+
+
 class SplitView(QWidget):
-    """Before/after: the noisy image left of a draggable line, the result right of it."""
+    """A/B: one image left of a draggable line, another right of it; A and B chosen
+    among the input, the reference and every rank shown (by default the noisy input and
+    the selected rank)."""
+
+    choiceChanged = Signal()  # the user chose another A or B
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -651,14 +843,20 @@ class SplitView(QWidget):
         self.slider = QSlider(Qt.Orientation.Horizontal, self)
         self.slider.setRange(0, 1000)
         self.slider.setValue(500)
-        self.slider.setToolTip("Drag to move the split between the noisy input and the result")
-        self.left_label = QLabel("noisy", self)
-        self.right_label = QLabel("denoised", self)
-        self.right_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.slider.setToolTip("Drag to move the split between A (left) and B (right)")
+        self.a_combo, self.b_combo = QComboBox(self), QComboBox(self)
+        for combo, side in ((self.a_combo, "left"), (self.b_combo, "right")):
+            combo.setToolTip(f"what the {side} side shows: the input, the reference or a rank")
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            combo.activated.connect(self._on_choice)
+        self.left_label = QLabel("A ◀", self)
+        self.right_label = QLabel("▶ B", self)
         row = QHBoxLayout()
+        row.addWidget(self.a_combo)
         row.addWidget(self.left_label)
         row.addWidget(self.slider, 1)
         row.addWidget(self.right_label)
+        row.addWidget(self.b_combo)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.panel, 1)
@@ -667,9 +865,37 @@ class SplitView(QWidget):
         self.after: np.ndarray | None = None
         self.levels: tuple | None = None
         self.labels = ("noisy", "denoised")
+        #: the user's A and B (keys of :meth:`set_sources`), None: the defaults
+        self.choice: list = [None, None]
+        self._sources: dict = {}
         self.slider.valueChanged.connect(self._on_slider)
         self.line.sigPositionChanged.connect(self._on_line)
         self._syncing = False
+
+    def set_sources(self, sources: dict, levels: tuple | None, default_a, default_b) -> None:
+        """What A and B may show: ``{key: (label, image or None)}`` in order; the user's
+        choice is kept while its key is there, else ``default_a`` / ``default_b``."""
+        self._sources = dict(sources)
+        keys = list(self._sources)
+        picked = []
+        for side, (combo, default) in enumerate(((self.a_combo, default_a),
+                                                 (self.b_combo, default_b))):
+            key = self.choice[side] if self.choice[side] in self._sources else default
+            picked.append(key)
+            combo.blockSignals(True)
+            combo.clear()
+            for k in keys:
+                combo.addItem(self._sources[k][0], k)
+            if key in self._sources:
+                combo.setCurrentIndex(keys.index(key))
+            combo.blockSignals(False)
+        (la, a), (lb, b) = (self._sources.get(k, ("", None)) for k in picked)
+        self.set_images(a, b, levels, la or "", lb or "")
+
+    def _on_choice(self, _i: int) -> None:
+        self.choice = [self.a_combo.currentData(), self.b_combo.currentData()]
+        self.set_sources(self._sources, self.levels, *self.choice)
+        self.choiceChanged.emit()
 
     def fraction(self) -> float:
         return self.slider.value() / 1000.0
@@ -682,9 +908,7 @@ class SplitView(QWidget):
                    after_label: str = "denoised") -> None:
         self.before, self.after, self.levels = before, after, levels
         self.labels = (before_label, after_label)
-        self.left_label.setText(f"◀ {before_label}")
-        self.right_label.setText(f"{after_label} ▶")
-        self.panel.set_title(f"{before_label}  |  {after_label}")
+        self.panel.set_title(f"A: {before_label}  |  B: {after_label}")
         self._redraw()
 
     def values_at(self, col: int, row: int) -> list[tuple[str, object]]:
