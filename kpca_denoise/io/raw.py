@@ -151,9 +151,12 @@ def read_raw(path, max_pixels: int) -> tuple[np.ndarray, dict]:
 
 #: how every RAW is developed (the ``--format tiff|png|jpeg`` outputs, the window, the
 #: benchmark): LibRaw's AHD demosaicking, the camera's white balance, sRGB primaries and
-#: curve, no automatic brightening (so that before and after are developed alike)
+#: curve, no automatic brightening, and the file's own white level as the scale
+#: (``adjust_maximum_thr=0``: LibRaw's default replaces it by the data's maximum when that
+#: is above 75 % of it, so a denoised mosaic, whose brightest photosite is lower than the
+#: noisy one's, came out brighter than its input: before and after are developed alike)
 DEVELOP_OPTIONS = dict(use_camera_wb=True, no_auto_bright=True, gamma=(2.4, 12.92),
-                       user_flip=None)
+                       user_flip=None, adjust_maximum_thr=0.0)
 
 
 def develop(path, mosaic: np.ndarray | None = None, *, bits: int = 16) -> np.ndarray:

@@ -86,6 +86,17 @@ def test_a_raw_is_developed_for_tiff_png_and_jpeg(tmp_path):
     assert src.path.read_bytes()  # the original is never replaced
 
 
+def test_a_mosaic_is_developed_on_the_files_white_level_not_its_brightest_photosite(tmp_path):
+    from kpca_denoise.io.raw import develop
+
+    rng = np.random.default_rng(3)
+    m = (512 + rng.uniform(0.1, 0.85, (32, 48)) * (4095 - 512)).astype(np.uint16)
+    p = make_dng(tmp_path / "a.dng", m, black=(512,) * 4)
+    darker = (512 + (m - 512.0) * 0.9).astype(np.uint16)  # 10 % less light, brightest at 77 %
+    a, b = develop(p).astype(float).mean(), develop(p, darker).astype(float).mean()
+    assert b < 0.97 * a  # darker, not stretched back to the brightest photosite
+
+
 def test_a_raw_beside_its_camera_jpeg_gives_two_outputs(tmp_path):
     from PIL import Image
 
