@@ -54,7 +54,8 @@ from .working import (channels, from_working,
 
 __all__ = ["DEFAULT_TILE", "GLOBAL_PATCH_SIZE", "plan", "denoise_tile", "denoise_tiled",
            "grouped_geometry", "grouped_halo", "global_geometry", "training_patches",
-           "merge_grouped_stats", "resolve_periodic", "denoise_with_model"]
+           "merge_grouped_stats", "resolve_periodic", "denoise_with_model", "rank_bytes",
+           "check_rank_memory", "RANK_PIXEL_BYTES", "RANK_PART_BYTES"]
 
 GLOBAL_PATCH_SIZE = 8
 #: core side of a tile per method when ``DenoiseParams.tile_size`` is None
@@ -114,6 +115,56 @@ def plan(shape: tuple[int, ...], params: DenoiseParams) -> list[Tile]:
     side = params.tile_size or DEFAULT_TILE[params.method]
     return tile_grid(shape[:2], max(side, align), halo, align)
 
+
+
+# -- memory of the ranks ---------------------------------------------------------------
+
+#: bytes per rank, working channel and pixel of a grouped tile's region in flight: its
+#: weighted sums, weights and result in float64 (the ranks share everything else)
+RANK_PIXEL_BYTES = 3 * 8
+#: bytes per rank and thread of the parts of a chunk in flight (a part's estimates,
+#: expansion weights and their copy in the ranks' order, two parts a thread; 256
+#: groups of 32 patches of 8x8: ``core.grouped.driver.PART_GROUPS``)
+RANK_PART_BYTES = 2 * 256 * 32 * (2 * 64 + 32) * 8
+#: the engine's own memory beside the ranks' (the interpreter, its libraries and a
+#: tile's rank-independent working set; docs/large-images.md)
+ENGINE_BYTES = 450 << 20
+
+
+def rank_bytes(shape: tuple, dtype, params: DenoiseParams, tiles: list[Tile] | None = None) -> int:
+    """Bytes the ranks of ``params`` take in a grouped run on an image of ``shape``
+    (H, W[, C]) and ``dtype``: per rank, the tiles in flight's float64 estimates
+    (:data:`RANK_PIXEL_BYTES` a pixel and working channel), the parts in flight
+    (:data:`RANK_PART_BYTES` a thread) and the output in the image's dtype.  0 for
+    another method."""
+    if params.method != "grouped":
+        return 0
+    tiles = plan(shape, params) if tiles is None else tiles
+    at_once = min(len(tiles), num_threads()) if 1 < num_threads() <= MAX_AT_ONCE else 1
+    regions = sorted((t.ry1 - t.ry0) * (t.rx1 - t.rx0) for t in tiles)[-at_once:]
+    c = channels(np.empty((1, 1) + tuple(shape[2:]), np.uint8))
+    nr = len(params.ranks)
+    return nr * (RANK_PIXEL_BYTES * c * sum(regions) + RANK_PART_BYTES * max(1, num_threads())
+                 + int(np.prod(shape)) * np.dtype(dtype).itemsize)
+
+
+def check_rank_memory(shape: tuple, dtype, params: DenoiseParams,
+                      tiles: list[Tile] | None = None) -> None:
+    """Refuse, before any compute, a grouped run whose ranks would not fit in the memory
+    this process can still allocate (:func:`.io.lazy_tiff.memory_budget`), in one line
+    naming the fix: fewer ranks or smaller tiles.  Nothing is refused where the memory
+    available is not known."""
+    from .io.lazy_tiff import memory_budget
+
+    need = rank_bytes(shape, dtype, params, tiles)
+    avail = memory_budget()
+    if not need or avail is None or need + ENGINE_BYTES <= avail:
+        return
+    H, W = shape[:2]
+    raise ValueError(
+        f"{len(params.ranks)} ranks of a {W}x{H} image need about "
+        f"{(need + ENGINE_BYTES) / 2**30:.1f} GB of memory, {avail / 2**30:.1f} GB is available; "
+        "ask for fewer ranks, or smaller tiles (--tile-size, DenoiseParams.tile_size)")
 
 
 # -- one tile -------------------------------------------------------------------------
@@ -276,6 +327,7 @@ def denoise_tiled(image: np.ndarray, sigma: float, params: DenoiseParams, *, mod
     """
     a = np.asarray(image)
     tiles = plan(a.shape, params)
+    check_rank_memory(a.shape, a.dtype, params, tiles)
     if len(tiles) > 1:  # one tile decides on its own, on the same centre crop
         params = resolve_periodic(a, sigma, params, vst, cancel)
         tiles = plan(a.shape, params)

@@ -384,15 +384,18 @@ def _run_pass(imgs: list, guides: list, stage: int, ranks: np.ndarray, run: Run,
                     (nchunks, nchunks), predict)
     # every pixel is covered by a reference patch (stride <= p, last row/col kept) or,
     # where the pilot dropped references, filled by fill_holes
+    # the estimates divided in place: no second (nr, H, W) array per channel
     if region is None:
-        return [num / den for num, den in zip(nums, dens)]
+        for num, den in zip(nums, dens):
+            np.divide(num, den, out=num)
+        return nums
     y0, y1, x0, x1 = region.exact  # covered by the region's references
-    outs = []
     for img, num, den in zip(imgs, nums, dens):
-        out = np.repeat(img[None], len(ranks), axis=0)
-        out[:, y0:y1, x0:x1] = num[:, y0:y1, x0:x1] / den[:, y0:y1, x0:x1]
-        outs.append(out)
-    return outs
+        inner = num[:, y0:y1, x0:x1]
+        np.divide(inner, den[:, y0:y1, x0:x1], out=inner)
+        num[:, :y0], num[:, y1:] = img[:y0], img[y1:]
+        num[:, y0:y1, :x0], num[:, y0:y1, x1:] = img[y0:y1, :x0], img[y0:y1, x1:]
+    return nums
 
 
 def _match_grouped(groups: dict, guide_m: np.ndarray, inter: tuple, ry: np.ndarray,
