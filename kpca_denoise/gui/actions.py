@@ -74,6 +74,16 @@ class WindowActions:
                                      "in view; Shift + drag on a view draws another) at every rank: "
                                      "the full run's pixels there, in seconds")
         self.act_preview.setCheckable(True)
+        self.act_undo = self._act("Undo parameter change", self.undo_params, "Ctrl+Z",
+                                  "The parameters before the last change")
+        self.act_redo = self._act("Redo parameter change", self.redo_params,
+                                  ["Ctrl+Shift+Z", "Ctrl+Y"], "The parameter change undone last")
+        self.act_save_preset = self._act("Save preset…", self.save_preset, None,
+                                         "Keep the parameters under a name (the trial's added "
+                                         "noise left out)")
+        self.act_load_params = self._act("Load parameters…", self.load_params_file, None,
+                                         "The parameters of a sidecar (an export's .json), as "
+                                         "kpca-denoise denoise --params reads them")
         self.act_export = self._act("Export…", self.export_current, "Ctrl+E",
                                     "Write the selected rank of the current image to a folder")
         self.act_export_set = self._act("Export set…", self.export_set, "Ctrl+Shift+E",
@@ -132,12 +142,20 @@ class WindowActions:
     def _build_menus(self) -> None:
         m = self.menuBar()
         f = m.addMenu("&File")
-        for a in (self.act_open, self.act_folder, self.act_remove, None, self.act_export,
+        for a in (self.act_open, self.act_folder, self.act_remove, None, self.act_load_params,
+                  None, self.act_export,
                   self.act_export_set, self.act_sheet):
             f.addSeparator() if a is None else f.addAction(a)
         self._build_format_menu(f.addMenu("Export &format"))
         f.addSeparator()
         f.addAction(self.act_quit)
+        pm = m.addMenu("&Parameters")
+        pm.addAction(self.act_undo)
+        pm.addAction(self.act_redo)
+        pm.addSeparator()
+        self.presets_menu = pm.addMenu("Presets")
+        self._rebuild_presets_menu()
+        pm.addAction(self.act_load_params)
         r = m.addMenu("&Run")
         for a in (self.act_preview, self.act_run, self.act_run_all, self.act_set_fit, self.act_cancel):
             r.addAction(a)

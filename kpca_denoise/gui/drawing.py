@@ -84,7 +84,7 @@ class ViewDrawing:
 
     def _split_sources(self, e: ImageEntry, rec: FitRecord | None, noisy_d, ranks) -> dict:
         """``{key: (label, image)}`` the split view's A and B choose from."""
-        out = {"input": (self.grid.input_panel.title.text() or "input", noisy_d)}
+        out = {"input": ("noisy", noisy_d)}
         if self.grid.ref_panel.has_image() and self.grid.ref_panel.data.shape == noisy_d.shape:
             out["reference"] = (self.grid.ref_panel.title.text() or "reference",
                                 self.grid.ref_panel.data)

@@ -12,6 +12,8 @@ them:
   cancels runs and takes in their results, :mod:`.export` writes them;
 * :mod:`.drawing` draws the views, :mod:`.viewer` zooms, fits and reads
   pixels, :mod:`.ranks` chooses the ranks compared and selected;
+* :mod:`.params_tools` undoes and redoes parameter changes, keeps presets and loads a
+  sidecar's parameters;
 * :mod:`.messages` reports to the log, the banner and the status bar, with
   texts from :mod:`.texts`.
 
@@ -40,6 +42,7 @@ from .loading import ImageLoading
 from .messages import Messages
 from .model import ImageEntry, ResultCache, Session
 from .panels import AboutDialog, HelpDialog
+from .params_tools import ParamsTools
 from .preview import PreviewControl
 from .ranks import RankSelection
 from .running import RunControl
@@ -51,7 +54,8 @@ __all__ = ["MainWindow", "SETTINGS_ORG", "SETTINGS_APP", "rank_tag", "jsonable"]
 
 
 class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoading, RunControl,
-                 PreviewControl, RankSelection, ViewDrawing, ImageViewer, ExportActions, QMainWindow):
+                 PreviewControl, RankSelection, ViewDrawing, ImageViewer, ExportActions, ParamsTools,
+                 QMainWindow):
     """The kpca-denoise desktop window."""
 
     viewsRefreshed = Signal()
@@ -68,6 +72,8 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self._levels: dict[str, tuple[float, float]] = {}
         self._pending_export: tuple | None = None
         self._running_keys: set[str] = set()
+        #: the run's queue: image key -> 'queued', 'running' or 'failed' (shown on its line)
+        self.queue: dict[str, str] = {}
         self._current_job_method = "global"
         self._last_params: DenoiseParams | None = None
         self._about: AboutDialog | None = None
@@ -81,9 +87,11 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.last_dir = str(self.settings.value("last_dir", str(Path.home())))
         self._build_ui()
         self._init_preview()
+        self._init_params_tools()
         self._build_actions()
         self._connect()
         self._restore_settings()
+        self._init_params_tools()  # the restored parameters are where the history starts
         self._update_actions()
         self.refresh_views()
         # start the compute process now: its imports and numba caches load while the user picks files
@@ -118,6 +126,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.imageset.openFolderRequested.connect(self.open_folder_dialog)
         self.imageset.removeRequested.connect(self.remove_image)
         self.params_panel.changed.connect(self._on_params_changed)
+        self.params_panel.changed.connect(self._record_params)
         self.params_panel.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
         self.params_panel.referenceRequested.connect(self.choose_reference)
         self.params_panel.referenceCleared.connect(lambda: self.set_reference(None))
@@ -141,6 +150,7 @@ class MainWindow(WindowLayout, WindowSettings, WindowActions, Messages, ImageLoa
         self.progress.cancelRequested.connect(self.cancel_run)
         self.runner.started.connect(self._on_run_started)
         self.runner.itemStarted.connect(self.progress.item_started)
+        self.runner.itemStarted.connect(self._queue_item_started)
         self.runner.progress.connect(self.progress.update_stage)
         self.runner.progress.connect(self._on_stage)
         self.runner.spectrum.connect(self._on_live_spectrum)

@@ -15,6 +15,7 @@ import numpy as np
 from ..params import DenoiseParams
 from .model import ImageEntry
 from .texts import (
+    QUEUE_TEXTS,
     outcome_error_text,
     outcome_log_lines,
     run_end_texts,
@@ -160,6 +161,10 @@ class RunControl:
             self._update_actions()
             return
         n = len(job.items)
+        if job.purpose in ("run", "export"):  # the queue, on each image's line in the set
+            self.queue = {it.key: "queued" for it in job.items}
+            for it in job.items:
+                self._show_queue_state(it.key)
         preview = job.purpose == "preview"  # one image's region (a sequence's page: its sweep)
         self.progress.start(job.params.method, 1 if preview else n, one_model=bool(job.sets),
                             sets_only=not preview and sum(len(g) for g in job.sets) == n,
@@ -188,11 +193,35 @@ class RunControl:
         else:  # the grouped method's final pass: the mean spectrum of its groups so far
             self.spectrum.set_group_spectrum(ev, LIVE_GROUPS_TEXT)
 
+    def _queue_item_started(self, index: int, count: int, _name: str) -> None:
+        """The run's queue: the image (or the set) begun is running."""
+        job = self.runner.job()
+        if job is None or job.purpose not in ("run", "export") or not self.queue:
+            return
+        if index >= 0:
+            keys = [job.items[index].key] if index < len(job.items) else []
+        else:  # a set: the first whose images are all still queued
+            keys = next(([job.items[i].key for i in g] for g in job.sets
+                         if all(self.queue.get(job.items[i].key) == "queued" for i in g)), [])
+        for key in keys:
+            self.queue[key] = "running"
+            self._show_queue_state(key)
+
+    def _show_queue_state(self, key: str) -> None:
+        row = self.session.row_of(key)
+        if row >= 0 and key in self.queue:
+            self.imageset.set_status(row, QUEUE_TEXTS[self.queue[key]])
+
     def _on_item_done(self, out) -> None:
         """One image's results: into the session, the log, its thumbnail, the views."""
         row = self.session.row_of(out.key)
         if row < 0:
             return  # removed while it was computing
+        if out.key in self.queue and not out.partial:
+            if out.error:
+                self.queue[out.key] = "failed"
+            else:
+                del self.queue[out.key]
         if out.error:
             self.imageset.set_status(row, "⚠ failed")
             self.report_error(outcome_error_text(out))
@@ -208,6 +237,9 @@ class RunControl:
     def _update_status(self, row: int, p: DenoiseParams | None = None) -> None:
         """The thumbnail's line: how many ranks the image has for the panel's parameters,
         or, marked, for the other parameters it was computed with."""
+        if self.entries[row].key in self.queue:  # waiting or running in this run
+            self._show_queue_state(self.entries[row].key)
+            return
         p = p or self.current_params()
         sh = self.session.shown(self.entries[row], p)
         if sh.record is None:
@@ -228,6 +260,13 @@ class RunControl:
         if summary.job.purpose == "prepare":
             self._after_prepare()
             return
+        left, self.queue = self.queue, {}
+        for key, state in left.items():  # the images the run did not reach (or failed)
+            row = self.session.row_of(key)
+            if row >= 0:
+                self.imageset.set_status(row, QUEUE_TEXTS["failed"] if state == "failed" else
+                                         QUEUE_TEXTS["not run"] if summary.status != "done" else None)
+                self._update_status(row)
         kept = any(self.session.has_results(e) for e in self.entries)
         progress_text, msg = run_end_texts(summary.status, summary.seconds, summary.done,
                                            summary.failed, summary.message, kept)

@@ -33,6 +33,7 @@ __all__ = [
     "empty_spectrum_text",
     "waiting_spectrum_text",
     "status_text",
+    "QUEUE_TEXTS",
     "mismatch_html",
     "hover_text",
     "split_hover_text",
@@ -274,6 +275,11 @@ def waiting_spectrum_text(method: str) -> str:
         return "waiting for the eigensolver…"
     return ("the grouped method fits one small kernel PCA per group;\nthe groups' mean spectrum "
             "appears as its final pass gathers it")
+
+
+#: an image's line in the set while a run goes through it (the run's queue)
+QUEUE_TEXTS = {"queued": "⏳ queued", "running": "▶ running…", "failed": "⚠ failed",
+               "not run": "not run (cancelled)"}
 
 
 def status_text(n_ranks: int, matches: bool) -> str:

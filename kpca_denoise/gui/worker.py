@@ -334,6 +334,10 @@ class RunController(QObject):
         """A job the user asked for is going on (not the background preview decisions)."""
         return self._thread is not None and self.purpose() != "prepare"
 
+    def job(self) -> Job | None:
+        """The job going on, None when idle."""
+        return self._worker.job if self._worker is not None else None
+
     def purpose(self) -> str | None:
         """What the job going on is for ('run', 'export', 'preview'), None when idle."""
         return self._worker.job.purpose if self._worker is not None else None

@@ -77,7 +77,7 @@ def test_the_split_compares_any_two_results(window, images, qtbot):
     window.act_split.trigger()
     keys = [split.a_combo.itemData(i) for i in range(split.a_combo.count())]
     assert keys[0] == "input" and ("rank", 2) in keys and ("rank", 4) in keys
-    assert split.labels[0] == window.grid.input_panel.title.text()  # by default the input
+    assert split.labels[0] == "noisy"  # by default the input
     rec = window.session.shown(window.current_entry(), window.current_params()).record
     # rank 2 left, rank 4 right
     split.a_combo.setCurrentIndex(keys.index(("rank", 2)))
