@@ -50,7 +50,9 @@ class ViewDrawing:
         self.set_fit_box.setVisible(len(self.entries) > 1)
         for row in range(len(self.entries)):
             self._update_status(row, p)
-        self._show_rank_choice(ranks, rec)
+        # where 'auto' fell is marked for a result of the panel's parameters only (another
+        # method's or run's mark stayed on the spectrum, stale)
+        self._show_rank_choice(ranks, rec if shown.matches else None)
         if e is None:
             self._draw_nothing()
             self.viewsRefreshed.emit()

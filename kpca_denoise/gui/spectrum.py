@@ -136,6 +136,11 @@ class SpectrumPlot(pg.PlotWidget):
         self._sync_views()
 
     def clear_spectrum(self, message: str = "") -> None:
+        """No spectrum (``message`` says why); the compared ranks stay marked, but not
+        where 'auto' fell: that was the spectrum's own (a new run's, another method's
+        would be stale)."""
+        if any(key is None for key, _ in self.ranks):
+            self.set_ranks(tuple(key for key, _ in self.ranks if key is not None), self.selected)
         self.eigenvalues = np.zeros(0)
         self.total_variance = None
         self.group_text = ""

@@ -131,3 +131,27 @@ def test_the_loupe_magnifies_the_pixels_under_the_cursor(window, images, qtbot):
     window.act_loupe.trigger()
     window._on_hover(panel, (40, 50, panel.data[50, 40]))
     assert not window.loupe.isVisible()
+
+
+def test_where_auto_fell_is_cleared_when_a_run_starts_or_the_method_changes(window, images, qtbot):
+    # "auto≈2.5" of an earlier run stayed on the spectrum of another run and method
+    window.load_paths([images["big"]])
+    grouped = DenoiseParams(ranks=(2, None), add_noise=20.0, profile="fast")
+    run(qtbot, window, grouped)
+    spectrum = window.spectrum
+    assert None in spectrum._rank_lines
+    assert spectrum._rank_lines[None].label.textItem.toPlainText().startswith("auto")
+    marks = []
+    window.runner.started.connect(
+        lambda job: marks.append(None in spectrum._rank_lines) if job.purpose == "run" else None)
+    run(qtbot, window, GLOBAL.replace(ranks=(2, None), add_noise=20.0))
+    assert marks == [False]  # gone as the global run started
+    # the global method's auto rank is its own (16 for an image), not the grouped one's
+    assert spectrum._rank_lines[None].value() == 16
+    window.params_panel.set_params(grouped)  # back: its own result and its own mark
+    settle(qtbot, window)
+    assert None in spectrum._rank_lines and spectrum._rank_lines[None].value() != 16
+    window.params_panel.set_params(GLOBAL.replace(ranks=(2, None), noise_model="poisson-gaussian",
+                                                  add_noise=20.0))
+    settle(qtbot, window)  # parameters nothing was computed with: no mark of another's
+    assert None not in spectrum._rank_lines or spectrum._rank_lines[None].value() == 16
