@@ -126,7 +126,24 @@ def denoise_grouped_channels(image: np.ndarray, sigma: float, *,
     results, stats = _denoise_channels([img[..., c] for c in range(img.shape[2])], sigma, ranks,
                                        resolve_options(options, **overrides), progress, cancel,
                                        core)
-    return {rk: np.stack([r[rk] for r in results], axis=-1) for rk in results[0]}, stats
+    return _interleave(results), stats
+
+
+def _interleave(results: list) -> dict:
+    """``{rank: (H, W, C)}`` from per channel ``{rank: (H, W)}``, ``results`` emptied
+    as it goes: each channel's estimates (all its ranks in one array) are freed once
+    copied, and each rank interleaved alone, so that the ranks' estimates are never
+    held twice."""
+    ranks = list(results[0])
+    planes = {rk: np.empty((len(results),) + results[0][rk].shape) for rk in ranks}
+    for c in range(len(results)):
+        chan, results[c] = results[c], None
+        for rk in ranks:
+            planes[rk][c] = chan[rk]
+        del chan
+    for rk in ranks:
+        planes[rk] = np.ascontiguousarray(np.moveaxis(planes[rk], 0, -1))
+    return planes
 
 
 def trial_denoiser(cancel: Any = None):
