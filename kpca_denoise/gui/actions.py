@@ -94,7 +94,7 @@ class WindowActions:
         self.act_prev = self._act("Previous image", self.previous_image, ["PgUp", "["], "Previous image")
         self.act_remove = self._act("Remove image", lambda: self.remove_image(self.current_index()),
                                     QKeySequence.StandardKey.Delete, "Remove the image from the set")
-        self.act_split = self._act("Toggle split view", self.toggle_split, "S",
+        self.act_split = self._act("A / B split", self.toggle_split, "S",
                                    "Switch between the rank grid and the A/B split (any two of the "
                                    "input, the reference and the ranks)")
         self.act_single = self._act("Single view", self.toggle_single, "V",
@@ -132,7 +132,8 @@ class WindowActions:
         tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         for a in (self.act_open, self.act_folder, None, self.act_preview, self.act_run, self.act_run_all,
                   self.act_cancel,
-                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_help):
+                  None, self.act_export, self.act_export_set, self.act_sheet, None, self.act_single,
+                  self.act_split, None, self.act_help):
             if a is None:
                 tb.addSeparator()
             else:

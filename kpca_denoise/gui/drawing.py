@@ -92,8 +92,14 @@ class ViewDrawing:
                                 self.grid.ref_panel.data)
         for r in ranks:
             res = rec.ranks.get(r) if rec is not None else None
-            out[("rank", r)] = (f"rank {rank_label(r)}",
-                                 e.display(res.output) if res is not None else None)
+            panel = self.grid.rank_panels.get(r)
+            if res is not None:
+                out[("rank", r)] = (f"rank {rank_label(r)}", e.display(res.output))
+            elif panel is not None and panel.has_image() and panel.data.shape == noisy_d.shape:
+                # a preview: the region denoised in place, the rest the input
+                out[("rank", r)] = (f"rank {rank_label(r)} (preview)", panel.data)
+            else:
+                out[("rank", r)] = (f"rank {rank_label(r)}", None)
         return out
 
     def _show_rank_choice(self, ranks: tuple, rec: FitRecord | None) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import LoadedItem, display_oriented
+from ..mosaic import mosaic_of
 from ..params import DenoiseParams
 from ..pipeline import sample_mosaic
 from .jobs import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
@@ -33,6 +34,7 @@ from .jobs import ItemOutcome, JobItem, params_key, rank_label, rank_sort_key
 __all__ = [
     "ImageEntry",
     "display_array",
+    "raw_view",
     "residual_map",
     "residual_view",
     "ResidualMap",
@@ -107,7 +109,41 @@ def residual_map(e: "ImageEntry", noisy: np.ndarray, out: np.ndarray) -> np.ndar
         r /= len(chans)
     else:
         r = noisy.astype(np.float32) - out.astype(np.float32)
-    return e.display(r)
+    return e.display(r, develop=False)
+
+
+def raw_view(mosaic: np.ndarray, raw: dict) -> np.ndarray:
+    """A camera mosaic developed for display, quickly and in place: each pixel coloured by
+    its 2x2 cell of the colour filter (``raw["pattern"]`` or ``raw["cfa"]``), the cell's
+    black levels subtracted, scaled to the white level and the as-shot white balance, an
+    sRGB-like gamma; (H, W, 3) uint8 of the mosaic's size, so every view, the preview's
+    region and the cursor keep the mosaic's coordinates (no colour matrix, no demosaicing:
+    LibRaw develops the exports)."""
+    m = np.asarray(mosaic, dtype=np.float32)
+    h, w = m.shape[:2]
+    he, we = h - h % 2, w - w % 2
+    if he < 2 or we < 2:
+        return np.zeros((h, w, 3), np.uint8)
+    colours = raw.get("cfa") or "RGGB"
+    black = list(raw.get("black") or [0.0] * 4) + [0.0] * 4
+    white = float(raw.get("white") or m.max() or 1.0)
+    wb = list(raw.get("wb") or [1.0, 1.0, 1.0, 1.0]) + [1.0] * 4
+    gain = {"R": wb[0] / (wb[1] or 1.0), "G": 1.0, "B": wb[2] / (wb[1] or 1.0)}
+    sums = {c: np.zeros((he // 2, we // 2), np.float32) for c in "RGB"}
+    counts = {c: 0 for c in "RGB"}
+    for k, (dy, dx) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        c = colours[k] if k < len(colours) and colours[k] in "RGB" else "G"
+        plane = (m[dy:he:2, dx:we:2] - black[k]) / max(white - black[k], 1.0)
+        sums[c] += plane * gain[c]
+        counts[c] += 1
+    rgb = np.stack([sums[c] / max(counts[c], 1) for c in "RGB"], axis=-1)
+    rgb = np.clip(rgb, 0.0, 1.0) ** (1 / 2.2)
+    cells = (rgb * 255 + 0.5).astype(np.uint8)
+    out = np.zeros((h, w, 3), np.uint8)
+    out[:he, :we] = np.repeat(np.repeat(cells, 2, axis=0), 2, axis=1)
+    out[he:, :we] = out[he - 1:he, :we]  # an odd last row or column: its neighbour's cell
+    out[:, we:] = out[:, we - 1:we]
+    return out
 
 
 class ResidualMap:
@@ -116,7 +152,7 @@ class ResidualMap:
     screen-sized sample of it, not five full float32 maps made when a result arrives."""
 
     def __init__(self, e: "ImageEntry", noisy: np.ndarray, out: np.ndarray) -> None:
-        self._noisy, self._out = e.display(noisy), e.display(out)
+        self._noisy, self._out = e.display(noisy, develop=False), e.display(out, develop=False)
         self._colour = self._noisy.ndim == 3
         self.shape = self._noisy.shape[:2]
         self.ndim, self.dtype = 2, np.dtype(np.float32)
@@ -262,9 +298,24 @@ class ImageEntry:
     def is_patchset(self) -> bool:
         return self.item.is_patchset
 
-    def display(self, a: np.ndarray) -> np.ndarray:
+    @property
+    def pipeline_input(self):
+        """What a run denoises: the array, or a camera RAW file's mosaic with its pattern
+        and levels (:func:`kpca_denoise.mosaic.mosaic_of`, as the command line reads it)."""
+        return mosaic_of(self.item, self.array) if self.raw is not None else self.array
+
+    @property
+    def raw(self) -> dict | None:
+        """A camera RAW file's metadata (its mosaic is the array), else None."""
+        return self.item.meta.get("raw")
+
+    def display(self, a: np.ndarray, develop: bool = True) -> np.ndarray:
         """What the views draw for an array of this image: a patch set as a mosaic, a photo
-        upright under its EXIF orientation (exports keep the raw array; the tag is carried)."""
+        upright under its EXIF orientation (exports keep the raw array; the tag is carried),
+        a camera mosaic developed (:func:`raw_view`; ``develop`` False: as it is, for the
+        residuals)."""
+        if develop and self.raw is not None and np.ndim(a) == 2:
+            a = raw_view(a, self.raw)
         d = display_array(a, self.is_patchset)
         return d if self.is_patchset else display_oriented(d, self.item.meta.get("orientation"))
 
@@ -593,7 +644,7 @@ class Session:
             todo = tuple(r for r in ranks if r in missing)
             first = len(items)
             for m in members:  # a set's members all train the model, computed or not
-                items.append(JobItem(key=m.key, name=m.name, array=m.array, is_patchset=m.is_patchset,
+                items.append(JobItem(key=m.key, name=m.name, array=m.pipeline_input, is_patchset=m.is_patchset,
                                      ranks=todo, reference=m.reference))
             if together:
                 sets.append(tuple(range(first, len(items))))

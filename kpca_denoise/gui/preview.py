@@ -79,6 +79,11 @@ class PreviewControl:
             self.act_preview.setChecked(False)
             self.report_info("A preview needs an image (patch sets are denoised whole).")
             return
+        if self.current_entry().raw is not None:
+            self.act_preview.setChecked(False)
+            self.report_info("A camera mosaic is denoised whole: run it (Ctrl+R); the preview "
+                             "of a region takes images.")
+            return
         self._show_preview_roi(self.visible_box(data.shape))
 
     def draw_preview(self, rect: tuple) -> bool:
@@ -87,7 +92,7 @@ class PreviewControl:
         of the mouse.  True if the region is shown (and its preview asked for)."""
         data = self.grid.input_panel.data
         e = self.current_entry()
-        if data is None or e is None or e.is_patchset:
+        if data is None or e is None or e.is_patchset or e.raw is not None:
             return False
         h, w = data.shape[:2]
         x0, y0 = max(0, int(round(rect[0]))), max(0, int(round(rect[1])))
@@ -145,10 +150,10 @@ class PreviewControl:
         return self.preview_roi is not None and self._result_missing()
 
     def _result_missing(self) -> bool:
-        """The current image has an image (not a patch set) whose result for the panel's
-        parameters is not all there."""
+        """The current image has an image (not a patch set, not a camera mosaic, which is
+        denoised whole) whose result for the panel's parameters is not all there."""
         e, p = self.current_entry(), self.current_params()
-        if e is None or p is None or e.is_patchset:
+        if e is None or p is None or e.is_patchset or e.raw is not None:
             return False
         rec = self.session.record(e, p)
         return rec is None or bool(self.cache.missing(e.key, self.result_key(e, p), p.ranks))

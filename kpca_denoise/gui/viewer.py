@@ -92,7 +92,8 @@ class ImageViewer:
     def _levels_for(self, e: ImageEntry) -> tuple[float, float]:
         """The black and white points of an image (from its data until the user drags them)."""
         if e.key not in self._levels:
-            self._levels[e.key] = display_levels(e.array)
+            # a camera mosaic is shown developed (8 bits): its levels are the developed view's
+            self._levels[e.key] = display_levels(e.display(e.array) if e.raw is not None else e.array)
         return self._levels[e.key]
 
     def _image_panels(self):

@@ -509,6 +509,15 @@ class ThumbStrip(QWidget):
         self.row.setSpacing(4)
         self.buttons: list = []  # (button, panel)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        # a fixed height: the buttons added to a shown strip are shown (and counted in its
+        # size hint) only at the next event-loop turn, after the grid has fitted the view
+        probe = QToolButton(self)
+        probe.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextUnderIcon)
+        probe.setIconSize(QSize(THUMB, THUMB))
+        probe.setIcon(QIcon(QPixmap(THUMB, THUMB)))
+        probe.setText("rank")
+        self.setFixedHeight(probe.sizeHint().height() + 2)
+        probe.deleteLater()
 
     def show_panels(self, panels: list, current) -> None:
         """One button per panel (its picture and title), ``current`` checked."""
@@ -651,8 +660,7 @@ class ComparisonGrid(QWidget):
         the grid)."""
         if self.large is not None:
             n, rows = 2, 1
-            view_h = (self._height() - self._overhead(n) - self.strip.sizeHint().height()
-                      - self.grid.spacing())
+            view_h = self._height() - self._overhead(n) - self.strip.height() - self.grid.spacing()
         else:
             col_w, view_h = self._cell_size(self.width(), self._height(), self.columns, 3)
             need = max(self._view_need(col_w), col_w / max(self.aspect, 1e-6))
@@ -664,8 +672,7 @@ class ComparisonGrid(QWidget):
         for p in self.panels():
             p.metrics.set_lines(n)
             p.view.setMinimumHeight(view_min)
-        strip = (self.strip.sizeHint().height() + self.grid.spacing()
-                 if self.large is not None else 0)
+        strip = self.strip.height() + self.grid.spacing() if self.large is not None else 0
         self.setMinimumHeight(rows * (self._overhead(n) + view_min)
                               + (rows - 1) * self.grid.spacing() + strip)
 

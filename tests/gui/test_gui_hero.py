@@ -53,8 +53,12 @@ def test_one_view_alone_with_a_strip_of_the_input_and_every_rank(window, images,
     panel = grid.rank_panels[4]
     assert grid.large is panel and grid.strip.isVisible()
     qtbot.waitUntil(lambda: panel.view.width() > 2 * small, timeout=2000)
-    # the view fills most of the views' space: at least 60 % of its height
+    # the view fills most of the views' space: at least 60 % of its height, and its lines
+    # stay under it, clear of the strip (the strip's height was counted as 0 at first)
     assert panel.view.height() > 0.6 * window.grid_scroll.viewport().height()
+    assert panel.metrics.geometry().top() >= panel.view.geometry().bottom()
+    assert panel.geometry().bottom() < grid.strip.geometry().top()
+    assert grid.strip.height() >= 72
     titles = [b.text() for b, _ in grid.strip.buttons]
     assert titles[0] == grid.input_panel.title.text() and titles[-2:] == ["rank 2", "rank 4"]
     assert [b.isChecked() for b, _ in grid.strip.buttons][-1]
