@@ -165,8 +165,10 @@ def _denoise_options(d: argparse.ArgumentParser) -> None:
     noise.add_argument("--noise-sigma", type=float, metavar="SIGMA",
                        help="noise std in pixel units (default: estimated)")
     noise.add_argument("--noise-model", choices=NOISE_MODELS,
-                       help="'poisson-gaussian' for camera/microscope noise (variance-stabilised; "
-                            "--noise-sigma is then its Gaussian part)")
+                       help="auto (default): measured per image (white, correlated as a camera's "
+                            "JPEG leaves it, or growing with the signal); white or correlated: "
+                            "take it as that; poisson-gaussian: camera/microscope counts "
+                            "(variance-stabilised; --noise-sigma is then its Gaussian part)")
     noise.add_argument("--poisson-gain", type=float, metavar="ALPHA",
                        help="Poisson gain in pixel units per photon (default: estimated)")
     noise.add_argument("--strength", type=float, metavar="FACTOR",

@@ -280,7 +280,7 @@ def decide_images(pages: list, names: list, params: DenoiseParams) -> list[_Deci
             check_image(np.empty(page.shape if page.size == 0 else (1, 1), page.dtype), name)
         check_item_shape(page, name, False, params)
     keys = result_keys(params, False)
-    if params.method == "grouped" and params.noise_model == "gaussian":
+    if params.method == "grouped" and params.noise_model != "poisson-gaussian":
         summaries = dask.compute(*[_summary(page) for page in pages])  # one pass over the data
         found = [_measure(page, name, params, *s) for page, name, s in zip(pages, names, summaries)]
     else:

@@ -81,7 +81,7 @@ def write_lazy_item(it, targets, params, inputs, overwrite, outdir, bar, held):
                              if k not in ("page", "neighbours_used")}
     for note in noise_notes(it.name, run.stats) + rank_notes(it.name, run.stats):
         print(f"note: {note}", file=sys.stderr)
-    shown = "vst" if params.noise_model != "gaussian" else ("-" if sigma is None else sigma)
+    shown = "vst" if params.noise_model == "poisson-gaussian" else ("-" if sigma is None else sigma)
     rows = [(str(it.rel or it.name), "auto" if k is None else str(k), shown, None, None, None,
              seconds, t) for k, t in targets.items()]
     return True, entry, rows

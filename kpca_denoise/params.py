@@ -31,7 +31,9 @@ PROFILES = {
     "fast": "previews and large batches: one matching for both stages, small groups and search",
 }
 EIGEN_SOLVERS = ("auto", "dense", "arpack", "randomized", "lobpcg")
-NOISE_MODELS = ("gaussian", "poisson-gaussian")
+NOISE_MODELS = ("auto", "white", "correlated", "poisson-gaussian")
+#: the noise models' old names, read from older sidecars and calls
+NOISE_MODEL_ALIASES = {"gaussian": "auto"}
 #: whether a set's pages are denoised with their neighbours (``docs/stacks.md``)
 SEQUENCE_CHOICES = ("auto", "yes", "no")
 #: the largest noise std accepted (pixel units): more than the range of 16-bit images
@@ -179,11 +181,17 @@ class DenoiseParams:
     tile_size : core side in pixels of the overlapping tiles an image is denoised
         in (memory is bounded by the tile); ``None`` = the method's default
         (``kpca_denoise.tiling.DEFAULT_TILE``).  The result does not depend on it.
-    noise_model : 'gaussian' (default: additive white Gaussian noise of std
-        ``noise_sigma``) or 'poisson-gaussian' (camera / microscope noise of variance
-        ``poisson_gain * signal + noise_sigma^2``: images are denoised after the
-        generalised Anscombe transform and brought back by its exact unbiased
-        inverse; ``noise_sigma`` is then the Gaussian part).
+    noise_model : 'auto' (default), 'white', 'correlated' or 'poisson-gaussian'.
+        'auto' measures the noise (``docs/noise.md``): white noise is removed at its
+        level; correlated noise (a camera's demosaicing, processing and JPEG) at a level
+        read from its coarse scale and covariance; white noise that grows with the
+        signal is stabilised as Poisson-Gaussian.  'white' takes the noise as white
+        (the finest-scale estimate), 'correlated' as correlated.  ``noise_sigma`` given
+        is one white level under all three.  'poisson-gaussian': camera / microscope
+        noise of variance ``poisson_gain * signal + noise_sigma^2``, denoised after the
+        generalised Anscombe transform and brought back by its exact unbiased inverse
+        (``noise_sigma`` is then the Gaussian part).  'gaussian', the old name of
+        'auto', is still read.
     poisson_gain : the Poisson gain (pixel units per photon) for 'poisson-gaussian';
         ``None`` estimates it per image and channel (as ``noise_sigma``).
     strength : how much noise to remove, as a factor on the noise level the denoiser is
@@ -228,7 +236,7 @@ class DenoiseParams:
     add_noise: float | None = None
     tile_size: int | None = None
     grouped: GroupedOptions = field(default_factory=GroupedOptions)
-    noise_model: str = "gaussian"
+    noise_model: str = "auto"
     poisson_gain: float | None = None
     strength: float = 1.0
     profile: str = "default"
@@ -240,6 +248,8 @@ class DenoiseParams:
             v = getattr(self, f.name)
             if isinstance(v, np.generic) and not isinstance(v, np.bool_):
                 object.__setattr__(self, f.name, v.item())
+        if isinstance(self.noise_model, str) and self.noise_model in NOISE_MODEL_ALIASES:
+            object.__setattr__(self, "noise_model", NOISE_MODEL_ALIASES[self.noise_model])
         if not isinstance(self.grouped, GroupedOptions):
             try:
                 object.__setattr__(self, "grouped", GroupedOptions.coerce(self.grouped))

@@ -87,7 +87,7 @@ def prepare_item(params: DenoiseParams, image: np.ndarray, res: ImageResult,
         item = _measure_patchset(params, a, noisy, res) if is_patchset else \
             measure_image(params, res)
         res.noise_estimated = params.noise_sigma is None or (
-            is_patchset and params.noise_model != "gaussian")
+            is_patchset and params.noise_model == "poisson-gaussian")
         return _with_noise(params, a, item)
     except (ValueError, TypeError) as exc:
         msg = str(exc)
@@ -155,7 +155,7 @@ def _measure_patchset(params: DenoiseParams, a: np.ndarray, noisy: np.ndarray,
     """A patch set's samples as rows and their noise level (``res.noise_sigma``)."""
     S = np.asarray(noisy, dtype=np.float64).reshape(a.shape[0], -1)
     # samples are not stabilised: a given sigma is the Gaussian model's only
-    given = params.noise_sigma if params.noise_model == "gaussian" else None
+    given = params.noise_sigma if params.noise_model != "poisson-gaussian" else None
     flat = bool(S.min() == S.max())  # one value: nothing to remove
     sigma = 0.0 if flat else given if given is not None else estimate_sigma_pca(S)
     res.noise_sigma = float(sigma)
@@ -201,7 +201,7 @@ def measure_noise(x, params: DenoiseParams, stats: dict, *, flat: bool, lum=None
     """
     if flat:
         return 0.0, None  # one value per channel: nothing to stabilise or remove
-    if params.noise_model == "gaussian":
+    if params.noise_model != "poisson-gaussian":
         if params.noise_sigma is not None:
             return float(params.noise_sigma), None
         return estimated_noise(x, params, stats, lum=lum, stub=stub, lo=lo)
@@ -279,8 +279,8 @@ def _brightness_range(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 #: ... and when, under the Poisson-Gaussian model, it does not
-FLAT_NOISE_HINT = ("the noise does not grow with the signal: the Gaussian model (the default, "
-                   "--noise-model gaussian) fits better")
+FLAT_NOISE_HINT = ("the noise does not grow with the signal: the default model (--noise-model "
+                   "auto) fits better")
 
 
 def estimated_noise(x, params: DenoiseParams, stats: dict, *, lum=None, stub=None,
@@ -297,13 +297,14 @@ def estimated_noise(x, params: DenoiseParams, stats: dict, *, lum=None, stub=Non
     array, read only where sampled (and whole when a stabiliser is built); ``lum`` its
     luminance, ``stub`` an array of its dtype and extreme values, ``lo`` its no-noise
     level (:func:`_sigma_range`), each computed from ``x`` when not given."""
-    white, model = noise_model_of(x, lum=lum, stub=stub, lo=lo)
+    kind = "auto" if params.noise_model in ("auto", "gaussian") else params.noise_model
+    white, model = noise_model_of(x, lum=lum, stub=stub, lo=lo, kind=kind)
     if model is None:
         return white, None  # no noise: the image comes back unchanged
     stats["noise"] = model.to_dict()
     if noise_hint(model):
         stats["hint"] = noise_hint(model)
-    if stats.get("hint") == SIGNAL_DEPENDENT_HINT:
+    if stats.get("hint") == SIGNAL_DEPENDENT_HINT and kind == "auto":
         vst = _chosen_stabiliser(np.asarray(x), params, stats)
         if vst is not None:
             return 1.0, vst
@@ -318,19 +319,23 @@ def noise_hint(model) -> str | None:
     return SIGNAL_DEPENDENT_HINT if model.signal_dependent and not model.correlated else None
 
 
-def noise_model_of(x, *, lum=None, stub=None, lo: float | None = None):
-    """``(finest-scale sigma, NoiseModel)`` of an image; the model is None when the
-    finest scale reads no noise (below ``lo``).  ``lum``, ``stub``, ``lo``: as
-    :func:`estimated_noise`."""
+def noise_model_of(x, *, lum=None, stub=None, lo: float | None = None, kind: str = "auto"):
+    """Measure an image's ``(finest-scale sigma, NoiseModel)``.
+
+    The model is None when the finest scale reads no noise (below ``lo``).  ``lum``,
+    ``stub``, ``lo``: as :func:`estimated_noise`; ``kind``: 'auto', 'white' or
+    'correlated' (:func:`~kpca_denoise.core.nlf.estimate_noise_model`)."""
     stub = x if stub is None else stub
     lum = luminance(x) if lum is None else lum
-    white = estimate_sigma_image(lum, bounds=luminance_bounds(stub))
+    lum_bounds = luminance_bounds(stub)
+    white = estimate_sigma_image(lum, bounds=lum_bounds)
     if white < (_sigma_range(x)[0] if lo is None else lo):
         return white, None
     # the colour channels, sliced as they are (a Dask array stays lazy)
     c = x[..., :-1] if x.ndim == 3 and x.shape[2] in (2, 4) else x
     bounds = _value_bounds(colour_part(stub)) if np.issubdtype(stub.dtype, np.integer) else None
-    return white, estimate_noise_model(c, white, luminance=lum, bounds=bounds)
+    return white, estimate_noise_model(c, white, luminance=lum, bounds=bounds, kind=kind,
+                                       luminance_bounds=lum_bounds)
 
 
 def noise_to_remove(sigma: float, lo: float, hi: float, dtype, *, given: bool,
@@ -357,7 +362,7 @@ def _with_noise(params: DenoiseParams, a: np.ndarray, item: PreparedItem) -> Pre
         lo = stabilised_span(a, item.vst) * NO_NOISE_FRACTION
     # a given sigma is the noise's own only under the Gaussian model (the
     # stabilised path checks its gain and sigma when it is built)
-    given = params.noise_model == "gaussian" and params.noise_sigma is not None
+    given = params.noise_model != "poisson-gaussian" and params.noise_sigma is not None
     if noise_to_remove(sigma, lo, hi, a.dtype, given=given, flat=item.flat):
         # the level the denoiser is given: the measured (or given) one times the strength
         res.noise_sigma = float(sigma) * params.strength

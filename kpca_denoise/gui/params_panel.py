@@ -352,10 +352,14 @@ class ParamsPanel(QScrollArea):
                                  "more.  With a preview (P) shown, the preview follows.")
         f.addRow("strength", self.strength)
         self.noise_model = QComboBox(g_noise)
-        self.noise_model.addItem("Gaussian", "gaussian")
+        self.noise_model.addItem("auto (measured)", "auto")
+        self.noise_model.addItem("white", "white")
+        self.noise_model.addItem("correlated (camera JPEG)", "correlated")
         self.noise_model.addItem("Poisson-Gaussian (camera, microscope)", "poisson-gaussian")
-        self.noise_model.setToolTip("Poisson-Gaussian: noise that grows with the signal; denoised after "
-                                    "the generalised Anscombe transform (σ is then its Gaussian part)")
+        self.noise_model.setToolTip("auto: measured from the image (white, correlated as a camera's "
+                                    "JPEG leaves it, or growing with the signal); Poisson-Gaussian: "
+                                    "denoised after the generalised Anscombe transform (σ is then "
+                                    "its Gaussian part)")
         f.addRow("noise model", self.noise_model)
         self.poisson_gain = _AutoFloat("Poisson gain (pixel units per photon); auto estimates it", "{:.3g}")
         f.addRow("Poisson gain", self.poisson_gain)

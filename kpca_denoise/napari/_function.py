@@ -20,7 +20,7 @@ __all__ = ["denoise_layer"]
 
 
 def denoise_layer(image: ImageData, noise_sigma: float = 0.0, method: str = "grouped",
-                  rank: int = 0, noise_model: str = "gaussian") -> ImageData:
+                  rank: int = 0, noise_model: str = "auto") -> ImageData:
     """Denoise an image layer's data with kernel PCA; same shape and dtype.
 
     Parameters

@@ -138,7 +138,7 @@ def noise_text(res: SetResult) -> str:
     if sig.size == 0:
         return "noise σ: not measured"
     how = "estimated" if any(r.noise_estimated for r in res.images if r.ok) else "given"
-    if res.params.noise_model != "gaussian":
+    if res.params.noise_model == "poisson-gaussian":
         how += ", Gaussian part"
     lo, hi = float(sig.min()), float(sig.max())
     value = f"{lo:.3g}" if np.isclose(lo, hi, rtol=1e-3) else \

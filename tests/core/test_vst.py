@@ -187,7 +187,7 @@ def test_poisson_path_denoises_16_bit_images(camera):
 
 
 def test_noise_model_parameters_are_checked():
-    with pytest.raises(ParamError, match="noise_model must be one of gaussian, poisson-gaussian"):
+    with pytest.raises(ParamError, match="noise_model must be one of auto, white, correlated, poisson-gaussian"):
         DenoiseParams(noise_model="poisson").validate()
     with pytest.raises(ParamError, match="poisson_gain must be a number > 0"):
         DenoiseParams(noise_model="poisson-gaussian", poisson_gain=-1.0).validate()
@@ -229,7 +229,7 @@ def test_gui_panel_sets_the_noise_model(qtbot):
 
     panel = ParamsPanel()
     qtbot.addWidget(panel)
-    assert panel.params().noise_model == "gaussian" and not panel.poisson_gain.isEnabled()
+    assert panel.params().noise_model == "auto" and not panel.poisson_gain.isEnabled()
     panel.noise_model.setCurrentIndex(panel.noise_model.findData("poisson-gaussian"))
     assert panel.poisson_gain.isEnabled()
     panel.poisson_gain.set_value(8.0)

@@ -189,8 +189,8 @@ def test_cli_hints_the_gaussian_model_for_noise_that_does_not_grow(tmp_path, cap
                "--noise-model", "poisson-gaussian"])
     err = capsys.readouterr().err
     assert rc == 0
-    assert ("note: flat_noise.png: the noise does not grow with the signal: the Gaussian "
-            "model (the default, --noise-model gaussian) fits better") in err
+    assert ("note: flat_noise.png: the noise does not grow with the signal: the default "
+            "model (--noise-model auto) fits better") in err
 
 
 def test_cli_says_what_correlated_noise_it_removed(tmp_path, capsys):
