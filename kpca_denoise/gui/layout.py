@@ -143,6 +143,9 @@ class WindowLayout:
 
     def _build_docks(self) -> None:
         """Images on the left, parameters on the right, spectrum and progress/log below."""
+        # the parameters take the right side down to the status bar: under the bottom docks
+        # their last group (the clean reference's buttons) was cut at 1920x1080
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.imageset = ImageSetPanel()
         self.dock_images = self._add_dock("Images", "dock_images", self.imageset,
                                           Qt.DockWidgetArea.LeftDockWidgetArea)

@@ -298,7 +298,11 @@ class ProgressPanel(QWidget):
         bar.setRange(0, total)
         bar.setValue(min(int(done), total))
         extra = f"  ({message})" if message else ""
-        bar.setFormat(f"{done:,} / {total:,}{extra}")
+        text = f"{done:,} / {total:,}{extra}"
+        if bar.fontMetrics().horizontalAdvance(text) > bar.width() - 6:  # a narrow bar
+            text = f"{done:,}/{total:,}"  # (at 1366x768 "(stage 2)" ran over the bar's end)
+        bar.setFormat(text)
+        bar.setToolTip(f"{done:,} / {total:,}{extra}")
         label = dict(STAGES).get(stage, stage)
         self._detail = f"{label} {done:,}/{total:,}" + (f" ({message})" if message else "")
         self._eta = self._estimate(stage, done, total, message, now)

@@ -555,7 +555,7 @@ def test_reset_layout_brings_every_dock_back_at_its_first_size(window, qtbot):
     QApplication.processEvents()
     w.resize(1280, 820)
     QApplication.processEvents()
-    w.resizeDocks([w.dock_spectrum, w.dock_progress], [150, 900], Qt.Orientation.Horizontal)
+    w.resizeDocks([w.dock_spectrum, w.dock_progress], [40, 2000], Qt.Orientation.Horizontal)
     QApplication.processEvents()
     assert w.dock_spectrum.width() < 0.5 * first
     squeezed = w.saveState()
