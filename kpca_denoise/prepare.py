@@ -6,12 +6,12 @@ an item without noise to remove returned unchanged.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
-from .core.cfa import Mosaic, PlaneStabiliser
+from .core.cfa import Mosaic, PlaneStabiliser, joint_noise_std
 from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
 from .core.nlf import SIGNAL_DEPENDENT_RATIO, estimate_noise_model
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
@@ -429,15 +429,21 @@ def _local_spread(d: np.ndarray, side: int = 16) -> np.ndarray:
 
 def mosaic_stabiliser(planes: np.ndarray, mosaic: Mosaic,
                       params: DenoiseParams) -> PlaneStabiliser:
-    """The Poisson-Gaussian stabiliser of a mosaic's four CFA planes (H/2, W/2, 4): per
-    plane the gain and Gaussian sigma (``params.poisson_gain`` / ``noise_sigma`` if
-    given) fitted on the plane less its black level, leaving out the clipped photosites
-    (at the white level) and the hot and dead ones (:data:`HOT_SIGMAS`) with their
-    neighbours; the black level is the stabiliser's offset."""
+    """The Poisson-Gaussian stabiliser of a mosaic's four CFA planes (H/2, W/2, 4).
+
+    Per plane the gain and Gaussian sigma (``params.poisson_gain`` / ``noise_sigma``
+    if given) are fitted on the plane less its black level
+    (:func:`~kpca_denoise.core.noise.estimate_poisson_gaussian`), leaving out the clipped
+    photosites (at the white level) and the hot and dead ones (:data:`HOT_SIGMAS`)
+    with their neighbours.  Texture still raises those lines, so when neither part is
+    given their level is set by the four stabilised planes together
+    (:func:`~kpca_denoise.core.cfa.joint_noise_std`): each line is scaled (gain by
+    ``s^2``, sigma by ``s``) until the planes read a std of 1, at most
+    :data:`JOINT_ROUNDS` times.  The black level is the stabiliser's offset."""
     from scipy.ndimage import median_filter
 
     black = np.asarray(mosaic.black)
-    gains, sigmas = [], []
+    gains, sigmas, outs = [], [], []
     for c in range(4):
         x = planes[..., c].astype(np.float64) - black[c]
         d = x - median_filter(x, size=3, mode="mirror")
@@ -447,7 +453,20 @@ def mosaic_stabiliser(planes: np.ndarray, mosaic: Mosaic,
                                          exclude=out if out.any() else None)
         gains.append(g)
         sigmas.append(s)
-    return PlaneStabiliser(np.array(gains), np.array(sigmas), offset=black)
+        outs.append(out)
+    vst = PlaneStabiliser(np.array(gains), np.array(sigmas), offset=black)
+    if params.poisson_gain is None and params.noise_sigma is None:
+        out = np.any(outs, axis=0)
+        for _ in range(JOINT_ROUNDS):
+            s = joint_noise_std(planes, out, transform=vst.forward)
+            if not np.isfinite(s) or s <= 0 or abs(s - 1.0) < 0.02:
+                break
+            vst = replace(vst, gain=vst.gain * s * s, sigma=vst.sigma * s)
+    return vst
+
+
+#: at most this many rescalings of a mosaic's fitted lines by its planes' joint noise
+JOINT_ROUNDS = 3
 
 
 def stabiliser_for(image: np.ndarray, params: DenoiseParams):
