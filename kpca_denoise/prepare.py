@@ -454,7 +454,7 @@ def mosaic_stabiliser(planes: np.ndarray, mosaic: Mosaic,
         gains.append(g)
         sigmas.append(s)
         outs.append(out)
-    vst = PlaneStabiliser(np.array(gains), np.array(sigmas), offset=black)
+    vst = PlaneStabiliser(np.array(gains), np.array(sigmas), offset=black, cfa=mosaic.cfa)
     if params.poisson_gain is None and params.noise_sigma is None:
         out = np.any(outs, axis=0)
         for _ in range(JOINT_ROUNDS):

@@ -35,11 +35,11 @@ def to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | No
     Colour goes to the orthonormal opponent space; alpha is kept aside untouched.
     A variance-stabilising transform ``vst`` applies to each colour channel first; a
     camera mosaic's planes (:class:`~kpca_denoise.core.cfa.PlaneStabiliser`) are all
-    stabilised and denoised as they are (no opponent colour, no alpha).
+    stabilised and decorrelated (its pattern's sum and differences; no alpha).
     """
     a = np.asarray(image)
     if isinstance(vst, PlaneStabiliser):
-        return vst.forward(a), None, False
+        return vst.decorrelate(vst.forward(a)), None, False
     if a.ndim == 2:
         a = a[..., None]
     if a.ndim == 3 and a.shape[2] in (1, 2, 3, 4):
@@ -59,6 +59,8 @@ def to_working(image: np.ndarray, vst=None) -> tuple[np.ndarray, np.ndarray | No
 def from_working(work: np.ndarray, alpha, colour: bool, like: np.ndarray, vst=None) -> np.ndarray:
     """Bring working channels back to the shape and dtype of the input ``like``."""
     out = opponent_to_rgb(work) if colour else work
+    if isinstance(vst, PlaneStabiliser):
+        out = vst.correlate(out)
     if vst is not None:
         out = vst.inverse(out)  # the exact unbiased inverse, per colour channel
     if like.ndim == 2:
@@ -200,6 +202,8 @@ def guide_range(dtype, vst, colour: bool) -> float | None:
     rng = working_range(dtype, vst)
     if rng is not None and colour:
         rng *= float(OPPONENT[0].sum())
+    elif rng is not None and isinstance(vst, PlaneStabiliser):  # the planes' sum
+        rng *= vst.guide_gain
     return rng
 
 

@@ -9,6 +9,7 @@ denoised jointly, with one matching for all four (``docs/raw.md``).  A plane pix
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,7 +18,7 @@ import numpy as np
 from .noise import estimate_sigma_pca
 from .vst import GeneralizedAnscombe
 
-__all__ = ["Mosaic", "PlaneStabiliser", "POSITIONS", "joint_noise_std"]
+__all__ = ["Mosaic", "PlaneStabiliser", "POSITIONS", "decorrelation", "joint_noise_std"]
 
 #: the four CFA positions, (row, column) in the 2x2 pattern, in the planes' order
 POSITIONS = ((0, 0), (0, 1), (1, 0), (1, 1))
@@ -105,12 +106,56 @@ class Mosaic:
         return np.asarray(planes) >= self.white
 
 
+def decorrelation(cfa: str) -> np.ndarray:
+    """The orthonormal 4x4 transform of a Bayer pattern's planes (:data:`POSITIONS`
+    order) into a luminance-like sum and three differences, as RGB goes to opponent
+    colour: ``(R + G1 + G2 + B) / 2``, ``(R - B) / sqrt 2``, ``(G1 + G2 - R - B) / 2``,
+    ``(G1 - G2) / sqrt 2``; the identity for a pattern without one R, one B and two G.
+
+    Examples
+    --------
+    >>> M = decorrelation("GRBG")
+    >>> bool(np.allclose(M @ M.T, np.eye(4)))
+    True
+    """
+    if sorted(cfa) != ["B", "G", "G", "R"]:
+        return np.eye(4)
+    r, b = cfa.index("R"), cfa.index("B")
+    g1, g2 = (i for i, c in enumerate(cfa) if c == "G")
+    h = 1.0 / math.sqrt(2.0)
+    M = np.zeros((4, 4))
+    M[0] = 0.5
+    M[1, r], M[1, b] = h, -h
+    M[2, [g1, g2]], M[2, [r, b]] = 0.5, -0.5
+    M[3, g1], M[3, g2] = h, -h
+    return M
+
+
 @dataclass(frozen=True)
 class PlaneStabiliser(GeneralizedAnscombe):
     """The generalised Anscombe transform of a mosaic's four CFA planes: one gain, sigma
-    and black level (``offset``) per plane.  An image stabilised by it is four planes
-    denoised jointly as they are: no opponent colour, no alpha channel
-    (:func:`kpca_denoise.working.to_working`)."""
+    and black level (``offset``) per plane, and the pattern (``cfa``).
+
+    An image stabilised by it is four planes of noise std 1, denoised jointly after the
+    orthonormal :func:`decorrelation` of its pattern (no alpha channel;
+    :func:`kpca_denoise.working.to_working`): the grouped method's first channel, the
+    guide with its own thresholds, is then the planes' sum, the others their
+    differences, as for colour."""
+
+    cfa: str = "RGGB"
+
+    def decorrelate(self, planes: np.ndarray) -> np.ndarray:
+        """Stabilised planes (..., 4) -> their :func:`decorrelation`."""
+        return np.asarray(planes, dtype=np.float64) @ decorrelation(self.cfa).T
+
+    def correlate(self, work: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`decorrelate` (the transpose: orthonormal)."""
+        return np.asarray(work, dtype=np.float64) @ decorrelation(self.cfa)
+
+    @property
+    def guide_gain(self) -> float:
+        """The span of the first decorrelated channel over that of one plane."""
+        return float(decorrelation(self.cfa)[0].sum())
 
 
 #: :func:`joint_noise_std`'s patch side, the share of the least textured patches it

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kpca_denoise import DenoiseParams, denoise_image, denoise_mosaic
-from kpca_denoise.core.cfa import POSITIONS, Mosaic
+from kpca_denoise.core.cfa import POSITIONS, Mosaic, PlaneStabiliser, decorrelation
 from kpca_denoise.prepare import mosaic_stabiliser
 
 rawpy = pytest.importorskip("rawpy")
@@ -86,6 +86,21 @@ def test_a_photographs_texture_is_not_read_as_noise_by_much():
     level = np.median(noisy.astype(float)) - BLACK
     read = np.sqrt(vst.gain * level + vst.sigma ** 2) / true
     assert np.all(read < 1.6) and np.all(read > 0.8), read
+
+
+def test_the_planes_are_decorrelated_orthonormally_for_every_bayer_pattern():
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(5, 6, 4))
+    for cfa in ("RGGB", "BGGR", "GRBG", "GBRG"):
+        M = decorrelation(cfa)
+        np.testing.assert_allclose(M @ M.T, np.eye(4), atol=1e-12)
+        v = PlaneStabiliser(np.ones(4), np.ones(4), cfa=cfa)
+        np.testing.assert_allclose(v.correlate(v.decorrelate(x)), x, atol=1e-12)
+        w = v.decorrelate(np.ones((1, 1, 4)))  # a grey cell: all in the sum, none in the rest
+        np.testing.assert_allclose(w[0, 0], [2.0, 0.0, 0.0, 0.0], atol=1e-12)
+    # the two greens' difference is the last channel, R - B the second
+    M = decorrelation("GBRG")
+    assert M[3, 0] > 0 > M[3, 3] and M[1, 2] > 0 > M[1, 1]
 
 
 def test_the_mosaic_is_denoised_in_its_dtype_and_the_noise_recorded():
