@@ -327,8 +327,11 @@ class ImagePanel(QFrame):
             self.data = a = np.asarray(a)
             self.image.setVisible(True)
             self.image.setAutoDownsample(True)
-            self.image.setRect(0, 0, a.shape[1], a.shape[0])
+            # the image first: setRect scales the item from the image it holds, and a view
+            # cleared ("computing…") held none, so the next image was drawn 256 times too
+            # large, one flat colour (a rank that arrived after its placeholder)
             self.image.setImage(np.asarray(a), levels=levels, autoLevels=levels is None)
+            self.image.setRect(0, 0, a.shape[1], a.shape[0])
         else:
             self.image.setVisible(True)
             self.image.setAutoDownsample(False)

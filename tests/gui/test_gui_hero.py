@@ -159,3 +159,17 @@ def test_where_auto_fell_is_cleared_when_a_run_starts_or_the_method_changes(wind
                                                   add_noise=20.0))
     settle(qtbot, window)  # parameters nothing was computed with: no mark of another's
     assert None not in spectrum._rank_lines or spectrum._rank_lines[None].value() == 16
+
+
+def test_an_image_after_an_empty_view_is_drawn_at_its_size(qtbot):
+    # a rank arriving after its "computing…" placeholder was drawn 256 times too large
+    from kpca_denoise.gui.views import ImagePanel
+
+    panel = ImagePanel("rank 4")
+    qtbot.addWidget(panel)
+    a = np.arange(256 * 256, dtype=np.uint16).reshape(256, 256)
+    panel.set_image(a, (0.0, 65535.0))
+    panel.set_image(None, placeholder="computing…")
+    panel.set_image(a, (0.0, 65535.0))
+    assert panel.image.transform().m11() == 1.0 and panel.image.transform().m22() == 1.0
+    assert panel.image.mapRectToParent(panel.image.boundingRect()).width() == 256
