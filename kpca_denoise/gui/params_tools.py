@@ -59,18 +59,16 @@ class ParamsTools:
 
     def undo_params(self) -> bool:
         """The parameters before the last change (Ctrl+Z); False when there is none."""
-        p = self.history.undo()
-        if p is not None:
-            self._show_params(p)
-            self.statusBar().showMessage("parameters: undone", 5000)
-        return p is not None
+        return self._step_to(self.history.undo(), "undone")
 
     def redo_params(self) -> bool:
         """The change undone last again (Ctrl+Shift+Z); False when there is none."""
-        p = self.history.redo()
+        return self._step_to(self.history.redo(), "redone")
+
+    def _step_to(self, p: DenoiseParams | None, what: str) -> bool:
         if p is not None:
             self._show_params(p)
-            self.statusBar().showMessage("parameters: redone", 5000)
+            self.statusBar().showMessage(f"parameters: {what}", 5000)
         return p is not None
 
     # -- presets ------------------------------------------------------------------------
