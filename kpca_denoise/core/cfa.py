@@ -2,9 +2,11 @@
 
 The mosaic is split into its four CFA planes (one per position of the 2x2 pattern,
 (H/2, W/2, 4)): on the sensor each photosite's noise is white and Poisson-Gaussian, with
-the parameters of its colour, so each plane gets its own stabiliser and the four are
-denoised jointly, with one matching for all four (``docs/raw.md``).  A plane pixel is a
-2x2 cell of the mosaic, so tiles of the planes are aligned to the pattern.
+the parameters of its colour, so each plane gets its own stabiliser
+(:class:`PlaneStabiliser`, its level read on the four planes together by
+:func:`joint_noise_std`) and the four, decorrelated (:func:`decorrelation`), are denoised
+jointly, with one matching for all four (``docs/raw.md``).  A plane pixel is a 2x2 cell
+of the mosaic, so tiles of the planes are aligned to the pattern.
 """
 
 from __future__ import annotations
