@@ -13,7 +13,7 @@ import numpy as np
 
 from .core.cfa import Mosaic, PlaneStabiliser, joint_noise_std
 from .core.grouped.geometry import PATCH_SIZE as GROUPED_PATCH_SIZE
-from .core.nlf import SIGNAL_DEPENDENT_RATIO, estimate_noise_model
+from .core.nlf import COARSE_RATIO, SIGNAL_DEPENDENT_RATIO, coarse_sigma, estimate_noise_model
 from .core.noise import estimate_poisson_gaussian, estimate_sigma_image, estimate_sigma_pca
 from .core.progress import report
 from .core.vst import GeneralizedAnscombe
@@ -329,8 +329,14 @@ def noise_model_of(x, *, lum=None, stub=None, lo: float | None = None, kind: str
     lum = luminance(x) if lum is None else lum
     lum_bounds = luminance_bounds(stub)
     white = estimate_sigma_image(lum, bounds=lum_bounds)
-    if white < (_sigma_range(x)[0] if lo is None else lo):
-        return white, None
+    lo = _sigma_range(x)[0] if lo is None else lo
+    if white < lo:
+        # a camera's JPEG can read no noise at the finest scale and carry it all at
+        # coarser ones: a colour image is looked at there before it is called clean
+        if (kind == "white" or channels(stub) < 3
+                or coarse_sigma(lum, lum_bounds) < COARSE_RATIO * lo):
+            return white, None
+        white = lo  # the finest scale's reading, at least the no-noise level
     # the colour channels, sliced as they are (a Dask array stays lazy)
     c = x[..., :-1] if x.ndim == 3 and x.shape[2] in (2, 4) else x
     bounds = _value_bounds(colour_part(stub)) if np.issubdtype(stub.dtype, np.integer) else None

@@ -467,7 +467,9 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
     out: list = [None] * len(tasks)
     run_in_order(len(tasks), lambda i: tasks[i](), out.__setitem__, most=FITS_AT_ONCE)
     (levels, stds), R = out[0], [r for r in out[1:] if r is not None]
+    R = [r for r in R if np.all(np.isfinite(r))]  # a fit with nothing to fit reads NaN
     r0 = float(np.mean([r[0] for r in R])) if R else 0.0
+    stds = np.nan_to_num(np.asarray(stds, dtype=np.float64))
     d = _design(patch_size, lag)
 
     def corr(lags) -> float:
@@ -487,7 +489,7 @@ def estimate_noise_model(image: np.ndarray, white_sigma: float, *, luminance=Non
         coarse = coarse_sigma(lum, lum_bounds)
         correlated = coarse >= COARSE_RATIO * white
     correlated = correlated or kind == "correlated"
-    sigma = max(float(np.sqrt(r0)), white) if correlated else white
+    sigma = max(float(np.sqrt(max(r0, 0.0))), white) if correlated else white
     effective = 0.0
     if correlated:
         effective = sigma * effective_factor(np.mean(R, axis=0), lag) if R else sigma

@@ -251,7 +251,7 @@ def test_patch_set_auto_rank_comes_from_the_noise_level():
     # 1797) 22.84 (python -m benchmarks.noise_rank)
     import os
 
-    with np.load(os.path.join(os.path.dirname(__file__), "..", "sample_images", "digits.npz")) as z:
+    with np.load(os.path.join(os.path.dirname(__file__), "..", "..", "sample_images", "digits.npz")) as z:
         clean = z[z.files[0]]
     res = denoise_set([clean], DenoiseParams(ranks=(None, 128), add_noise=25.0), patch_sets=[True])
     item = res.images[0]
