@@ -40,7 +40,29 @@ def _knob(default: Any, *rule: Any) -> Any:
 # kappa1 1e300 reached LAPACK as an illegal bound).
 @dataclass(frozen=True)
 class GroupedOptions:
-    """The knobs of the grouped method (``docs/options.md`` for each)."""
+    """The knobs of the grouped method, each with its range (``docs/options.md``).
+
+    Parameters
+    ----------
+    kernel, patch_size, group_size, ..., data_range
+        The fields below, each documented where it is declared; ``None`` means the
+        method decides (from the noise level, the image's detail or a regular texture).
+        A bad value raises ``ValueError`` naming the knob and its range.
+
+    See Also
+    --------
+    PRESETS : the named presets ('default', 'fast', 'single-stage', ...), also through
+        :meth:`preset` and ``DenoiseParams(profile=...)``.
+
+    Examples
+    --------
+    >>> from kpca_denoise import GroupedOptions
+    >>> g = GroupedOptions(kappa2=0.8)
+    >>> g.changed()
+    {'kappa2': 0.8}
+    >>> GroupedOptions.from_dict({"search_radius": 16}).search_radius
+    16
+    """
 
     #: "rbf" or "linear" (plain group PCA in the same pipeline, an ablation)
     kernel: str = _knob("rbf", "choice", False, ("rbf", "linear"))
