@@ -34,7 +34,9 @@ import numpy as np
 from scipy.stats import chi2
 from scipy.stats import gamma as gamma_dist
 
-from .noise import level_variances, PatchStats, refine_sigma, sample_blocks
+from .color import rgb_to_opponent
+from .noise import (PatchStats, estimate_sigma_image, level_variances, refine_sigma,
+                    sample_blocks)
 from .parallel import run_in_order
 
 __all__ = ["NoiseModel", "estimate_noise_model", "coarse_sigma", "chroma_sigma", "Box2",
@@ -374,8 +376,6 @@ def coarse_sigma(luminance, bounds: tuple[float, float] | None = None) -> float:
     White noise reads its own std (the mean of 4 pixels has half of it); noise
     correlated over a few pixels (demosaicing, a camera's processing, JPEG) reads more,
     its low frequencies included.  ``luminance``: a 2-D array-like, sampled lazily."""
-    from .noise import estimate_sigma_image
-
     return 2.0 * estimate_sigma_image(Box2(luminance), bounds=bounds)
 
 
@@ -384,9 +384,6 @@ def chroma_sigma(image) -> float:
 
     On a central crop of at most :data:`CHROMA_CROP` pixels a side of the colour channels
     (H, W, 3); NaN for a grey image stored as colour (no chroma at all)."""
-    from .color import rgb_to_opponent
-    from .noise import estimate_sigma_image
-
     H, W = image.shape[:2]
     h, w = min(H, CHROMA_CROP), min(W, CHROMA_CROP)
     y, x = (H - h) // 2, (W - w) // 2

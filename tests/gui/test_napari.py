@@ -96,7 +96,7 @@ def test_the_function_is_denoise_image_and_takes_stacks():
                                   denoise_image(img, noise_sigma=20.0))
     np.testing.assert_array_equal(denoise_layer(img, 20.0, method="global", rank=8),
                                   denoise_image(img, noise_sigma=20.0, method="global",
-                                                n_components=8))
+                                                ranks=8))
     stack = np.stack([img, _noisy(seed=1)])
     out = denoise_layer(stack, noise_sigma=20.0)
     assert out.shape == stack.shape and out.dtype == stack.dtype
