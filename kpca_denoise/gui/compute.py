@@ -16,6 +16,8 @@ Everything here is plain Python so that the child imports no widgets.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import multiprocessing
 import os
 import queue as queue_mod
@@ -427,6 +429,23 @@ def serve(jobs, events, cancel) -> None:
 
         summary = run_job(job, emit, cancel)
         events.put(("finished", summary, job.job_id))
+        del summary, emit
+        release_freed_memory()
+
+
+def release_freed_memory() -> bool:
+    """Give the memory a finished job freed back to the system; True where it could.
+
+    The results have gone to the window; the allocator keeps the freed heap for reuse,
+    so the compute process stayed at its peak after a run (a 2000x1500 colour photo at
+    five ranks: 0.53 GB with the results dropped, 0.31 GB after ``malloc_trim``; idle
+    0.24 GB).  glibc's ``malloc_trim`` returns it; elsewhere nothing is done."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        return False
+    return True
 
 
 def drain(q, timeout: float):
