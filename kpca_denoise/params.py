@@ -16,7 +16,7 @@ import numpy as np
 
 from .core.grouped.geometry import PATCH_SIZE
 from .core.grouped.options import GroupedOptions
-from .core.checks import is_finite as _is_finite
+from .core.checks import is_finite
 
 __all__ = ["DenoiseParams", "METHODS", "PROFILES", "ParamError", "MAX_SIGMA", "parse_ranks", "as_params",
            "call_params", "DEPRECATED_NAMES"]
@@ -304,7 +304,7 @@ class DenoiseParams:
             v = getattr(self, name)
             if v is None:
                 continue
-            if not is_num(v) or not _is_finite(v):
+            if not is_num(v) or not is_finite(v):
                 bad(name, f"must be a finite number, got {v!r}")
             if name == "add_noise" and not (0 <= v <= MAX_SIGMA):
                 bad(name, f"must be between 0 and {MAX_SIGMA:g} (pixel units), got {v!r}")
